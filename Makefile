@@ -1,0 +1,38 @@
+# Every target installs what it needs (scripts/deps.sh) so that each works
+# on a fresh Debian 12 machine. CI runs exactly `make test`.
+
+CARGO ?= cargo
+BIN := target/release/rackbench
+
+.PHONY: all build test lint unit run bench clean
+
+all: build
+
+build:
+	scripts/deps.sh build
+	$(CARGO) build --release --locked
+
+lint:
+	scripts/deps.sh build
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets --locked -- -D warnings
+
+unit:
+	scripts/deps.sh test
+	$(CARGO) test --locked
+
+test: lint unit
+
+# The main job. Until the server lab lands this drives a local nginx that
+# the script starts and stops itself.
+run: build
+	scripts/deps.sh run
+	scripts/with-nginx.sh -- sh -c '$(BIN) load "$$URL" -c 50 -d 10s --warmup 2s'
+
+# rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx.
+bench: build
+	scripts/deps.sh bench
+	RACKBENCH=$(BIN) bench/peers.sh --install
+
+clean:
+	$(CARGO) clean

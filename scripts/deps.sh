@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs what rackbench needs on a Debian 12 machine, skipping what is
+# already there. Usage: scripts/deps.sh [build|test|bench|run]...
+# Runs apt-get (as root, or through sudo when it is available).
+set -euo pipefail
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(build)
+
+apt_pkgs=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || apt_pkgs+=("$2"); }
+
+for w in "${want[@]}"; do
+  case "$w" in
+    build) ;;
+    test|run)
+      need_cmd nginx nginx-light
+      need_cmd curl curl
+      ;;
+    bench)
+      need_cmd nginx nginx-light
+      need_cmd curl curl
+      need_cmd wrk wrk
+      need_cmd ab apache2-utils
+      need_cmd hey hey
+      need_cmd h2load nghttp2-client
+      need_cmd taskset util-linux
+      [ -x /usr/bin/time ] || apt_pkgs+=(time)
+      ;;
+    *) echo "deps.sh: unknown set '$w' (use build, test, bench or run)" >&2; exit 2 ;;
+  esac
+done
+
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${apt_pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "deps: cargo is missing; install Rust with rustup (https://rustup.rs) or 'apt-get install cargo'" >&2
+  exit 1
+fi
+if command -v rustup >/dev/null 2>&1; then
+  for comp in clippy rustfmt; do
+    rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
+  done
+fi

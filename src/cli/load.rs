@@ -1,0 +1,218 @@
+//! `rackbench load URL`: one load run against a server that is already up.
+
+use super::{parse, UsageError};
+use crate::load::report::{fmt_us, TimelineRow};
+use crate::load::target::{self, parse_header, render_request, Endpoint, RequestSpec, Url};
+use crate::load::{self, ExpectStatus, LoadConfig, Pacing};
+use anyhow::Result;
+use clap::Args;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Load options, shared by every subcommand that drives load.
+#[derive(Debug, Clone, Args)]
+pub struct LoadOptions {
+    /// Connections kept open (closed loop: each kept busy).
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub connections: usize,
+    /// Event-loop threads; the generator shares the machine with the server.
+    #[arg(short = 't', long, default_value_t = 1)]
+    pub threads: usize,
+    /// Length of the counted window, e.g. 10s, 500ms, 2m [default: 10s].
+    #[arg(short = 'd', long, value_parser = parse::duration)]
+    pub duration: Option<Duration>,
+    /// Stop after this many counted requests.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Open loop: requests per second on a fixed schedule; latency is
+    /// measured from each request's scheduled start.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Load applied before the counted window, shown only in the timeline.
+    #[arg(long, value_parser = parse::duration, default_value = "0s")]
+    pub warmup: Duration,
+    /// Send `Connection: close` and open a new connection per request.
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Requests written back to back on each connection before waiting.
+    #[arg(long, default_value_t = 1)]
+    pub pipeline: usize,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long, conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long)]
+    pub body_file: Option<PathBuf>,
+    /// Connect to this unix socket instead of the URL's host and port.
+    #[arg(long)]
+    pub unix_socket: Option<PathBuf>,
+    /// A request unanswered this long counts as a timeout.
+    #[arg(long, value_parser = parse::duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Statuses that count as OK, e.g. 200 or 2xx,304 [default: 2xx,3xx].
+    #[arg(long, value_parser = parse::expect_status)]
+    pub expect_status: Option<ExpectStatus>,
+    /// The body must contain this text.
+    #[arg(long)]
+    pub expect_body: Option<String>,
+    /// Pin load threads to these CPUs, e.g. 0 or 0-1.
+    #[arg(long, value_parser = parse::cpu_list)]
+    pub load_cpus: Option<Vec<usize>>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Target, e.g. http://127.0.0.1:8080/ (with --unix-socket, only the path is used).
+    pub url: String,
+    #[command(flatten)]
+    pub options: LoadOptions,
+    /// Print one JSON document (rackbench/load-v1) instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl LoadOptions {
+    /// Checks the options and renders the request: every mistake a user
+    /// can make here is a [`UsageError`] naming the fix.
+    pub fn to_config(&self, url: &str) -> Result<LoadConfig> {
+        let usage = |m: String| anyhow::Error::new(UsageError(m));
+        if self.connections == 0 {
+            return Err(usage("--connections must be at least 1".into()));
+        }
+        if self.threads == 0 {
+            return Err(usage("--threads must be at least 1".into()));
+        }
+        if self.pipeline == 0 {
+            return Err(usage(
+                "--pipeline must be at least 1 (1 means no pipelining)".into(),
+            ));
+        }
+        if self.pipeline > 1 && self.no_keepalive {
+            return Err(usage(
+                "--pipeline needs keep-alive: drop --no-keepalive or --pipeline".into(),
+            ));
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(usage(format!(
+                    "--rate {r} must be a positive number of requests per second"
+                )));
+            }
+        }
+        if self.requests == Some(0) {
+            return Err(usage("--requests must be at least 1".into()));
+        }
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err(usage(
+                "--duration must be longer than zero, e.g. 10s".into(),
+            ));
+        }
+        if self.timeout.is_zero() {
+            return Err(usage("--timeout must be longer than zero, e.g. 10s".into()));
+        }
+        let parsed = Url::parse(url).map_err(|e| usage(e.to_string()))?;
+        let endpoint = match &self.unix_socket {
+            Some(p) => Endpoint::Unix(p.clone()),
+            None => Endpoint::Tcp(parsed.resolve().map_err(|e| usage(e.to_string()))?),
+        };
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, target::TargetError>>()
+            .map_err(|e| usage(e.to_string()))?;
+        let body = match (&self.body, &self.body_file) {
+            (Some(b), _) => b.clone().into_bytes(),
+            (None, Some(path)) => std::fs::read(path)
+                .map_err(|e| usage(format!("cannot read --body-file {}: {e}", path.display())))?,
+            (None, None) => Vec::new(),
+        };
+        let method = self.method.to_ascii_uppercase();
+        let spec = RequestSpec {
+            method: method.clone(),
+            headers,
+            body,
+            keep_alive: !self.no_keepalive,
+        };
+        let request = render_request(&parsed, &spec).map_err(|e| usage(e.to_string()))?;
+        Ok(LoadConfig {
+            url: url.to_string(),
+            endpoint,
+            request,
+            head_request: method == "HEAD",
+            connections: self.connections,
+            threads: self.threads,
+            pacing: self.rate.map_or(Pacing::Closed, Pacing::Rate),
+            duration: match (self.duration, self.requests) {
+                (None, None) => Some(Duration::from_secs(10)),
+                (d, _) => d,
+            },
+            requests: self.requests,
+            warmup: self.warmup,
+            pipeline: self.pipeline,
+            keep_alive: !self.no_keepalive,
+            timeout: self.timeout,
+            expect_status: self.expect_status.clone().unwrap_or(ExpectStatus::Success),
+            expect_body: self.expect_body.clone().unwrap_or_default().into_bytes(),
+            cpus: self.load_cpus.clone().unwrap_or_default(),
+            interrupt: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+/// Sets `flag` on the first Ctrl-C or SIGTERM; a second one exits at once.
+pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(flag));
+        let _ = signal_hook::flag::register(sig, Arc::clone(flag));
+    }
+}
+
+pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    let config = args.options.to_config(&args.url)?;
+    super::raise_fd_limit();
+    stop_on_signals(&config.interrupt);
+    let live = !args.json && std::io::stdout().is_terminal();
+    let total_s = config.duration.map(|d| (d + config.warmup).as_secs());
+    let report = load::run(config, |row: &TimelineRow| {
+        if live {
+            let of = total_s.map_or(String::new(), |t| format!("/{t}s"));
+            eprint!(
+                "\r\x1b[2K  {:>3}s{of}  {:>9.0} req/s  p50 {:>8}  p99 {:>8}  errors {}{}",
+                row.t_s + 1,
+                row.rps,
+                fmt_us(row.p50_us as f64),
+                fmt_us(row.p99_us as f64),
+                row.errors,
+                if row.warmup { "  (warm-up)" } else { "" }
+            );
+            let _ = std::io::stderr().flush();
+        }
+    })?;
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", report.render_text())?;
+    }
+    Ok(if report.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,72 @@
+//! The command line. Each subcommand has its own file with its clap type
+//! and a `run` that calls into the library and prints the result.
+//!
+//! Exit codes: 0 success, 1 a run that failed, 2 bad usage (a flag, URL or
+//! header that cannot work; the message names the fix).
+
+mod load;
+mod parse;
+mod serve_test;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rackbench",
+    version,
+    about = "A lab for benchmarking Ruby Rack application servers"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Drive HTTP load at a URL and report throughput, latency and errors.
+    Load(Box<load::LoadArgs>),
+    /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
+    #[command(hide = true)]
+    ServeTest(serve_test::ServeTestArgs),
+}
+
+/// A failure the user caused and can fix: printed as one line, exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Load(args) => load::run(*args),
+        Command::ServeTest(args) => serve_test::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            if let Some(usage) = err.downcast_ref::<UsageError>() {
+                eprintln!("error: {usage}");
+                return ExitCode::from(2);
+            }
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Raises the open-files soft limit to the hard limit: a few thousand
+/// connections need more than the usual 1024 descriptors.
+pub(crate) fn raise_fd_limit() {
+    // SAFETY: plain getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}

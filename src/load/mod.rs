@@ -1,0 +1,333 @@
+//! The load engine: drives HTTP/1.1 requests at a server and records what
+//! came back.
+//!
+//! `load` knows nothing about Rack servers, plans or disk: it takes a
+//! [`LoadConfig`], runs worker threads (one epoll loop each, see
+//! [`worker`]), collects their per-second reports for the timeline and
+//! merges their histograms into a [`LoadReport`] — the `rackbench/load-v1`
+//! document every other part of rackbench builds on.
+
+mod epoll;
+pub mod recorder;
+pub mod report;
+pub mod response;
+pub mod target;
+mod worker;
+
+pub use recorder::ErrorCounts;
+pub use report::LoadReport;
+pub use target::{Endpoint, RequestSpec, Url};
+
+use hdrhistogram::Histogram;
+use recorder::{new_histogram, Recorder, SecondReport};
+use report::{GeneratorCost, LatencySummary, TimelineRow};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which statuses count as a good answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectStatus {
+    /// 2xx and 3xx.
+    Success,
+    /// Exactly these codes.
+    Codes(Vec<u16>),
+}
+
+impl ExpectStatus {
+    pub fn matches(&self, status: u16) -> bool {
+        match self {
+            ExpectStatus::Success => (200..400).contains(&status),
+            ExpectStatus::Codes(c) => c.contains(&status),
+        }
+    }
+}
+
+/// How requests are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// Closed loop: each connection sends its next request as soon as the
+    /// last one is answered.
+    Closed,
+    /// Open loop: this many requests per second on a fixed schedule.
+    Rate(f64),
+}
+
+/// Everything one load run needs. Built by the CLI or by the lab.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// As given by the user, for the report.
+    pub url: String,
+    pub endpoint: Endpoint,
+    /// The rendered request bytes.
+    pub request: Vec<u8>,
+    /// The request is HEAD: responses carry no body.
+    pub head_request: bool,
+    pub connections: usize,
+    pub threads: usize,
+    pub pacing: Pacing,
+    /// Counted window length; None with `requests` means "until done".
+    pub duration: Option<Duration>,
+    /// Counted requests to issue, across all threads.
+    pub requests: Option<u64>,
+    /// Load applied before the counted window, shown in the timeline only.
+    pub warmup: Duration,
+    pub pipeline: usize,
+    pub keep_alive: bool,
+    pub timeout: Duration,
+    pub expect_status: ExpectStatus,
+    /// Substring the body must contain; empty for no check.
+    pub expect_body: Vec<u8>,
+    /// Pin worker thread i to `cpus[i % len]`; empty for no pinning.
+    pub cpus: Vec<usize>,
+    /// Set to stop the run early (Ctrl-C); what was measured is kept.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+impl LoadConfig {
+    /// A closed-loop GET with the defaults of `rackbench load`.
+    pub fn get(url: &str) -> Result<LoadConfig, target::TargetError> {
+        let parsed = Url::parse(url)?;
+        let endpoint = Endpoint::Tcp(parsed.resolve()?);
+        let request = target::render_request(&parsed, &RequestSpec::default())?;
+        Ok(LoadConfig {
+            url: url.to_string(),
+            endpoint,
+            request,
+            head_request: false,
+            connections: 10,
+            threads: 1,
+            pacing: Pacing::Closed,
+            duration: Some(Duration::from_secs(10)),
+            requests: None,
+            warmup: Duration::ZERO,
+            pipeline: 1,
+            keep_alive: true,
+            timeout: Duration::from_secs(10),
+            expect_status: ExpectStatus::Success,
+            expect_body: Vec::new(),
+            cpus: Vec::new(),
+            interrupt: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+/// One thread's share of the run.
+pub(crate) struct ThreadPlan {
+    config: Arc<LoadConfig>,
+    connections: usize,
+    pacing: Pacing,
+    requests: Option<u64>,
+}
+
+/// What a worker measured about itself.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct WorkerStats {
+    cpu: Duration,
+    wall: Duration,
+    connections_opened: u64,
+    connect_failures: u64,
+    never_answered: u64,
+    late_sends: u64,
+    max_lag: Duration,
+    interrupted: bool,
+}
+
+fn deadline(t0: Instant, cfg: &LoadConfig) -> Instant {
+    // Ten years stands in for "no time limit" without overflowing Instant.
+    let limit = cfg
+        .duration
+        .unwrap_or(Duration::from_secs(10 * 365 * 86_400));
+    t0.checked_add(cfg.warmup + limit)
+        .unwrap_or_else(|| t0 + Duration::from_secs(365 * 86_400))
+}
+
+/// Splits `total` into `parts` shares that differ by at most one.
+fn share(total: u64, parts: usize, i: usize) -> u64 {
+    let parts = parts as u64;
+    total / parts + u64::from((i as u64) < total % parts)
+}
+
+/// Runs the load and returns the report. `on_second` sees each timeline row
+/// as soon as every thread has finished that second (for a live display).
+pub fn run(
+    config: LoadConfig,
+    mut on_second: impl FnMut(&TimelineRow),
+) -> std::io::Result<LoadReport> {
+    let threads = config.threads.clamp(1, config.connections.max(1));
+    let config = Arc::new(config);
+    let usage_before = report::process_usage();
+    let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
+    let t0 = Instant::now();
+    let window_end = config.duration.map(|_| deadline(t0, &config));
+    let mut handles = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let plan = ThreadPlan {
+            config: Arc::clone(&config),
+            connections: share(config.connections as u64, threads, i) as usize,
+            pacing: match config.pacing {
+                Pacing::Closed => Pacing::Closed,
+                Pacing::Rate(r) => Pacing::Rate(r / threads as f64),
+            },
+            requests: config.requests.map(|n| share(n, threads, i)),
+        };
+        let rec = Recorder::new(
+            i,
+            t0,
+            config.warmup,
+            window_end,
+            matches!(config.pacing, Pacing::Rate(_)),
+            tx.clone(),
+        );
+        let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
+        let handle = std::thread::Builder::new()
+            .name(format!("rackbench-load-{i}"))
+            .spawn(move || {
+                if let Some(cpu) = cpu {
+                    pin_to_cpu(cpu);
+                }
+                worker::Worker::new(plan, rec, t0)?.run()
+            })?;
+        handles.push(handle);
+    }
+    drop(tx);
+
+    // Collect per-second reports until every worker has hung up.
+    let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
+    let mut timeline = Vec::new();
+    let mut next_sec = 0u64;
+    let warmup = config.warmup;
+    let mut emit = |sec_report: SecondReport, timeline: &mut Vec<TimelineRow>| {
+        let row = TimelineRow::from_second(&sec_report, warmup);
+        on_second(&row);
+        timeline.push(row);
+    };
+    for (_thread, r) in rx {
+        let sec = r.sec;
+        match pending.get_mut(&sec) {
+            Some((n, acc)) => {
+                *n += 1;
+                acc.ok += r.ok;
+                acc.errors += r.errors;
+                acc.span = acc.span.max(r.span);
+                acc.latency.add(&r.latency).expect("same histogram bounds");
+            }
+            None => {
+                pending.insert(sec, (1, r));
+            }
+        }
+        while pending.get(&next_sec).is_some_and(|(n, _)| *n == threads) {
+            let (_, r) = pending.remove(&next_sec).expect("present");
+            emit(r, &mut timeline);
+            next_sec += 1;
+        }
+    }
+    for (_, (_, r)) in std::mem::take(&mut pending) {
+        emit(r, &mut timeline);
+    }
+
+    let mut results = Vec::with_capacity(threads);
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| std::io::Error::other("a load thread panicked"))??;
+        results.push(r);
+    }
+    let ended = Instant::now();
+    let usage_after = report::process_usage();
+
+    let mut latency = new_histogram(3);
+    let mut uncorrected: Option<Histogram<u64>> = None;
+    let mut errors = ErrorCounts::default();
+    let (mut ok, mut unfinished, mut unsent) = (0, 0, 0);
+    let mut stats = WorkerStats::default();
+    let mut busiest = 0.0f64;
+    for (tally, s) in &results {
+        ok += tally.ok;
+        unfinished += tally.unfinished;
+        unsent += tally.unsent;
+        errors.add(&tally.errors);
+        latency.add(&tally.latency).expect("same histogram bounds");
+        if let Some(h) = &tally.latency_uncorrected {
+            uncorrected
+                .get_or_insert_with(|| new_histogram(3))
+                .add(h)
+                .expect("same histogram bounds");
+        }
+        stats.connections_opened += s.connections_opened;
+        stats.connect_failures += s.connect_failures;
+        stats.never_answered += s.never_answered;
+        stats.late_sends += s.late_sends;
+        stats.max_lag = stats.max_lag.max(s.max_lag);
+        stats.interrupted |= s.interrupted;
+        if !s.wall.is_zero() {
+            busiest = busiest.max(s.cpu.as_secs_f64() / s.wall.as_secs_f64());
+        }
+    }
+
+    let window_start = t0 + config.warmup;
+    let window_stop = window_end.map_or(ended, |e| e.min(ended));
+    let duration_s = window_stop
+        .saturating_duration_since(window_start)
+        .as_secs_f64();
+    let generator = GeneratorCost::between(&usage_before, &usage_after, busiest);
+    Ok(report::build(report::Parts {
+        config: &config,
+        threads,
+        ok,
+        errors,
+        unfinished,
+        unsent,
+        duration_s,
+        latency: LatencySummary::from_histogram(&latency),
+        latency_uncorrected: uncorrected.as_ref().map(LatencySummary::from_histogram),
+        connections_opened: stats.connections_opened,
+        connect_failures: stats.connect_failures,
+        never_answered: stats.never_answered,
+        late_sends: stats.late_sends,
+        max_lag: stats.max_lag,
+        interrupted: stats.interrupted,
+        timeline,
+        generator,
+        histogram: &latency,
+    }))
+}
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) is this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_and_differ_by_at_most_one() {
+        for (total, parts) in [(10, 3), (0, 2), (7, 7), (5, 8), (1_000_001, 2)] {
+            let s: Vec<u64> = (0..parts).map(|i| share(total, parts, i)).collect();
+            assert_eq!(s.iter().sum::<u64>(), total);
+            assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+        }
+    }
+
+    #[test]
+    fn expect_status_defaults_to_2xx_and_3xx() {
+        let d = ExpectStatus::Success;
+        assert!(
+            d.matches(200)
+                && d.matches(302)
+                && !d.matches(404)
+                && !d.matches(500)
+                && !d.matches(101)
+        );
+        let c = ExpectStatus::Codes(vec![404]);
+        assert!(c.matches(404) && !c.matches(200));
+    }
+}

@@ -1,0 +1,246 @@
+//! Per-thread tallies: totals and latency histograms for the counted window,
+//! and one small histogram per second for the timeline.
+//!
+//! Nothing here is shared between threads while the run is on. A worker
+//! hands each finished second to the collector over a channel and keeps
+//! only the second it is in, so memory stays flat however long the run.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+/// Highest latency the histograms resolve: one hour, in microseconds.
+/// Longer values are clamped rather than dropped.
+pub const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+pub fn new_histogram(sigfig: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, sigfig)
+        .expect("static histogram bounds are valid")
+}
+
+/// Failures by kind. Field names are part of the load-v1 JSON contract.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ErrorCounts {
+    /// The connection could not be made (refused, unreachable, timed out).
+    pub connect: u64,
+    /// No complete response within `--timeout`.
+    pub timeout: u64,
+    /// The connection was closed or reset in the middle of an exchange.
+    pub reset: u64,
+    /// The response was not valid HTTP/1.x.
+    pub parse: u64,
+    /// The status was not one of those expected.
+    pub status: u64,
+    /// The body lacked the expected substring.
+    pub body: u64,
+}
+
+impl ErrorCounts {
+    pub fn total(&self) -> u64 {
+        self.connect + self.timeout + self.reset + self.parse + self.status + self.body
+    }
+    pub fn add(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.parse += o.parse;
+        self.status += o.status;
+        self.body += o.body;
+    }
+    fn bump(&mut self, kind: Failure) {
+        match kind {
+            Failure::Connect => self.connect += 1,
+            Failure::Timeout => self.timeout += 1,
+            Failure::Reset => self.reset += 1,
+            Failure::Parse => self.parse += 1,
+            Failure::Status => self.status += 1,
+            Failure::Body => self.body += 1,
+        }
+    }
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Connect,
+    Timeout,
+    Reset,
+    Parse,
+    Status,
+    Body,
+}
+
+/// One second of one thread, sent to the collector.
+pub struct SecondReport {
+    pub sec: u64,
+    /// Length of the second actually covered (the last one may be short).
+    pub span: Duration,
+    pub ok: u64,
+    pub errors: u64,
+    pub latency: Histogram<u64>,
+}
+
+/// What a worker hands back when it ends.
+pub struct Tally {
+    pub ok: u64,
+    pub errors: ErrorCounts,
+    /// Counted requests still waiting for an answer when the run ended.
+    pub unfinished: u64,
+    /// Counted requests due under `--rate` that no connection was free to send.
+    pub unsent: u64,
+    /// Latency from the scheduled start (closed loop: from the send).
+    pub latency: Histogram<u64>,
+    /// Latency from the actual send, kept under `--rate` only.
+    pub latency_uncorrected: Option<Histogram<u64>>,
+}
+
+pub struct Recorder {
+    t0: Instant,
+    window_start: Instant,
+    window_end: Option<Instant>,
+    tally: Tally,
+    sec: u64,
+    sec_ok: u64,
+    sec_errors: u64,
+    sec_hist: Histogram<u64>,
+    tx: Sender<(usize, SecondReport)>,
+    thread: usize,
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().clamp(1, MAX_LATENCY_US as u128) as u64
+}
+
+impl Recorder {
+    pub fn new(
+        thread: usize,
+        t0: Instant,
+        warmup: Duration,
+        window_end: Option<Instant>,
+        open_loop: bool,
+        tx: Sender<(usize, SecondReport)>,
+    ) -> Self {
+        Recorder {
+            t0,
+            window_start: t0 + warmup,
+            window_end,
+            tally: Tally {
+                ok: 0,
+                errors: ErrorCounts::default(),
+                unfinished: 0,
+                unsent: 0,
+                latency: new_histogram(3),
+                latency_uncorrected: open_loop.then(|| new_histogram(3)),
+            },
+            sec: 0,
+            sec_ok: 0,
+            sec_errors: 0,
+            sec_hist: new_histogram(2),
+            tx,
+            thread,
+        }
+    }
+
+    /// Whether a request scheduled at `sched` falls in the counted window.
+    #[inline]
+    pub fn counts(&self, sched: Instant) -> bool {
+        sched >= self.window_start && self.window_end.is_none_or(|end| sched < end)
+    }
+
+    /// Records a finished request. `sched` is when it was due, `sent` when
+    /// it went on the wire (None if it never did), `now` when it ended.
+    #[inline]
+    pub fn record(
+        &mut self,
+        now: Instant,
+        sched: Instant,
+        sent: Option<Instant>,
+        outcome: Outcome,
+    ) {
+        self.advance(now);
+        // Connect failures have no meaningful latency; every other ending,
+        // timeouts included, is a latency the user's client would have seen.
+        let has_latency = outcome != Outcome::Failed(Failure::Connect);
+        let lat = micros(now.saturating_duration_since(sched));
+        match outcome {
+            Outcome::Ok => self.sec_ok += 1,
+            Outcome::Failed(_) => self.sec_errors += 1,
+        }
+        if has_latency {
+            self.sec_hist.saturating_record(lat);
+        }
+        if !self.counts(sched) {
+            return;
+        }
+        match outcome {
+            Outcome::Ok => self.tally.ok += 1,
+            Outcome::Failed(kind) => self.tally.errors.bump(kind),
+        }
+        if has_latency {
+            self.tally.latency.saturating_record(lat);
+            if let (Some(h), Some(sent)) = (self.tally.latency_uncorrected.as_mut(), sent) {
+                h.saturating_record(micros(now.saturating_duration_since(sent)));
+            }
+        }
+    }
+
+    /// Records a counted request that was still waiting when the run ended:
+    /// its age so far enters the latency figures as a lower bound, so a
+    /// stall at the very end is not hidden.
+    pub fn record_unfinished(&mut self, now: Instant, sched: Instant, sent: Option<Instant>) {
+        if !self.counts(sched) {
+            return;
+        }
+        let lat = micros(now.saturating_duration_since(sched));
+        self.tally.latency.saturating_record(lat);
+        match sent {
+            Some(sent) => {
+                self.tally.unfinished += 1;
+                if let Some(h) = self.tally.latency_uncorrected.as_mut() {
+                    h.saturating_record(micros(now.saturating_duration_since(sent)));
+                }
+            }
+            None => self.tally.unsent += 1,
+        }
+    }
+
+    /// Sends every second that has fully passed before `now`.
+    #[inline]
+    pub fn advance(&mut self, now: Instant) {
+        let sec = now.saturating_duration_since(self.t0).as_secs();
+        while self.sec < sec {
+            self.flush(Duration::from_secs(1));
+        }
+    }
+
+    fn flush(&mut self, span: Duration) {
+        let hist = std::mem::replace(&mut self.sec_hist, new_histogram(2));
+        let report = SecondReport {
+            sec: self.sec,
+            span,
+            ok: std::mem::take(&mut self.sec_ok),
+            errors: std::mem::take(&mut self.sec_errors),
+            latency: hist,
+        };
+        // The collector only goes away once every worker is done.
+        let _ = self.tx.send((self.thread, report));
+        self.sec += 1;
+    }
+
+    /// Sends the last, possibly partial, second and returns the totals.
+    pub fn finish(mut self, now: Instant) -> Tally {
+        self.advance(now);
+        let span = now.saturating_duration_since(self.t0) - Duration::from_secs(self.sec);
+        if !span.is_zero() {
+            self.flush(span);
+        }
+        self.tally
+    }
+}

@@ -1,0 +1,444 @@
+//! The `rackbench/load-v1` document and its terminal rendering.
+//!
+//! Field names here are a contract other tools read: add fields freely,
+//! rename none. The committed schema is `schema/load-v1.schema.json`.
+
+use super::recorder::{ErrorCounts, SecondReport};
+use super::{LoadConfig, Pacing};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+pub const SCHEMA: &str = "rackbench/load-v1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub schema: String,
+    pub rackbench_version: String,
+    pub url: String,
+    pub config: ConfigEcho,
+    pub requests: RequestCounts,
+    pub errors: ErrorCounts,
+    /// OK responses per second over the counted window.
+    pub throughput_rps: f64,
+    /// Length of the counted window (warm-up excluded).
+    pub duration_s: f64,
+    /// Under `--rate`, measured from each request's scheduled start.
+    pub latency_us: LatencySummary,
+    /// Under `--rate` only: measured from the actual send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_uncorrected_us: Option<LatencySummary>,
+    /// Under `--rate` only: how well the schedule was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleStats>,
+    pub connections: ConnectionStats,
+    /// Latency distribution for plots: (percentile, latency_us) pairs.
+    pub latency_distribution: Vec<PercentilePoint>,
+    pub timeline: Vec<TimelineRow>,
+    pub generator: GeneratorCost,
+    pub warnings: Vec<String>,
+    /// True when Ctrl-C (or the caller) stopped the run early.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConfigEcho {
+    pub endpoint: String,
+    pub connections: usize,
+    pub threads: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_rps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    pub warmup_s: f64,
+    pub pipeline: usize,
+    pub keep_alive: bool,
+    pub timeout_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RequestCounts {
+    /// Counted requests: ok + errors + unfinished + unsent.
+    pub total: u64,
+    pub ok: u64,
+    /// Sent but still unanswered when the run ended.
+    pub unfinished: u64,
+    /// Due under `--rate` but never sent: no connection was free.
+    pub unsent: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl LatencySummary {
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            min: h.min(),
+            mean: h.mean(),
+            stdev: h.stdev(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PercentilePoint {
+    pub percentile: f64,
+    pub latency_us: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScheduleStats {
+    /// Requests sent more than 1 ms after they fell due.
+    pub late_sends: u64,
+    pub max_lag_us: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnectionStats {
+    pub configured: usize,
+    /// Sockets opened over the run (reconnects included).
+    pub opened: u64,
+    pub connect_failures: u64,
+    /// Connections that carried a request but never got a byte of answer.
+    pub never_answered: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimelineRow {
+    /// Seconds since the start of the run (warm-up included).
+    pub t_s: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    /// OK responses per second in this row (the last row may be short).
+    pub rps: f64,
+    pub warmup: bool,
+}
+
+impl TimelineRow {
+    pub(crate) fn from_second(r: &SecondReport, warmup: Duration) -> Self {
+        let span = r.span.as_secs_f64().max(1e-3);
+        TimelineRow {
+            t_s: r.sec,
+            ok: r.ok,
+            errors: r.errors,
+            p50_us: if r.latency.is_empty() {
+                0
+            } else {
+                r.latency.value_at_quantile(0.5)
+            },
+            p99_us: if r.latency.is_empty() {
+                0
+            } else {
+                r.latency.value_at_quantile(0.99)
+            },
+            rps: r.ok as f64 / span,
+            warmup: Duration::from_secs(r.sec) < warmup,
+        }
+    }
+}
+
+/// What the generator itself cost.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GeneratorCost {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub peak_rss_bytes: u64,
+    /// CPU time of the busiest load thread over its wall time (1.0 = saturated).
+    pub busiest_thread_utilization: f64,
+}
+
+pub(crate) struct Usage {
+    user: Duration,
+    sys: Duration,
+    max_rss_bytes: u64,
+}
+
+pub(crate) fn process_usage() -> Usage {
+    // SAFETY: getrusage fills the zeroed struct.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    Usage {
+        user: tv(ru.ru_utime),
+        sys: tv(ru.ru_stime),
+        max_rss_bytes: ru.ru_maxrss as u64 * 1024,
+    }
+}
+
+impl GeneratorCost {
+    pub(crate) fn between(a: &Usage, b: &Usage, busiest: f64) -> Self {
+        GeneratorCost {
+            cpu_user_s: b.user.saturating_sub(a.user).as_secs_f64(),
+            cpu_sys_s: b.sys.saturating_sub(a.sys).as_secs_f64(),
+            peak_rss_bytes: b.max_rss_bytes,
+            busiest_thread_utilization: busiest,
+        }
+    }
+}
+
+pub(crate) struct Parts<'a> {
+    pub config: &'a LoadConfig,
+    pub threads: usize,
+    pub ok: u64,
+    pub errors: ErrorCounts,
+    pub unfinished: u64,
+    pub unsent: u64,
+    pub duration_s: f64,
+    pub latency: LatencySummary,
+    pub latency_uncorrected: Option<LatencySummary>,
+    pub connections_opened: u64,
+    pub connect_failures: u64,
+    pub never_answered: u64,
+    pub late_sends: u64,
+    pub max_lag: Duration,
+    pub interrupted: bool,
+    pub timeline: Vec<TimelineRow>,
+    pub generator: GeneratorCost,
+    pub histogram: &'a Histogram<u64>,
+}
+
+/// Percentiles plotted on a log scale of "nines": dense near the tail.
+const DISTRIBUTION: &[f64] = &[
+    0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
+];
+
+pub(crate) fn build(p: Parts<'_>) -> LoadReport {
+    let c = p.config;
+    let rate = match c.pacing {
+        Pacing::Rate(r) => Some(r),
+        Pacing::Closed => None,
+    };
+    let total = p.ok + p.errors.total() + p.unfinished + p.unsent;
+    let mut warnings = Vec::new();
+    if p.generator.busiest_thread_utilization >= 0.9 {
+        warnings.push(format!(
+            "a load thread was busy {:.0}% of the run: rackbench itself may have been the bottleneck; \
+             add --threads or give the generator its own core (--load-cpus)",
+            p.generator.busiest_thread_utilization * 100.0
+        ));
+    }
+    if p.never_answered > 0 {
+        warnings.push(format!(
+            "{} connection(s) carried requests but never got a single answer: the server may not be \
+             accepting them (too few workers for the connections, or a full backlog)",
+            p.never_answered
+        ));
+    }
+    if p.unsent > 0 || (total > 0 && p.late_sends * 100 > total) {
+        warnings.push(format!(
+            "the --rate schedule was not kept ({} sends more than 1 ms late, {} never sent): \
+             the server was slower than the rate, or --connections is too low for it",
+            p.late_sends, p.unsent
+        ));
+    }
+    if p.unfinished > 0 && p.unfinished * 100 > total.max(1) {
+        warnings.push(format!(
+            "{} request(s) were still unanswered when the run ended; their age so far is in the latency figures",
+            p.unfinished
+        ));
+    }
+    let distribution = if p.histogram.is_empty() {
+        Vec::new()
+    } else {
+        DISTRIBUTION
+            .iter()
+            .map(|&pct| PercentilePoint {
+                percentile: pct,
+                latency_us: p.histogram.value_at_percentile(pct),
+            })
+            .collect()
+    };
+    LoadReport {
+        schema: SCHEMA.to_string(),
+        rackbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        url: c.url.clone(),
+        config: ConfigEcho {
+            endpoint: c.endpoint.to_string(),
+            connections: c.connections,
+            threads: p.threads,
+            rate_rps: rate,
+            duration_s: c.duration.map(|d| d.as_secs_f64()),
+            requests: c.requests,
+            warmup_s: c.warmup.as_secs_f64(),
+            pipeline: c.pipeline,
+            keep_alive: c.keep_alive,
+            timeout_s: c.timeout.as_secs_f64(),
+        },
+        requests: RequestCounts {
+            total,
+            ok: p.ok,
+            unfinished: p.unfinished,
+            unsent: p.unsent,
+        },
+        errors: p.errors,
+        throughput_rps: if p.duration_s > 0.0 {
+            p.ok as f64 / p.duration_s
+        } else {
+            0.0
+        },
+        duration_s: p.duration_s,
+        latency_us: p.latency,
+        latency_uncorrected_us: p.latency_uncorrected,
+        schedule: rate.map(|_| ScheduleStats {
+            late_sends: p.late_sends,
+            max_lag_us: p.max_lag.as_micros() as u64,
+        }),
+        connections: ConnectionStats {
+            configured: c.connections,
+            opened: p.connections_opened,
+            connect_failures: p.connect_failures,
+            never_answered: p.never_answered,
+        },
+        latency_distribution: distribution,
+        timeline: p.timeline,
+        generator: p.generator,
+        warnings,
+        interrupted: p.interrupted,
+    }
+}
+
+/// Formats microseconds the way people read latencies.
+pub fn fmt_us(us: f64) -> String {
+    if us >= 1_000_000.0 {
+        format!("{:.2}s", us / 1_000_000.0)
+    } else if us >= 1_000.0 {
+        format!("{:.2}ms", us / 1_000.0)
+    } else {
+        format!("{us:.0}us")
+    }
+}
+
+pub fn fmt_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.1} KiB", b / 1024.0)
+    }
+}
+
+impl LoadReport {
+    /// The human summary printed on a terminal.
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let c = &self.config;
+        let shape = match c.rate_rps {
+            Some(r) => format!("open loop at {r} req/s"),
+            None => "closed loop".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{} — {} connections, {} thread(s), {}{}{}",
+            self.url,
+            c.connections,
+            c.threads,
+            shape,
+            if c.keep_alive { "" } else { ", no keep-alive" },
+            if c.pipeline > 1 {
+                format!(", pipeline {}", c.pipeline)
+            } else {
+                String::new()
+            },
+        );
+        let _ = writeln!(
+            s,
+            "  {} ok of {} requests in {:.2}s{} → {:.1} req/s",
+            self.requests.ok,
+            self.requests.total,
+            self.duration_s,
+            if c.warmup_s > 0.0 {
+                format!(" (after {:.1}s warm-up)", c.warmup_s)
+            } else {
+                String::new()
+            },
+            self.throughput_rps
+        );
+        let e = &self.errors;
+        if e.total() > 0 || self.requests.unfinished > 0 || self.requests.unsent > 0 {
+            let _ = writeln!(
+                s,
+                "  errors: connect {} timeout {} reset {} parse {} status {} body {}; unfinished {}, unsent {}",
+                e.connect, e.timeout, e.reset, e.parse, e.status, e.body, self.requests.unfinished, self.requests.unsent
+            );
+        } else {
+            let _ = writeln!(s, "  errors: none");
+        }
+        let lat = |label: &str, l: &LatencySummary, s: &mut String| {
+            let _ = writeln!(
+                s,
+                "  {label:<12} min {}  mean {} ± {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+                fmt_us(l.min as f64),
+                fmt_us(l.mean),
+                fmt_us(l.stdev),
+                fmt_us(l.p50 as f64),
+                fmt_us(l.p90 as f64),
+                fmt_us(l.p99 as f64),
+                fmt_us(l.p999 as f64),
+                fmt_us(l.max as f64),
+            );
+        };
+        if let Some(u) = &self.latency_uncorrected_us {
+            lat("latency", &self.latency_us, &mut s);
+            let _ = writeln!(s, "  {:<12} (from each request's scheduled start)", "");
+            lat("uncorrected", u, &mut s);
+        } else {
+            lat("latency", &self.latency_us, &mut s);
+        }
+        if let Some(sch) = &self.schedule {
+            let _ = writeln!(
+                s,
+                "  schedule:    {} sends more than 1ms late, max lag {}",
+                sch.late_sends,
+                fmt_us(sch.max_lag_us as f64)
+            );
+        }
+        let g = &self.generator;
+        let _ = writeln!(
+            s,
+            "  generator:   cpu {:.2}s user + {:.2}s sys, peak RSS {}, busiest thread {:.0}%",
+            g.cpu_user_s,
+            g.cpu_sys_s,
+            fmt_bytes(g.peak_rss_bytes),
+            g.busiest_thread_utilization * 100.0
+        );
+        if self.interrupted {
+            let _ = writeln!(
+                s,
+                "  interrupted: the figures cover the run up to the interruption"
+            );
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "  warning: {w}");
+        }
+        s
+    }
+}

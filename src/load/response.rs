@@ -1,0 +1,483 @@
+//! Incremental HTTP/1.1 response framing.
+//!
+//! The parser is fed whatever bytes have arrived and says how many it
+//! consumed and whether a response is complete. It never copies a body: it
+//! only counts it off (and, when asked, looks for a substring in it across
+//! read boundaries). Headers are parsed by `httparse`; the body framing —
+//! Content-Length, chunked with extensions and trailers, or delimited by the
+//! connection closing — is done here, because that is where a load generator
+//! must be both exact and cheap.
+
+use thiserror::Error;
+
+/// Why a response could not be framed. All of these count as `parse` errors.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ParseError {
+    #[error("malformed status line or headers: {0}")]
+    Head(String),
+    #[error("response headers exceed {0} bytes")]
+    HeadTooLarge(usize),
+    #[error("invalid Content-Length")]
+    ContentLength,
+    #[error("malformed chunked body")]
+    Chunk,
+    #[error("connection closed before the response was complete")]
+    Truncated,
+}
+
+/// Headers larger than this are refused rather than buffered without end.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 64;
+
+/// What a complete response looked like, as far as the checks care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// False when the server asked to close the connection after this
+    /// response (or framed the body by closing it).
+    pub keep_alive: bool,
+    /// Whether the expected body substring was seen (true when none is set).
+    pub body_matched: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Need more bytes; `consumed` of the input may be dropped.
+    Partial { consumed: usize },
+    /// A response ended after `consumed` bytes of the input.
+    Complete { consumed: usize, response: Response },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Head,
+    Fixed { remaining: u64 },
+    ChunkSize,
+    ChunkData { remaining: u64 },
+    ChunkDataEnd,
+    Trailers,
+    UntilClose,
+}
+
+/// Looks for one needle across the pieces of a body as they arrive.
+#[derive(Debug, Default)]
+struct BodyMatcher {
+    found: bool,
+    /// The last `needle.len() - 1` bytes seen, to catch a match that
+    /// straddles two reads.
+    carry: Vec<u8>,
+}
+
+impl BodyMatcher {
+    fn feed(&mut self, needle: &[u8], piece: &[u8]) {
+        if self.found || needle.is_empty() || piece.is_empty() {
+            return;
+        }
+        let keep = needle.len() - 1;
+        // A match that starts in the carried tail ends within the first
+        // `keep` bytes of this piece.
+        let mut edge = std::mem::take(&mut self.carry);
+        edge.extend_from_slice(&piece[..piece.len().min(keep)]);
+        if find(&edge, needle) || find(piece, needle) {
+            self.found = true;
+            return;
+        }
+        let mut tail = edge;
+        if piece.len() >= keep {
+            tail.clear();
+            tail.extend_from_slice(&piece[piece.len() - keep..]);
+        } else if tail.len() > keep {
+            tail.drain(..tail.len() - keep);
+        }
+        self.carry = tail;
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Frames one response after another on a connection.
+#[derive(Debug)]
+pub struct ResponseParser {
+    phase: Phase,
+    status: u16,
+    keep_alive: bool,
+    matcher: BodyMatcher,
+}
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        ResponseParser {
+            phase: Phase::Head,
+            status: 0,
+            keep_alive: true,
+            matcher: BodyMatcher::default(),
+        }
+    }
+}
+
+impl ResponseParser {
+    /// True when no byte of the current response has been consumed.
+    pub fn is_idle(&self) -> bool {
+        self.phase == Phase::Head
+    }
+
+    /// True when the response ends only when the server closes.
+    pub fn reads_until_close(&self) -> bool {
+        self.phase == Phase::UntilClose
+    }
+
+    /// Feeds bytes. `head_request` says the request was HEAD (no body
+    /// follows whatever the headers say); `needle` is the expected body
+    /// substring, empty for none.
+    pub fn feed(
+        &mut self,
+        buf: &[u8],
+        head_request: bool,
+        needle: &[u8],
+    ) -> Result<Progress, ParseError> {
+        let mut pos = 0;
+        loop {
+            let rest = &buf[pos..];
+            match self.phase {
+                Phase::Head => {
+                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    let mut resp = httparse::Response::new(&mut headers);
+                    let n = match resp.parse(rest) {
+                        Ok(httparse::Status::Complete(n)) => n,
+                        Ok(httparse::Status::Partial) => {
+                            if rest.len() > MAX_HEAD_BYTES {
+                                return Err(ParseError::HeadTooLarge(MAX_HEAD_BYTES));
+                            }
+                            return Ok(Progress::Partial { consumed: pos });
+                        }
+                        Err(e) => return Err(ParseError::Head(e.to_string())),
+                    };
+                    let status = resp.code.unwrap_or(0);
+                    let version = resp.version.unwrap_or(1);
+                    pos += n;
+                    // 1xx answers are interim: the real response follows.
+                    if (100..200).contains(&status) && status != 101 {
+                        continue;
+                    }
+                    let mut length: Option<u64> = None;
+                    let mut chunked = false;
+                    let mut conn_close = version == 0;
+                    for h in resp.headers.iter() {
+                        if h.name.eq_ignore_ascii_case("content-length") {
+                            let v = std::str::from_utf8(h.value)
+                                .ok()
+                                .and_then(|s| s.trim().parse::<u64>().ok())
+                                .ok_or(ParseError::ContentLength)?;
+                            if length.is_some_and(|l| l != v) {
+                                return Err(ParseError::ContentLength);
+                            }
+                            length = Some(v);
+                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                            chunked =
+                                h.value.rsplit(|&b| b == b',').next().is_some_and(|t| {
+                                    t.trim_ascii().eq_ignore_ascii_case(b"chunked")
+                                });
+                        } else if h.name.eq_ignore_ascii_case("connection") {
+                            for token in h.value.split(|&b| b == b',') {
+                                let token = token.trim_ascii();
+                                if token.eq_ignore_ascii_case(b"close") {
+                                    conn_close = true;
+                                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                                    conn_close = false;
+                                }
+                            }
+                        }
+                    }
+                    self.status = status;
+                    self.keep_alive = !conn_close;
+                    self.matcher = BodyMatcher::default();
+                    let no_body = head_request || status == 204 || status == 304;
+                    self.phase = if no_body {
+                        Phase::Fixed { remaining: 0 }
+                    } else if chunked {
+                        Phase::ChunkSize
+                    } else if let Some(len) = length {
+                        Phase::Fixed { remaining: len }
+                    } else {
+                        self.keep_alive = false;
+                        Phase::UntilClose
+                    };
+                }
+                Phase::Fixed { remaining } => {
+                    let take = (rest.len() as u64).min(remaining) as usize;
+                    self.matcher.feed(needle, &rest[..take]);
+                    pos += take;
+                    let remaining = remaining - take as u64;
+                    if remaining == 0 {
+                        return Ok(self.complete(pos, needle));
+                    }
+                    self.phase = Phase::Fixed { remaining };
+                    return Ok(Progress::Partial { consumed: pos });
+                }
+                Phase::ChunkSize => match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((n, size))) => {
+                        pos += n;
+                        self.phase = if size == 0 {
+                            Phase::Trailers
+                        } else {
+                            Phase::ChunkData { remaining: size }
+                        };
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        if rest.len() > MAX_HEAD_BYTES {
+                            return Err(ParseError::Chunk);
+                        }
+                        return Ok(Progress::Partial { consumed: pos });
+                    }
+                    Err(_) => return Err(ParseError::Chunk),
+                },
+                Phase::ChunkData { remaining } => {
+                    let take = (rest.len() as u64).min(remaining) as usize;
+                    self.matcher.feed(needle, &rest[..take]);
+                    pos += take;
+                    let remaining = remaining - take as u64;
+                    if remaining > 0 {
+                        self.phase = Phase::ChunkData { remaining };
+                        return Ok(Progress::Partial { consumed: pos });
+                    }
+                    self.phase = Phase::ChunkDataEnd;
+                }
+                Phase::ChunkDataEnd => {
+                    if rest.len() < 2 {
+                        return Ok(Progress::Partial { consumed: pos });
+                    }
+                    if &rest[..2] != b"\r\n" {
+                        return Err(ParseError::Chunk);
+                    }
+                    pos += 2;
+                    self.phase = Phase::ChunkSize;
+                }
+                Phase::Trailers => {
+                    // Zero or more trailer fields, then an empty line.
+                    let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+                        if rest.len() > MAX_HEAD_BYTES {
+                            return Err(ParseError::Chunk);
+                        }
+                        return Ok(Progress::Partial { consumed: pos });
+                    };
+                    pos += eol + 2;
+                    if eol == 0 {
+                        return Ok(self.complete(pos, needle));
+                    }
+                }
+                Phase::UntilClose => {
+                    self.matcher.feed(needle, rest);
+                    return Ok(Progress::Partial {
+                        consumed: buf.len(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The connection closed. Completes a response framed by the close, or
+    /// says why the close cut a response short. `Ok(None)` means nothing of
+    /// a response had arrived.
+    pub fn finish_at_eof(&mut self, needle: &[u8]) -> Result<Option<Response>, ParseError> {
+        match self.phase {
+            Phase::UntilClose => match self.complete(0, needle) {
+                Progress::Complete { response, .. } => Ok(Some(response)),
+                Progress::Partial { .. } => unreachable!("complete always completes"),
+            },
+            Phase::Head => Ok(None),
+            _ => Err(ParseError::Truncated),
+        }
+    }
+
+    fn complete(&mut self, consumed: usize, needle: &[u8]) -> Progress {
+        let response = Response {
+            status: self.status,
+            keep_alive: self.keep_alive,
+            body_matched: needle.is_empty() || self.matcher.found,
+        };
+        self.phase = Phase::Head;
+        Progress::Complete { consumed, response }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `wire` in pieces of `step` bytes, as the socket would, and
+    /// returns every response completed.
+    fn frame(
+        wire: &[u8],
+        step: usize,
+        head: bool,
+        needle: &[u8],
+    ) -> Result<Vec<Response>, ParseError> {
+        let mut p = ResponseParser::default();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut out = Vec::new();
+        for piece in wire.chunks(step) {
+            buf.extend_from_slice(piece);
+            loop {
+                match p.feed(&buf, head, needle)? {
+                    Progress::Partial { consumed } => {
+                        buf.drain(..consumed);
+                        break;
+                    }
+                    Progress::Complete { consumed, response } => {
+                        buf.drain(..consumed);
+                        out.push(response);
+                        if buf.is_empty() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(r) = p.finish_at_eof(needle)? {
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    const CL: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world";
+    const CHUNKED: &[u8] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+        5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: yes\r\n\r\n";
+
+    #[test]
+    fn frames_every_framing_at_every_split() {
+        let close10 = b"HTTP/1.0 200 OK\r\n\r\nhello world".as_slice();
+        let cases: &[(&str, &[u8], bool, usize)] = &[
+            ("content-length", CL, false, 1),
+            ("chunked with extension and trailer", CHUNKED, false, 1),
+            ("close-delimited HTTP/1.0", close10, false, 1),
+            (
+                "HEAD ignores Content-Length",
+                b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n",
+                true,
+                1,
+            ),
+            (
+                "204 has no body",
+                b"HTTP/1.1 204 No Content\r\n\r\n",
+                false,
+                1,
+            ),
+            (
+                "304 has no body",
+                b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+                false,
+                1,
+            ),
+            (
+                "100 Continue is skipped",
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+                false,
+                1,
+            ),
+        ];
+        for &(name, wire, head, count) in cases {
+            for step in [1, 2, 3, 7, 64, 4096] {
+                let got = frame(wire, step, head, b"").unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(got.len(), count, "{name} at step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn pipelined_responses_in_one_buffer() {
+        let mut wire = Vec::new();
+        for _ in 0..3 {
+            wire.extend_from_slice(CL);
+            wire.extend_from_slice(CHUNKED);
+        }
+        for step in [1, 5, 10_000] {
+            assert_eq!(frame(&wire, step, false, b"").unwrap().len(), 6);
+        }
+    }
+
+    #[test]
+    fn keep_alive_follows_version_and_connection_header() {
+        let cases: &[(&[u8], bool)] = &[
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 0\r\n\r\n",
+                false,
+            ),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false),
+            (
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+                true,
+            ),
+        ];
+        for &(wire, keep) in cases {
+            let got = frame(wire, 4096, false, b"").unwrap();
+            assert_eq!(got[0].keep_alive, keep, "{}", String::from_utf8_lossy(wire));
+        }
+    }
+
+    #[test]
+    fn body_substring_is_found_across_reads_and_chunks() {
+        for step in [1, 2, 3, 4096] {
+            assert!(frame(CHUNKED, step, false, b"lo wo").unwrap()[0].body_matched);
+            assert!(frame(CL, step, false, b"hello world").unwrap()[0].body_matched);
+            assert!(!frame(CL, step, false, b"goodbye").unwrap()[0].body_matched);
+            assert!(!frame(CL, step, false, b"hello world!").unwrap()[0].body_matched);
+        }
+    }
+
+    #[test]
+    fn malformed_input_is_a_parse_error() {
+        let cases: &[(&str, &[u8], ParseError)] = &[
+            (
+                "garbage",
+                b"HTTX/9 banana\r\n\r\n",
+                ParseError::Head("invalid HTTP version".into()),
+            ),
+            (
+                "bad length",
+                b"HTTP/1.1 200 OK\r\nContent-Length: ten\r\n\r\n",
+                ParseError::ContentLength,
+            ),
+            (
+                "conflicting lengths",
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                ParseError::ContentLength,
+            ),
+            (
+                "bad chunk size",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                ParseError::Chunk,
+            ),
+            (
+                "missing chunk CRLF",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n",
+                ParseError::Chunk,
+            ),
+            (
+                "truncated body",
+                b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort",
+                ParseError::Truncated,
+            ),
+        ];
+        for (name, wire, want) in cases {
+            assert_eq!(frame(wire, 4096, false, b"").unwrap_err(), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn oversized_head_is_refused_not_buffered_forever() {
+        let mut wire = b"HTTP/1.1 200 OK\r\nX: ".to_vec();
+        wire.resize(MAX_HEAD_BYTES + 10, b'a');
+        let mut p = ResponseParser::default();
+        assert_eq!(
+            p.feed(&wire, false, b""),
+            Err(ParseError::HeadTooLarge(MAX_HEAD_BYTES))
+        );
+    }
+}

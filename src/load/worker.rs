@@ -1,0 +1,691 @@
+//! The connection loop: one thread, one epoll set, many connections.
+//!
+//! This is the part of rackbench that decides how much of the machine the
+//! generator steals from the server under test, so it is written for few
+//! syscalls per request:
+//!
+//! - every socket is registered once, edge-triggered, for read and write;
+//!   there is no `epoll_ctl` per request;
+//! - a response is read with one `recv` when it fits the buffer (a short
+//!   read means the socket is drained, so there is no extra `recv` that
+//!   returns EAGAIN), and the next request is written straight away with
+//!   one `send`;
+//! - the request bytes are rendered once and shared.
+//!
+//! Pacing is data, not a second loop: in a closed loop a connection issues
+//! its next request when the last one ends; under `--rate` requests fall due
+//! on a fixed schedule and go to whichever connection is free, their latency
+//! counted from when they were due (so a stall cannot hide behind the
+//! generator waiting politely; the "coordinated omission" correction).
+//!
+//! A worker never spawns servers, touches disk or prints.
+
+use super::epoll::{Epoll, Ready};
+use super::recorder::{Failure, Outcome, Recorder, Tally};
+use super::response::{ParseError, Progress, ResponseParser};
+use super::target::Endpoint;
+use super::{Pacing, ThreadPlan, WorkerStats};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A connection waits this long after a failed connect before it retries,
+/// so a dead port is counted, not hammered at full CPU.
+const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+/// A send this late against its schedule counts as behind schedule.
+const LATE_THRESHOLD: Duration = Duration::from_millis(1);
+const READ_BUF: usize = 16 * 1024;
+
+#[derive(Clone, Copy)]
+struct Pending {
+    /// When the request was due (closed loop: when it was issued).
+    sched: Instant,
+    /// When it was written; None while waiting for a connection.
+    sent: Option<Instant>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    /// No socket. `retry_at` is when a new connect may start.
+    Closed {
+        retry_at: Instant,
+    },
+    Connecting {
+        since: Instant,
+    },
+    Open,
+}
+
+struct Conn {
+    sock: Option<Socket>,
+    generation: u32,
+    state: State,
+    queue: VecDeque<Pending>,
+    /// Requests in `queue` already written (a prefix of it).
+    written_reqs: usize,
+    /// Bytes of the current write batch still to go, from `batch_pos`.
+    batch_pos: usize,
+    batch_end: usize,
+    parser: ResponseParser,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    /// This socket carried a request / got any answer: for the count of
+    /// connections that never got a single answer.
+    sent_any: bool,
+    answered: bool,
+    /// Whether the connection sits in the open loop's free list.
+    in_free: bool,
+}
+
+impl Conn {
+    fn new(now: Instant) -> Self {
+        Conn {
+            sock: None,
+            generation: 0,
+            state: State::Closed { retry_at: now },
+            queue: VecDeque::new(),
+            written_reqs: 0,
+            batch_pos: 0,
+            batch_end: 0,
+            parser: ResponseParser::default(),
+            rbuf: vec![0; READ_BUF],
+            rstart: 0,
+            rend: 0,
+            sent_any: false,
+            answered: false,
+            in_free: false,
+        }
+    }
+}
+
+pub struct Worker {
+    plan: ThreadPlan,
+    epoll: Epoll,
+    conns: Vec<Conn>,
+    rec: Recorder,
+    stats: WorkerStats,
+    /// `pipeline` copies of the request, so a batch is one write.
+    batch: Arc<[u8]>,
+    req_len: usize,
+    depth: usize,
+    /// Issue no request scheduled at or after this instant.
+    issue_until: Instant,
+    /// Hard end of the run.
+    deadline: Instant,
+    /// Counted requests this thread may still issue (`-n`); None = no limit.
+    quota: Option<u64>,
+    /// Open loop: index of the next request due, and the free connections.
+    next_due: u64,
+    free: Vec<u32>,
+    t0: Instant,
+}
+
+enum Stopping {
+    No,
+    /// No new requests; wait for the ones in flight.
+    Draining,
+}
+
+impl Worker {
+    pub fn new(plan: ThreadPlan, rec: Recorder, t0: Instant) -> io::Result<Self> {
+        let cfg = &plan.config;
+        let depth = if cfg.keep_alive {
+            cfg.pipeline.max(1)
+        } else {
+            1
+        };
+        let req_len = cfg.request.len();
+        let batch: Arc<[u8]> = cfg.request.repeat(depth).into();
+        let deadline = super::deadline(t0, cfg);
+        let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
+        Ok(Worker {
+            epoll: Epoll::new(plan.connections.max(1) * 2)?,
+            conns,
+            rec,
+            stats: WorkerStats::default(),
+            batch,
+            req_len,
+            depth,
+            issue_until: deadline,
+            deadline,
+            quota: plan.requests,
+            next_due: 0,
+            free: Vec::with_capacity(plan.connections),
+            t0,
+            plan,
+        })
+    }
+
+    /// Runs until the stop rule says so, then returns the tallies.
+    pub fn run(mut self) -> io::Result<(Tally, WorkerStats)> {
+        let started = Instant::now();
+        let timeout = self.plan.config.timeout;
+        let scan_every = (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(100));
+        let mut next_scan = started + scan_every;
+        let mut stopping = Stopping::No;
+        for i in 0..self.conns.len() {
+            self.start_connect(i, started);
+        }
+        loop {
+            let now = Instant::now();
+            self.rec.advance(now);
+            if self.plan.config.interrupt.load(Ordering::Relaxed) {
+                self.stats.interrupted = true;
+                break;
+            }
+            if now >= self.deadline {
+                break;
+            }
+            if matches!(stopping, Stopping::No)
+                && (self.quota == Some(0) || now >= self.issue_until)
+            {
+                stopping = Stopping::Draining;
+            }
+            if matches!(stopping, Stopping::Draining)
+                && self.conns.iter().all(|c| c.queue.is_empty())
+            {
+                break;
+            }
+            if now >= next_scan {
+                self.scan(now);
+                next_scan = now + scan_every;
+            }
+            if matches!(stopping, Stopping::No) {
+                if let Pacing::Rate(_) = self.plan.pacing {
+                    self.dispatch_due(now);
+                }
+            }
+            let mut wake = next_scan.min(self.deadline);
+            if let (Pacing::Rate(_), Stopping::No) = (self.plan.pacing, &stopping) {
+                wake = wake.min(self.due_at(self.next_due));
+            }
+            // Wake for the next second's boundary so the timeline keeps time.
+            let next_sec =
+                self.t0 + Duration::from_secs(now.saturating_duration_since(self.t0).as_secs() + 1);
+            wake = wake.min(next_sec);
+            let n = self.epoll.wait(Some(wake.saturating_duration_since(now)))?;
+            if n == 0 {
+                continue;
+            }
+            let now = Instant::now();
+            for e in 0..n {
+                let (token, ready) = self.epoll.event(e);
+                self.on_event(token, ready, now);
+            }
+        }
+        let end = Instant::now();
+        self.finish(end);
+        self.stats.cpu = thread_cpu();
+        self.stats.wall = end.saturating_duration_since(started);
+        let tally = self.rec.finish(end);
+        Ok((tally, self.stats))
+    }
+
+    fn due_at(&self, k: u64) -> Instant {
+        match self.plan.pacing {
+            Pacing::Rate(rate) => self.t0 + Duration::from_secs_f64(k as f64 / rate),
+            Pacing::Closed => self.t0,
+        }
+    }
+
+    fn may_issue(&self, sched: Instant) -> bool {
+        sched < self.issue_until && self.quota != Some(0)
+    }
+
+    /// Takes one request from the `-n` quota if it falls in the counted window.
+    fn take_quota(&mut self, sched: Instant) {
+        if self.rec.counts(sched) {
+            if let Some(q) = self.quota.as_mut() {
+                *q -= 1;
+            }
+        }
+    }
+
+    /// Open loop: hands every request now due to a free connection.
+    fn dispatch_due(&mut self, now: Instant) {
+        loop {
+            let due = self.due_at(self.next_due);
+            if due > now || !self.may_issue(due) {
+                return;
+            }
+            let Some(i) = self.free.pop() else {
+                // Every connection is busy: the request waits, its clock
+                // already running. It is counted behind schedule when sent.
+                return;
+            };
+            let i = i as usize;
+            self.conns[i].in_free = false;
+            if self.conns[i].queue.len() >= self.depth {
+                continue;
+            }
+            self.next_due += 1;
+            self.take_quota(due);
+            let late = now.saturating_duration_since(due);
+            if late > LATE_THRESHOLD {
+                self.stats.late_sends += 1;
+            }
+            self.stats.max_lag = self.stats.max_lag.max(late);
+            self.conns[i].queue.push_back(Pending {
+                sched: due,
+                sent: None,
+            });
+            if self.conns[i].queue.len() < self.depth {
+                self.mark_free(i);
+            }
+            self.push_writes(i, now);
+        }
+    }
+
+    fn mark_free(&mut self, i: usize) {
+        let c = &self.conns[i];
+        if !c.in_free && c.queue.len() < self.depth && matches!(self.plan.pacing, Pacing::Rate(_)) {
+            self.conns[i].in_free = true;
+            self.free.push(i as u32);
+        }
+    }
+
+    /// Closed loop: fills the connection's pipeline with fresh requests.
+    fn issue_closed(&mut self, i: usize, now: Instant) {
+        if !matches!(self.plan.pacing, Pacing::Closed) || !self.conns[i].queue.is_empty() {
+            return;
+        }
+        for _ in 0..self.depth {
+            if !self.may_issue(now) {
+                break;
+            }
+            self.take_quota(now);
+            self.conns[i].queue.push_back(Pending {
+                sched: now,
+                sent: None,
+            });
+        }
+    }
+
+    fn start_connect(&mut self, i: usize, now: Instant) {
+        match self.conns[i].state {
+            State::Closed { retry_at } if retry_at <= now => {}
+            _ => return,
+        }
+        let endpoint = &self.plan.config.endpoint;
+        let result = (|| -> io::Result<Socket> {
+            let (domain, addr, proto) = match endpoint {
+                Endpoint::Tcp(a) => (
+                    Domain::for_address(*a),
+                    SockAddr::from(*a),
+                    Some(Protocol::TCP),
+                ),
+                Endpoint::Unix(p) => (Domain::UNIX, SockAddr::unix(p)?, None),
+            };
+            let sock = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), proto)?;
+            if matches!(endpoint, Endpoint::Tcp(_)) {
+                sock.set_nodelay(true)?;
+            }
+            match sock.connect(&addr) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+                Err(e) => return Err(e),
+            }
+            Ok(sock)
+        })();
+        let c = &mut self.conns[i];
+        match result {
+            Ok(sock) => {
+                c.generation = c.generation.wrapping_add(1);
+                let token = (i as u64) | ((c.generation as u64) << 32);
+                if let Err(e) = self.epoll.add(sock.as_raw_fd(), token) {
+                    // Out of descriptors or similar: a connect failure too.
+                    drop(e);
+                    self.fail_connect(i, now);
+                    return;
+                }
+                c.sock = Some(sock);
+                c.state = State::Connecting { since: now };
+                self.stats.connections_opened += 1;
+                self.issue_closed(i, now);
+                self.mark_free(i);
+            }
+            Err(_) => self.fail_connect(i, now),
+        }
+    }
+
+    /// A connect failed: the requests waiting for it fail with it.
+    fn fail_connect(&mut self, i: usize, now: Instant) {
+        self.stats.connect_failures += 1;
+        self.issue_closed(i, now);
+        // Under --rate a connection may fail with nothing due on it yet: that
+        // is counted in the connection figures, not as a failed request.
+        while let Some(p) = self.conns[i].queue.pop_front() {
+            self.rec
+                .record(now, p.sched, None, Outcome::Failed(Failure::Connect));
+        }
+        self.close(i, now, CONNECT_BACKOFF);
+    }
+
+    /// Drops the socket; requests not yet answered wait for the next one.
+    fn close(&mut self, i: usize, now: Instant, backoff: Duration) {
+        let c = &mut self.conns[i];
+        if c.sock.take().is_some() && c.sent_any && !c.answered {
+            self.stats.never_answered += 1;
+        }
+        c.state = State::Closed {
+            retry_at: now + backoff,
+        };
+        c.parser = ResponseParser::default();
+        c.rstart = 0;
+        c.rend = 0;
+        c.written_reqs = 0;
+        c.batch_pos = 0;
+        c.batch_end = 0;
+        c.sent_any = false;
+        c.answered = false;
+        for p in c.queue.iter_mut() {
+            p.sent = None;
+        }
+        if backoff.is_zero() {
+            self.start_connect(i, now);
+        }
+    }
+
+    fn on_event(&mut self, token: u64, ready: Ready, now: Instant) {
+        let i = (token & 0xffff_ffff) as usize;
+        if self.conns[i].generation != (token >> 32) as u32 || self.conns[i].sock.is_none() {
+            return; // An event for a socket this slot no longer has.
+        }
+        if let State::Connecting { .. } = self.conns[i].state {
+            if !ready.writable() {
+                return;
+            }
+            let err = self.conns[i]
+                .sock
+                .as_ref()
+                .and_then(|s| s.take_error().ok().flatten());
+            if err.is_some() {
+                self.fail_connect(i, now);
+                return;
+            }
+            self.conns[i].state = State::Open;
+            self.issue_closed(i, now);
+            self.push_writes(i, now);
+            // Fall through: data may already be waiting.
+        }
+        if ready.readable() {
+            self.on_readable(i, now);
+        }
+        if ready.writable() && self.conns[i].state == State::Open {
+            self.push_writes(i, now);
+        }
+    }
+
+    /// Writes every queued request not yet on the wire.
+    fn push_writes(&mut self, i: usize, now: Instant) {
+        if self.conns[i].state != State::Open {
+            if let State::Closed { .. } = self.conns[i].state {
+                self.start_connect(i, now);
+            }
+            return;
+        }
+        loop {
+            let c = &mut self.conns[i];
+            if c.batch_pos == c.batch_end {
+                let unsent = c.queue.len() - c.written_reqs;
+                if unsent == 0 {
+                    return;
+                }
+                let k = unsent.min(self.depth);
+                c.batch_pos = 0;
+                c.batch_end = k * self.req_len;
+                for p in c.queue.iter_mut().skip(c.written_reqs).take(k) {
+                    p.sent = Some(now);
+                }
+                c.written_reqs += k;
+                c.sent_any = true;
+            }
+            let fd = c
+                .sock
+                .as_ref()
+                .expect("open connection has a socket")
+                .as_raw_fd();
+            while c.batch_pos < c.batch_end {
+                let buf = &self.batch[c.batch_pos..c.batch_end];
+                // SAFETY: fd is open; buf is valid for its length. MSG_NOSIGNAL
+                // turns a write to a closed peer into EPIPE instead of SIGPIPE.
+                let n =
+                    unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+                if n >= 0 {
+                    c.batch_pos += n as usize;
+                    continue;
+                }
+                let err = io::Error::last_os_error();
+                match err.kind() {
+                    io::ErrorKind::WouldBlock => return, // EPOLLOUT will resume it.
+                    io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        self.fail_exchange(i, now, Failure::Reset);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_readable(&mut self, i: usize, now: Instant) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(sock) = c.sock.as_ref() else { return };
+            if c.rend == c.rbuf.len() {
+                if c.rstart > 0 {
+                    c.rbuf.copy_within(c.rstart..c.rend, 0);
+                    c.rend -= c.rstart;
+                    c.rstart = 0;
+                } else {
+                    let len = c.rbuf.len();
+                    c.rbuf.resize(len * 2, 0);
+                }
+            }
+            let space = c.rbuf.len() - c.rend;
+            // SAFETY: the destination range lies inside rbuf.
+            let n = unsafe {
+                libc::recv(
+                    sock.as_raw_fd(),
+                    c.rbuf.as_mut_ptr().add(c.rend).cast(),
+                    space,
+                    0,
+                )
+            };
+            if n > 0 {
+                c.rend += n as usize;
+                if !self.parse_available(i, now) {
+                    return; // The connection was closed while parsing.
+                }
+                if (n as usize) < space {
+                    return; // A short read drained the socket.
+                }
+                continue;
+            }
+            if n == 0 {
+                self.on_eof(i, now);
+                return;
+            }
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::WouldBlock => return,
+                io::ErrorKind::Interrupted => continue,
+                _ => {
+                    self.fail_exchange(i, now, Failure::Reset);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Frames every complete response in the buffer. Returns false if the
+    /// connection was closed meanwhile.
+    fn parse_available(&mut self, i: usize, now: Instant) -> bool {
+        let cfg = self.plan.config.clone();
+        loop {
+            let c = &mut self.conns[i];
+            if c.rstart == c.rend {
+                c.rstart = 0;
+                c.rend = 0;
+                return true;
+            }
+            if c.queue.is_empty() || c.written_reqs == 0 {
+                // Bytes nobody asked for.
+                self.fail_exchange(i, now, Failure::Parse);
+                return false;
+            }
+            c.answered = true;
+            match c.parser.feed(
+                &c.rbuf[c.rstart..c.rend],
+                cfg.head_request,
+                &cfg.expect_body,
+            ) {
+                Ok(Progress::Partial { consumed }) => {
+                    c.rstart += consumed;
+                    if c.rstart == c.rend {
+                        c.rstart = 0;
+                        c.rend = 0;
+                    }
+                    return true;
+                }
+                Ok(Progress::Complete { consumed, response }) => {
+                    c.rstart += consumed;
+                    let p = c.queue.pop_front().expect("checked non-empty");
+                    c.written_reqs -= 1;
+                    let outcome = if !cfg.expect_status.matches(response.status) {
+                        Outcome::Failed(Failure::Status)
+                    } else if !response.body_matched {
+                        Outcome::Failed(Failure::Body)
+                    } else {
+                        Outcome::Ok
+                    };
+                    self.rec.record(now, p.sched, p.sent, outcome);
+                    if !response.keep_alive || !cfg.keep_alive {
+                        self.close(i, now, Duration::ZERO);
+                        return false;
+                    }
+                    self.after_response(i, now);
+                }
+                Err(e) => {
+                    let kind = if e == ParseError::Truncated {
+                        Failure::Reset
+                    } else {
+                        Failure::Parse
+                    };
+                    self.fail_exchange(i, now, kind);
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// A response ended on a connection that stays open.
+    fn after_response(&mut self, i: usize, now: Instant) {
+        if self.conns[i].queue.is_empty() {
+            self.issue_closed(i, now);
+            self.push_writes(i, now);
+        }
+        if self.conns[i].queue.len() < self.depth {
+            self.mark_free(i);
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, now: Instant) {
+        let needle = self.plan.config.expect_body.clone();
+        let c = &mut self.conns[i];
+        match c.parser.finish_at_eof(&needle) {
+            Ok(Some(response)) => {
+                if let Some(p) = c.queue.pop_front() {
+                    c.written_reqs = c.written_reqs.saturating_sub(1);
+                    let outcome = if !self.plan.config.expect_status.matches(response.status) {
+                        Outcome::Failed(Failure::Status)
+                    } else if !response.body_matched {
+                        Outcome::Failed(Failure::Body)
+                    } else {
+                        Outcome::Ok
+                    };
+                    self.rec.record(now, p.sched, p.sent, outcome);
+                }
+                self.close(i, now, Duration::ZERO);
+            }
+            Ok(None) if c.written_reqs == 0 => {
+                // The server closed an idle connection: not an error.
+                self.close(i, now, Duration::ZERO);
+            }
+            Ok(None) | Err(ParseError::Truncated) => self.fail_exchange(i, now, Failure::Reset),
+            Err(_) => self.fail_exchange(i, now, Failure::Parse),
+        }
+    }
+
+    /// The request at the head of the queue failed; the connection is
+    /// dropped and the requests behind it are retried on a new one.
+    fn fail_exchange(&mut self, i: usize, now: Instant, kind: Failure) {
+        let c = &mut self.conns[i];
+        if c.written_reqs > 0 {
+            if let Some(p) = c.queue.pop_front() {
+                self.rec.record(now, p.sched, p.sent, Outcome::Failed(kind));
+            }
+        }
+        self.close(i, now, Duration::ZERO);
+    }
+
+    /// Finds requests and connects older than `--timeout`.
+    fn scan(&mut self, now: Instant) {
+        let timeout = self.plan.config.timeout;
+        for i in 0..self.conns.len() {
+            match self.conns[i].state {
+                State::Connecting { since } if now.saturating_duration_since(since) > timeout => {
+                    self.fail_connect(i, now);
+                }
+                State::Open => {
+                    let head_sent = self.conns[i].queue.front().and_then(|p| p.sent);
+                    if head_sent.is_some_and(|s| now.saturating_duration_since(s) > timeout) {
+                        self.fail_exchange(i, now, Failure::Timeout);
+                    }
+                }
+                State::Closed { retry_at } if retry_at <= now => self.start_connect(i, now),
+                _ => {}
+            }
+        }
+    }
+
+    /// The run is over: whatever is still waiting is recorded as unfinished
+    /// (or, under `--rate`, unsent) with its age so far.
+    fn finish(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let c = &mut self.conns[i];
+            for p in c.queue.drain(..) {
+                self.rec.record_unfinished(now, p.sched, p.sent);
+            }
+            if c.sock.take().is_some() && c.sent_any && !c.answered {
+                self.stats.never_answered += 1;
+            }
+        }
+        if let Pacing::Rate(_) = self.plan.pacing {
+            // Requests that fell due but found no free connection.
+            let stop = now.min(self.issue_until);
+            while self.due_at(self.next_due) < stop && self.quota != Some(0) {
+                let due = self.due_at(self.next_due);
+                self.take_quota(due);
+                self.rec.record_unfinished(now, due, None);
+                self.next_due += 1;
+            }
+        }
+    }
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
