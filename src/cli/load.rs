@@ -19,9 +19,6 @@ pub struct LoadOptions {
     /// Connections kept open (closed loop: each kept busy).
     #[arg(short = 'c', long, default_value_t = 10)]
     pub connections: usize,
-    /// Event-loop threads; the generator shares the machine with the server.
-    #[arg(short = 't', long, default_value_t = 1)]
-    pub threads: usize,
     /// Length of the counted window, e.g. 10s, 500ms, 2m [default: 10s].
     #[arg(short = 'd', long, value_parser = parse::duration)]
     pub duration: Option<Duration>,
@@ -76,6 +73,9 @@ pub struct LoadArgs {
     pub url: String,
     #[command(flatten)]
     pub options: LoadOptions,
+    /// Event-loop threads; the generator shares the machine with the server.
+    #[arg(short = 't', long, default_value_t = 1)]
+    pub threads: usize,
     /// Print one JSON document (rackbench/load-v1) instead of the summary.
     #[arg(long)]
     pub json: bool,
@@ -84,12 +84,12 @@ pub struct LoadArgs {
 impl LoadOptions {
     /// Checks the options and renders the request: every mistake a user
     /// can make here is a [`UsageError`] naming the fix.
-    pub fn to_config(&self, url: &str) -> Result<LoadConfig> {
+    pub fn to_config(&self, url: &str, threads: usize) -> Result<LoadConfig> {
         let usage = |m: String| anyhow::Error::new(UsageError(m));
         if self.connections == 0 {
             return Err(usage("--connections must be at least 1".into()));
         }
-        if self.threads == 0 {
+        if threads == 0 {
             return Err(usage("--threads must be at least 1".into()));
         }
         if self.pipeline == 0 {
@@ -151,7 +151,7 @@ impl LoadOptions {
             request,
             head_request: method == "HEAD",
             connections: self.connections,
-            threads: self.threads,
+            threads,
             pacing: self.rate.map_or(Pacing::Closed, Pacing::Rate),
             duration: match (self.duration, self.requests) {
                 (None, None) => Some(Duration::from_secs(10)),
@@ -170,19 +170,22 @@ impl LoadOptions {
     }
 }
 
-/// Sets `flag` on the first Ctrl-C or SIGTERM; a second one exits at once.
-pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>) {
+/// Sets `flag` on Ctrl-C or SIGTERM. With `hard_second`, a second signal
+/// exits at once (safe only when no child process depends on a clean stop).
+pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>, hard_second: bool) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     for sig in [SIGINT, SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(flag));
+        if hard_second {
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(flag));
+        }
         let _ = signal_hook::flag::register(sig, Arc::clone(flag));
     }
 }
 
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
-    let config = args.options.to_config(&args.url)?;
+    let config = args.options.to_config(&args.url, args.threads)?;
     super::raise_fd_limit();
-    stop_on_signals(&config.interrupt);
+    stop_on_signals(&config.interrupt, true);
     let live = !args.json && std::io::stdout().is_terminal();
     let total_s = config.duration.map(|d| (d + config.warmup).as_secs());
     let report = load::run(config, |row: &TimelineRow| {

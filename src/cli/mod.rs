@@ -7,6 +7,8 @@
 mod load;
 mod parse;
 mod serve_test;
+mod servers;
+mod trial;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -26,6 +28,10 @@ pub struct Cli {
 enum Command {
     /// Drive HTTP load at a URL and report throughput, latency and errors.
     Load(Box<load::LoadArgs>),
+    /// List the server adapters, whether each is installed, and its version.
+    Servers(servers::ServersArgs),
+    /// Start a server with an app, verify it, load it, sample it, stop it.
+    Trial(Box<trial::TrialArgs>),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -40,6 +46,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Load(args) => load::run(*args),
+        Command::Servers(args) => servers::run(args),
+        Command::Trial(args) => trial::run(*args),
         Command::ServeTest(args) => serve_test::run(args),
     };
     match result {

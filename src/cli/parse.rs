@@ -78,6 +78,14 @@ pub fn expect_status(s: &str) -> Result<ExpectStatus, String> {
     Ok(ExpectStatus::Codes(codes))
 }
 
+/// "NAME=value".
+pub fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not NAME=value")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,30 @@
 //! `rackbench serve-test`: the built-in test server in the foreground.
-//! Hidden: it exists for rackbench's own benchmarks (comparing the
-//! generator's latency with the server's own service time).
+//! Hidden: it exists for rackbench's own benchmarks, e.g. holding the
+//! generator's p50 against the server's own service time and wrk's.
 
+use super::parse;
+use crate::testserver::{serve_forever, Bind, TestServerConfig};
 use anyhow::Result;
 use clap::Args;
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
-pub struct ServeTestArgs {}
+pub struct ServeTestArgs {
+    /// Listen address.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Service time added to every request, e.g. 1ms.
+    #[arg(long, value_parser = parse::duration, default_value = "0s")]
+    pub delay: Duration,
+}
 
-pub fn run(_args: ServeTestArgs) -> Result<ExitCode> {
-    anyhow::bail!("not wired yet")
+pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
+    serve_forever(TestServerConfig {
+        bind: Bind::Tcp(args.listen),
+        delay: args.delay,
+        ..Default::default()
+    })?;
+    Ok(ExitCode::SUCCESS)
 }

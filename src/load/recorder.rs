@@ -200,14 +200,18 @@ impl Recorder {
         }
         let lat = micros(now.saturating_duration_since(sched));
         self.tally.latency.saturating_record(lat);
+        // Under --rate a request never sent was due with no connection
+        // free; in a closed loop it was waiting for its connection to open,
+        // which is just another way of being in flight.
+        let open_loop = self.tally.latency_uncorrected.is_some();
         match sent {
-            Some(sent) => {
+            None if open_loop => self.tally.unsent += 1,
+            _ => {
                 self.tally.unfinished += 1;
-                if let Some(h) = self.tally.latency_uncorrected.as_mut() {
+                if let (Some(h), Some(sent)) = (self.tally.latency_uncorrected.as_mut(), sent) {
                     h.saturating_record(micros(now.saturating_duration_since(sent)));
                 }
             }
-            None => self.tally.unsent += 1,
         }
     }
 

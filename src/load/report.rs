@@ -383,14 +383,21 @@ impl LoadReport {
             self.throughput_rps
         );
         let e = &self.errors;
-        if e.total() > 0 || self.requests.unfinished > 0 || self.requests.unsent > 0 {
+        if e.total() > 0 {
             let _ = writeln!(
                 s,
-                "  errors: connect {} timeout {} reset {} parse {} status {} body {}; unfinished {}, unsent {}",
-                e.connect, e.timeout, e.reset, e.parse, e.status, e.body, self.requests.unfinished, self.requests.unsent
+                "  errors:      connect {} timeout {} reset {} parse {} status {} body {}",
+                e.connect, e.timeout, e.reset, e.parse, e.status, e.body
             );
         } else {
-            let _ = writeln!(s, "  errors: none");
+            let _ = writeln!(s, "  errors:      none");
+        }
+        if self.requests.unsent > 0 {
+            let _ = writeln!(
+                s,
+                "  at the end:  {} in flight, {} due but unsent (their age so far counts as latency)",
+                self.requests.unfinished, self.requests.unsent
+            );
         }
         let lat = |label: &str, l: &LatencySummary, s: &mut String| {
             let _ = writeln!(

@@ -39,6 +39,9 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// A send this late against its schedule counts as behind schedule.
 const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 const READ_BUF: usize = 16 * 1024;
+/// A connection still unanswered this long after its first request, when
+/// the run ends, counts as never answered.
+const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy)]
 struct Pending {
@@ -78,6 +81,8 @@ struct Conn {
     /// connections that never got a single answer.
     sent_any: bool,
     answered: bool,
+    /// When this socket's first request went out.
+    first_sent: Option<Instant>,
     /// Whether the connection sits in the open loop's free list.
     in_free: bool,
 }
@@ -98,6 +103,7 @@ impl Conn {
             rend: 0,
             sent_any: false,
             answered: false,
+            first_sent: None,
             in_free: false,
         }
     }
@@ -383,6 +389,7 @@ impl Worker {
         c.batch_end = 0;
         c.sent_any = false;
         c.answered = false;
+        c.first_sent = None;
         for p in c.queue.iter_mut() {
             p.sent = None;
         }
@@ -662,7 +669,12 @@ impl Worker {
             for p in c.queue.drain(..) {
                 self.rec.record_unfinished(now, p.sched, p.sent);
             }
-            if c.sock.take().is_some() && c.sent_any && !c.answered {
+            // A socket opened just before the end has had no chance to be
+            // answered; only one kept waiting a while counts.
+            let waited = c
+                .first_sent
+                .is_some_and(|t| now.saturating_duration_since(t) >= NEVER_ANSWERED_AFTER);
+            if c.sock.take().is_some() && c.sent_any && !c.answered && waited {
                 self.stats.never_answered += 1;
             }
         }

@@ -1,0 +1,5 @@
+# hello.ru - "hello world": the baseline (seeds 001 and 004).
+# Knobs: none. Known-good answer: GET / -> 200, body "hello world".
+body = "hello world".freeze
+headers = { "content-type" => "text/plain", "content-length" => body.bytesize.to_s }.freeze
+run ->(_env) { [200, headers.dup, [body]] }

@@ -1,0 +1,11 @@
+# sleep.ru - sleeps, then replies: the IO-bound case of seed 001.
+# Knobs: ?ms=N milliseconds to sleep (default 100, at most 60000).
+# Known-good answer: GET /?ms=1 -> 200, body "slept 1 ms".
+require "rack"
+
+run lambda { |env|
+  ms = Rack::Utils.parse_query(env["QUERY_STRING"].to_s).fetch("ms", "100").to_i.clamp(0, 60_000)
+  sleep(ms / 1000.0)
+  body = "slept #{ms} ms"
+  [200, { "content-type" => "text/plain", "content-length" => body.bytesize.to_s }, [body]]
+}

@@ -1,0 +1,186 @@
+//! The test Rack apps and their known-good answers.
+//!
+//! The built-in apps are compiled in and written into each trial's
+//! directory, so every server runs the very same rackup file. Each has an
+//! answer the lab verifies before any load (like TechEmpower's verify
+//! step): a wrong answer stops the trial, never a fast benchmark of an
+//! error page.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum AppError {
+    #[error("unknown app '{name}'; built in: {known}; or give a rackup file path (with --expect-body to check its answer)")]
+    Unknown { name: String, known: String },
+    #[error("cannot write app {name} into {dir}: {source}")]
+    Write {
+        name: String,
+        dir: String,
+        source: std::io::Error,
+    },
+}
+
+/// One app as a trial uses it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AppSpec {
+    pub name: String,
+    /// Request path and query the load and the verify step use.
+    pub path: String,
+    pub expect_status: u16,
+    /// Substring the body must contain.
+    pub expect_body: String,
+    /// A user's rackup file; None for a built-in app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+}
+
+struct Builtin {
+    name: &'static str,
+    source: &'static str,
+    path: &'static str,
+    expect_body: &'static str,
+}
+
+const BUILTIN: &[Builtin] = &[
+    Builtin {
+        name: "hello",
+        source: include_str!("../../ruby/apps/hello.ru"),
+        path: "/",
+        expect_body: "hello world",
+    },
+    Builtin {
+        name: "ip",
+        source: include_str!("../../ruby/apps/ip.ru"),
+        path: "/",
+        expect_body: "127.0.0.1",
+    },
+    Builtin {
+        name: "sleep",
+        source: include_str!("../../ruby/apps/sleep.ru"),
+        path: "/?ms=100",
+        expect_body: "slept 100 ms",
+    },
+    Builtin {
+        name: "fib",
+        source: include_str!("../../ruby/apps/fib.ru"),
+        path: "/",
+        expect_body: "fib(25) = 75025",
+    },
+    Builtin {
+        name: "primes",
+        source: include_str!("../../ruby/apps/primes.ru"),
+        path: "/",
+        expect_body: "sum of the first 1000 primes = 3682913",
+    },
+];
+
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|b| b.name).collect()
+}
+
+impl AppSpec {
+    /// A built-in app by name, or a user's rackup file by path (`*.ru`).
+    pub fn resolve(name_or_path: &str) -> Result<AppSpec, AppError> {
+        if let Some(b) = BUILTIN.iter().find(|b| b.name == name_or_path) {
+            return Ok(AppSpec {
+                name: b.name.to_string(),
+                path: b.path.to_string(),
+                expect_status: 200,
+                expect_body: b.expect_body.to_string(),
+                file: None,
+            });
+        }
+        let p = Path::new(name_or_path);
+        if name_or_path.ends_with(".ru") && p.is_file() {
+            let name = p
+                .file_stem()
+                .map_or("app".into(), |s| s.to_string_lossy().into_owned());
+            return Ok(AppSpec {
+                name,
+                path: "/".into(),
+                expect_status: 200,
+                expect_body: String::new(),
+                file: Some(p.canonicalize().unwrap_or_else(|_| p.to_path_buf())),
+            });
+        }
+        Err(AppError::Unknown {
+            name: name_or_path.to_string(),
+            known: builtin_names().join(", "),
+        })
+    }
+
+    /// Puts the rackup file where the server will load it and returns its
+    /// absolute path. A user's file is used in place.
+    pub fn materialize(&self, dir: &Path) -> Result<PathBuf, AppError> {
+        if let Some(f) = &self.file {
+            return Ok(f.clone());
+        }
+        let b = BUILTIN
+            .iter()
+            .find(|b| b.name == self.name)
+            .expect("resolved built-in");
+        let app_dir = dir.join("app");
+        let err = |e| AppError::Write {
+            name: self.name.clone(),
+            dir: app_dir.display().to_string(),
+            source: e,
+        };
+        std::fs::create_dir_all(&app_dir).map_err(err)?;
+        let file = app_dir.join(format!("{}.ru", b.name));
+        std::fs::write(&file, b.source).map_err(err)?;
+        // Passenger looks for config.ru in the app root; give it one too.
+        std::fs::write(app_dir.join("config.ru"), b.source).map_err(err)?;
+        Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_apps_state_their_answer_in_their_own_header() {
+        // The rackup file's comment and the verifier must agree.
+        for b in BUILTIN {
+            assert!(
+                b.source.contains(b.expect_body) || b.name == "sleep" || b.name == "ip",
+                "{}",
+                b.name
+            );
+            assert!(
+                b.source.starts_with(&format!("# {}.ru", b.name)),
+                "{} must open with its name",
+                b.name
+            );
+        }
+    }
+
+    #[test]
+    fn builtin_apps_are_ascii() {
+        // uwsgi runs Ruby with a US-ASCII default encoding: one em dash in a
+        // comment made Rack::Builder fail to parse the file.
+        for b in BUILTIN {
+            assert!(b.source.is_ascii(), "{}.ru must be plain ASCII", b.name);
+        }
+    }
+
+    #[test]
+    fn unknown_app_names_the_choices() {
+        let err = AppSpec::resolve("helo").unwrap_err().to_string();
+        assert!(
+            err.contains("hello") && err.contains("rackup file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn materialize_writes_the_rackup_file() {
+        let dir = std::env::temp_dir().join(format!("rackbench-apps-{}", std::process::id()));
+        let app = AppSpec::resolve("primes").unwrap();
+        let f = app.materialize(&dir).unwrap();
+        assert!(std::fs::read_to_string(&f).unwrap().contains("Prime"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,6 @@
+//! The lab: test apps, trials (start, verify, load, sample, stop) and the
+//! record of where they ran. Builds on `server` (processes) and `load`.
+
+pub mod apps;
+pub mod environment;
+pub mod trial;

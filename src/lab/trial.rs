@@ -1,0 +1,622 @@
+//! One trial end to end: start the server (behind nginx if asked), verify
+//! the app's answer, apply warm-up and load with no pause between them,
+//! sample the server's process tree, stop everything, and return a
+//! `rackbench/trial-v1` record.
+//!
+//! Every process a trial starts is stopped before `run_trial` returns, on
+//! success, on failure and on Ctrl-C: servers are held by
+//! `supervisor::Running`, which stops its process tree when dropped.
+
+// A failed trial's error carries the log tail and the answer seen; it is
+// built once per failure, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
+use super::apps::AppSpec;
+use super::environment::Environment;
+use crate::load::{self, Endpoint, LoadConfig, LoadReport};
+use crate::sampler::{Sampler, SamplerReport, Scope};
+use crate::server::spec::{read_version, ServerSpec};
+use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
+use crate::server::template::{self, Vars};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+pub const SCHEMA: &str = "rackbench/trial-v1";
+
+#[derive(Debug, Error)]
+pub enum TrialError {
+    #[error("{server} cannot run {what}: {fix}")]
+    Unsupported {
+        server: String,
+        what: String,
+        fix: String,
+    },
+    #[error("server '{server}': {source}")]
+    Template {
+        server: String,
+        source: template::TemplateError,
+    },
+    #[error("{0}")]
+    Start(#[from] StartError),
+    #[error("{server} answered {path} with status {status} and body \"{body}\", expected status {expect_status} and a body containing \"{expect_body}\"; last lines of its log {log}:\n{tail}")]
+    WrongAnswer {
+        server: String,
+        path: String,
+        status: u16,
+        body: String,
+        expect_status: u16,
+        expect_body: String,
+        log: String,
+        tail: String,
+    },
+    #[error("cannot prepare the trial directory {dir}: {source}")]
+    Io { dir: String, source: std::io::Error },
+    #[error("no free port on 127.0.0.1: {0}")]
+    Port(std::io::Error),
+    #[error("nginx is not installed: apt-get install nginx-light (needed for --behind nginx)")]
+    NoNginx,
+    #[error("load run failed: {0}")]
+    Load(std::io::Error),
+}
+
+/// Where the load enters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Topology {
+    Direct,
+    /// nginx in front, talking to the server over a unix socket (when the
+    /// server can) or TCP.
+    Nginx {
+        workers: u32,
+        unix_socket: bool,
+    },
+}
+
+/// Everything one trial needs.
+#[derive(Debug, Clone)]
+pub struct TrialSpec {
+    pub server: ServerSpec,
+    pub app: AppSpec,
+    pub workers: Option<u32>,
+    pub threads: Option<u32>,
+    /// Overrides of the server's [settings].
+    pub settings: BTreeMap<String, String>,
+    /// Extra environment for the server (RUBY_GC_* and the like).
+    pub env: Vec<(String, String)>,
+    pub topology: Topology,
+    /// Load options; the URL and endpoint are filled in by the trial.
+    pub load: LoadConfig,
+    pub server_cpus: Vec<usize>,
+    pub start_timeout: Option<Duration>,
+    pub grace: Duration,
+    /// The trial's scratch directory (created; logs stay there).
+    pub dir: PathBuf,
+    pub interrupt: Arc<AtomicBool>,
+    pub sample_interval: Duration,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: Option<String>,
+    pub command: String,
+    pub workers: u32,
+    pub threads: u32,
+    pub env: BTreeMap<String, String>,
+    pub settings: BTreeMap<String, String>,
+    /// The rendered config file, when the server uses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerMetrics {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub rss_peak_bytes: u64,
+    pub pss_peak_bytes: Option<u64>,
+    pub uss_peak_bytes: Option<u64>,
+    pub rss_mean_bytes: u64,
+    pub pss_mean_bytes: Option<u64>,
+    pub processes_peak: u32,
+    /// Server CPU (user + system) per OK response, in milliseconds.
+    pub cpu_ms_per_request: Option<f64>,
+    /// The full sampler output (timeline included).
+    pub samples: SamplerReport,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopologyInfo {
+    #[serde(flatten)]
+    pub topology: Topology,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nginx_command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nginx_metrics: Option<SamplerReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verified {
+    pub path: String,
+    pub status: u16,
+    pub body: String,
+}
+
+/// The `rackbench/trial-v1` record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub schema: String,
+    pub started_at: String,
+    pub server: ServerInfo,
+    pub app: AppSpec,
+    pub topology: TopologyInfo,
+    pub verify: Verified,
+    pub load: LoadReport,
+    pub server_metrics: ServerMetrics,
+    pub environment: Environment,
+    /// Set when the server died during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_exit: Option<String>,
+    /// PIDs that ignored the stop signal and needed SIGKILL.
+    pub killed_after_grace: Vec<u32>,
+    pub interrupted: bool,
+    /// Where the server's log and rendered files are.
+    pub dir: String,
+}
+
+/// Binds port 0 to learn a free port. The tiny race until the server binds
+/// it is caught by the start-up check, which names the port.
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// UTC time as RFC 3339, without a date crate.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
+    move |e| TrialError::Io {
+        dir: dir.display().to_string(),
+        source: e,
+    }
+}
+
+/// Runs one trial. The servers it starts are stopped before it returns.
+pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
+    let s = &spec.server;
+    let workers = spec.workers.unwrap_or(s.default_workers);
+    let threads = spec.threads.unwrap_or(s.default_threads);
+    if spec.workers.is_some_and(|w| w > 1) && !s.processes {
+        return Err(TrialError::Unsupported {
+            server: s.name.clone(),
+            what: format!("{workers} worker processes"),
+            fix: "it runs one process; drop --workers".into(),
+        });
+    }
+    if spec.threads.is_some_and(|t| t > 1) && !s.threads {
+        return Err(TrialError::Unsupported {
+            server: s.name.clone(),
+            what: format!("{threads} threads"),
+            fix: "it runs one request at a time per process; use --workers instead".into(),
+        });
+    }
+    for key in spec.settings.keys() {
+        if !s.settings.contains_key(key) {
+            let known: Vec<&str> = s.settings.keys().map(String::as_str).collect();
+            return Err(TrialError::Unsupported {
+                server: s.name.clone(),
+                what: format!("--set {key}"),
+                fix: if known.is_empty() {
+                    "it has no settings".into()
+                } else {
+                    format!("its settings are {}", known.join(", "))
+                },
+            });
+        }
+    }
+    supervisor::become_subreaper();
+    let dir = &spec.dir;
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let dir = dir.canonicalize().map_err(io_err(dir))?;
+    let app_file = spec.app.materialize(&dir).map_err(|e| TrialError::Io {
+        dir: dir.display().to_string(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let app_dir = app_file.parent().unwrap_or(&dir).to_path_buf();
+    let behind_nginx = matches!(spec.topology, Topology::Nginx { .. });
+    let use_socket = matches!(
+        spec.topology,
+        Topology::Nginx {
+            unix_socket: true,
+            ..
+        }
+    ) && s.unix_socket;
+    if behind_nginx && crate::server::spec::which("nginx").is_none() {
+        return Err(TrialError::NoNginx);
+    }
+
+    // Where the server listens.
+    let host = "127.0.0.1";
+    let socket = dir.join("server.sock");
+    let _ = std::fs::remove_file(&socket);
+    let port = if use_socket {
+        None
+    } else {
+        Some(free_port().map_err(TrialError::Port)?)
+    };
+    let mut vars = Vars::default();
+    vars.set("host", host)
+        .set("port", port.map_or(String::new(), |p| p.to_string()))
+        .set(
+            "socket",
+            if use_socket {
+                socket.display().to_string()
+            } else {
+                String::new()
+            },
+        )
+        .set("workers", workers)
+        .set("threads", threads)
+        .set("app", app_file.display())
+        .set("app_dir", app_dir.display())
+        .set("dir", dir.display())
+        .set("pidfile", dir.join("server.pid").display());
+    let (listen, listen_url) = match port {
+        Some(p) => (format!("{host}:{p}"), format!("tcp://{host}:{p}")),
+        None => (
+            socket.display().to_string(),
+            format!("unix://{}", socket.display()),
+        ),
+    };
+    vars.set("listen", &listen)
+        .set("bind", &listen)
+        .set("listen_url", &listen_url);
+    let mut settings = s.settings.clone();
+    settings.extend(spec.settings.clone());
+    for (k, v) in &settings {
+        vars.set(k, v);
+    }
+    let template_err = |e| TrialError::Template {
+        server: s.name.clone(),
+        source: e,
+    };
+    let mut config_file = None;
+    if let Some(text) = s.config_text(None) {
+        let text = text.map_err(io_err(&dir))?;
+        let rendered = template::render(&text, &vars).map_err(template_err)?;
+        let name = s
+            .config_template
+            .as_deref()
+            .and_then(|t| Path::new(t).file_name())
+            .map_or("server.conf".into(), |n| n.to_string_lossy().into_owned());
+        let path = dir.join(name);
+        std::fs::write(&path, &rendered).map_err(io_err(&dir))?;
+        vars.set("config", path.display());
+        config_file = Some(rendered);
+    } else {
+        vars.set("config", "");
+    }
+    let command = template::render(&s.command, &vars).map_err(template_err)?;
+    let mut env: BTreeMap<String, String> = s.env.clone();
+    env.extend(spec.env.iter().cloned());
+    let mut commands = vec![command.clone()];
+
+    let start_timeout = spec
+        .start_timeout
+        .unwrap_or(Duration::from_secs_f64(s.start_timeout_s));
+    let mut server = supervisor::spawn(Launch {
+        name: s.name.clone(),
+        command: command.clone(),
+        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        cwd: app_dir.clone(),
+        log: dir.join("server.log"),
+        cpus: spec.server_cpus.clone(),
+        stop_signal: s.stop_signal_number().unwrap_or(libc::SIGTERM),
+        grace: spec.grace,
+    })?;
+    let server_endpoint = match port {
+        Some(p) => Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], p))),
+        None => Endpoint::Unix(socket.clone()),
+    };
+    let probe_timeout = Duration::from_secs(5);
+    let answer = supervisor::wait_ready(
+        &mut server,
+        &Probe {
+            endpoint: server_endpoint.clone(),
+            host: host.into(),
+            path: spec.app.path.clone(),
+            timeout: probe_timeout,
+        },
+        start_timeout,
+        &spec.interrupt,
+    )?;
+    check_answer(
+        &server,
+        &spec.app,
+        &answer.status,
+        &answer.body_snippet(200),
+    )?;
+
+    // nginx in front, if asked.
+    let mut nginx: Option<Running> = None;
+    let mut topo = TopologyInfo {
+        topology: spec.topology.clone(),
+        nginx_command: None,
+        upstream: None,
+        nginx_metrics: None,
+    };
+    let front = if let Topology::Nginx {
+        workers: nginx_workers,
+        ..
+    } = spec.topology
+    {
+        let front_port = free_port().map_err(TrialError::Port)?;
+        let upstream = match &server_endpoint {
+            Endpoint::Tcp(a) => a.to_string(),
+            Endpoint::Unix(p) => format!("unix:{}", p.display()),
+        };
+        let mut nv = Vars::default();
+        nv.set("nginx_workers", nginx_workers)
+            .set("dir", dir.display())
+            .set("upstream", &upstream)
+            .set("host", host)
+            .set("port", front_port);
+        let conf_text = crate::server::spec::BUILTIN_TEMPLATES
+            .iter()
+            .find(|(n, _)| *n == "nginx.conf")
+            .expect("built in")
+            .1;
+        let conf = template::render(conf_text, &nv).map_err(|e| TrialError::Template {
+            server: "nginx".into(),
+            source: e,
+        })?;
+        let conf_path = dir.join("nginx.conf");
+        std::fs::write(&conf_path, conf).map_err(io_err(&dir))?;
+        // nginx workers run as nobody when the master is root.
+        let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+        let ncmd = format!("nginx -c {} -p {}", conf_path.display(), dir.display());
+        commands.push(ncmd.clone());
+        let mut n = supervisor::spawn(Launch {
+            name: "nginx".into(),
+            command: ncmd.clone(),
+            env: Vec::new(),
+            cwd: dir.clone(),
+            log: dir.join("nginx.log"),
+            cpus: spec.server_cpus.clone(),
+            stop_signal: libc::SIGQUIT,
+            grace: spec.grace,
+        })?;
+        let front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], front_port)));
+        let a = supervisor::wait_ready(
+            &mut n,
+            &Probe {
+                endpoint: front.clone(),
+                host: host.into(),
+                path: spec.app.path.clone(),
+                timeout: probe_timeout,
+            },
+            Duration::from_secs(20),
+            &spec.interrupt,
+        )?;
+        check_answer(&n, &spec.app, &a.status, &a.body_snippet(200))?;
+        topo.nginx_command = Some(ncmd);
+        topo.upstream = Some(upstream);
+        nginx = Some(n);
+        front
+    } else {
+        server_endpoint.clone()
+    };
+
+    // The load: warm-up flows straight into the counted window.
+    let mut cfg = spec.load.clone();
+    let front_url = match &front {
+        Endpoint::Tcp(a) => format!("http://{a}{}", spec.app.path),
+        Endpoint::Unix(p) => format!("unix:{}:{}", p.display(), spec.app.path),
+    };
+    let parsed = load::Url::parse(&format!("http://{host}{}", spec.app.path))
+        .expect("built from a valid path");
+    let keep_alive = cfg.keep_alive && s.keep_alive;
+    let request_spec = load::RequestSpec {
+        keep_alive,
+        ..load::RequestSpec::default()
+    };
+    cfg.request =
+        load::target::render_request(&parsed, &request_spec).expect("GET of a valid path renders");
+    cfg.keep_alive = keep_alive;
+    cfg.head_request = false;
+    cfg.url = front_url;
+    cfg.endpoint = front;
+    cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
+    cfg.expect_body = spec.app.expect_body.clone().into_bytes();
+    cfg.interrupt = Arc::clone(&spec.interrupt);
+    let warmup = cfg.warmup;
+    commands.push(format!(
+        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
+        cfg.url,
+        cfg.connections,
+        cfg.threads,
+        cfg.duration.map_or(String::new(), |d| format!("-d {d:?} ")),
+        cfg.requests.map_or(String::new(), |n| format!("-n {n} ")),
+        warmup,
+        if keep_alive { "" } else { " --no-keepalive" }
+    ));
+
+    let scope = Scope {
+        root: server.pid,
+        adopted_by: Some(std::process::id()),
+        exclude: nginx.iter().map(|n| n.pid).collect(),
+    };
+    let sampler = Arc::new(Sampler::start_scope(scope, spec.sample_interval));
+    let nginx_sampler = nginx
+        .as_ref()
+        .map(|n| Arc::new(Sampler::start(n.pid, spec.sample_interval)));
+    // Mark the start of the counted window for the samplers, and watch for
+    // the server dying mid-run (which ends the load early).
+    let died = Arc::new(AtomicBool::new(false));
+    let load_done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (sampler, nginx_sampler) = (Arc::clone(&sampler), nginx_sampler.clone());
+        let (died, load_done, interrupt) = (
+            Arc::clone(&died),
+            Arc::clone(&load_done),
+            Arc::clone(&cfg.interrupt),
+        );
+        let pid = server.pid;
+        let mark_at = Instant::now() + warmup;
+        std::thread::spawn(move || {
+            let mut marked = false;
+            while !load_done.load(Ordering::Relaxed) {
+                if !marked && Instant::now() >= mark_at {
+                    sampler.mark();
+                    if let Some(n) = &nginx_sampler {
+                        n.mark();
+                    }
+                    marked = true;
+                }
+                if !supervisor::is_alive(pid) {
+                    died.store(true, Ordering::Relaxed);
+                    interrupt.store(true, Ordering::Relaxed);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let report = load::run(cfg, |_| {});
+    load_done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
+    let server_died = died.load(Ordering::Relaxed);
+    let samples = Arc::try_unwrap(sampler)
+        .ok()
+        .expect("watcher joined")
+        .stop();
+    let nginx_samples =
+        nginx_sampler.map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
+    let server_exit = if server_died {
+        Some(format!(
+            "{} exited during the run ({}); last lines of its log {}:\n{}",
+            s.name,
+            server
+                .exit_status()
+                .unwrap_or_else(|| "unknown status".into()),
+            server.launch.log.display(),
+            server.log_tail(20)
+        ))
+    } else {
+        None
+    };
+    let mut killed = Vec::new();
+    if let Some(mut n) = nginx.take() {
+        killed.extend(n.stop());
+    }
+    killed.extend(server.stop());
+    // Helpers the server daemonized (now ours, as subreaper) go too.
+    killed.extend(supervisor::stop_adopted(&[], spec.grace));
+    let report = report.map_err(TrialError::Load)?;
+    topo.nginx_metrics = nginx_samples;
+
+    let ok = report.requests.ok;
+    let server_metrics = ServerMetrics {
+        cpu_user_s: samples.cpu_user_s,
+        cpu_sys_s: samples.cpu_sys_s,
+        rss_peak_bytes: samples.rss_peak_bytes,
+        pss_peak_bytes: samples.pss_peak_bytes,
+        uss_peak_bytes: samples.uss_peak_bytes,
+        rss_mean_bytes: samples.rss_mean_bytes,
+        pss_mean_bytes: samples.pss_mean_bytes,
+        processes_peak: samples.processes_peak as u32,
+        cpu_ms_per_request: samples.cpu_ms_per_request(ok),
+        samples,
+    };
+    let interrupted = report.interrupted && !server_died;
+    Ok(TrialRecord {
+        schema: SCHEMA.to_string(),
+        started_at: utc_now(),
+        server: ServerInfo {
+            name: s.name.clone(),
+            version: read_version(s),
+            command,
+            workers,
+            threads,
+            env,
+            settings,
+            config_file,
+        },
+        app: spec.app.clone(),
+        topology: topo,
+        verify: Verified {
+            path: spec.app.path.clone(),
+            status: answer.status,
+            body: answer.body_snippet(200),
+        },
+        load: report,
+        server_metrics,
+        environment: Environment::capture(commands),
+        server_exit,
+        killed_after_grace: killed,
+        interrupted,
+        dir: dir.display().to_string(),
+    })
+}
+
+fn check_answer(
+    server: &Running,
+    app: &AppSpec,
+    status: &u16,
+    body: &str,
+) -> Result<(), TrialError> {
+    if *status == app.expect_status && body.contains(&app.expect_body) {
+        return Ok(());
+    }
+    Err(TrialError::WrongAnswer {
+        server: server.launch.name.clone(),
+        path: app.path.clone(),
+        status: *status,
+        body: body.to_string(),
+        expect_status: app.expect_status,
+        expect_body: app.expect_body.clone(),
+        log: server.launch.log.display().to_string(),
+        tail: server.log_tail(10),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_now_is_rfc3339() {
+        let t = utc_now();
+        assert_eq!(t.len(), 20, "{t}");
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+        assert!(t.as_str() > "2024-01-01", "{t}");
+    }
+}

@@ -1,0 +1,20 @@
+//! rackbench: a lab for benchmarking Ruby Rack application servers.
+//!
+//! # Layout
+//!
+//! - [`load`]: the load engine. Drives HTTP/1.1 requests at a URL from
+//!   hand-written epoll loops and records latency, errors and a per-second
+//!   timeline. Knows nothing about servers, plans or disk.
+//! - [`cli`]: the command line: clap types, one file per subcommand, each
+//!   turning flags into a library call and the result into output.
+//! - [`testserver`]: a small HTTP server with delay, stall and fault knobs,
+//!   for tests and benchmarks of the engine itself.
+//!
+//! Dependencies point one way: `cli` → `load`; nothing in `load` reaches up.
+
+pub mod cli;
+pub mod lab;
+pub mod load;
+pub mod sampler;
+pub mod server;
+pub mod testserver;

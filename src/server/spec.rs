@@ -1,0 +1,318 @@
+//! Servers as data: a command template, what the server can do, how to read
+//! its version, and the config file it needs. The built-in adapters live in
+//! `ruby/servers/servers.toml`; a user's own server is the same kind of
+//! entry in their own file (`--servers-file`) or a bare `--command`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use thiserror::Error;
+
+/// The built-in adapters, compiled in so the binary works from anywhere.
+pub const BUILTIN_SERVERS: &str = include_str!("../../ruby/servers/servers.toml");
+
+/// Config templates the built-in adapters refer to by name.
+pub const BUILTIN_TEMPLATES: &[(&str, &str)] = &[
+    ("unicorn.rb", include_str!("../../ruby/servers/unicorn.rb")),
+    ("puma.rb", include_str!("../../ruby/servers/puma.rb")),
+    ("nginx.conf", include_str!("../../ruby/servers/nginx.conf")),
+];
+
+#[derive(Debug, Error)]
+pub enum SpecError {
+    #[error("{file}: {message}")]
+    Parse { file: String, message: String },
+    #[error("cannot read {file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("unknown server '{name}'; known servers: {known} (or define it with --command or --servers-file)")]
+    Unknown { name: String, known: String },
+    #[error("{file}: server '{name}' uses config template '{template}', which is neither built in nor a readable file")]
+    Template {
+        file: String,
+        name: String,
+        template: String,
+    },
+}
+
+/// How one server is started and what it can do.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    #[serde(skip_deserializing)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The command line template; see `server::template` for the syntax.
+    pub command: String,
+    /// Prints the version; its first line that has a digit is kept.
+    #[serde(default)]
+    pub version_command: Option<String>,
+    /// Executables that must be on PATH for the server to count as installed.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// A config file rendered into the trial directory before the start;
+    /// its path is `{{config}}` in the command.
+    #[serde(default)]
+    pub config_template: Option<String>,
+    /// Signal that stops the server cleanly: TERM, INT or QUIT.
+    #[serde(default = "default_stop_signal")]
+    pub stop_signal: String,
+    /// Accepts more than one worker process (`{{workers}}`).
+    #[serde(default)]
+    pub processes: bool,
+    /// Runs requests on several threads per process (`{{threads}}`).
+    #[serde(default)]
+    pub threads: bool,
+    /// Can listen on a unix socket (`{{socket}}`), used behind nginx.
+    #[serde(default)]
+    pub unix_socket: bool,
+    /// Keeps client connections alive between requests.
+    #[serde(default = "yes")]
+    pub keep_alive: bool,
+    #[serde(default = "one")]
+    pub default_workers: u32,
+    #[serde(default = "one")]
+    pub default_threads: u32,
+    /// Server-specific knobs with their defaults, usable as placeholders and
+    /// changed per trial with `--set name=value` (e.g. uwsgi's rb_gc_freq).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Environment for the server process.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// How long start-up may take before the trial fails.
+    #[serde(default = "default_start_timeout")]
+    pub start_timeout_s: f64,
+    /// What a user should know (shown by `rackbench servers`).
+    #[serde(default)]
+    pub notes: String,
+}
+
+fn default_stop_signal() -> String {
+    "TERM".into()
+}
+fn yes() -> bool {
+    true
+}
+fn one() -> u32 {
+    1
+}
+fn default_start_timeout() -> f64 {
+    60.0
+}
+
+impl ServerSpec {
+    /// A user's server from a bare command template.
+    pub fn custom(name: &str, command: &str) -> ServerSpec {
+        ServerSpec {
+            name: name.to_string(),
+            description: "user-defined command template".into(),
+            command: command.to_string(),
+            version_command: None,
+            requires: Vec::new(),
+            config_template: None,
+            stop_signal: default_stop_signal(),
+            processes: command.contains("{{workers}}"),
+            threads: command.contains("{{threads}}"),
+            unix_socket: command.contains("{{socket}}"),
+            keep_alive: true,
+            default_workers: 1,
+            default_threads: 1,
+            settings: BTreeMap::new(),
+            env: BTreeMap::new(),
+            start_timeout_s: default_start_timeout(),
+            notes: String::new(),
+        }
+    }
+
+    pub fn stop_signal_number(&self) -> Option<i32> {
+        match self.stop_signal.trim_start_matches("SIG") {
+            "TERM" => Some(libc::SIGTERM),
+            "INT" => Some(libc::SIGINT),
+            "QUIT" => Some(libc::SIGQUIT),
+            "KILL" => Some(libc::SIGKILL),
+            _ => None,
+        }
+    }
+
+    /// The template text of the config file, if the server needs one.
+    pub fn config_text(&self, base: Option<&Path>) -> Option<Result<String, std::io::Error>> {
+        let name = self.config_template.as_deref()?;
+        if let Some((_, text)) = BUILTIN_TEMPLATES.iter().find(|(n, _)| *n == name) {
+            return Some(Ok(text.to_string()));
+        }
+        let path = base.map_or_else(|| Path::new(name).to_path_buf(), |b| b.join(name));
+        Some(std::fs::read_to_string(path))
+    }
+
+    /// Whether every required executable is on PATH.
+    pub fn installed(&self) -> bool {
+        self.requires.iter().all(|exe| which(exe).is_some())
+    }
+}
+
+/// Finds an executable on PATH.
+pub fn which(exe: &str) -> Option<std::path::PathBuf> {
+    if exe.contains('/') {
+        return Path::new(exe).is_file().then(|| exe.into());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(exe))
+            .find(|p| {
+                use std::os::unix::fs::PermissionsExt;
+                p.metadata()
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
+}
+
+/// Parses a servers file: a table per server.
+pub fn parse_servers(text: &str, file: &str) -> Result<Vec<ServerSpec>, SpecError> {
+    let table: BTreeMap<String, ServerSpec> =
+        toml::from_str(text).map_err(|e| SpecError::Parse {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+    let mut out = Vec::new();
+    for (name, mut spec) in table {
+        spec.name = name.clone();
+        if spec.stop_signal_number().is_none() {
+            return Err(SpecError::Parse {
+                file: file.to_string(),
+                message: format!(
+                    "server '{name}': stop_signal '{}' must be TERM, INT, QUIT or KILL",
+                    spec.stop_signal
+                ),
+            });
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+/// The built-in servers plus any from the user's files (which win on a
+/// name clash).
+#[derive(Debug, Clone)]
+pub struct Registry {
+    pub servers: Vec<ServerSpec>,
+}
+
+impl Registry {
+    pub fn builtin() -> Registry {
+        Registry {
+            servers: parse_servers(BUILTIN_SERVERS, "ruby/servers/servers.toml")
+                .expect("built-in servers.toml is valid"),
+        }
+    }
+
+    pub fn add_file(&mut self, path: &Path) -> Result<(), SpecError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Read {
+            file: file.clone(),
+            source: e,
+        })?;
+        let base = path.parent();
+        for spec in parse_servers(&text, &file)? {
+            if let Some(Err(_)) = spec.config_text(base) {
+                return Err(SpecError::Template {
+                    file,
+                    name: spec.name.clone(),
+                    template: spec.config_template.clone().unwrap_or_default(),
+                });
+            }
+            self.servers.retain(|s| s.name != spec.name);
+            self.servers.push(spec);
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Result<&ServerSpec, SpecError> {
+        self.servers
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| SpecError::Unknown {
+                name: name.to_string(),
+                known: self
+                    .servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// Runs a server's version command and keeps the first line with a digit.
+pub fn read_version(spec: &ServerSpec) -> Option<String> {
+    let cmd = spec.version_command.as_deref()?;
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_servers_parse_and_name_their_needs() {
+        let r = Registry::builtin();
+        for name in ["puma", "unicorn", "thin", "passenger", "webrick", "uwsgi"] {
+            let s = r.get(name).unwrap();
+            assert!(!s.requires.is_empty(), "{name} must say what it needs");
+            assert!(
+                s.version_command.is_some(),
+                "{name} must say how to read its version"
+            );
+            if let Some(res) = s.config_text(None) {
+                res.unwrap_or_else(|e| panic!("{name}: config template: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn servers_file_typos_are_refused_with_the_file_name() {
+        let bad = "[mine]\ncomand = \"x\"\n";
+        let err = parse_servers(bad, "my.toml").unwrap_err().to_string();
+        assert!(err.contains("my.toml") && err.contains("comand"), "{err}");
+        let bad_signal = "[mine]\ncommand = \"x\"\nstop_signal = \"HUP\"\n";
+        assert!(parse_servers(bad_signal, "my.toml")
+            .unwrap_err()
+            .to_string()
+            .contains("stop_signal"));
+    }
+
+    #[test]
+    fn unknown_server_lists_the_known_ones() {
+        let err = Registry::builtin().get("pumma").unwrap_err().to_string();
+        assert!(
+            err.contains("pumma") && err.contains("puma") && err.contains("--command"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn custom_server_capabilities_follow_its_placeholders() {
+        let s = ServerSpec::custom(
+            "falcon",
+            "falcon serve -b http://{{host}}:{{port}} -n {{workers}} -c {{app}}",
+        );
+        assert!(s.processes && !s.threads && !s.unix_socket);
+    }
+}

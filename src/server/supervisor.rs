@@ -1,0 +1,347 @@
+//! Starts a server in its own process group, waits until it answers, and
+//! stops every process it made — also when a trial fails or the user
+//! presses Ctrl-C.
+//!
+//! Readiness is a real HTTP request, repeated until it is answered; never a
+//! fixed sleep. A server that exits or does not answer in time ends with
+//! the tail of its log. Stopping sends the stop signal to the process group
+//! and to any descendant that left it (some servers `setsid` their
+//! helpers), waits a grace period, then sends SIGKILL.
+
+use super::probe::{self, Answer};
+use crate::load::Endpoint;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error("cannot start '{command}': {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("{name} exited during start-up ({status}); last lines of its log {log}:\n{tail}")]
+    Exited {
+        name: String,
+        status: String,
+        log: String,
+        tail: String,
+    },
+    #[error("{name} did not answer on {endpoint} within {secs:.0}s (raise --start-timeout if it is just slow); last lines of its log {log}:\n{tail}")]
+    NoAnswer {
+        name: String,
+        endpoint: String,
+        secs: f64,
+        log: String,
+        tail: String,
+    },
+    #[error("interrupted while waiting for {0} to start")]
+    Interrupted(String),
+}
+
+/// How to start one server process.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// Short name for messages ("puma", "nginx").
+    pub name: String,
+    /// The command line, run as `sh -c 'exec …'` so the shell is replaced.
+    pub command: String,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    pub log: PathBuf,
+    /// Pin the server to these CPUs; empty for no pinning.
+    pub cpus: Vec<usize>,
+    pub stop_signal: i32,
+    pub grace: Duration,
+}
+
+/// Where and how to ask whether the server is up.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub endpoint: Endpoint,
+    pub host: String,
+    pub path: String,
+    pub timeout: Duration,
+}
+
+/// A started server. Dropping it stops it.
+pub struct Running {
+    pub launch: Launch,
+    child: Option<Child>,
+    pub pid: u32,
+    stopped: bool,
+}
+
+impl Running {
+    /// Whether the main process has exited, and how.
+    pub fn exit_status(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            _ => None,
+        }
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        log_tail(&self.launch.log, lines)
+    }
+
+    /// Stops the whole process tree: the stop signal, a grace period, then
+    /// SIGKILL for whatever is left. Returns the PIDs that needed SIGKILL.
+    pub fn stop(&mut self) -> Vec<u32> {
+        if self.stopped {
+            return Vec::new();
+        }
+        self.stopped = true;
+        let pgid = self.pid as i32;
+        let mut tree = crate::sampler::tree_pids(self.pid);
+        signal_all(pgid, &tree, self.launch.stop_signal);
+        let deadline = Instant::now() + self.launch.grace;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                let _ = child.try_wait();
+            }
+            // Descendants may fork while shutting down: keep the list fresh.
+            for pid in crate::sampler::tree_pids(self.pid) {
+                if !tree.contains(&pid) {
+                    tree.push(pid);
+                }
+            }
+            let alive: Vec<u32> = tree.iter().copied().filter(|&p| is_alive(p)).collect();
+            if alive.is_empty() && !group_alive(pgid) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                signal_all(pgid, &alive, libc::SIGKILL);
+                if let Some(child) = self.child.as_mut() {
+                    let _ = child.wait();
+                }
+                return alive;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.wait();
+        }
+        Vec::new()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn signal_all(pgid: i32, pids: &[u32], sig: i32) {
+    // SAFETY: kill() with a negative pid signals a process group; with a
+    // positive pid one process. Errors (already gone) are fine. pgid 0
+    // means "no group" here (kill(0) would signal our own group).
+    unsafe {
+        if pgid > 0 {
+            libc::kill(-pgid, sig);
+        }
+        for &p in pids {
+            libc::kill(p as i32, sig);
+        }
+    }
+}
+
+/// Makes this process the reaper of orphaned descendants, so helpers a
+/// server daemonizes stay in view (sampled, stopped) instead of escaping to
+/// init.
+pub fn become_subreaper() {
+    // SAFETY: plain prctl on this process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+}
+
+/// Stops every remaining child of this process other than `keep` (and
+/// their trees): the stop signal, a grace period, SIGKILL; then reaps them.
+/// Returns the PIDs that needed SIGKILL. For orphans a stopped server left
+/// behind; call only when no other server of ours should be running.
+pub fn stop_adopted(keep: &[u32], grace: Duration) -> Vec<u32> {
+    let me = std::process::id();
+    let find = || -> Vec<u32> {
+        crate::sampler::direct_children(me)
+            .into_iter()
+            .filter(|p| !keep.contains(p))
+            .flat_map(crate::sampler::tree_pids)
+            .collect()
+    };
+    let reap = |pids: &[u32]| {
+        for &p in pids {
+            // SAFETY: reaping a specific child without blocking.
+            unsafe { libc::waitpid(p as i32, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+    };
+    let first = find();
+    if first.is_empty() {
+        return Vec::new();
+    }
+    signal_all(0, &first, libc::SIGTERM);
+    let deadline = Instant::now() + grace;
+    loop {
+        let left: Vec<u32> = find().into_iter().filter(|&p| is_alive(p)).collect();
+        reap(
+            &crate::sampler::direct_children(me)
+                .into_iter()
+                .filter(|p| !keep.contains(p))
+                .collect::<Vec<_>>(),
+        );
+        if left.is_empty() {
+            return Vec::new();
+        }
+        if Instant::now() >= deadline {
+            signal_all(0, &left, libc::SIGKILL);
+            std::thread::sleep(Duration::from_millis(50));
+            reap(&left);
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// True while `pid` exists and is not a zombie.
+pub fn is_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(-pgid, 0) };
+    if rc != 0 {
+        return false;
+    }
+    // Zombies still count for kill(0); look for a live member.
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .is_some_and(|stat| {
+                    let Some(i) = stat.rfind(')') else {
+                        return false;
+                    };
+                    let fields: Vec<&str> = stat[i + 1..].split_whitespace().collect();
+                    fields.len() > 3 && fields[0] != "Z" && fields[3] == pgid.to_string()
+                })
+        })
+}
+
+/// The last `lines` lines of a log file, for error messages.
+pub fn log_tail(path: &Path, lines: usize) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return "  (no log)".to_string();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+    let mut s = String::new();
+    let _ = f.read_to_string(&mut s);
+    let all: Vec<&str> = s.lines().collect();
+    let tail = &all[all.len().saturating_sub(lines)..];
+    if tail.is_empty() {
+        return "  (log is empty)".to_string();
+    }
+    tail.iter()
+        .map(|l| format!("  | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Spawns the server in a new process group with its output in `launch.log`.
+pub fn spawn(launch: Launch) -> Result<Running, StartError> {
+    let spawn_err = |e| StartError::Spawn {
+        command: launch.command.clone(),
+        source: e,
+    };
+    let log = File::create(&launch.log).map_err(spawn_err)?;
+    let log2 = log.try_clone().map_err(spawn_err)?;
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!("exec {}", launch.command))
+        .current_dir(&launch.cwd)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .process_group(0);
+    for (k, v) in &launch.env {
+        cmd.env(k, v);
+    }
+    let cpus = launch.cpus.clone();
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // If rackbench dies hard, the server's main process is told.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            if !cpus.is_empty() {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for &c in &cpus {
+                    libc::CPU_SET(c, &mut set);
+                }
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(spawn_err)?;
+    Ok(Running {
+        pid: child.id(),
+        child: Some(child),
+        launch,
+        stopped: false,
+    })
+}
+
+/// Waits until the server answers the probe with any HTTP response, or
+/// fails. The caller judges the answer.
+pub fn wait_ready(
+    server: &mut Running,
+    probe: &Probe,
+    start_timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Answer, StartError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(20);
+    loop {
+        if interrupt.load(Ordering::Relaxed) {
+            return Err(StartError::Interrupted(server.launch.name.clone()));
+        }
+        if let Some(status) = server.exit_status() {
+            return Err(StartError::Exited {
+                name: server.launch.name.clone(),
+                status,
+                log: server.launch.log.display().to_string(),
+                tail: server.log_tail(20),
+            });
+        }
+        if let Ok(answer) = probe::get(&probe.endpoint, &probe.host, &probe.path, probe.timeout) {
+            return Ok(answer);
+        }
+        if started.elapsed() >= start_timeout {
+            return Err(StartError::NoAnswer {
+                name: server.launch.name.clone(),
+                endpoint: probe.endpoint.to_string(),
+                secs: start_timeout.as_secs_f64(),
+                log: server.launch.log.display().to_string(),
+                tail: server.log_tail(20),
+            });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}

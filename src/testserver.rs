@@ -1,0 +1,574 @@
+//! A small HTTP/1.1 server with delay, stall and fault knobs, for the load
+//! engine's own tests and benchmarks — never for benchmarking Rack servers.
+//!
+//! Thread per connection, std only. It measures its own service time (from
+//! a request fully read to its response written), so a test can hold the
+//! generator's latency against the server's, and it counts every response
+//! it wrote, so a test can hold the generator's ok count against it.
+
+use hdrhistogram::Histogram;
+use socket2::SockRef;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where the server listens.
+#[derive(Debug, Clone)]
+pub enum Bind {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+/// What goes wrong, on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    None,
+    /// Read the request, never answer, keep the socket open.
+    Hang,
+    /// Read the request, then close with a TCP reset.
+    Reset,
+    /// Answer with bytes that are not HTTP.
+    Garbage,
+    /// Answer with this status.
+    Status(u16),
+    /// Answer 200 with a different body.
+    WrongBody,
+    /// Promise 100 bytes, send 10, close.
+    CloseMidBody,
+    /// Listen but never accept: connections sit in the backlog.
+    NeverAccept,
+}
+
+/// How the body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    ContentLength,
+    /// Several chunks, a chunk extension and a trailer.
+    Chunked,
+    /// HTTP/1.0 style: no length, the close ends the body.
+    Close,
+}
+
+#[derive(Debug, Clone)]
+pub struct TestServerConfig {
+    pub bind: Bind,
+    /// Service time added to every request.
+    pub delay: Duration,
+    /// Between these offsets from the server's start, responses are held
+    /// until the window ends (a whole-server pause, like a long GC).
+    pub stall: Option<(Duration, Duration)>,
+    pub fault: Fault,
+    /// Apply the fault to every Nth request only (1 = all).
+    pub fault_every: u64,
+    pub body: Vec<u8>,
+    pub framing: Framing,
+    /// Send `Connection: close` and close after every Nth response on a
+    /// connection (0 = never).
+    pub close_every: u64,
+}
+
+impl Default for TestServerConfig {
+    fn default() -> Self {
+        TestServerConfig {
+            bind: Bind::Tcp(SocketAddr::from(([127, 0, 0, 1], 0))),
+            delay: Duration::ZERO,
+            stall: None,
+            fault: Fault::None,
+            fault_every: 1,
+            body: b"hello world".to_vec(),
+            framing: Framing::ContentLength,
+            close_every: 0,
+        }
+    }
+}
+
+/// What the server saw.
+#[derive(Debug, Clone)]
+pub struct TestServerStats {
+    /// Complete responses written.
+    pub answered: u64,
+    pub requests_seen: u64,
+    pub accepted_connections: u64,
+    /// Service time per answered request, microseconds.
+    pub service_us: Histogram<u64>,
+}
+
+struct Shared {
+    cfg: TestServerConfig,
+    started: Instant,
+    stop: AtomicBool,
+    answered: AtomicU64,
+    seen: AtomicU64,
+    accepted: AtomicU64,
+    service: Mutex<Histogram<u64>>,
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+pub struct TestServer {
+    shared: Arc<Shared>,
+    addr: Bind,
+    accept: Option<JoinHandle<()>>,
+    /// Held open (never accepted from) for `Fault::NeverAccept`.
+    _idle: Option<Listener>,
+}
+
+impl TestServer {
+    pub fn start(cfg: TestServerConfig) -> io::Result<TestServer> {
+        let listener = match &cfg.bind {
+            Bind::Tcp(a) => Listener::Tcp(TcpListener::bind(a)?),
+            Bind::Unix(p) => {
+                let _ = std::fs::remove_file(p);
+                Listener::Unix(UnixListener::bind(p)?)
+            }
+        };
+        let addr = match &listener {
+            Listener::Tcp(l) => Bind::Tcp(l.local_addr()?),
+            Listener::Unix(_) => cfg.bind.clone(),
+        };
+        let shared = Arc::new(Shared {
+            started: Instant::now(),
+            stop: AtomicBool::new(false),
+            answered: AtomicU64::new(0),
+            seen: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            service: Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds")),
+            cfg,
+        });
+        if shared.cfg.fault == Fault::NeverAccept {
+            return Ok(TestServer {
+                shared,
+                addr,
+                accept: None,
+                _idle: Some(listener),
+            });
+        }
+        match &listener {
+            Listener::Tcp(l) => l.set_nonblocking(true)?,
+            Listener::Unix(l) => l.set_nonblocking(true)?,
+        }
+        let sh = Arc::clone(&shared);
+        let accept = std::thread::Builder::new()
+            .name("testserver-accept".into())
+            .spawn(move || accept_loop(listener, sh))?;
+        Ok(TestServer {
+            shared,
+            addr,
+            accept: Some(accept),
+            _idle: None,
+        })
+    }
+
+    /// The TCP address (panics for a unix socket server).
+    pub fn addr(&self) -> SocketAddr {
+        match &self.addr {
+            Bind::Tcp(a) => *a,
+            Bind::Unix(p) => panic!("server listens on {}", p.display()),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        match &self.addr {
+            Bind::Tcp(a) => format!("http://{a}/"),
+            Bind::Unix(_) => "http://localhost/".into(),
+        }
+    }
+
+    pub fn stats(&self) -> TestServerStats {
+        TestServerStats {
+            answered: self.shared.answered.load(Ordering::SeqCst),
+            requests_seen: self.shared.seen.load(Ordering::SeqCst),
+            accepted_connections: self.shared.accepted.load(Ordering::SeqCst),
+            service_us: self
+                .shared
+                .service
+                .lock()
+                .expect("service histogram")
+                .clone(),
+        }
+    }
+
+    /// Stops accepting and tells every connection thread to finish.
+    pub fn shutdown(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        if let Bind::Unix(p) = &self.addr {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+trait Conn: Read + Write + Send {
+    fn set_timeout(&self, d: Duration) -> io::Result<()>;
+    fn reset(self: Box<Self>);
+}
+
+impl Conn for TcpStream {
+    fn set_timeout(&self, d: Duration) -> io::Result<()> {
+        self.set_read_timeout(Some(d))
+    }
+    fn reset(self: Box<Self>) {
+        // Linger 0: close sends RST instead of FIN.
+        let _ = SockRef::from(&*self).set_linger(Some(Duration::ZERO));
+    }
+}
+
+impl Conn for UnixStream {
+    fn set_timeout(&self, d: Duration) -> io::Result<()> {
+        self.set_read_timeout(Some(d))
+    }
+    fn reset(self: Box<Self>) {}
+}
+
+fn accept_loop(listener: Listener, sh: Arc<Shared>) {
+    let mut workers: Vec<JoinHandle<()>> = Vec::new();
+    while !sh.stop.load(Ordering::SeqCst) {
+        let conn: io::Result<Box<dyn Conn>> = match &listener {
+            Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                let _ = s.set_nonblocking(false);
+                Box::new(s) as Box<dyn Conn>
+            }),
+            Listener::Unix(l) => l.accept().map(|(s, _)| {
+                let _ = s.set_nonblocking(false);
+                Box::new(s) as Box<dyn Conn>
+            }),
+        };
+        match conn {
+            Ok(c) => {
+                sh.accepted.fetch_add(1, Ordering::SeqCst);
+                let sh = Arc::clone(&sh);
+                workers.push(std::thread::spawn(move || serve(c, sh)));
+                workers.retain(|w| !w.is_finished());
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+}
+
+/// Parses one request head at the start of `buf`: (bytes used incl. body, is HEAD, path, wants close).
+fn parse_request(buf: &[u8]) -> Option<Result<(usize, bool, String, bool), ()>> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => {
+            let len = req
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .and_then(|h| {
+                    std::str::from_utf8(h.value)
+                        .ok()?
+                        .trim()
+                        .parse::<usize>()
+                        .ok()
+                })
+                .unwrap_or(0);
+            if buf.len() < n + len {
+                return None;
+            }
+            let close = req.headers.iter().any(|h| {
+                h.name.eq_ignore_ascii_case("connection")
+                    && String::from_utf8_lossy(h.value)
+                        .to_ascii_lowercase()
+                        .contains("close")
+            }) || req.version == Some(0);
+            let head = req.method == Some("HEAD");
+            Some(Ok((
+                n + len,
+                head,
+                req.path.unwrap_or("/").to_string(),
+                close,
+            )))
+        }
+        Ok(httparse::Status::Partial) => None,
+        Err(_) => Some(Err(())),
+    }
+}
+
+fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>) {
+    let cfg = &sh.cfg;
+    let _ = conn.set_timeout(Duration::from_millis(50));
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut chunk = [0u8; 8192];
+    let mut on_conn = 0u64;
+    loop {
+        // Answer every complete request already buffered (pipelining).
+        while let Some(parsed) = parse_request(&buf) {
+            let Ok((used, head, path, client_close)) = parsed else {
+                return;
+            };
+            buf.drain(..used);
+            let n = sh.seen.fetch_add(1, Ordering::SeqCst) + 1;
+            let t = Instant::now();
+            if !cfg.delay.is_zero() {
+                std::thread::sleep(cfg.delay);
+            }
+            if let Some((from, to)) = cfg.stall {
+                let now = sh.started.elapsed();
+                if now >= from && now < to {
+                    std::thread::sleep(to - now);
+                }
+            }
+            let faulty = cfg.fault != Fault::None && n % cfg.fault_every.max(1) == 0;
+            on_conn += 1;
+            let server_close = cfg.close_every > 0 && on_conn % cfg.close_every == 0;
+            let close = client_close || server_close || cfg.framing == Framing::Close;
+            let mut out = Vec::with_capacity(256);
+            let (status, body): (u16, &[u8]) = match (faulty, cfg.fault) {
+                (true, Fault::Hang) => {
+                    hang(&sh);
+                    return;
+                }
+                (true, Fault::Reset) => {
+                    conn.reset();
+                    return;
+                }
+                (true, Fault::Garbage) => {
+                    let _ = conn.write_all(b"HTTX/9 banana\r\n\r\n");
+                    hang(&sh);
+                    return;
+                }
+                (true, Fault::CloseMidBody) => {
+                    let _ =
+                        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789");
+                    return;
+                }
+                (true, Fault::Status(s)) => (s, b"fault"),
+                (true, Fault::WrongBody) => (200, b"something else entirely"),
+                _ => match path.as_str() {
+                    "/204" => (204, b""),
+                    "/304" => (304, b""),
+                    _ => (200, &cfg.body[..]),
+                },
+            };
+            let no_body = head || status == 204 || status == 304;
+            match cfg.framing {
+                Framing::Close => {
+                    out.extend_from_slice(format!("HTTP/1.0 {status} X\r\n").as_bytes())
+                }
+                _ => out.extend_from_slice(format!("HTTP/1.1 {status} X\r\n").as_bytes()),
+            }
+            if close && cfg.framing != Framing::Close {
+                out.extend_from_slice(b"Connection: close\r\n");
+            }
+            match cfg.framing {
+                Framing::ContentLength => {
+                    if status != 204 && status != 304 {
+                        out.extend_from_slice(
+                            format!("Content-Length: {}\r\n", body.len()).as_bytes(),
+                        );
+                    }
+                    out.extend_from_slice(b"\r\n");
+                    if !no_body {
+                        out.extend_from_slice(body);
+                    }
+                }
+                Framing::Chunked => {
+                    out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                    if !no_body {
+                        for (i, piece) in body.chunks(4).enumerate() {
+                            if i == 0 {
+                                out.extend_from_slice(
+                                    format!("{:x};ext=1\r\n", piece.len()).as_bytes(),
+                                );
+                            } else {
+                                out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                            }
+                            out.extend_from_slice(piece);
+                            out.extend_from_slice(b"\r\n");
+                        }
+                        out.extend_from_slice(b"0\r\nX-Trailer: done\r\n\r\n");
+                    }
+                }
+                Framing::Close => {
+                    out.extend_from_slice(b"\r\n");
+                    if !no_body {
+                        out.extend_from_slice(body);
+                    }
+                }
+            }
+            if conn.write_all(&out).is_err() {
+                return;
+            }
+            sh.answered.fetch_add(1, Ordering::SeqCst);
+            let us = t.elapsed().as_micros().max(1) as u64;
+            sh.service
+                .lock()
+                .expect("service histogram")
+                .saturating_record(us);
+            if close {
+                return;
+            }
+        }
+        if sh.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        match conn.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Holds the connection open until the server stops.
+fn hang(sh: &Shared) {
+    while !sh.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs a server in the foreground until SIGINT or SIGTERM, printing its
+/// URL first and its own figures (answered, service p50/p99) as one JSON
+/// line on stderr at the end.
+pub fn serve_forever(cfg: TestServerConfig) -> io::Result<()> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+    }
+    let mut server = TestServer::start(cfg)?;
+    println!("{}", server.url());
+    io::stdout().flush()?;
+    while !flag.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = server.stats();
+    eprintln!(
+        "{{\"answered\":{},\"requests_seen\":{},\"accepted_connections\":{},\"service_p50_us\":{},\"service_p99_us\":{}}}",
+        s.answered,
+        s.requests_seen,
+        s.accepted_connections,
+        s.service_us.value_at_quantile(0.5),
+        s.service_us.value_at_quantile(0.99)
+    );
+    server.shutdown();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange(server: &TestServer, req: &[u8]) -> Vec<u8> {
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        s.write_all(req).unwrap();
+        let mut out = Vec::new();
+        let mut b = [0u8; 4096];
+        while let Ok(n) = s.read(&mut b) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&b[..n]);
+        }
+        out
+    }
+
+    #[test]
+    fn answers_pipelined_requests_and_counts_them() {
+        let s = TestServer::start(TestServerConfig::default()).unwrap();
+        let req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(3);
+        let out = String::from_utf8(exchange(&s, &req)).unwrap();
+        assert_eq!(out.matches("hello world").count(), 3, "{out}");
+        assert_eq!(s.stats().answered, 3);
+    }
+
+    #[test]
+    fn chunked_answer_has_extension_and_trailer() {
+        let s = TestServer::start(TestServerConfig {
+            framing: Framing::Chunked,
+            ..Default::default()
+        })
+        .unwrap();
+        let out = String::from_utf8(exchange(
+            &s,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        ))
+        .unwrap();
+        assert!(
+            out.contains("4;ext=1\r\nhell\r\n") && out.ends_with("0\r\nX-Trailer: done\r\n\r\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn reset_fault_resets() {
+        let s = TestServer::start(TestServerConfig {
+            fault: Fault::Reset,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = TcpStream::connect(s.addr()).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 16];
+        let r = c.read(&mut b);
+        assert!(
+            matches!(r, Err(ref e) if e.kind() == io::ErrorKind::ConnectionReset)
+                || matches!(r, Ok(0)),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn never_accept_leaves_connections_unanswered() {
+        let s = TestServer::start(TestServerConfig {
+            fault: Fault::NeverAccept,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = TcpStream::connect(s.addr()).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut b = [0u8; 16];
+        assert!(c.read(&mut b).is_err(), "no answer expected");
+        assert_eq!(s.stats().accepted_connections, 0);
+    }
+
+    #[test]
+    fn shutdown_is_prompt_even_with_hung_connections() {
+        let mut s = TestServer::start(TestServerConfig {
+            fault: Fault::Hang,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = TcpStream::connect(s.addr()).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let t = Instant::now();
+        s.shutdown();
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    }
+}
