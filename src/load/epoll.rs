@@ -22,6 +22,11 @@ impl Ready {
     pub fn readable(self) -> bool {
         self.0 & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
     }
+    /// The peer closed (or the socket failed): read until EOF, not just
+    /// until a short read.
+    pub fn hangup(self) -> bool {
+        self.0 & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
+    }
     pub fn writable(self) -> bool {
         self.0 & (libc::EPOLLOUT | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
     }

@@ -112,6 +112,8 @@ pub struct Recorder {
     sec_hist: Histogram<u64>,
     tx: Sender<(usize, SecondReport)>,
     thread: usize,
+    /// Median of the completed requests, fixed at the first unfinished one.
+    typical_us: Option<u64>,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -145,6 +147,7 @@ impl Recorder {
             sec_hist: new_histogram(2),
             tx,
             thread,
+            typical_us: None,
         }
     }
 
@@ -191,15 +194,31 @@ impl Recorder {
         }
     }
 
-    /// Records a counted request that was still waiting when the run ended:
-    /// its age so far enters the latency figures as a lower bound, so a
-    /// stall at the very end is not hidden.
+    /// Records a counted request that was still waiting when the run ended.
+    ///
+    /// Its age so far is a lower bound of its latency. Ages above the
+    /// median of the completed requests enter the latency figures, so a
+    /// stall at the very end (or a server that never answered) is not
+    /// hidden; younger ones would only drag the low percentiles down with
+    /// numbers that are not latencies, so they are counted but not
+    /// recorded. Call after every completion has been recorded.
     pub fn record_unfinished(&mut self, now: Instant, sched: Instant, sent: Option<Instant>) {
         if !self.counts(sched) {
             return;
         }
         let lat = micros(now.saturating_duration_since(sched));
-        self.tally.latency.saturating_record(lat);
+        let completed = &self.tally.latency;
+        let typical = *self.typical_us.get_or_insert_with(|| {
+            if completed.is_empty() {
+                0
+            } else {
+                completed.value_at_quantile(0.5)
+            }
+        });
+        let censored = lat >= typical;
+        if censored {
+            self.tally.latency.saturating_record(lat);
+        }
         // Under --rate a request never sent was due with no connection
         // free; in a closed loop it was waiting for its connection to open,
         // which is just another way of being in flight.
@@ -208,7 +227,9 @@ impl Recorder {
             None if open_loop => self.tally.unsent += 1,
             _ => {
                 self.tally.unfinished += 1;
-                if let (Some(h), Some(sent)) = (self.tally.latency_uncorrected.as_mut(), sent) {
+                if let (Some(h), Some(sent), true) =
+                    (self.tally.latency_uncorrected.as_mut(), sent, censored)
+                {
                     h.saturating_record(micros(now.saturating_duration_since(sent)));
                 }
             }

@@ -421,7 +421,7 @@ impl Worker {
             // Fall through: data may already be waiting.
         }
         if ready.readable() {
-            self.on_readable(i, now);
+            self.on_readable(i, now, ready.hangup());
         }
         if ready.writable() && self.conns[i].state == State::Open {
             self.push_writes(i, now);
@@ -451,6 +451,7 @@ impl Worker {
                 }
                 c.written_reqs += k;
                 c.sent_any = true;
+                c.first_sent.get_or_insert(now);
             }
             let fd = c
                 .sock
@@ -480,7 +481,11 @@ impl Worker {
         }
     }
 
-    fn on_readable(&mut self, i: usize, now: Instant) {
+    /// Reads and frames what arrived. A short read means the socket is
+    /// drained, unless the peer also hung up: then read on to the EOF, or
+    /// the close (which ends close-delimited bodies) would go unseen under
+    /// edge triggering.
+    fn on_readable(&mut self, i: usize, now: Instant, hangup: bool) {
         loop {
             let c = &mut self.conns[i];
             let Some(sock) = c.sock.as_ref() else { return };
@@ -509,7 +514,7 @@ impl Worker {
                 if !self.parse_available(i, now) {
                     return; // The connection was closed while parsing.
                 }
-                if (n as usize) < space {
+                if (n as usize) < space && !hangup {
                     return; // A short read drained the socket.
                 }
                 continue;

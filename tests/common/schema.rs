@@ -39,7 +39,10 @@ fn check(schema: &Value, doc: &Value, path: &str, out: &mut Vec<String>) {
             }
         }
     }
-    if let (Some(props), Some(obj)) = (schema.get("properties").and_then(Value::as_object), doc.as_object()) {
+    if let (Some(props), Some(obj)) = (
+        schema.get("properties").and_then(Value::as_object),
+        doc.as_object(),
+    ) {
         for (key, sub) in props {
             if let Some(v) = obj.get(key) {
                 check(sub, v, &format!("{path}.{key}"), out);

@@ -1,0 +1,422 @@
+//! The load engine against the in-process test server: every failure kind
+//! provoked and counted exactly, every framing, open-loop truth under a
+//! stall, and the JSON contract.
+
+mod common;
+
+use rackbench::load::{self, Endpoint, ErrorCounts, ExpectStatus, LoadConfig, LoadReport, Pacing};
+use rackbench::testserver::{Bind, Fault, Framing, TestServer, TestServerConfig};
+use std::time::{Duration, Instant};
+
+fn server(cfg: TestServerConfig) -> TestServer {
+    TestServer::start(cfg).expect("test server starts")
+}
+
+/// A closed-loop config against `s` for exactly `n` requests.
+fn requests(s: &TestServer, n: u64, connections: usize) -> LoadConfig {
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = connections;
+    c.duration = None;
+    c.requests = Some(n);
+    c.timeout = Duration::from_secs(5);
+    c
+}
+
+fn run(c: LoadConfig) -> LoadReport {
+    load::run(c, |_| {}).expect("load runs")
+}
+
+fn errors(kind: &str, n: u64) -> ErrorCounts {
+    let mut e = ErrorCounts::default();
+    match kind {
+        "connect" => e.connect = n,
+        "timeout" => e.timeout = n,
+        "reset" => e.reset = n,
+        "parse" => e.parse = n,
+        "status" => e.status = n,
+        "body" => e.body = n,
+        _ => unreachable!(),
+    }
+    e
+}
+
+#[test]
+fn every_failure_kind_is_counted_exactly_and_the_run_goes_on() {
+    // (kind, fault, expect-body, timeout)
+    let cases: &[(&str, Fault, &str, u64)] = &[
+        ("timeout", Fault::Hang, "", 200),
+        ("reset", Fault::Reset, "", 5000),
+        ("reset", Fault::CloseMidBody, "", 5000),
+        ("parse", Fault::Garbage, "", 5000),
+        ("status", Fault::Status(500), "", 5000),
+        ("body", Fault::WrongBody, "hello", 5000),
+    ];
+    for &(kind, fault, body, timeout_ms) in cases {
+        let s = server(TestServerConfig {
+            fault,
+            ..Default::default()
+        });
+        let mut c = requests(&s, 6, 2);
+        c.timeout = Duration::from_millis(timeout_ms);
+        c.expect_body = body.as_bytes().to_vec();
+        let t = Instant::now();
+        let r = run(c);
+        assert_eq!(r.errors, errors(kind, 6), "{fault:?}: {:?}", r.errors);
+        assert_eq!(r.requests.ok, 0, "{fault:?}");
+        assert_eq!(r.requests.total, 6, "{fault:?}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{fault:?} took {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_dead_port_counts_connect_errors_and_ends_on_time() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = LoadConfig::get(&format!("http://127.0.0.1:{port}/")).unwrap();
+    c.connections = 1;
+    c.duration = None;
+    c.requests = Some(5);
+    let r = run(c);
+    assert_eq!(r.errors, errors("connect", 5));
+    assert_eq!(r.connections.connect_failures, 5);
+
+    let mut c = LoadConfig::get(&format!("http://127.0.0.1:{port}/")).unwrap();
+    c.connections = 4;
+    c.duration = Some(Duration::from_millis(500));
+    let t = Instant::now();
+    let r = run(c);
+    assert!(r.errors.connect > 10, "{:?}", r.errors);
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
+fn faults_mixed_with_good_answers_are_counted_apart() {
+    let s = server(TestServerConfig {
+        fault: Fault::Status(503),
+        fault_every: 3,
+        ..Default::default()
+    });
+    let r = run(requests(&s, 30, 1));
+    assert_eq!(r.requests.ok, 20);
+    assert_eq!(r.errors.status, 10);
+}
+
+#[test]
+fn expected_status_list_turns_404_into_ok() {
+    let s = server(TestServerConfig {
+        fault: Fault::Status(404),
+        ..Default::default()
+    });
+    let mut c = requests(&s, 5, 1);
+    c.expect_status = ExpectStatus::Codes(vec![404]);
+    assert_eq!(run(c).requests.ok, 5);
+}
+
+#[test]
+fn every_framing_and_connection_mode_is_read_correctly() {
+    struct Case {
+        name: &'static str,
+        framing: Framing,
+        close_every: u64,
+        keep_alive: bool,
+        pipeline: usize,
+        method: &'static str,
+        path: &'static str,
+    }
+    let base = Case {
+        name: "",
+        framing: Framing::ContentLength,
+        close_every: 0,
+        keep_alive: true,
+        pipeline: 1,
+        method: "GET",
+        path: "/",
+    };
+    let cases = [
+        Case {
+            name: "content-length keep-alive",
+            ..base
+        },
+        Case {
+            name: "chunked",
+            framing: Framing::Chunked,
+            ..base
+        },
+        Case {
+            name: "close-delimited HTTP/1.0",
+            framing: Framing::Close,
+            ..base
+        },
+        Case {
+            name: "no keep-alive",
+            keep_alive: false,
+            ..base
+        },
+        Case {
+            name: "server closes every 3rd",
+            close_every: 3,
+            ..base
+        },
+        Case {
+            name: "pipeline 4",
+            pipeline: 4,
+            ..base
+        },
+        Case {
+            name: "pipeline 4 chunked, server closes every 5th",
+            pipeline: 4,
+            framing: Framing::Chunked,
+            close_every: 5,
+            ..base
+        },
+        Case {
+            name: "HEAD",
+            method: "HEAD",
+            ..base
+        },
+        Case {
+            name: "204",
+            path: "/204",
+            ..base
+        },
+        Case {
+            name: "304",
+            path: "/304",
+            ..base
+        },
+    ];
+    for case in cases {
+        let s = server(TestServerConfig {
+            framing: case.framing,
+            close_every: case.close_every,
+            ..Default::default()
+        });
+        let url = format!("{}{}", s.url().trim_end_matches('/'), case.path);
+        let parsed = load::Url::parse(&url).unwrap();
+        let mut c = LoadConfig::get(&url).unwrap();
+        c.connections = 3;
+        c.duration = None;
+        c.requests = Some(300);
+        c.keep_alive = case.keep_alive;
+        c.pipeline = case.pipeline;
+        c.head_request = case.method == "HEAD";
+        let spec = load::RequestSpec {
+            method: case.method.into(),
+            keep_alive: case.keep_alive,
+            ..Default::default()
+        };
+        c.request = load::target::render_request(&parsed, &spec).unwrap();
+        let r = run(c);
+        assert_eq!(r.errors, ErrorCounts::default(), "{}", case.name);
+        assert_eq!(r.requests.ok, 300, "{}: {:?}", case.name, r.requests);
+        assert_eq!(s.stats().answered, 300, "{}", case.name);
+    }
+}
+
+#[test]
+fn a_unix_socket_target_works() {
+    let path = std::env::temp_dir().join(format!("rackbench-test-{}.sock", std::process::id()));
+    let s = server(TestServerConfig {
+        bind: Bind::Unix(path.clone()),
+        ..Default::default()
+    });
+    let mut c = requests(&s, 100, 2);
+    c.endpoint = Endpoint::Unix(path);
+    let r = run(c);
+    assert_eq!(r.requests.ok, 100);
+}
+
+#[test]
+fn ok_count_matches_what_the_server_answered() {
+    let s = server(TestServerConfig::default());
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 8;
+    c.duration = Some(Duration::from_secs(1));
+    c.warmup = Duration::ZERO;
+    let r = run(c);
+    let answered = s.stats().answered;
+    // Responses written but not yet read at the end are in flight.
+    let in_flight = r.requests.unfinished;
+    assert!(
+        r.requests.ok <= answered && answered <= r.requests.ok + in_flight + 8,
+        "ok {} answered {answered}",
+        r.requests.ok
+    );
+    assert!(r.requests.ok > 100, "{:?}", r.requests);
+}
+
+#[test]
+fn latency_is_never_below_the_servers_own_service_time() {
+    let s = server(TestServerConfig {
+        delay: Duration::from_millis(5),
+        ..Default::default()
+    });
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 4;
+    c.duration = Some(Duration::from_secs(1));
+    let r = run(c);
+    let own = s.stats().service_us;
+    assert!(
+        r.latency_us.p50 >= own.value_at_quantile(0.5),
+        "ours {} < server's {}",
+        r.latency_us.p50,
+        own.value_at_quantile(0.5)
+    );
+    assert!(
+        r.latency_us.min >= own.min(),
+        "ours {} < server's {}",
+        r.latency_us.min,
+        own.min()
+    );
+}
+
+#[test]
+fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
+    let stall = Some((Duration::from_secs(4), Duration::from_secs(5)));
+    let open = {
+        let s = server(TestServerConfig {
+            stall,
+            ..Default::default()
+        });
+        let mut c = LoadConfig::get(&s.url()).unwrap();
+        c.connections = 50;
+        c.pacing = Pacing::Rate(500.0);
+        c.duration = Some(Duration::from_secs(10));
+        run(c)
+    };
+    let closed = {
+        let s = server(TestServerConfig {
+            stall,
+            ..Default::default()
+        });
+        let mut c = LoadConfig::get(&s.url()).unwrap();
+        c.connections = 50;
+        c.duration = Some(Duration::from_secs(10));
+        run(c)
+    };
+    // Requests due during the stall wait up to 1 s: about 10% of the run,
+    // so p99 sits near 90% of the stall.
+    assert!(
+        open.latency_us.p99 >= 800_000,
+        "open-loop p99 {} us hides the stall",
+        open.latency_us.p99
+    );
+    assert!(
+        open.latency_us.p99 <= 1_100_000,
+        "open-loop p99 {} us",
+        open.latency_us.p99
+    );
+    let unc = open
+        .latency_uncorrected_us
+        .as_ref()
+        .expect("uncorrected figures under --rate");
+    assert!(
+        unc.p99 < open.latency_us.p99,
+        "uncorrected {} vs corrected {}",
+        unc.p99,
+        open.latency_us.p99
+    );
+    assert!(open.schedule.as_ref().unwrap().late_sends > 0);
+    assert!(
+        closed.latency_us.p99 < 100_000,
+        "closed-loop p99 {} us: the stall should hide here",
+        closed.latency_us.p99
+    );
+    // The stall is visible in the timeline of both.
+    let slow_second = |r: &LoadReport| r.timeline.iter().any(|row| row.t_s == 4 && row.ok < 100);
+    assert!(slow_second(&open) && slow_second(&closed));
+}
+
+#[test]
+fn connections_never_answered_are_reported_and_their_wait_counts() {
+    let s = server(TestServerConfig {
+        fault: Fault::NeverAccept,
+        ..Default::default()
+    });
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 5;
+    c.duration = Some(Duration::from_millis(1500));
+    let r = run(c);
+    assert_eq!(r.requests.ok, 0);
+    assert_eq!(r.connections.never_answered, 5);
+    assert_eq!(r.requests.unfinished, 5);
+    assert!(
+        r.latency_us.max >= 1_400_000,
+        "the waiting requests' age must show: {}",
+        r.latency_us.max
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("never got a single answer")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+#[test]
+fn warmup_is_in_the_timeline_but_not_the_totals() {
+    let s = server(TestServerConfig::default());
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 2;
+    c.warmup = Duration::from_secs(1);
+    c.duration = Some(Duration::from_secs(1));
+    let r = run(c);
+    let warm: u64 = r.timeline.iter().filter(|t| t.warmup).map(|t| t.ok).sum();
+    let counted: u64 = r.timeline.iter().filter(|t| !t.warmup).map(|t| t.ok).sum();
+    assert!(warm > 0 && counted > 0);
+    assert!((r.duration_s - 1.0).abs() < 0.05, "{}", r.duration_s);
+    assert!(
+        r.requests.ok <= counted + 2,
+        "totals {} vs counted seconds {counted}",
+        r.requests.ok
+    );
+    assert!(s.stats().answered >= r.requests.ok + warm - 2);
+}
+
+#[test]
+fn the_json_output_keeps_its_contract() {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../schema/load-v1.schema.json")).unwrap();
+    let s = server(TestServerConfig::default());
+    for rate in [None, Some(200.0)] {
+        let mut c = LoadConfig::get(&s.url()).unwrap();
+        c.duration = Some(Duration::from_millis(1200));
+        if let Some(r) = rate {
+            c.pacing = Pacing::Rate(r);
+        }
+        let doc = serde_json::to_value(run(c)).unwrap();
+        let bad = common::schema::violations(&schema, &doc);
+        assert!(bad.is_empty(), "{bad:#?}");
+        assert_eq!(doc["schema"], "rackbench/load-v1");
+        assert_eq!(doc.get("latency_uncorrected_us").is_some(), rate.is_some());
+    }
+}
+
+#[test]
+fn the_interrupt_flag_ends_the_run_and_keeps_the_figures() {
+    let s = server(TestServerConfig::default());
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.duration = Some(Duration::from_secs(30));
+    let flag = c.interrupt.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let t = Instant::now();
+    let r = run(c);
+    assert!(t.elapsed() < Duration::from_secs(3));
+    assert!(r.interrupted && r.requests.ok > 0);
+    assert!(r.duration_s > 0.3 && r.duration_s < 2.0, "{}", r.duration_s);
+}
