@@ -34,8 +34,8 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             "'Name: value'",
         ),
         (
-            &["load", "http://127.0.0.1:8080/", "--rate", "-5"],
-            "--rate",
+            &["load", "http://127.0.0.1:8080/", "--rate", "0"],
+            "--rate 0 must be a positive",
         ),
         (
             &[
