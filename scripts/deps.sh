@@ -16,6 +16,15 @@ for w in "${want[@]}"; do
     test|run)
       need_cmd nginx nginx-light
       need_cmd curl curl
+      need_cmd ruby ruby
+      need_cmd puma puma
+      need_cmd unicorn unicorn
+      need_cmd thin thin
+      need_cmd passenger passenger
+      need_cmd rackup ruby-rack
+      ruby -rwebrick -e 1 >/dev/null 2>&1 || apt_pkgs+=(ruby-webrick)
+      need_cmd uwsgi uwsgi-core
+      [ -f /usr/lib/uwsgi/plugins/rack_ruby31_plugin.so ] || apt_pkgs+=(uwsgi-plugin-rack-ruby3.1)
       ;;
     bench)
       need_cmd nginx nginx-light

@@ -1,0 +1,348 @@
+//! Real Rack servers from Debian, started by the lab through the binary:
+//! every installed adapter on hello and one other app, behind nginx, a
+//! user's own command template, a server that will not start, and Ctrl-C
+//! in the middle. After each, no process of the trial may survive.
+//!
+//! Its own test target (`cargo test --test servers`); adapters that are
+//! not installed are reported and skipped, so the suite runs anywhere, but
+//! CI installs them all.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn work_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("rackbench-servers-{}-{tag}", std::process::id()))
+}
+
+/// Processes whose command line or working directory mentions `dir`.
+fn survivors(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .map(|p| p.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = state
+            .rfind(')')
+            .is_some_and(|i| state[i + 1..].trim_start().starts_with('Z'));
+        if !zombie && (cmdline.contains(&needle) || cwd.starts_with(&needle)) {
+            out.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    out
+}
+
+fn installed() -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["servers", "--json"])
+        .output()
+        .unwrap();
+    let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut names = Vec::new();
+    for s in list {
+        let name = s["name"].as_str().unwrap().to_string();
+        if s["installed"] == true {
+            names.push(name);
+        } else {
+            eprintln!("skipping {name}: not installed");
+        }
+    }
+    names
+}
+
+fn trial(args: &[&str], dir: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .arg("trial")
+        .args(args)
+        .arg("--work-dir")
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let left = survivors(dir);
+    assert!(left.is_empty(), "{args:?} left processes behind: {left:#?}");
+    out
+}
+
+fn record(out: &Output, what: &str) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{what}: not JSON ({e})"))
+}
+
+fn assert_sane(r: &serde_json::Value, what: &str) {
+    assert_eq!(r["schema"], "rackbench/trial-v1", "{what}");
+    let load = &r["load"];
+    assert!(
+        load["throughput_rps"].as_f64().unwrap() > 0.0,
+        "{what}: no throughput"
+    );
+    for kind in ["connect", "timeout", "reset", "parse", "status", "body"] {
+        assert_eq!(
+            load["errors"][kind], 0,
+            "{what}: {kind} errors: {}",
+            load["errors"]
+        );
+    }
+    let m = &r["server_metrics"];
+    assert!(
+        m["rss_peak_bytes"].as_u64().unwrap() > 1_000_000,
+        "{what}: RSS {}",
+        m["rss_peak_bytes"]
+    );
+    assert!(m["processes_peak"].as_u64().unwrap() >= 1, "{what}");
+    // CPU is read in clock ticks (10 ms): a sleeping app may show none.
+    assert!(
+        m["cpu_ms_per_request"].as_f64().unwrap() >= 0.0,
+        "{what}: no CPU figure"
+    );
+    if r["app"]["name"] == "hello" {
+        assert!(
+            m["cpu_ms_per_request"].as_f64().unwrap() > 0.0,
+            "{what}: no server CPU seen"
+        );
+    }
+    for key in [
+        "cpu_user_s",
+        "cpu_sys_s",
+        "pss_peak_bytes",
+        "uss_peak_bytes",
+    ] {
+        assert!(m.get(key).is_some(), "{what}: server_metrics.{key} missing");
+    }
+    let env = &r["environment"];
+    assert!(
+        env["cores"].as_u64().unwrap() >= 1 && env["commands"].as_array().unwrap().len() >= 2,
+        "{what}"
+    );
+    assert!(r["server"]["command"].as_str().unwrap().len() > 5, "{what}");
+}
+
+#[test]
+fn every_installed_adapter_serves_hello_and_another_app() {
+    let servers = installed();
+    for (i, server) in servers.iter().enumerate() {
+        // A different second app per server keeps the suite short.
+        let other = ["primes", "ip", "fib", "sleep"][i % 4];
+        for app in ["hello", other] {
+            let dir = work_dir(&format!("{server}-{app}"));
+            let what = format!("{server} with {app}");
+            let out = trial(
+                &[
+                    "--server", server, "--app", app, "-c", "8", "-d", "2s", "--warmup", "500ms",
+                ],
+                &dir,
+            );
+            let r = record(&out, &what);
+            assert_sane(&r, &what);
+            eprintln!(
+                "{what}: {:.0} req/s",
+                r["load"]["throughput_rps"].as_f64().unwrap()
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+#[test]
+fn behind_nginx_over_a_unix_socket_and_over_tcp() {
+    if !installed().contains(&"puma".to_string())
+        || Command::new("nginx").arg("-v").output().is_err()
+    {
+        eprintln!("skipping: needs puma and nginx");
+        return;
+    }
+    for extra in [&[][..], &["--nginx-tcp"][..]] {
+        let dir = work_dir(&format!("nginx{}", extra.len()));
+        let mut args = vec![
+            "--server",
+            "puma",
+            "--app",
+            "ip",
+            "--behind",
+            "nginx",
+            "--nginx-workers",
+            "2",
+            "-c",
+            "8",
+            "-d",
+            "1s",
+        ];
+        args.extend_from_slice(extra);
+        let r = record(&trial(&args, &dir), "puma behind nginx");
+        assert_sane(&r, "puma behind nginx");
+        assert_eq!(r["topology"]["kind"], "nginx");
+        let upstream = r["topology"]["upstream"].as_str().unwrap();
+        assert_eq!(
+            upstream.starts_with("unix:"),
+            extra.is_empty(),
+            "{upstream}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_users_own_command_template_works_like_a_builtin() {
+    if !installed().contains(&"puma".to_string()) {
+        return;
+    }
+    let dir = work_dir("custom");
+    let args = [
+        "--server",
+        "my-puma",
+        "--command",
+        "puma -b tcp://{{host}}:{{port}} -w {{workers}} -t {{threads}}:{{threads}} {{app}}",
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+        "--app",
+        "primes",
+        "-c",
+        "4",
+        "-d",
+        "1s",
+    ];
+    let r = record(&trial(&args, &dir), "custom template");
+    assert_sane(&r, "custom template");
+    assert_eq!(r["server"]["name"], "my-puma");
+    assert!(
+        r["server_metrics"]["processes_peak"].as_u64().unwrap() >= 3,
+        "master and two workers"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_server_that_will_not_start_fails_clearly_and_leaves_nothing() {
+    let dir = work_dir("broken");
+    let out = trial(
+        &[
+            "--server",
+            "broken",
+            "--command",
+            "ruby -e 'warn \"boom: no such gem\"; exit 3' {{port}}",
+            "-d",
+            "1s",
+        ],
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("exited during start-up") && err.contains("boom: no such gem"),
+        "{err}"
+    );
+
+    let out = trial(
+        &[
+            "--server",
+            "silent",
+            "--command",
+            "sleep 30 # {{port}}",
+            "--start-timeout",
+            "1s",
+            "-d",
+            "1s",
+        ],
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did not answer") && err.contains("--start-timeout"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_wrong_answer_stops_the_trial_before_any_load() {
+    if !installed().contains(&"puma".to_string()) {
+        return;
+    }
+    let dir = work_dir("wrong");
+    let out = trial(
+        &[
+            "--server",
+            "puma",
+            "--app",
+            "hello",
+            "--app-expect-body",
+            "goodbye",
+            "-d",
+            "1s",
+        ],
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("expected status 200 and a body containing \"goodbye\"")
+            && err.contains("hello world"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
+    if !installed().contains(&"unicorn".to_string()) {
+        return;
+    }
+    let dir = work_dir("sigint");
+    let child = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "trial",
+            "--server",
+            "unicorn",
+            "--workers",
+            "2",
+            "--app",
+            "hello",
+            "-c",
+            "4",
+            "-d",
+            "60s",
+            "--json",
+            "--work-dir",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the load is on (the server has answered), then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while survivors(&dir).len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "took {:?} to stop",
+        t.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130));
+    let r: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the record is still printed");
+    assert_eq!(r["interrupted"], true);
+    assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
+    let left = survivors(&dir);
+    assert!(left.is_empty(), "left behind: {left:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
