@@ -23,16 +23,17 @@ unit:
 
 test: lint unit
 
-# The main job. Until the server lab lands this drives a local nginx that
-# the script starts and stops itself.
+# The main job. Until the plan runner lands: one trial of Puma on hello.
 run: build
 	scripts/deps.sh run
-	scripts/with-nginx.sh -- sh -c '$(BIN) load "$$URL" -c 50 -d 10s --warmup 2s'
+	$(BIN) trial --server puma --app hello -c 50 -d 10s --warmup 2s
 
-# rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx.
+# rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx, and
+# rackbench's latency against wrk's and the test server's own.
 bench: build
 	scripts/deps.sh bench
-	RACKBENCH=$(BIN) bench/peers.sh --install
+	RACKBENCH=$(BIN) bench/peers.sh --install --repeat 3
+	RACKBENCH=$(BIN) bench/truth.sh
 
 clean:
 	$(CARGO) clean
