@@ -23,10 +23,11 @@ unit:
 
 test: lint unit
 
-# The main job. Until the plan runner lands: one trial of Puma on hello.
+# The main job: the built-in default plan (every installed server, three
+# apps, two concurrency levels, two repeats; about five minutes).
 run: build
 	scripts/deps.sh run
-	$(BIN) trial --server puma --app hello -c 50 -d 10s --warmup 2s
+	$(BIN) run
 
 # rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx, and
 # rackbench's latency against wrk's and the test server's own.

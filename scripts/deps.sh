@@ -23,6 +23,7 @@ for w in "${want[@]}"; do
       need_cmd passenger passenger
       need_cmd rackup ruby-rack
       ruby -rwebrick -e 1 >/dev/null 2>&1 || apt_pkgs+=(ruby-webrick)
+      ruby -e 'require "rails"; require "action_controller/railtie"' >/dev/null 2>&1 || apt_pkgs+=(ruby-railties)
       need_cmd uwsgi uwsgi-core
       [ -f /usr/lib/uwsgi/plugins/rack_ruby31_plugin.so ] || apt_pkgs+=(uwsgi-plugin-rack-ruby3.1)
       ;;
@@ -47,6 +48,10 @@ if [ ${#apt_pkgs[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+  # apt-get does not fail for a package it installed only partly; check.
+  for p in "${apt_pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || { echo "deps: $p did not install; run: apt-get install $p" >&2; exit 1; }
+  done
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

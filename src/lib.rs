@@ -15,6 +15,10 @@
 pub mod cli;
 pub mod lab;
 pub mod load;
+pub mod plan;
 pub mod sampler;
+pub mod search;
 pub mod server;
+pub mod store;
 pub mod testserver;
+pub mod units;

@@ -70,6 +70,9 @@ pub struct TestServerConfig {
     /// Send `Connection: close` and close after every Nth response on a
     /// connection (0 = never).
     pub close_every: u64,
+    /// Answer 503 on connections beyond this many open at once (0 = no
+    /// limit): a server with a known break point, for the search.
+    pub max_connections: usize,
 }
 
 impl Default for TestServerConfig {
@@ -83,6 +86,7 @@ impl Default for TestServerConfig {
             body: b"hello world".to_vec(),
             framing: Framing::ContentLength,
             close_every: 0,
+            max_connections: 0,
         }
     }
 }
@@ -105,6 +109,7 @@ struct Shared {
     answered: AtomicU64,
     seen: AtomicU64,
     accepted: AtomicU64,
+    open: AtomicU64,
     service: Mutex<Histogram<u64>>,
 }
 
@@ -124,7 +129,19 @@ pub struct TestServer {
 impl TestServer {
     pub fn start(cfg: TestServerConfig) -> io::Result<TestServer> {
         let listener = match &cfg.bind {
-            Bind::Tcp(a) => Listener::Tcp(TcpListener::bind(a)?),
+            Bind::Tcp(a) => {
+                // A deep backlog, so thousands of connects at once are
+                // queued rather than dropped (std listens with 128).
+                let sock = socket2::Socket::new(
+                    socket2::Domain::for_address(*a),
+                    socket2::Type::STREAM,
+                    None,
+                )?;
+                sock.set_reuse_address(true)?;
+                sock.bind(&(*a).into())?;
+                sock.listen(4096)?;
+                Listener::Tcp(sock.into())
+            }
             Bind::Unix(p) => {
                 let _ = std::fs::remove_file(p);
                 Listener::Unix(UnixListener::bind(p)?)
@@ -140,6 +157,7 @@ impl TestServer {
             answered: AtomicU64::new(0),
             seen: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
+            open: AtomicU64::new(0),
             service: Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds")),
             cfg,
         });
@@ -253,8 +271,15 @@ fn accept_loop(listener: Listener, sh: Arc<Shared>) {
         match conn {
             Ok(c) => {
                 sh.accepted.fetch_add(1, Ordering::SeqCst);
+                // Past the limit a connection is served, but every answer
+                // is 503: a crisp, repeatable break point.
+                let limit = sh.cfg.max_connections as u64;
+                let over = limit > 0 && sh.open.fetch_add(1, Ordering::SeqCst) >= limit;
                 let sh = Arc::clone(&sh);
-                workers.push(std::thread::spawn(move || serve(c, sh)));
+                workers.push(std::thread::spawn(move || {
+                    serve(c, Arc::clone(&sh), over);
+                    sh.open.fetch_sub(1, Ordering::SeqCst);
+                }));
                 workers.retain(|w| !w.is_finished());
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -308,7 +333,7 @@ fn parse_request(buf: &[u8]) -> Option<Result<(usize, bool, String, bool), ()>> 
     }
 }
 
-fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>) {
+fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
     let cfg = &sh.cfg;
     let _ = conn.set_timeout(Duration::from_millis(50));
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
@@ -358,6 +383,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>) {
                 }
                 (true, Fault::Status(s)) => (s, b"fault"),
                 (true, Fault::WrongBody) => (200, b"something else entirely"),
+                _ if over_limit => (503, b"over the connection limit"),
                 _ => match path.as_str() {
                     "/204" => (204, b""),
                     "/304" => (304, b""),

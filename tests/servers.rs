@@ -133,7 +133,7 @@ fn every_installed_adapter_serves_hello_and_another_app() {
     let servers = installed();
     for (i, server) in servers.iter().enumerate() {
         // A different second app per server keeps the suite short.
-        let other = ["primes", "ip", "fib", "sleep"][i % 4];
+        let other = ["primes", "ip", "fib", "sleep", "rails"][i % 5];
         for app in ["hello", other] {
             let dir = work_dir(&format!("{server}-{app}"));
             let what = format!("{server} with {app}");
@@ -344,5 +344,124 @@ fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
     assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
     let left = survivors(&dir);
     assert!(left.is_empty(), "left behind: {left:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn plan_file(dir: &Path, text: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_plan_runs_interleaved_survives_ctrl_c_and_resumes_without_redoing() {
+    if !installed().contains(&"puma".to_string()) || !installed().contains(&"thin".to_string()) {
+        return;
+    }
+    let dir = work_dir("plan");
+    let _ = std::fs::remove_dir_all(&dir);
+    let plan = plan_file(
+        &dir,
+        r#"
+name = "resume-test"
+repeats = 2
+servers = ["puma", "thin"]
+apps = ["hello"]
+[load]
+connections = [4]
+duration = "2s"
+warmup = "500ms"
+"#,
+    );
+    let out = dir.join("results");
+    let run = |resume: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+        c.arg("run")
+            .arg(&plan)
+            .arg("--out")
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if resume {
+            c.arg("--resume");
+        }
+        c
+    };
+    // Interrupt during the second trial.
+    let child = run(false).spawn().unwrap();
+    let first = out.join("trials/puma--hello--direct--c4__rep1.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !first.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("--resume"), "must say how to resume: {err}");
+    assert!(survivors(&dir).is_empty(), "{:?}", survivors(&dir));
+    let before = std::fs::metadata(&first).unwrap().modified().unwrap();
+
+    let o = run(true).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::metadata(&first).unwrap().modified().unwrap(),
+        before,
+        "a finished trial was redone"
+    );
+    let trials: Vec<_> = std::fs::read_dir(out.join("trials"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(trials.len(), 4);
+    for t in trials {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(t.path()).unwrap()).unwrap();
+        assert_eq!(v["outcome"], "ok", "{}", t.path().display());
+    }
+    // Order of the manifest: A B A B.
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = m["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids[0], ids[2]);
+    assert_ne!(ids[0], ids[1]);
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        summary.contains("puma") && summary.contains("thin") && summary.contains("req/s"),
+        "{summary}"
+    );
+    assert!(survivors(&dir).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_plan_with_a_typo_is_refused_before_anything_starts() {
+    let dir = work_dir("badplan");
+    let plan = plan_file(
+        &dir,
+        "name = \"x\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [4]\n",
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--out")
+        .arg(dir.join("r"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("plan.toml, line 3") && err.contains("pumma") && err.contains("known servers"),
+        "{err}"
+    );
+    assert!(!dir.join("r").exists(), "nothing may start");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,8 +4,10 @@
 //! Exit codes: 0 success, 1 a run that failed, 2 bad usage (a flag, URL or
 //! header that cannot work; the message names the fix).
 
+mod breakpoint;
 mod load;
 mod parse;
+mod run;
 mod serve_test;
 mod servers;
 mod trial;
@@ -32,6 +34,10 @@ enum Command {
     Servers(servers::ServersArgs),
     /// Start a server with an app, verify it, load it, sample it, stop it.
     Trial(Box<trial::TrialArgs>),
+    /// Run a plan (or the built-in default): every trial, results on disk.
+    Run(run::RunArgs),
+    /// Find the highest load with no errors (and under a latency ceiling).
+    Breakpoint(Box<breakpoint::BreakpointArgs>),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -48,6 +54,8 @@ pub fn main() -> ExitCode {
         Command::Load(args) => load::run(*args),
         Command::Servers(args) => servers::run(args),
         Command::Trial(args) => trial::run(*args),
+        Command::Run(args) => run::run(args),
+        Command::Breakpoint(args) => breakpoint::run(*args),
         Command::ServeTest(args) => serve_test::run(args),
     };
     match result {

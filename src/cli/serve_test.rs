@@ -18,12 +18,17 @@ pub struct ServeTestArgs {
     /// Service time added to every request, e.g. 1ms.
     #[arg(long, value_parser = parse::duration, default_value = "0s")]
     pub delay: Duration,
+    /// Answer 503 on connections beyond this many open at once (0 = no limit).
+    #[arg(long, default_value_t = 0)]
+    pub max_connections: usize,
 }
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
+    super::raise_fd_limit();
     serve_forever(TestServerConfig {
         bind: Bind::Tcp(args.listen),
         delay: args.delay,
+        max_connections: args.max_connections,
         ..Default::default()
     })?;
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,7 @@ use std::time::Duration;
 pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
-    pub server: String,
+    pub server: Option<String>,
     /// Built-in app (hello, ip, sleep, fib, primes) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
@@ -104,12 +104,12 @@ impl ServerOptions {
     ) -> Result<TrialSpec> {
         let usage = |m: String| anyhow::Error::new(UsageError(m));
         let reg = super::servers::registry(&self.servers_file)?;
+        let name = self.server.as_deref().ok_or_else(|| {
+            usage("name the server: --server puma (see `rackbench servers`)".into())
+        })?;
         let server = match &self.command {
-            Some(cmd) => ServerSpec::custom(&self.server, cmd),
-            None => reg
-                .get(&self.server)
-                .map_err(|e| usage(e.to_string()))?
-                .clone(),
+            Some(cmd) => ServerSpec::custom(name, cmd),
+            None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
         };
         if self.command.is_none() && !server.installed() {
             return Err(usage(format!(
@@ -175,6 +175,7 @@ impl ServerOptions {
             dir,
             interrupt,
             sample_interval: Duration::from_millis(200),
+            stop_on_errors: false,
         })
     }
 }

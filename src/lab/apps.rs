@@ -69,6 +69,12 @@ const BUILTIN: &[Builtin] = &[
         expect_body: "fib(25) = 75025",
     },
     Builtin {
+        name: "rails",
+        source: include_str!("../../ruby/apps/rails/config.ru"),
+        path: "/",
+        expect_body: "hello world",
+    },
+    Builtin {
         name: "primes",
         source: include_str!("../../ruby/apps/primes.ru"),
         path: "/",
@@ -149,8 +155,12 @@ mod tests {
                 "{}",
                 b.name
             );
+            let (own, in_dir) = (
+                format!("# {}.ru", b.name),
+                format!("# {}/config.ru", b.name),
+            );
             assert!(
-                b.source.starts_with(&format!("# {}.ru", b.name)),
+                b.source.starts_with(&own) || b.source.starts_with(&in_dir),
                 "{} must open with its name",
                 b.name
             );

@@ -99,6 +99,9 @@ pub struct TrialSpec {
     pub dir: PathBuf,
     pub interrupt: Arc<AtomicBool>,
     pub sample_interval: Duration,
+    /// End the load at the first counted second with errors (break-point
+    /// steps: a failing level needs no full run to be known as failing).
+    pub stop_on_errors: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -167,6 +170,10 @@ pub struct TrialRecord {
     pub server_exit: Option<String>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
+    /// The load was ended early at its first second with errors (a
+    /// break-point step that failed).
+    #[serde(default)]
+    pub stopped_on_errors: bool,
     pub interrupted: bool,
     /// Where the server's log and rendered files are.
     pub dir: String,
@@ -456,7 +463,11 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     cfg.endpoint = front;
     cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
     cfg.expect_body = spec.app.expect_body.clone().into_bytes();
-    cfg.interrupt = Arc::clone(&spec.interrupt);
+    // The load has a flag of its own: Ctrl-C (the trial's flag) sets it
+    // through the watcher, and so does the server dying or a failing
+    // break-point step, without stopping anything beyond this trial.
+    let load_flag = Arc::new(AtomicBool::new(false));
+    cfg.interrupt = Arc::clone(&load_flag);
     let warmup = cfg.warmup;
     commands.push(format!(
         "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
@@ -484,10 +495,11 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let load_done = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (sampler, nginx_sampler) = (Arc::clone(&sampler), nginx_sampler.clone());
-        let (died, load_done, interrupt) = (
+        let (died, load_done, interrupt, user_stop) = (
             Arc::clone(&died),
             Arc::clone(&load_done),
-            Arc::clone(&cfg.interrupt),
+            Arc::clone(&load_flag),
+            Arc::clone(&spec.interrupt),
         );
         let pid = server.pid;
         let mark_at = Instant::now() + warmup;
@@ -501,6 +513,9 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
                     }
                     marked = true;
                 }
+                if user_stop.load(Ordering::Relaxed) {
+                    interrupt.store(true, Ordering::Relaxed);
+                }
                 if !supervisor::is_alive(pid) {
                     died.store(true, Ordering::Relaxed);
                     interrupt.store(true, Ordering::Relaxed);
@@ -510,7 +525,14 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             }
         })
     };
-    let report = load::run(cfg, |_| {});
+    let stop_on_errors = spec.stop_on_errors;
+    let mut stopped_on_errors = false;
+    let report = load::run(cfg, |row| {
+        if stop_on_errors && !row.warmup && row.errors > 0 {
+            stopped_on_errors = true;
+            load_flag.store(true, Ordering::Relaxed);
+        }
+    });
     load_done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let server_died = died.load(Ordering::Relaxed);
@@ -556,7 +578,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         cpu_ms_per_request: samples.cpu_ms_per_request(ok),
         samples,
     };
-    let interrupted = report.interrupted && !server_died;
+    let interrupted = spec.interrupt.load(Ordering::Relaxed);
     Ok(TrialRecord {
         schema: SCHEMA.to_string(),
         started_at: utc_now(),
@@ -582,6 +604,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         environment: Environment::capture(commands),
         server_exit,
         killed_after_grace: killed,
+        stopped_on_errors,
         interrupted,
         dir: dir.display().to_string(),
     })

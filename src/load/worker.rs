@@ -36,6 +36,8 @@ use std::time::{Duration, Instant};
 /// A connection waits this long after a failed connect before it retries,
 /// so a dead port is counted, not hammered at full CPU.
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+/// A connect pending this long at the end of a run counts as failed.
+const CONNECT_STALL: Duration = Duration::from_secs(1);
 /// A send this late against its schedule counts as behind schedule.
 const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 const READ_BUF: usize = 16 * 1024;
@@ -671,8 +673,19 @@ impl Worker {
     fn finish(&mut self, now: Instant) {
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
+            // A connect still pending after the kernel's first SYN
+            // retransmission (1 s) had its SYN dropped: the server's accept
+            // queue is full. That is a failure to connect, not a request in
+            // flight, or a run cut short would hide a server that stopped
+            // taking connections.
+            let stalled = matches!(c.state, State::Connecting { since } if now.saturating_duration_since(since) >= CONNECT_STALL);
             for p in c.queue.drain(..) {
-                self.rec.record_unfinished(now, p.sched, p.sent);
+                if stalled {
+                    self.rec
+                        .record(now, p.sched, None, Outcome::Failed(Failure::Connect));
+                } else {
+                    self.rec.record_unfinished(now, p.sched, p.sent);
+                }
             }
             // A socket opened just before the end has had no chance to be
             // answered; only one kept waiting a while counts.

@@ -1,219 +1,86 @@
 //! The /proc sampler: CPU and memory of a server's whole process tree.
 //!
-//! Every interval it finds the tree afresh (masters fork workers, workers
-//! die and are replaced) and reads, per process, CPU ticks from `stat`, RSS
-//! from `statm`, and PSS and USS from `smaps_rollup`. PSS is the honest
-//! figure for preforking servers: pages shared copy-on-write between the
-//! master and its workers are split between them instead of counted once
-//! per process as RSS does.
+//! A [`Sampler`] watches one server while load runs against it. On its own
+//! thread, every interval (100-250 ms is the useful range, 200 ms the
+//! default), it finds the server's process tree afresh, because masters
+//! fork workers and workers die and are replaced, and reads for every
+//! process in it:
 //!
-//! It only reads /proc: it never signals, spawns or waits for a process.
+//! - CPU: utime, stime, cutime and cstime from `/proc/PID/stat`;
+//! - RSS from `/proc/PID/statm`;
+//! - PSS and USS from `/proc/PID/smaps_rollup` (USS = Private_Clean +
+//!   Private_Dirty). PSS is the honest figure for preforking servers: pages
+//!   shared copy-on-write between a master and its workers are split
+//!   between them, where RSS counts them once per process. When
+//!   smaps_rollup cannot be read (another user's process) only RSS is
+//!   known, and the report says PSS and USS are unavailable (`None`).
 //!
-//! CPU accounting: the tree's CPU is the sum, over every process ever seen,
-//! of the last utime+stime read for it. A process that exits between two
-//! samples loses at most one interval of CPU. Reaped children's time also
-//! shows up in their parent's cutime/cstime, but adding that would count
-//! the same seconds twice for every worker we did see, so it is not used.
+//! The caller marks when the measured window starts ([`Sampler::mark`]) and
+//! gets a [`SamplerReport`] from [`Sampler::stop`]: CPU used in the window,
+//! peak and mean memory over the window's samples, and a timeline of at
+//! most one row per second, warm-up included.
+//!
+//! The tree is found by following the ppid links in every `/proc/*/stat`
+//! ([`tree_pids`]), which needs nothing from the kernel beyond /proc itself
+//! (`/proc/PID/task/*/children` needs CONFIG_PROC_CHILDREN). The supervisor
+//! uses the same walk to find every process it must stop.
+//!
+//! # What it never does
+//!
+//! It only reads files under /proc. It never sends a signal, never spawns,
+//! waits for or reaps a process, and never writes anywhere: a process that
+//! vanishes mid-read is skipped, not chased.
+//!
+//! # CPU accounting
+//!
+//! Summing utime + stime over the live processes loses the CPU of every
+//! worker that exits between two samples. Per process, the sampler keeps
+//! the largest utime + stime + cutime + cstime it has read, and the tree's
+//! CPU is the sum of those; when a process disappears it is dropped only
+//! if its parent's cutime + cstime grew enough to cover it (the parent
+//! waited for it, and the kernel moved its final CPU, last interval
+//! included, into the parent's counters), and kept at its last values
+//! otherwise. Short-lived children that no sample ever sees still count
+//! through their parent's cutime + cstime. See the `cpu` module for the
+//! details and the remaining limits; CPU before the mark is subtracted.
 
+mod cpu;
+mod procfs;
+
+pub use procfs::{
+    clock_ticks, direct_children, parse_smaps_rollup, parse_stat, read_process, tree_pids,
+    ProcSample, Scope, Stat,
+};
+
+use cpu::{CpuTracker, Ticks};
+use procfs::{read_memory, ProcTable};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// One process at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcSample {
-    pub pid: u32,
-    pub ppid: u32,
-    pub utime_ticks: u64,
-    pub stime_ticks: u64,
-    pub rss_bytes: u64,
-    pub pss_bytes: Option<u64>,
-    pub uss_bytes: Option<u64>,
-}
+/// The interval to use when there is no reason to pick another.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
 
-/// The fields of /proc/PID/stat this module uses. `comm` may hold spaces
-/// and parentheses, so fields are counted from the last ')'.
-pub fn parse_stat(text: &str) -> Option<(u32, u64, u64)> {
-    let close = text.rfind(')')?;
-    let fields: Vec<&str> = text[close + 1..].split_whitespace().collect();
-    // After comm: state(0) ppid(1) ... utime(11) stime(12).
-    let ppid = fields.get(1)?.parse().ok()?;
-    let utime = fields.get(11)?.parse().ok()?;
-    let stime = fields.get(12)?.parse().ok()?;
-    Some((ppid, utime, stime))
-}
+/// Shorter intervals are raised to this. smaps_rollup walks a process's
+/// whole address space under its mmap lock; sampling faster perturbs the
+/// server and measures nothing more.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as u64
-    } else {
-        4096
-    }
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 {
-        v as f64
-    } else {
-        100.0
-    }
-}
-
-/// (PSS, USS) in bytes from smaps_rollup text.
-pub fn parse_smaps_rollup(text: &str) -> Option<(u64, u64)> {
-    let mut pss = None;
-    let mut private = 0u64;
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(key), Some(val)) = (it.next(), it.next()) else {
-            continue;
-        };
-        let kb: u64 = match val.parse() {
-            Ok(v) => v,
-            Err(_) => continue,
-        };
-        match key {
-            "Pss:" => pss = Some(kb * 1024),
-            "Private_Clean:" | "Private_Dirty:" => private += kb * 1024,
-            _ => {}
-        }
-    }
-    pss.map(|p| (p, private))
-}
-
-/// Reads one process; None if it is gone (normal: processes come and go).
-pub fn read_process(pid: u32) -> Option<ProcSample> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (ppid, utime, stime) = parse_stat(&stat)?;
-    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let rss_pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok();
-    let (pss, uss) = rollup
-        .as_deref()
-        .and_then(parse_smaps_rollup)
-        .map_or((None, None), |(p, u)| (Some(p), Some(u)));
-    Some(ProcSample {
-        pid,
-        ppid,
-        utime_ticks: utime,
-        stime_ticks: stime,
-        rss_bytes: rss_pages * page_size(),
-        pss_bytes: pss,
-        uss_bytes: uss,
-    })
-}
-
-/// Every live process: pid → ppid.
-fn all_parents() -> HashMap<u32, u32> {
-    let mut map = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return map;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if let Some((ppid, _, _)) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .as_deref()
-            .and_then(parse_stat)
-        {
-            map.insert(pid, ppid);
-        }
-    }
-    map
-}
-
-/// The root and all its descendants, root first.
-pub fn tree_pids(root: u32) -> Vec<u32> {
-    let parents = all_parents();
-    if !parents.contains_key(&root) {
-        return Vec::new();
-    }
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for (&pid, &ppid) in &parents {
-        children.entry(ppid).or_default().push(pid);
-    }
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        if let Some(kids) = children.get(&out[i]) {
-            out.extend(kids.iter().copied().filter(|k| *k != root));
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Which processes belong to a server.
-///
-/// Some servers daemonize helpers into sessions of their own (Passenger's
-/// agents do). When rackbench is a child subreaper those land under
-/// rackbench instead of init, and `adopted_by` claims them for this server:
-/// every child of that pid other than `root` and the `exclude` roots.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
-    pub root: u32,
-    pub adopted_by: Option<u32>,
-    pub exclude: Vec<u32>,
-}
-
-impl Scope {
-    pub fn tree(root: u32) -> Scope {
-        Scope {
-            root,
-            adopted_by: None,
-            exclude: Vec::new(),
-        }
-    }
-
-    /// The pids in scope now, root first.
-    pub fn pids(&self) -> Vec<u32> {
-        let mut out = tree_pids(self.root);
-        if let Some(parent) = self.adopted_by {
-            for child in direct_children(parent) {
-                if child != self.root && !self.exclude.contains(&child) {
-                    for p in tree_pids(child) {
-                        if !out.contains(&p) {
-                            out.push(p);
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// The direct children of `pid`.
-pub fn direct_children(pid: u32) -> Vec<u32> {
-    all_parents()
-        .into_iter()
-        .filter(|&(_, ppid)| ppid == pid)
-        .map(|(p, _)| p)
-        .collect()
-}
-
-/// One row of the memory timeline.
+/// One row of the timeline: the samples of one second (counted from the
+/// sampler's start).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SampleRow {
-    /// Milliseconds since the sampler started.
+    /// Milliseconds since the sampler started, at the row's last sample.
     pub t_ms: u64,
+    /// Peak over the row's samples.
     pub rss_bytes: u64,
+    /// Peak over the row's samples; None if smaps_rollup was unreadable.
     pub pss_bytes: Option<u64>,
+    /// Peak over the row's samples.
     pub processes: u32,
-    /// Tree CPU (user + system) since the sampler started.
+    /// Tree CPU (user + system) from the first sample to the row's last.
     pub cpu_s: f64,
 }
 
@@ -224,6 +91,7 @@ pub struct SamplerReport {
     pub cpu_sys_s: f64,
     pub rss_peak_bytes: u64,
     pub rss_mean_bytes: u64,
+    /// None when smaps_rollup was unreadable in any sample of the window.
     pub pss_peak_bytes: Option<u64>,
     pub pss_mean_bytes: Option<u64>,
     pub uss_peak_bytes: Option<u64>,
@@ -238,306 +106,296 @@ pub struct SamplerReport {
 }
 
 impl SamplerReport {
-    /// Server CPU milliseconds per request.
+    /// Server CPU milliseconds per request; None for no requests.
     pub fn cpu_ms_per_request(&self, requests: u64) -> Option<f64> {
         (requests > 0).then(|| (self.cpu_user_s + self.cpu_sys_s) * 1000.0 / requests as f64)
     }
 }
 
-#[derive(Default)]
-struct State {
-    /// Last (utime, stime) ticks seen per pid.
-    cpu: HashMap<u32, (u64, u64)>,
-    /// Tree CPU ticks at the start of the measured window.
-    cpu_at_mark: Option<(u64, u64)>,
-    marked: bool,
+/// The tree at one moment.
+#[derive(Debug, Clone, Copy)]
+struct TreeSample {
+    rss: u64,
+    pss: Option<u64>,
+    uss: Option<u64>,
+    processes: u32,
+}
+
+/// Peaks and sums over a run of samples.
+#[derive(Debug, Default)]
+struct Stats {
+    samples: u64,
     rss_peak: u64,
     rss_sum: u128,
-    pss_peak: Option<u64>,
+    pss_peak: u64,
     pss_sum: u128,
-    uss_peak: Option<u64>,
+    uss_peak: u64,
     uss_sum: u128,
     pss_missing: bool,
     procs_peak: u32,
     procs_sum: u64,
-    samples: u64,
-    timeline: Vec<SampleRow>,
-    last_row_s: Option<u64>,
 }
 
-impl State {
-    fn cpu_total(&self) -> (u64, u64) {
-        self.cpu
-            .values()
-            .fold((0, 0), |(u, s), (pu, ps)| (u + pu, s + ps))
-    }
-
-    fn take(&mut self, scope: &Scope, started: Instant, ticks: f64) {
-        let pids = scope.pids();
-        let procs: Vec<ProcSample> = pids.iter().filter_map(|&p| read_process(p)).collect();
-        if procs.is_empty() {
-            return;
-        }
-        let mut rss = 0;
-        let mut pss = Some(0u64);
-        let mut uss = Some(0u64);
-        for p in &procs {
-            let e = self.cpu.entry(p.pid).or_insert((0, 0));
-            *e = (e.0.max(p.utime_ticks), e.1.max(p.stime_ticks));
-            rss += p.rss_bytes;
-            pss = pss.zip(p.pss_bytes).map(|(a, b)| a + b);
-            uss = uss.zip(p.uss_bytes).map(|(a, b)| a + b);
-        }
-        let n = procs.len() as u32;
-        let t_ms = started.elapsed().as_millis() as u64;
-        let (u, s) = self.cpu_total();
-        let sec = t_ms / 1000;
-        if self.last_row_s != Some(sec) {
-            self.last_row_s = Some(sec);
-            self.timeline.push(SampleRow {
-                t_ms,
-                rss_bytes: rss,
-                pss_bytes: pss,
-                processes: n,
-                cpu_s: (u + s) as f64 / ticks,
-            });
-        }
-        if !self.marked {
-            return;
-        }
+impl Stats {
+    fn add(&mut self, s: &TreeSample) {
         self.samples += 1;
-        self.rss_peak = self.rss_peak.max(rss);
-        self.rss_sum += rss as u128;
-        self.procs_peak = self.procs_peak.max(n);
-        self.procs_sum += n as u64;
-        match (pss, uss) {
-            (Some(p), Some(us)) => {
-                self.pss_peak = Some(self.pss_peak.unwrap_or(0).max(p));
-                self.uss_peak = Some(self.uss_peak.unwrap_or(0).max(us));
-                self.pss_sum += p as u128;
-                self.uss_sum += us as u128;
+        self.rss_peak = self.rss_peak.max(s.rss);
+        self.rss_sum += u128::from(s.rss);
+        self.procs_peak = self.procs_peak.max(s.processes);
+        self.procs_sum += u64::from(s.processes);
+        match (s.pss, s.uss) {
+            (Some(p), Some(u)) => {
+                self.pss_peak = self.pss_peak.max(p);
+                self.uss_peak = self.uss_peak.max(u);
+                self.pss_sum += u128::from(p);
+                self.uss_sum += u128::from(u);
             }
             _ => self.pss_missing = true,
         }
     }
+
+    fn mean(&self, sum: u128) -> u64 {
+        (sum / u128::from(self.samples.max(1))) as u64
+    }
+
+    /// (peak, mean) of PSS and of USS, if known for every sample.
+    fn pss_uss(&self) -> Option<((u64, u64), (u64, u64))> {
+        (self.samples > 0 && !self.pss_missing).then(|| {
+            (
+                (self.pss_peak, self.mean(self.pss_sum)),
+                (self.uss_peak, self.mean(self.uss_sum)),
+            )
+        })
+    }
+}
+
+struct State {
+    scope: Scope,
+    started: Instant,
+    cpu: CpuTracker,
+    /// Tree CPU at the first sample that found the tree.
+    cpu_first: Option<Ticks>,
+    /// Tree CPU when the window started.
+    cpu_mark: Option<Ticks>,
+    marked: bool,
+    all: Stats,
+    window: Stats,
+    timeline: Vec<SampleRow>,
+    buf: Vec<u8>,
+}
+
+impl State {
+    fn new(scope: Scope) -> State {
+        State {
+            scope,
+            started: Instant::now(),
+            cpu: CpuTracker::default(),
+            cpu_first: None,
+            cpu_mark: None,
+            marked: false,
+            all: Stats::default(),
+            window: Stats::default(),
+            timeline: Vec::new(),
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    fn sample(&mut self) {
+        let table = ProcTable::scan();
+        let pids = self.scope.pids_in(&table);
+        // Memory is read after the whole stat pass: a process reaped while
+        // the pass ran fails here and counts as gone in this sample, so its
+        // CPU is never read both from it and from its parent's cutime.
+        let mut gone = HashSet::new();
+        let mut tree = TreeSample {
+            rss: 0,
+            pss: Some(0),
+            uss: Some(0),
+            processes: 0,
+        };
+        for &pid in &pids {
+            let Some(m) = read_memory(pid, &mut self.buf) else {
+                gone.insert(pid);
+                continue;
+            };
+            tree.rss += m.rss;
+            tree.pss = tree.pss.zip(m.pss).map(|(a, b)| a + b);
+            tree.uss = tree.uss.zip(m.uss).map(|(a, b)| a + b);
+            tree.processes += 1;
+        }
+        self.cpu.observe(&table, &pids, &gone);
+        if tree.processes == 0 {
+            return;
+        }
+        let cpu = self.cpu.total();
+        let first = *self.cpu_first.get_or_insert(cpu);
+        self.all.add(&tree);
+        if self.marked {
+            self.window.add(&tree);
+        }
+        let t_ms = self.started.elapsed().as_millis() as u64;
+        let cpu_s = cpu.since(first).sum() as f64 / clock_ticks();
+        self.push_row(t_ms, &tree, cpu_s);
+    }
+
+    /// Adds a sample to the timeline, merging samples of the same second.
+    fn push_row(&mut self, t_ms: u64, tree: &TreeSample, cpu_s: f64) {
+        if let Some(row) = self.timeline.last_mut() {
+            if row.t_ms / 1000 == t_ms / 1000 {
+                row.t_ms = t_ms;
+                row.rss_bytes = row.rss_bytes.max(tree.rss);
+                row.pss_bytes = row.pss_bytes.zip(tree.pss).map(|(a, b)| a.max(b));
+                row.processes = row.processes.max(tree.processes);
+                row.cpu_s = cpu_s;
+                return;
+            }
+        }
+        self.timeline.push(SampleRow {
+            t_ms,
+            rss_bytes: tree.rss,
+            pss_bytes: tree.pss,
+            processes: tree.processes,
+            cpu_s,
+        });
+    }
+
+    fn mark(&mut self) {
+        if self.marked {
+            return;
+        }
+        // This sample is the window's first; CPU counts from its reading.
+        self.marked = true;
+        self.sample();
+        self.cpu_mark = Some(self.cpu.total());
+    }
+
+    fn report(&self, interval: Duration) -> SamplerReport {
+        let (stats, base) = if self.marked {
+            (&self.window, self.cpu_mark)
+        } else {
+            (&self.all, self.cpu_first)
+        };
+        let cpu = self.cpu.total().since(base.unwrap_or_default());
+        let tck = clock_ticks();
+        let mem = stats.pss_uss();
+        SamplerReport {
+            cpu_user_s: cpu.user as f64 / tck,
+            cpu_sys_s: cpu.sys as f64 / tck,
+            rss_peak_bytes: stats.rss_peak,
+            rss_mean_bytes: stats.mean(stats.rss_sum),
+            pss_peak_bytes: mem.map(|m| m.0 .0),
+            pss_mean_bytes: mem.map(|m| m.0 .1),
+            uss_peak_bytes: mem.map(|m| m.1 .0),
+            uss_mean_bytes: mem.map(|m| m.1 .1),
+            processes_peak: stats.procs_peak,
+            processes_mean: stats.procs_sum as f64 / stats.samples.max(1) as f64,
+            samples: stats.samples,
+            interval_ms: interval.as_millis() as u64,
+            timeline: self.timeline.clone(),
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Samples a process tree on its own thread until stopped.
+///
+/// `mark` may be called from another thread (the sampler is `Sync`).
 pub struct Sampler {
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-    mark: Arc<AtomicBool>,
+    halt: Arc<(Mutex<bool>, Condvar)>,
     handle: Option<JoinHandle<()>>,
     interval: Duration,
 }
 
 impl Sampler {
-    /// Starts sampling `root` and its descendants every `interval`
-    /// (100-250 ms is the useful range).
-    pub fn start(root: u32, interval: Duration) -> Sampler {
-        Sampler::start_scope(Scope::tree(root), interval)
+    /// Starts sampling `root_pid` and its descendants every `interval`
+    /// (at least [`MIN_INTERVAL`]; [`DEFAULT_INTERVAL`] is a good choice).
+    pub fn start(root_pid: u32, interval: Duration) -> Sampler {
+        Sampler::start_scope(Scope::tree(root_pid), interval)
     }
 
     /// Starts sampling every process in `scope`.
     pub fn start_scope(scope: Scope, interval: Duration) -> Sampler {
-        let state = Arc::new(Mutex::new(State::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let mark = Arc::new(AtomicBool::new(false));
-        let handle = {
-            let (state, stop, mark) = (Arc::clone(&state), Arc::clone(&stop), Arc::clone(&mark));
-            std::thread::Builder::new()
-                .name("rackbench-sampler".into())
-                .spawn(move || {
-                    let started = Instant::now();
-                    let ticks = clock_ticks();
-                    loop {
-                        {
-                            let mut st = state.lock().expect("sampler state");
-                            if mark.load(Ordering::Relaxed) && !st.marked {
-                                st.marked = true;
-                                st.cpu_at_mark = Some(st.cpu_total());
-                            }
-                            st.take(&scope, started, ticks);
-                        }
-                        if stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                        std::thread::sleep(interval);
-                    }
-                })
-                .expect("spawn sampler thread")
-        };
+        let interval = interval.max(MIN_INTERVAL);
+        let state = Arc::new(Mutex::new(State::new(scope)));
+        let halt = Arc::new((Mutex::new(false), Condvar::new()));
+        let (st, h) = (Arc::clone(&state), Arc::clone(&halt));
+        // Without a thread, mark and stop still take their samples.
+        let handle = std::thread::Builder::new()
+            .name("rackbench-sampler".into())
+            .spawn(move || run(&st, &h, interval))
+            .ok();
         Sampler {
             state,
-            stop,
-            mark,
-            handle: Some(handle),
+            halt,
+            handle,
             interval,
         }
     }
 
-    /// The measured window starts now: CPU is counted from here, and peaks
-    /// and means cover only later samples.
+    /// The measured window starts now: takes a sample at once, CPU counts
+    /// from it, and peaks and means cover only it and later samples. Later
+    /// calls do nothing.
     pub fn mark(&self) {
-        self.mark.store(true, Ordering::Relaxed);
+        lock(&self.state).mark();
     }
 
     /// Takes a last sample and returns the report. A sampler never marked
     /// reports over everything it saw.
     pub fn stop(mut self) -> SamplerReport {
-        self.mark.store(true, Ordering::Relaxed);
-        self.stop.store(true, Ordering::Relaxed);
+        self.halt_thread();
+        let mut st = lock(&self.state);
+        st.sample();
+        st.report(self.interval)
+    }
+
+    fn halt_thread(&mut self) {
+        let (flag, cv) = &*self.halt;
+        *lock(flag) = true;
+        cv.notify_all();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
-        }
-        let st = self.state.lock().expect("sampler state");
-        let ticks = clock_ticks();
-        let (u, s) = st.cpu_total();
-        let (mu, ms) = st.cpu_at_mark.unwrap_or((0, 0));
-        let n = st.samples.max(1) as u128;
-        let mem = |peak: Option<u64>, sum: u128| {
-            if st.pss_missing {
-                None
-            } else {
-                peak.map(|p| (p, (sum / n) as u64))
-            }
-        };
-        let pss = mem(st.pss_peak, st.pss_sum);
-        let uss = mem(st.uss_peak, st.uss_sum);
-        SamplerReport {
-            cpu_user_s: u.saturating_sub(mu) as f64 / ticks,
-            cpu_sys_s: s.saturating_sub(ms) as f64 / ticks,
-            rss_peak_bytes: st.rss_peak,
-            rss_mean_bytes: (st.rss_sum / n) as u64,
-            pss_peak_bytes: pss.map(|p| p.0),
-            pss_mean_bytes: pss.map(|p| p.1),
-            uss_peak_bytes: uss.map(|p| p.0),
-            uss_mean_bytes: uss.map(|p| p.1),
-            processes_peak: st.procs_peak,
-            processes_mean: st.procs_sum as f64 / n as f64,
-            samples: st.samples,
-            interval_ms: self.interval.as_millis() as u64,
-            timeline: st.timeline.clone(),
         }
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
+        self.halt_thread();
+    }
+}
+
+/// The sampling thread: a sample every `interval` on a fixed schedule
+/// (a slow sample delays the next, never shifts the rest), until halted.
+fn run(state: &Mutex<State>, halt: &(Mutex<bool>, Condvar), interval: Duration) {
+    let (flag, cv) = halt;
+    let mut next = Instant::now();
+    loop {
+        lock(state).sample();
+        next += interval;
+        let now = Instant::now();
+        if next < now {
+            next = now;
+        }
+        let mut halted = lock(flag);
+        loop {
+            if *halted {
+                return;
+            }
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            halted = cv
+                .wait_timeout(halted, next - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::type_complexity)]
-mod tests {
-    use super::*;
-    use std::os::unix::process::CommandExt;
-    use std::process::{Child, Command};
-
-    /// Kills the child's whole process group even when an assertion fails.
-    struct Group(Child);
-    impl Drop for Group {
-        fn drop(&mut self) {
-            // SAFETY: signalling our own child's process group.
-            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
-            let _ = self.0.wait();
-        }
-    }
-
-    fn spawn(script: &str) -> Group {
-        Group(
-            Command::new("sh")
-                .arg("-c")
-                .arg(script)
-                .process_group(0)
-                .spawn()
-                .expect("sh"),
-        )
-    }
-
-    #[test]
-    fn parses_stat_with_awkward_comm() {
-        let cases: &[(&str, Option<(u32, u64, u64)>)] = &[
-            (
-                "12 (ruby) S 1 12 12 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 1 0 5 1000 50",
-                Some((1, 250, 30)),
-            ),
-            (
-                "13 (a b) c) R 7 13 13 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 5 1 1",
-                Some((7, 5, 6)),
-            ),
-            ("garbage", None),
-        ];
-        for &(text, want) in cases {
-            assert_eq!(parse_stat(text), want, "{text}");
-        }
-    }
-
-    #[test]
-    fn parses_smaps_rollup() {
-        let text = "00400000-7ffd [rollup]\nRss: 100 kB\nPss: 60 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 20 kB\n";
-        assert_eq!(parse_smaps_rollup(text), Some((60 * 1024, 30 * 1024)));
-        assert_eq!(parse_smaps_rollup("Rss: 1 kB\n"), None);
-    }
-
-    #[test]
-    fn finds_the_whole_tree_and_its_memory() {
-        let g = spawn("sleep 5 & sleep 5 & wait");
-        let root = g.0.id();
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while tree_pids(root).len() < 3 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(tree_pids(root).len(), 3, "sh and its two sleeps");
-        let s = Sampler::start(root, Duration::from_millis(50));
-        s.mark();
-        std::thread::sleep(Duration::from_millis(200));
-        let r = s.stop();
-        assert_eq!(r.processes_peak, 3);
-        assert!(r.rss_peak_bytes > 0 && r.samples >= 2);
-        if let Some(pss) = r.pss_peak_bytes {
-            assert!(
-                pss <= r.rss_peak_bytes,
-                "PSS {pss} > RSS {}",
-                r.rss_peak_bytes
-            );
-        }
-    }
-
-    #[test]
-    fn counts_cpu_of_the_tree_including_a_worker_that_exits() {
-        // The parent idles; a forked worker burns CPU for a while and exits.
-        let g = spawn("(i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done); sleep 5");
-        let root = g.0.id();
-        let s = Sampler::start(root, Duration::from_millis(50));
-        s.mark();
-        // Wait for the worker to finish: sh starts its sleep after that.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let sleeping = || {
-            tree_pids(root).iter().any(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm"))
-                    .is_ok_and(|c| c.trim() == "sleep")
-            })
-        };
-        while !sleeping() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        let r = s.stop();
-        let cpu = r.cpu_user_s + r.cpu_sys_s;
-        assert!(cpu > 0.3, "the exited worker's CPU was lost: {cpu}");
-        assert!(r.cpu_ms_per_request(100).unwrap() > 3.0);
-    }
-
-    #[test]
-    fn a_vanished_root_is_no_error() {
-        assert!(tree_pids(u32::MAX - 1).is_empty());
-        let s = Sampler::start(u32::MAX - 1, Duration::from_millis(20));
-        std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(s.stop().samples, 0);
-    }
-}
+mod tests;

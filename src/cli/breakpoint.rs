@@ -1,0 +1,275 @@
+//! `rackbench breakpoint`: the highest concurrency (or rate) a server takes
+//! with no errors, on a running server's URL or on one the lab starts.
+
+use super::load::{stop_on_signals, LoadOptions};
+use super::trial::ServerOptions;
+use super::UsageError;
+use crate::lab::trial::run_trial;
+use crate::load::{self, Pacing};
+use crate::search::{self, Breakpoint, SearchConfig, StepResult};
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct BreakpointArgs {
+    /// A running server's URL; or use --server and --app to let the lab start one per step.
+    pub url: Option<String>,
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Load options; --duration is each step's counted length [default: 5s].
+    #[command(flatten)]
+    pub load: LoadOptions,
+    /// Load generator threads.
+    #[arg(long, default_value_t = 1)]
+    pub load_threads: usize,
+    /// Search over "connections" (closed loop) or "rate" (open loop).
+    #[arg(long, default_value = "connections", value_parser = ["connections", "rate"])]
+    pub mode: String,
+    /// First level tried.
+    #[arg(long, default_value_t = 100.0)]
+    pub start: f64,
+    /// Highest level tried.
+    #[arg(long, default_value_t = 5000.0)]
+    pub max: f64,
+    /// Factor between levels while growing.
+    #[arg(long, default_value_t = 3.0)]
+    pub growth: f64,
+    /// Bisect until the bracket is this narrow (0.05 = 5%).
+    #[arg(long, default_value_t = 0.05)]
+    pub resolution: f64,
+    /// Also require p99 under a ceiling, e.g. p99=200ms.
+    #[arg(long, value_parser = search::parse_slo)]
+    pub slo: Option<u64>,
+    /// Search linearly in steps of this size instead (seed 000's method, for comparison).
+    #[arg(long)]
+    pub linear: Option<f64>,
+    /// Print one JSON document (rackbench/breakpoint-v1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Output<'a> {
+    schema: &'static str,
+    target: String,
+    mode: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    connections: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<f64>,
+    throughput_rps: f64,
+    load_seconds: f64,
+    failed_at: Option<f64>,
+    capped: bool,
+    method: String,
+    search: &'a SearchConfig,
+    steps: &'a [StepResult],
+}
+
+pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
+    let usage = |m: String| anyhow::Error::new(UsageError(m));
+    if args.url.is_some() == args.server.server.is_some() {
+        return Err(usage(
+            "give either a URL or --server (and --app), not both".into(),
+        ));
+    }
+    if !(args.growth > 1.0 && args.resolution > 0.0 && args.start > 0.0 && args.max >= args.start) {
+        return Err(usage(
+            "the search needs --start > 0, --max >= --start, --growth > 1 and --resolution > 0"
+                .into(),
+        ));
+    }
+    let rate_mode = args.mode == "rate";
+    let cfg = SearchConfig {
+        start: args.start,
+        max: args.max,
+        growth: args.growth,
+        resolution: args.resolution,
+        integer: !rate_mode,
+        slo_p99_us: args.slo,
+    };
+    let interrupt = Arc::new(AtomicBool::new(false));
+    stop_on_signals(&interrupt, false);
+    super::raise_fd_limit();
+    let step_len = args.load.duration.unwrap_or(Duration::from_secs(5));
+    let quiet = args.json;
+    let target;
+    let mut step: Box<dyn FnMut(f64) -> StepResult> = if let Some(url) = &args.url {
+        target = url.clone();
+        let base = args.load.to_config(url, args.load_threads)?;
+        let interrupt = Arc::clone(&interrupt);
+        Box::new(move |level| {
+            let mut c = base.clone();
+            if rate_mode {
+                c.pacing = Pacing::Rate(level);
+            } else {
+                c.connections = level as usize;
+            }
+            c.duration = Some(step_len);
+            c.requests = None;
+            let flag = Arc::new(AtomicBool::new(false));
+            c.interrupt = Arc::clone(&flag);
+            let user = Arc::clone(&interrupt);
+            // A failing level is known at its first error: end the step
+            // there. Errors of that second count even when the requests
+            // that failed were sent during the warm-up.
+            let mut seen_errors = 0;
+            let report = load::run(c, |row| {
+                if !row.warmup && row.errors > 0 {
+                    seen_errors += row.errors;
+                    flag.store(true, Ordering::Relaxed);
+                }
+                if user.load(Ordering::Relaxed) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            });
+            let r = match report {
+                Ok(r) => StepResult {
+                    level,
+                    throughput_rps: r.throughput_rps,
+                    // A connection left unanswered is a failure too: the
+                    // server stopped taking connections at this level.
+                    errors: r.errors.total().max(seen_errors) + r.connections.never_answered,
+                    p99_us: r.latency_us.p99,
+                    load_seconds: r.duration_s + r.config.warmup_s,
+                    clean: true,
+                    why: None,
+                },
+                Err(e) => StepResult {
+                    level,
+                    throughput_rps: 0.0,
+                    errors: 1,
+                    p99_us: 0,
+                    load_seconds: 0.0,
+                    clean: false,
+                    why: Some(e.to_string()),
+                },
+            };
+            if !quiet {
+                eprintln!(
+                    "  {level:>8.0}: {:>9.0} req/s, p99 {:>9}, errors {}",
+                    r.throughput_rps,
+                    crate::load::report::fmt_us(r.p99_us as f64),
+                    r.errors
+                );
+            }
+            r
+        })
+    } else {
+        let spec = args
+            .server
+            .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
+        target = format!("{} with {}", spec.server.name, spec.app.name);
+        let mut n = 0;
+        Box::new(move |level| {
+            n += 1;
+            let mut s = spec.clone();
+            if rate_mode {
+                s.load.pacing = Pacing::Rate(level);
+            } else {
+                s.load.connections = level as usize;
+            }
+            s.load.duration = Some(step_len);
+            s.load.requests = None;
+            s.stop_on_errors = true;
+            s.dir = spec.dir.join(format!("step{n}"));
+            let r = match run_trial(s) {
+                Ok(rec) => StepResult {
+                    level,
+                    throughput_rps: rec.load.throughput_rps,
+                    errors: rec.load.errors.total()
+                        + u64::from(rec.server_exit.is_some() || rec.stopped_on_errors),
+                    p99_us: rec.load.latency_us.p99,
+                    load_seconds: rec.load.duration_s + rec.load.config.warmup_s,
+                    clean: true,
+                    why: rec.server_exit.clone(),
+                },
+                Err(e) => StepResult {
+                    level,
+                    throughput_rps: 0.0,
+                    errors: 1,
+                    p99_us: 0,
+                    load_seconds: 0.0,
+                    clean: false,
+                    why: Some(e.to_string()),
+                },
+            };
+            if !quiet {
+                eprintln!(
+                    "  {level:>8.0}: {:>9.0} req/s, p99 {:>9}, errors {}",
+                    r.throughput_rps,
+                    crate::load::report::fmt_us(r.p99_us as f64),
+                    r.errors
+                );
+            }
+            r
+        })
+    };
+    let stop = || interrupt.load(Ordering::Relaxed);
+    let result: Breakpoint = match args.linear {
+        Some(s) if s > 0.0 => search::find_linear(&cfg, s, &mut step, stop),
+        Some(_) => {
+            return Err(usage(
+                "--linear needs a positive step, e.g. --linear 100".into(),
+            ))
+        }
+        None => search::find_breakpoint(&cfg, &mut step, stop),
+    };
+    let out = Output {
+        schema: search::SCHEMA,
+        target,
+        mode: &args.mode,
+        connections: if rate_mode { None } else { result.level },
+        rate: if rate_mode { result.level } else { None },
+        throughput_rps: result.throughput_rps,
+        load_seconds: result.load_seconds,
+        failed_at: result.failed_at,
+        capped: result.capped,
+        method: args.linear.map_or(
+            format!(
+                "grow x{} then bisect to {}%",
+                args.growth,
+                args.resolution * 100.0
+            ),
+            |s| format!("linear steps of {s}"),
+        ),
+        search: &cfg,
+        steps: &result.steps,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        match result.level {
+            Some(l) => println!(
+                "break point: {l:.0} {} at {:.0} req/s{}; {:.0} load-seconds over {} steps",
+                if rate_mode {
+                    "req/s offered"
+                } else {
+                    "connections"
+                },
+                result.throughput_rps,
+                if result.capped {
+                    " (no failure up to --max)"
+                } else {
+                    ""
+                },
+                result.load_seconds,
+                result.steps.len()
+            ),
+            None => println!(
+                "no clean level: the first step ({:.0}) already failed; lower --start",
+                args.start
+            ),
+        }
+    }
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

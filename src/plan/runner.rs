@@ -1,0 +1,667 @@
+//! Runs an expanded plan: one trial after another, each record written to
+//! the results directory the moment it ends; break-point searches when the
+//! plan asks; a summary with the spread across repeats at the end.
+//!
+//! Ctrl-C stops the current server (the trial's own cleanup), keeps every
+//! record already written, and the caller prints how to resume.
+
+use super::{Expanded, Plan, PlannedTrial};
+use crate::lab::apps::AppSpec;
+use crate::lab::environment::Environment;
+use crate::lab::trial::{run_trial, utc_now, Topology, TrialRecord, TrialSpec};
+use crate::load::{LoadConfig, Pacing};
+use crate::search::{self, Breakpoint, SearchConfig, StepResult};
+use crate::store::{self, ResultsDir};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const RUN_SCHEMA: &str = "rackbench/run-v1";
+pub const STORED_SCHEMA: &str = "rackbench/run-trial-v1";
+pub const SUMMARY_SCHEMA: &str = "rackbench/summary-v1";
+
+/// How a planned trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Ok,
+    Failed,
+    Interrupted,
+}
+
+/// One file in `trials/`: the plan's view of the trial plus its record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredTrial {
+    pub schema: String,
+    pub id: String,
+    pub group: String,
+    pub repeat: u32,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub planned: PlannedTrial,
+    /// The rackbench/trial-v1 record (absent when the trial failed to start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<TrialRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub schema: String,
+    pub layout: String,
+    pub plan: String,
+    pub follows: Option<String>,
+    pub started_at: String,
+    pub repeats: u32,
+    pub trials: Vec<PlannedTrial>,
+    pub skipped: Vec<String>,
+    pub breakpoints: Vec<String>,
+    pub environment: Environment,
+    /// The command that reproduces this run.
+    pub command: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredBreakpoint {
+    pub schema: String,
+    pub group: String,
+    pub server: String,
+    pub variant: String,
+    pub app: String,
+    pub behind: String,
+    /// "connections" or "rate".
+    pub mode: String,
+    /// The break point: the highest clean level (connections or rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    pub throughput_rps: f64,
+    pub load_seconds: f64,
+    pub search: SearchConfig,
+    pub result: Breakpoint,
+}
+
+/// Figures of one group (a trial and its repeats).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupSummary {
+    pub group: String,
+    pub server: String,
+    pub variant: String,
+    pub app: String,
+    pub behind: String,
+    pub connections: usize,
+    pub rate: Option<f64>,
+    pub runs: usize,
+    pub failed: usize,
+    pub throughput_rps: Spread,
+    pub latency_mean_us: Spread,
+    pub latency_stdev_us: Spread,
+    pub latency_p50_us: Spread,
+    pub latency_p99_us: Spread,
+    pub latency_max_us: Spread,
+    pub rss_peak_bytes: Spread,
+    pub pss_peak_bytes: Option<Spread>,
+    pub cpu_ms_per_request: Option<Spread>,
+    pub errors: u64,
+}
+
+/// Median and range across repeats.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+            n,
+        })
+    }
+}
+
+/// What the runner needs besides the plan.
+pub struct RunOptions {
+    pub out: PathBuf,
+    pub resume: bool,
+    pub interrupt: Arc<AtomicBool>,
+    pub server_cpus: Vec<usize>,
+    pub load_cpus: Vec<usize>,
+    /// Print progress lines on stderr.
+    pub progress: bool,
+    /// The command line to print for resuming.
+    pub command: String,
+}
+
+pub struct RunResult {
+    pub done: usize,
+    pub failed: usize,
+    pub skipped_existing: usize,
+    pub interrupted: bool,
+    pub summary: Vec<GroupSummary>,
+}
+
+/// About how long the plan will take: load time plus a few seconds per start.
+pub fn estimate(e: &Expanded, plan: &Plan) -> Duration {
+    let per = e.warmup + e.duration + Duration::from_secs(3);
+    let mut total = per * e.trials.len() as u32;
+    if let Some(bp) = &plan.breakpoint {
+        let step = crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5))
+            + Duration::from_secs(3);
+        total += step * 8 * breakpoint_groups(e).len() as u32;
+    }
+    total
+}
+
+/// One representative trial per server/app/topology: what a break-point
+/// search runs over (it chooses the load level itself).
+fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for t in e.trials.iter().filter(|t| t.repeat == 1) {
+        let key = (
+            t.variant.clone(),
+            t.app.clone(),
+            t.behind.clone(),
+            t.nginx_workers,
+        );
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+fn trial_spec(
+    t: &PlannedTrial,
+    e: &Expanded,
+    plan: &Plan,
+    opts: &RunOptions,
+    dir: PathBuf,
+    shape_override: Option<(usize, Option<f64>)>,
+) -> TrialSpec {
+    let mut load = LoadConfig::get("http://127.0.0.1:1/").expect("static URL");
+    let (connections, rate) = shape_override.unwrap_or((t.shape.connections, t.shape.rate));
+    load.connections = connections;
+    load.pacing = rate.map_or(Pacing::Closed, Pacing::Rate);
+    load.duration = Some(e.duration);
+    load.warmup = e.warmup;
+    load.timeout = e.timeout;
+    load.keep_alive = plan.load.keep_alive;
+    load.threads = plan.load.threads;
+    load.cpus = opts.load_cpus.clone();
+    TrialSpec {
+        server: t.spec.clone().expect("expanded trials carry their spec"),
+        app: AppSpec::resolve(&t.app).expect("checked at expansion"),
+        workers: t.workers,
+        threads: t.threads,
+        settings: t.settings.clone(),
+        env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        topology: if t.behind == "nginx" {
+            Topology::Nginx {
+                workers: t.nginx_workers.max(1),
+                unix_socket: true,
+            }
+        } else {
+            Topology::Direct
+        },
+        load,
+        server_cpus: opts.server_cpus.clone(),
+        start_timeout: None,
+        grace: Duration::from_secs(10),
+        dir,
+        interrupt: Arc::clone(&opts.interrupt),
+        sample_interval: Duration::from_millis(200),
+        stop_on_errors: false,
+    }
+}
+
+fn already_done(path: &std::path::Path) -> bool {
+    store::read_json::<StoredTrial>(path).is_ok_and(|t| t.outcome != Outcome::Interrupted)
+}
+
+/// Runs the plan into `opts.out`.
+pub fn run_plan(
+    plan: &Plan,
+    plan_text: &str,
+    e: &Expanded,
+    opts: &RunOptions,
+) -> std::io::Result<RunResult> {
+    let dir = ResultsDir::new(&opts.out);
+    std::fs::create_dir_all(&dir.root)?;
+    if !opts.resume || !dir.plan().exists() {
+        std::fs::write(dir.plan(), plan_text)?;
+    }
+    let bp_groups = if plan.breakpoint.is_some() {
+        breakpoint_groups(e)
+    } else {
+        Vec::new()
+    };
+    let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
+    let trials: Vec<&PlannedTrial> = if fixed {
+        e.trials.iter().collect()
+    } else {
+        Vec::new()
+    };
+    let manifest = Manifest {
+        schema: RUN_SCHEMA.into(),
+        layout: store::LAYOUT.into(),
+        plan: plan.name.clone(),
+        follows: plan.follows.clone(),
+        started_at: utc_now(),
+        repeats: plan.repeats,
+        trials: trials.iter().map(|t| (*t).clone()).collect(),
+        skipped: e.skipped.clone(),
+        breakpoints: bp_groups.iter().map(|t| t.group.clone()).collect(),
+        environment: Environment::capture(vec![opts.command.clone()]),
+        command: opts.command.clone(),
+    };
+    if !opts.resume || !dir.manifest().exists() {
+        store::write_json(&dir.manifest(), &manifest)?;
+    }
+    let started = Instant::now();
+    let (mut done, mut failed, mut existing) = (0, 0, 0);
+    let total = trials.len() + bp_groups.len();
+    for (n, t) in trials.iter().enumerate() {
+        if opts.interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let path = dir.trial(&t.id);
+        if opts.resume && already_done(&path) {
+            existing += 1;
+            continue;
+        }
+        if opts.progress {
+            let eta = if done > 0 {
+                started.elapsed() / done as u32 * (total - n) as u32
+            } else {
+                Duration::ZERO
+            };
+            eprintln!(
+                "[{}/{}] {} · {} · {} · {} (repeat {}){}",
+                n + 1,
+                total,
+                t.variant,
+                t.app,
+                if t.behind == "nginx" {
+                    format!("nginx×{}", t.nginx_workers)
+                } else {
+                    "direct".into()
+                },
+                t.shape
+                    .rate
+                    .map_or(format!("{} connections", t.shape.connections), |r| format!(
+                        "{r} req/s"
+                    )),
+                t.repeat,
+                if eta.is_zero() {
+                    String::new()
+                } else {
+                    format!(" · about {}s left", eta.as_secs())
+                },
+            );
+        }
+        let spec = trial_spec(t, e, plan, opts, dir.work(&t.id), None);
+        let stored = match run_trial(spec) {
+            Ok(rec) => {
+                let outcome = if rec.interrupted {
+                    Outcome::Interrupted
+                } else if rec.server_exit.is_some() {
+                    Outcome::Failed
+                } else {
+                    Outcome::Ok
+                };
+                if opts.progress {
+                    eprintln!(
+                        "        {:.0} req/s, p99 {}, errors {}, RSS peak {}",
+                        rec.load.throughput_rps,
+                        crate::load::report::fmt_us(rec.load.latency_us.p99 as f64),
+                        rec.load.errors.total(),
+                        crate::load::report::fmt_bytes(rec.server_metrics.rss_peak_bytes)
+                    );
+                }
+                StoredTrial {
+                    schema: STORED_SCHEMA.into(),
+                    id: t.id.clone(),
+                    group: t.group.clone(),
+                    repeat: t.repeat,
+                    outcome,
+                    error: rec.server_exit.clone(),
+                    planned: (*t).clone(),
+                    trial: Some(rec),
+                }
+            }
+            Err(err) => {
+                let interrupted = opts.interrupt.load(Ordering::Relaxed);
+                if opts.progress {
+                    eprintln!(
+                        "        {}: {err}",
+                        if interrupted { "interrupted" } else { "failed" }
+                    );
+                }
+                StoredTrial {
+                    schema: STORED_SCHEMA.into(),
+                    id: t.id.clone(),
+                    group: t.group.clone(),
+                    repeat: t.repeat,
+                    outcome: if interrupted {
+                        Outcome::Interrupted
+                    } else {
+                        Outcome::Failed
+                    },
+                    error: Some(err.to_string()),
+                    planned: (*t).clone(),
+                    trial: None,
+                }
+            }
+        };
+        // Written now, whole or not at all: a later crash cannot lose it.
+        store::write_json(&path, &stored)?;
+        match stored.outcome {
+            Outcome::Ok => done += 1,
+            Outcome::Failed => {
+                done += 1;
+                failed += 1
+            }
+            Outcome::Interrupted => {}
+        }
+    }
+    if let Some(bp) = &plan.breakpoint {
+        for (i, t) in bp_groups.iter().enumerate() {
+            if opts.interrupt.load(Ordering::Relaxed) {
+                break;
+            }
+            let path = dir.breakpoint(&t.group);
+            if opts.resume && path.exists() {
+                existing += 1;
+                continue;
+            }
+            if opts.progress {
+                eprintln!(
+                    "[{}/{}] break point of {} · {} · {}",
+                    trials.len() + i + 1,
+                    total,
+                    t.variant,
+                    t.app,
+                    t.behind
+                );
+            }
+            let record = run_breakpoint(t, e, plan, bp, opts, &dir)?;
+            if opts.progress {
+                eprintln!(
+                    "        {} {} at {:.0} req/s ({:.0} load-seconds, {} steps)",
+                    record.mode,
+                    record
+                        .result
+                        .level
+                        .map_or("none".into(), |l| format!("{l:.0}")),
+                    record.throughput_rps,
+                    record.load_seconds,
+                    record.result.steps.len()
+                );
+            }
+            if !opts.interrupt.load(Ordering::Relaxed) {
+                store::write_json(&path, &record)?;
+                done += 1;
+            }
+        }
+    }
+    let summary = summarize(&dir)?;
+    store::write_json(
+        &dir.root.join("summary.json"),
+        &serde_json::json!({ "schema": SUMMARY_SCHEMA, "groups": summary }),
+    )?;
+    Ok(RunResult {
+        done,
+        failed,
+        skipped_existing: existing,
+        interrupted: opts.interrupt.load(Ordering::Relaxed),
+        summary,
+    })
+}
+
+fn run_breakpoint(
+    t: &PlannedTrial,
+    e: &Expanded,
+    plan: &Plan,
+    bp: &super::BreakpointSection,
+    opts: &RunOptions,
+    dir: &ResultsDir,
+) -> std::io::Result<StoredBreakpoint> {
+    let rate_mode = bp.mode == "rate";
+    let cfg = SearchConfig {
+        start: bp.start,
+        max: bp.max,
+        growth: bp.growth,
+        resolution: bp.resolution,
+        integer: !rate_mode,
+        slo_p99_us: bp.slo.as_deref().and_then(|s| search::parse_slo(s).ok()),
+    };
+    let step_duration = crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5));
+    let mut n = 0;
+    let result = search::find_breakpoint(
+        &cfg,
+        |level| {
+            n += 1;
+            let shape = if rate_mode {
+                (plan.load.rate_connections, Some(level))
+            } else {
+                (level as usize, None)
+            };
+            let mut spec = trial_spec(
+                t,
+                e,
+                plan,
+                opts,
+                dir.work(&format!("{}__bp{n}", t.group)),
+                Some(shape),
+            );
+            spec.load.duration = Some(step_duration);
+            spec.load.warmup = Duration::from_secs(1);
+            spec.stop_on_errors = true;
+            match run_trial(spec) {
+                Ok(rec) => StepResult {
+                    level,
+                    throughput_rps: rec.load.throughput_rps,
+                    // A connection left unanswered is a failure too: the
+                    // server stopped taking connections at this level.
+                    errors: rec.load.errors.total()
+                        + rec.load.connections.never_answered
+                        + u64::from(rec.server_exit.is_some() || rec.stopped_on_errors),
+                    p99_us: rec.load.latency_us.p99,
+                    load_seconds: rec.load.duration_s + rec.load.config.warmup_s,
+                    clean: true,
+                    why: rec.server_exit.clone(),
+                },
+                Err(err) => StepResult {
+                    level,
+                    throughput_rps: 0.0,
+                    errors: 1,
+                    p99_us: 0,
+                    load_seconds: 0.0,
+                    clean: false,
+                    why: Some(err.to_string()),
+                },
+            }
+        },
+        || opts.interrupt.load(Ordering::Relaxed),
+    );
+    Ok(StoredBreakpoint {
+        schema: search::SCHEMA.into(),
+        group: t.group.clone(),
+        server: t.server.clone(),
+        variant: t.variant.clone(),
+        app: t.app.clone(),
+        behind: t.behind.clone(),
+        mode: bp.mode.clone(),
+        connections: if rate_mode { None } else { result.level },
+        rate: if rate_mode { result.level } else { None },
+        throughput_rps: result.throughput_rps,
+        load_seconds: result.load_seconds,
+        search: cfg,
+        result,
+    })
+}
+
+/// Reads every stored trial and groups repeats: median and range.
+pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
+    let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
+    let trials_dir = dir.root.join("trials");
+    if trials_dir.exists() {
+        for entry in std::fs::read_dir(&trials_dir)?.flatten() {
+            if entry.path().extension().is_some_and(|x| x == "json") {
+                if let Ok(t) = store::read_json::<StoredTrial>(&entry.path()) {
+                    groups.entry(t.group.clone()).or_default().push(t);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (group, trials) in groups {
+        let ok: Vec<&TrialRecord> = trials
+            .iter()
+            .filter(|t| t.outcome == Outcome::Ok)
+            .filter_map(|t| t.trial.as_ref())
+            .collect();
+        let p = &trials[0].planned;
+        let f = |get: &dyn Fn(&TrialRecord) -> f64| {
+            Spread::of(&ok.iter().map(|r| get(r)).collect::<Vec<_>>())
+        };
+        let zero = Spread {
+            median: 0.0,
+            min: 0.0,
+            max: 0.0,
+            n: 0,
+        };
+        out.push(GroupSummary {
+            group,
+            server: p.server.clone(),
+            variant: p.variant.clone(),
+            app: p.app.clone(),
+            behind: p.behind.clone(),
+            connections: p.shape.connections,
+            rate: p.shape.rate,
+            runs: ok.len(),
+            failed: trials
+                .iter()
+                .filter(|t| t.outcome == Outcome::Failed)
+                .count(),
+            throughput_rps: f(&|r| r.load.throughput_rps).unwrap_or(zero),
+            latency_mean_us: f(&|r| r.load.latency_us.mean).unwrap_or(zero),
+            latency_stdev_us: f(&|r| r.load.latency_us.stdev).unwrap_or(zero),
+            latency_p50_us: f(&|r| r.load.latency_us.p50 as f64).unwrap_or(zero),
+            latency_p99_us: f(&|r| r.load.latency_us.p99 as f64).unwrap_or(zero),
+            latency_max_us: f(&|r| r.load.latency_us.max as f64).unwrap_or(zero),
+            rss_peak_bytes: f(&|r| r.server_metrics.rss_peak_bytes as f64).unwrap_or(zero),
+            pss_peak_bytes: if ok.iter().all(|r| r.server_metrics.pss_peak_bytes.is_some()) {
+                f(&|r| r.server_metrics.pss_peak_bytes.unwrap_or(0) as f64)
+            } else {
+                None
+            },
+            cpu_ms_per_request: Spread::of(
+                &ok.iter()
+                    .filter_map(|r| r.server_metrics.cpu_ms_per_request)
+                    .collect::<Vec<_>>(),
+            ),
+            errors: ok.iter().map(|r| r.load.errors.total()).sum(),
+        });
+    }
+    Ok(out)
+}
+
+/// The terminal table of a summary.
+pub fn render_summary(groups: &[GroupSummary]) -> String {
+    use crate::load::report::{fmt_bytes, fmt_us};
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "server",
+        "app",
+        "front",
+        "conns",
+        "req/s (min-max)",
+        "p50",
+        "p99",
+        "RSS peak",
+        "PSS peak",
+        "errors"
+    );
+    for g in groups {
+        let tp = g.throughput_rps;
+        let _ = writeln!(
+            s,
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}",
+            g.variant,
+            g.app,
+            if g.behind == "nginx" {
+                "nginx"
+            } else {
+                "direct"
+            },
+            g.rate
+                .map_or(g.connections.to_string(), |r| format!("{r}/s")),
+            if g.runs > 1 {
+                format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
+            } else {
+                format!("{:.0}", tp.median)
+            },
+            fmt_us(g.latency_p50_us.median),
+            fmt_us(g.latency_p99_us.median),
+            fmt_bytes(g.rss_peak_bytes.median as u64),
+            g.pss_peak_bytes
+                .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
+            g.errors,
+            if g.failed > 0 {
+                format!("  ({} failed)", g.failed)
+            } else if g.runs == 0 {
+                "  (no run)".into()
+            } else {
+                String::new()
+            },
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_median_and_range() {
+        assert_eq!(
+            Spread::of(&[3.0, 1.0, 2.0]).unwrap(),
+            Spread {
+                median: 2.0,
+                min: 1.0,
+                max: 3.0,
+                n: 3
+            }
+        );
+        assert_eq!(Spread::of(&[4.0, 1.0]).unwrap().median, 2.5);
+        assert!(Spread::of(&[]).is_none());
+    }
+}

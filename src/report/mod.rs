@@ -1,0 +1,509 @@
+//! Reports from a results directory, and from it alone, so any report can
+//! be rebuilt later: a terminal table, Markdown (`report.md`), CSV
+//! (`report.csv`, one row per trial group; `trials.csv`, one row per trial
+//! run), a JSON summary (`report.json`) and one self-contained HTML file
+//! (`report.html`: inline SVG charts, no external resources).
+//!
+//! A directory from an interrupted run or with failed trials still makes a
+//! report: every trial the manifest planned is listed, and those without a
+//! good record are marked missing, failed or interrupted with the reason.
+//!
+//! Output is deterministic (sorted, no clock reads) so reports can be
+//! compared and snapshot-tested.
+
+mod html;
+mod svg;
+mod text;
+
+use crate::lab::trial::TrialRecord;
+use crate::plan::runner::{
+    summarize, GroupSummary, Manifest, Outcome, StoredBreakpoint, StoredTrial,
+};
+use crate::plan::PlannedTrial;
+use crate::store::{self, ResultsDir};
+use anyhow::{bail, Context};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "rackbench/report-v1";
+
+/// What became of one planned trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Failed,
+    Interrupted,
+    /// Planned but no record on disk (not run yet, or unreadable).
+    Missing,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Interrupted => "interrupted",
+            Status::Missing => "missing",
+        }
+    }
+}
+
+/// One planned trial and what is known of it.
+#[derive(Debug, Clone)]
+pub struct TrialRow {
+    pub planned: PlannedTrial,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub record: Option<TrialRecord>,
+}
+
+impl TrialRow {
+    pub fn errors(&self) -> u64 {
+        self.record.as_ref().map_or(0, |r| r.load.errors.total())
+    }
+}
+
+/// A trial and its repeats.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub group: String,
+    pub planned: PlannedTrial,
+    /// Figures over the good runs; None when no record exists at all.
+    pub summary: Option<GroupSummary>,
+    pub planned_runs: usize,
+    pub ok: usize,
+    pub failed: usize,
+    pub interrupted: usize,
+    pub missing: usize,
+}
+
+impl Group {
+    /// "1 failed, 1 missing", or empty.
+    pub fn notes(&self) -> String {
+        let mut v = Vec::new();
+        if self.failed > 0 {
+            v.push(format!("{} failed", self.failed));
+        }
+        if self.interrupted > 0 {
+            v.push(format!("{} interrupted", self.interrupted));
+        }
+        if self.missing > 0 {
+            v.push(format!("{} missing", self.missing));
+        }
+        v.join(", ")
+    }
+    /// The good summary, if any run succeeded.
+    pub fn good(&self) -> Option<&GroupSummary> {
+        self.summary.as_ref().filter(|s| s.runs > 0)
+    }
+}
+
+/// Everything a report shows, read from a results directory.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub manifest: Option<Manifest>,
+    /// Sorted like the groups, then by repeat.
+    pub trials: Vec<TrialRow>,
+    /// Sorted by app, front, load shape, then server variant.
+    pub groups: Vec<Group>,
+    /// Sorted by group name.
+    pub breakpoints: Vec<StoredBreakpoint>,
+    /// Break-point searches the manifest planned with no record.
+    pub missing_breakpoints: Vec<String>,
+    /// Problems reading the directory (unreadable files, no manifest).
+    pub warnings: Vec<String>,
+}
+
+/// The files `write_all` wrote, and the terminal table.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub table: String,
+    pub markdown: PathBuf,
+    pub csv: PathBuf,
+    pub trials_csv: PathBuf,
+    pub json: PathBuf,
+    pub html: PathBuf,
+}
+
+impl Written {
+    pub fn paths(&self) -> [&Path; 5] {
+        [
+            &self.markdown,
+            &self.csv,
+            &self.trials_csv,
+            &self.json,
+            &self.html,
+        ]
+    }
+}
+
+/// Reads `dir` and writes report.md, report.csv, trials.csv, report.json
+/// and the HTML report (to `html`, or `dir/report.html`). Returns the
+/// paths and the terminal table (not printed).
+pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
+    let report = Report::load(dir)?;
+    let html_path = html.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
+    let written = Written {
+        table: report.terminal(),
+        markdown: dir.join("report.md"),
+        csv: dir.join("report.csv"),
+        trials_csv: dir.join("trials.csv"),
+        json: dir.join("report.json"),
+        html: html_path,
+    };
+    let write = |p: &Path, s: String| {
+        if let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(p, s).with_context(|| format!("cannot write {}", p.display()))
+    };
+    write(&written.markdown, report.markdown())?;
+    write(&written.csv, report.csv())?;
+    write(&written.trials_csv, report.trials_csv())?;
+    write(&written.json, report.json()?)?;
+    write(&written.html, report.html())?;
+    Ok(written)
+}
+
+fn sort_key(p: &PlannedTrial) -> (String, String, u32, bool, usize, u64, String) {
+    (
+        p.app.clone(),
+        p.behind.clone(),
+        p.nginx_workers,
+        p.shape.rate.is_some(),
+        p.shape.connections,
+        p.shape.rate.map_or(0, |r| (r * 1000.0) as u64),
+        p.variant.clone(),
+    )
+}
+
+/// "direct" or "nginx×2".
+pub fn front(p: &PlannedTrial) -> String {
+    if p.behind == "nginx" {
+        format!("nginx×{}", p.nginx_workers.max(1))
+    } else {
+        "direct".into()
+    }
+}
+
+/// "16 conn" or "500 req/s".
+pub fn load_label(p: &PlannedTrial) -> String {
+    match p.shape.rate {
+        Some(r) => format!("{} req/s", num(r)),
+        None => format!("{} conn", p.shape.connections),
+    }
+}
+
+/// A number without a needless ".0".
+pub fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The first line of a reason, at most `max` characters.
+pub fn short(reason: &str, max: usize) -> String {
+    let line = reason.lines().next().unwrap_or("").trim();
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else if reason.trim().lines().count() > 1 {
+        format!("{line} …")
+    } else {
+        line.to_string()
+    }
+}
+
+impl Report {
+    /// Reads the manifest, every trial record and every break point.
+    pub fn load(dir: &Path) -> anyhow::Result<Report> {
+        if !dir.is_dir() {
+            bail!("{} is not a directory", dir.display());
+        }
+        let rd = ResultsDir::new(dir);
+        let mut warnings = Vec::new();
+        let manifest = if rd.manifest().exists() {
+            match store::read_json::<Manifest>(&rd.manifest()) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    warnings.push(format!("manifest.json unreadable: {e}"));
+                    None
+                }
+            }
+        } else {
+            warnings.push(
+                "manifest.json is missing: only the trials on disk are shown, not what was planned"
+                    .into(),
+            );
+            None
+        };
+
+        // Records on disk, by id.
+        let mut stored: BTreeMap<String, StoredTrial> = BTreeMap::new();
+        let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
+        for path in json_files(&dir.join("trials"))? {
+            let id = stem(&path);
+            match store::read_json::<StoredTrial>(&path) {
+                Ok(t) => {
+                    stored.insert(t.id.clone(), t);
+                }
+                Err(e) => {
+                    warnings.push(format!("trials/{id}.json unreadable: {e}"));
+                    unreadable.insert(id, e.to_string());
+                }
+            }
+        }
+        if manifest.is_none() && stored.is_empty() {
+            bail!(
+                "{} holds no manifest.json and no trials/*.json: not a rackbench results directory",
+                dir.display()
+            );
+        }
+
+        let mut planned: Vec<PlannedTrial> = manifest
+            .as_ref()
+            .map(|m| m.trials.clone())
+            .unwrap_or_default();
+        for t in stored.values() {
+            if !planned.iter().any(|p| p.id == t.id) {
+                planned.push(t.planned.clone());
+            }
+        }
+        let mut trials: Vec<TrialRow> = planned
+            .into_iter()
+            .map(|p| match stored.remove(&p.id) {
+                Some(t) => TrialRow {
+                    status: match t.outcome {
+                        Outcome::Ok => Status::Ok,
+                        Outcome::Failed => Status::Failed,
+                        Outcome::Interrupted => Status::Interrupted,
+                    },
+                    reason: t.error.clone().or_else(|| match t.outcome {
+                        Outcome::Ok => None,
+                        Outcome::Failed => Some("failed (no reason recorded)".into()),
+                        Outcome::Interrupted => Some("interrupted (Ctrl-C)".into()),
+                    }),
+                    record: t.trial,
+                    planned: p,
+                },
+                None => TrialRow {
+                    reason: Some(match unreadable.get(&p.id) {
+                        Some(e) => format!("record unreadable: {e}"),
+                        None => "not run: no record in trials/".into(),
+                    }),
+                    status: Status::Missing,
+                    record: None,
+                    planned: p,
+                },
+            })
+            .collect();
+        trials.sort_by(|a, b| {
+            sort_key(&a.planned)
+                .cmp(&sort_key(&b.planned))
+                .then(a.planned.group.cmp(&b.planned.group))
+                .then(a.planned.repeat.cmp(&b.planned.repeat))
+                .then(a.planned.id.cmp(&b.planned.id))
+        });
+
+        let summaries: BTreeMap<String, GroupSummary> = summarize(&rd)
+            .with_context(|| format!("cannot read the trials in {}", dir.display()))?
+            .into_iter()
+            .map(|g| (g.group.clone(), g))
+            .collect();
+        let mut groups: Vec<Group> = Vec::new();
+        for t in &trials {
+            if groups.last().is_none_or(|g| g.group != t.planned.group) {
+                groups.push(Group {
+                    group: t.planned.group.clone(),
+                    planned: t.planned.clone(),
+                    summary: summaries.get(&t.planned.group).cloned(),
+                    planned_runs: 0,
+                    ok: 0,
+                    failed: 0,
+                    interrupted: 0,
+                    missing: 0,
+                });
+            }
+            let g = groups.last_mut().expect("pushed above");
+            g.planned_runs += 1;
+            match t.status {
+                Status::Ok => g.ok += 1,
+                Status::Failed => g.failed += 1,
+                Status::Interrupted => g.interrupted += 1,
+                Status::Missing => g.missing += 1,
+            }
+        }
+
+        let mut breakpoints = Vec::new();
+        for path in json_files(&dir.join("breakpoints"))? {
+            match store::read_json::<StoredBreakpoint>(&path) {
+                Ok(b) => breakpoints.push(b),
+                Err(e) => warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path))),
+            }
+        }
+        breakpoints.sort_by(|a, b| a.group.cmp(&b.group));
+        let missing_breakpoints = manifest
+            .as_ref()
+            .map(|m| {
+                let mut v: Vec<String> = m
+                    .breakpoints
+                    .iter()
+                    .filter(|g| !breakpoints.iter().any(|b| &b.group == *g))
+                    .cloned()
+                    .collect();
+                v.sort();
+                v
+            })
+            .unwrap_or_default();
+        warnings.sort();
+        Ok(Report {
+            manifest,
+            trials,
+            groups,
+            breakpoints,
+            missing_breakpoints,
+            warnings,
+        })
+    }
+
+    /// Counts of trials by status.
+    pub fn counts(&self) -> BTreeMap<Status, usize> {
+        let mut m = BTreeMap::new();
+        for t in &self.trials {
+            *m.entry(t.status).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Server variants in sorted order (chart colours follow it).
+    pub fn variants(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.groups.iter().map(|g| g.planned.variant.clone()).collect();
+        v.extend(self.breakpoints.iter().map(|b| b.variant.clone()));
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// (app, front) pairs in order, with their groups.
+    pub fn sections(&self) -> Vec<((String, String), Vec<&Group>)> {
+        let mut out: Vec<((String, String), Vec<&Group>)> = Vec::new();
+        for g in &self.groups {
+            let key = (g.planned.app.clone(), front(&g.planned));
+            match out.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(g),
+                None => out.push((key, vec![g])),
+            }
+        }
+        out
+    }
+
+    /// The JSON summary (`rackbench/report-v1`).
+    pub fn json(&self) -> anyhow::Result<String> {
+        let groups: Vec<serde_json::Value> = self
+            .groups
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "group": g.group,
+                    "server": g.planned.server,
+                    "variant": g.planned.variant,
+                    "app": g.planned.app,
+                    "behind": g.planned.behind,
+                    "nginx_workers": g.planned.nginx_workers,
+                    "connections": g.planned.shape.connections,
+                    "rate": g.planned.shape.rate,
+                    "planned_runs": g.planned_runs,
+                    "ok": g.ok,
+                    "failed": g.failed,
+                    "interrupted": g.interrupted,
+                    "missing": g.missing,
+                    "summary": g.good(),
+                })
+            })
+            .collect();
+        let trials: Vec<serde_json::Value> = self
+            .trials
+            .iter()
+            .map(|t| {
+                let r = t.record.as_ref();
+                serde_json::json!({
+                    "id": t.planned.id,
+                    "group": t.planned.group,
+                    "repeat": t.planned.repeat,
+                    "status": t.status,
+                    "error": t.reason,
+                    "throughput_rps": r.map(|r| r.load.throughput_rps),
+                    "latency_p99_us": r.map(|r| r.load.latency_us.p99),
+                    "errors": r.map(|r| r.load.errors.total()),
+                })
+            })
+            .collect();
+        let bps: Vec<serde_json::Value> = self
+            .breakpoints
+            .iter()
+            .map(|b| {
+                serde_json::json!({
+                    "group": b.group,
+                    "server": b.server,
+                    "variant": b.variant,
+                    "app": b.app,
+                    "behind": b.behind,
+                    "mode": b.mode,
+                    "level": b.result.level,
+                    "throughput_rps": b.throughput_rps,
+                    "failed_at": b.result.failed_at,
+                    "capped": b.result.capped,
+                    "steps": b.result.steps.len(),
+                    "load_seconds": b.load_seconds,
+                })
+            })
+            .collect();
+        let counts: BTreeMap<&str, usize> = self
+            .counts()
+            .into_iter()
+            .map(|(k, v)| (k.label(), v))
+            .collect();
+        let m = self.manifest.as_ref();
+        let doc = serde_json::json!({
+            "schema": SCHEMA,
+            "plan": m.map(|m| &m.plan),
+            "follows": m.and_then(|m| m.follows.as_ref()),
+            "started_at": m.map(|m| &m.started_at),
+            "repeats": m.map(|m| m.repeats),
+            "command": m.map(|m| &m.command),
+            "environment": m.map(|m| &m.environment),
+            "counts": counts,
+            "groups": groups,
+            "trials": trials,
+            "breakpoints": bps,
+            "missing_breakpoints": self.missing_breakpoints,
+            "skipped": m.map(|m| &m.skipped),
+            "warnings": self.warnings,
+        });
+        Ok(serde_json::to_string_pretty(&doc)? + "\n")
+    }
+}
+
+fn json_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map_or(String::new(), |s| s.to_string_lossy().into_owned())
+}

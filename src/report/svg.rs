@@ -1,0 +1,431 @@
+//! A small inline-SVG plotter: axes with ticks and units, lines, points,
+//! whiskers, bands and bars. No scripts, no external resources.
+
+use std::fmt::Write;
+
+/// Ten distinguishable colours (Tableau 10).
+pub const PALETTE: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
+    "#bab0ac", "#e15759",
+];
+pub const RED: &str = "#d62728";
+
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub min: f64,
+    pub max: f64,
+    pub log: bool,
+    pub label: String,
+    pub ticks: Vec<(f64, String)>,
+}
+
+impl Axis {
+    /// A linear axis from `min` to a nice max over `max`, with nice ticks.
+    pub fn linear(min: f64, max: f64, label: &str, fmt: &dyn Fn(f64) -> String) -> Axis {
+        let max = if max > min { max } else { min + 1.0 };
+        let step = nice_step((max - min) / 5.0);
+        let top = (max / step).ceil() * step;
+        let mut ticks = Vec::new();
+        let mut v = (min / step).ceil() * step;
+        while v <= top + step * 1e-9 {
+            ticks.push((v, fmt(v)));
+            v += step;
+        }
+        Axis {
+            min,
+            max: top,
+            log: false,
+            label: label.into(),
+            ticks,
+        }
+    }
+
+    /// A log10 axis covering `[min, max]` (both > 0), ticks at 1-2-5
+    /// decades as room allows.
+    pub fn log(min: f64, max: f64, label: &str, fmt: &dyn Fn(f64) -> String) -> Axis {
+        let min = min.max(1e-9);
+        let max = max.max(min * 1.0001);
+        let lo = min.log10().floor() as i32;
+        let hi = max.log10().ceil().max(lo as f64 + 1.0) as i32;
+        let mults: &[f64] = if hi - lo <= 2 {
+            &[1.0, 2.0, 5.0]
+        } else {
+            &[1.0]
+        };
+        let mut ticks = Vec::new();
+        for d in lo..=hi {
+            for m in mults {
+                let v = m * 10f64.powi(d);
+                if v >= 10f64.powi(lo) && v <= 10f64.powi(hi) * 1.0001 {
+                    ticks.push((v, fmt(v)));
+                }
+            }
+        }
+        Axis {
+            min: 10f64.powi(lo),
+            max: 10f64.powi(hi),
+            log: true,
+            label: label.into(),
+            ticks,
+        }
+    }
+
+    /// Explicit ticks (levels in the data), log or linear.
+    pub fn at(values: &[f64], log: bool, label: &str, fmt: &dyn Fn(f64) -> String) -> Axis {
+        let mut v: Vec<f64> = values.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v.dedup();
+        let (lo, hi) = match (v.first(), v.last()) {
+            (Some(a), Some(b)) if b > a => (*a, *b),
+            (Some(a), _) => (a * 0.5, a * 1.5 + 1.0),
+            _ => (0.0, 1.0),
+        };
+        let (min, max) = if log {
+            (lo / 1.3, hi * 1.3)
+        } else {
+            let pad = (hi - lo) * 0.06;
+            ((lo - pad).max(0.0), hi + pad)
+        };
+        Axis {
+            min,
+            max,
+            log,
+            label: label.into(),
+            ticks: v.iter().map(|x| (*x, fmt(*x))).collect(),
+        }
+    }
+
+    fn frac(&self, v: f64) -> f64 {
+        if self.log {
+            let v = v.max(self.min * 1e-3);
+            (v.log10() - self.min.log10()) / (self.max.log10() - self.min.log10())
+        } else {
+            (v - self.min) / (self.max - self.min)
+        }
+    }
+}
+
+fn nice_step(raw: f64) -> f64 {
+    if raw <= 0.0 || !raw.is_finite() {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let n = raw / mag;
+    let m = if n <= 1.0 {
+        1.0
+    } else if n <= 2.0 {
+        2.0
+    } else if n <= 2.5 {
+        2.5
+    } else if n <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    m * mag
+}
+
+/// One chart: plot area in pixels, two axes, and the drawn marks.
+pub struct Plot {
+    pub w: f64,
+    pub h: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    pub x: Axis,
+    pub y: Axis,
+    under: String,
+    body: String,
+    legend: Vec<(String, String, bool)>,
+}
+
+impl Plot {
+    pub fn new(w: f64, h: f64, x: Axis, y: Axis) -> Plot {
+        Plot {
+            w,
+            h,
+            left: 70.0,
+            right: 16.0,
+            top: 28.0,
+            bottom: 46.0,
+            x,
+            y,
+            under: String::new(),
+            body: String::new(),
+            legend: Vec::new(),
+        }
+    }
+
+    /// Room on the left for long category labels.
+    pub fn with_left(mut self, left: f64) -> Plot {
+        self.left = left;
+        self
+    }
+
+    pub fn px(&self, v: f64) -> f64 {
+        self.left + self.x.frac(v).clamp(-0.02, 1.02) * (self.w - self.left - self.right)
+    }
+    pub fn py(&self, v: f64) -> f64 {
+        self.h - self.bottom - self.y.frac(v).clamp(-0.02, 1.02) * (self.h - self.top - self.bottom)
+    }
+
+    pub fn legend(&mut self, label: &str, color: &str, dashed: bool) {
+        if !self.legend.iter().any(|(l, _, _)| l == label) {
+            self.legend.push((label.into(), color.into(), dashed));
+        }
+    }
+
+    pub fn line(&mut self, pts: &[(f64, f64)], color: &str, width: f64, dash: bool, title: &str) {
+        if pts.is_empty() {
+            return;
+        }
+        let d: Vec<String> = pts
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", self.px(*x), self.py(*y)))
+            .collect();
+        let _ = write!(
+            self.body,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"{width}\"{} points=\"{}\"><title>{}</title></polyline>",
+            if dash { " stroke-dasharray=\"5 3\"" } else { "" },
+            d.join(" "),
+            esc(title)
+        );
+    }
+
+    pub fn point(&mut self, x: f64, y: f64, r: f64, color: &str, title: &str) {
+        let _ = write!(
+            self.body,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r}\" fill=\"{color}\"><title>{}</title></circle>",
+            self.px(x),
+            self.py(y),
+            esc(title)
+        );
+    }
+
+    /// A vertical whisker from `lo` to `hi` at `x` (min-max across repeats).
+    pub fn vwhisker(&mut self, x: f64, lo: f64, hi: f64, color: &str) {
+        let (px, a, b) = (self.px(x), self.py(lo), self.py(hi));
+        let _ = write!(
+            self.body,
+            "<path d=\"M{px:.1},{a:.1}V{b:.1}M{:.1},{a:.1}h8M{:.1},{b:.1}h8\" stroke=\"{color}\" stroke-width=\"1.5\" fill=\"none\"/>",
+            px - 4.0,
+            px - 4.0
+        );
+    }
+
+    /// A horizontal whisker at pixel row `py` from `lo` to `hi` (data x).
+    pub fn hwhisker_px(&mut self, lo: f64, hi: f64, py: f64, color: &str) {
+        let (a, b) = (self.px(lo), self.px(hi));
+        let _ = write!(
+            self.body,
+            "<path d=\"M{a:.1},{py:.1}H{b:.1}M{a:.1},{:.1}v8M{b:.1},{:.1}v8\" stroke=\"{color}\" stroke-width=\"1.5\" fill=\"none\"/>",
+            py - 4.0,
+            py - 4.0
+        );
+    }
+
+    /// A shaded band over x from `x0` to `x1`, full height (drawn under).
+    pub fn xband(&mut self, x0: f64, x1: f64, color: &str, opacity: f64, title: &str) {
+        let (a, b) = (self.px(x0), self.px(x1));
+        let _ = write!(
+            self.under,
+            "<rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\" fill-opacity=\"{opacity}\"><title>{}</title></rect>",
+            self.top,
+            (b - a).max(1.0),
+            self.h - self.top - self.bottom,
+            esc(title)
+        );
+    }
+
+    /// A horizontal bar from the x axis minimum to `v` at pixel row `py`.
+    pub fn hbar_px(&mut self, v: f64, py: f64, height: f64, color: &str, title: &str) {
+        let a = self.px(self.x.min);
+        let b = self.px(v);
+        let _ = write!(
+            self.body,
+            "<rect x=\"{a:.1}\" y=\"{py:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{color}\"><title>{}</title></rect>",
+            (b - a).max(0.0),
+            esc(title)
+        );
+    }
+
+    /// A vertical bar from y's minimum to `v` centred at `x`.
+    pub fn vbar(&mut self, x: f64, width_px: f64, v: f64, color: &str, title: &str) {
+        let cx = self.px(x);
+        let (a, b) = (self.py(self.y.min.max(if self.y.log { self.y.min } else { 0.0 })), self.py(v));
+        let _ = write!(
+            self.body,
+            "<rect x=\"{:.1}\" y=\"{b:.1}\" width=\"{width_px:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{}</title></rect>",
+            cx - width_px / 2.0,
+            (a - b).max(0.0),
+            esc(title)
+        );
+    }
+
+    /// A vertical marker line across the plot with a label at the top.
+    pub fn vline(&mut self, x: f64, color: &str, label: &str) {
+        let px = self.px(x);
+        let _ = write!(
+            self.body,
+            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\">{}</text>",
+            self.top,
+            self.h - self.bottom,
+            px + 3.0,
+            self.top + 11.0,
+            esc(label)
+        );
+    }
+
+    /// Text at data coordinates.
+    pub fn text(&mut self, x: f64, y: f64, s: &str, color: &str, anchor: &str) {
+        let _ = write!(
+            self.body,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\" text-anchor=\"{anchor}\">{}</text>",
+            self.px(x),
+            self.py(y),
+            esc(s)
+        );
+    }
+
+    /// Text at pixel coordinates.
+    pub fn text_px(&mut self, x: f64, y: f64, s: &str, color: &str, anchor: &str) {
+        let _ = write!(
+            self.body,
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"11\" fill=\"{color}\" text-anchor=\"{anchor}\">{}</text>",
+            esc(s)
+        );
+    }
+
+    pub fn plot_left(&self) -> f64 {
+        self.left
+    }
+    pub fn plot_top(&self) -> f64 {
+        self.top
+    }
+    pub fn plot_bottom(&self) -> f64 {
+        self.h - self.bottom
+    }
+
+    /// The finished `<svg>` element. `y_grid` draws category-free grid lines.
+    pub fn finish(self, title: &str, x_grid: bool) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "<svg viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{t}\" font-family=\"system-ui, sans-serif\"><title>{t}</title><rect width=\"{w}\" height=\"{h}\" fill=\"#fff\"/>",
+            w = self.w,
+            h = self.h,
+            t = esc(title)
+        );
+        s.push_str(&self.under);
+        let (x0, x1, y0, y1) = (self.left, self.w - self.right, self.top, self.h - self.bottom);
+        // Grid and ticks.
+        for (v, l) in &self.y.ticks {
+            let py = self.py(*v);
+            let _ = write!(
+                s,
+                "<line x1=\"{x0}\" x2=\"{x1}\" y1=\"{py:.1}\" y2=\"{py:.1}\" stroke=\"#e4e4e4\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" fill=\"#444\">{}</text>",
+                x0 - 5.0,
+                py + 4.0,
+                esc(l)
+            );
+        }
+        for (v, l) in &self.x.ticks {
+            let px = self.px(*v);
+            if x_grid {
+                let _ = write!(
+                    s,
+                    "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{y0}\" y2=\"{y1}\" stroke=\"#eeeeee\"/>"
+                );
+            }
+            let _ = write!(
+                s,
+                "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{y1}\" y2=\"{:.1}\" stroke=\"#888\"/><text x=\"{px:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#444\">{}</text>",
+                y1 + 4.0,
+                y1 + 16.0,
+                esc(l)
+            );
+        }
+        let _ = write!(
+            s,
+            "<path d=\"M{x0},{y0}V{y1}H{x1}\" stroke=\"#888\" fill=\"none\"/>"
+        );
+        s.push_str(&self.body);
+        // Axis labels.
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#222\">{}</text>",
+            (x0 + x1) / 2.0,
+            self.h - 8.0,
+            esc(&self.x.label)
+        );
+        let _ = write!(
+            s,
+            "<text x=\"{x0}\" y=\"{:.1}\" font-size=\"12\" fill=\"#222\">{}</text>",
+            y0 - 12.0,
+            esc(&self.y.label)
+        );
+        // Legend, top right.
+        let mut lx = x1;
+        for (label, color, dashed) in self.legend.iter().rev() {
+            let wlabel = 7.0 * label.chars().count() as f64 + 28.0;
+            lx -= wlabel;
+            let _ = write!(
+                s,
+                "<line x1=\"{lx:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{}/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#222\">{}</text>",
+                lx + 16.0,
+                y0 - 16.0,
+                y0 - 16.0,
+                if *dashed { " stroke-dasharray=\"5 3\"" } else { "" },
+                lx + 20.0,
+                y0 - 12.0,
+                esc(label)
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+/// Microseconds as "250µs", "1ms", "1.5s".
+pub fn fmt_us_short(us: f64) -> String {
+    if us >= 1_000_000.0 {
+        format!("{}s", trim(us / 1_000_000.0))
+    } else if us >= 1000.0 {
+        format!("{}ms", trim(us / 1000.0))
+    } else {
+        format!("{}µs", trim(us))
+    }
+}
+
+/// A count as "12k", "1.5M", "800".
+pub fn fmt_count(v: f64) -> String {
+    if v.abs() >= 1_000_000.0 {
+        format!("{}M", trim(v / 1_000_000.0))
+    } else if v.abs() >= 1000.0 {
+        format!("{}k", trim(v / 1000.0))
+    } else {
+        trim(v)
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}

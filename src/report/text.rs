@@ -1,0 +1,495 @@
+//! The plain-text reports: terminal table, Markdown and CSV.
+
+use super::{front, load_label, num, short, Report, Status};
+use crate::load::report::{fmt_bytes, fmt_us};
+use crate::plan::runner::Spread;
+use std::fmt::Write;
+
+fn ms(us: f64) -> String {
+    format!("{:.2}", us / 1000.0)
+}
+
+fn mib(b: f64) -> String {
+    format!("{:.1}", b / (1024.0 * 1024.0))
+}
+
+/// "14647 (6967-22327)" or "14647" for one run.
+fn rps_spread(s: &Spread) -> String {
+    if s.n > 1 {
+        format!("{:.0} ({:.0}-{:.0})", s.median, s.min, s.max)
+    } else {
+        format!("{:.0}", s.median)
+    }
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv_row(fields: &[String]) -> String {
+    let mut line = fields
+        .iter()
+        .map(|f| csv_field(f))
+        .collect::<Vec<_>>()
+        .join(",");
+    line.push('\n');
+    line
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn f3(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+impl Report {
+    /// The table printed on the terminal, then what is missing or failed.
+    pub fn terminal(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<24} {:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
+            "server",
+            "app",
+            "front",
+            "load",
+            "runs",
+            "req/s (min-max)",
+            "p50",
+            "p99",
+            "RSS peak",
+            "PSS peak",
+            "errors"
+        );
+        for g in &self.groups {
+            let p = &g.planned;
+            let runs = format!("{}/{}", g.ok, g.planned_runs);
+            let head = format!(
+                "{:<24} {:<8} {:<8} {:>10} {:>5}",
+                p.variant,
+                p.app,
+                front(p),
+                load_label(p),
+                runs
+            );
+            let notes = g.notes();
+            match g.good() {
+                Some(sum) => {
+                    let _ = writeln!(
+                        s,
+                        "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}{}",
+                        rps_spread(&sum.throughput_rps),
+                        fmt_us(sum.latency_p50_us.median),
+                        fmt_us(sum.latency_p99_us.median),
+                        fmt_bytes(sum.rss_peak_bytes.median as u64),
+                        sum.pss_peak_bytes
+                            .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
+                        sum.errors,
+                        if notes.is_empty() {
+                            String::new()
+                        } else {
+                            format!("  ({notes})")
+                        }
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "{head} {:>20}  ({notes})", "no data");
+                }
+            }
+        }
+        let bad: Vec<_> = self.trials.iter().filter(|t| t.status != Status::Ok).collect();
+        if !bad.is_empty() {
+            let _ = writeln!(s, "\nnot completed:");
+            for t in bad {
+                let _ = writeln!(
+                    s,
+                    "  {:<12} {}: {}",
+                    t.status.label(),
+                    t.planned.id,
+                    short(t.reason.as_deref().unwrap_or(""), 100)
+                );
+            }
+        }
+        if !self.breakpoints.is_empty() {
+            let _ = writeln!(s, "\nbreak points:");
+            for b in &self.breakpoints {
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:<8} {:<8} {} {} at {:.0} req/s ({} steps)",
+                    b.variant,
+                    b.app,
+                    if b.behind == "nginx" { "nginx" } else { "direct" },
+                    b.mode,
+                    b.result.level.map_or("none".into(), num),
+                    b.throughput_rps,
+                    b.result.steps.len()
+                );
+            }
+        }
+        for id in &self.missing_breakpoints {
+            let _ = writeln!(s, "  break point {id}: missing (not run)");
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+
+    /// Markdown in the style of costajob's README tables.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let m = self.manifest.as_ref();
+        let _ = writeln!(
+            s,
+            "# rackbench report: {}\n",
+            m.map_or("(no manifest)", |m| m.plan.as_str())
+        );
+        if let Some(m) = m {
+            let _ = writeln!(
+                s,
+                "- Plan `{}`{}, started {}, {} repeat{}",
+                m.plan,
+                m.follows
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" (follows {f})")),
+                m.started_at,
+                m.repeats,
+                if m.repeats == 1 { "" } else { "s" }
+            );
+            let e = &m.environment;
+            let _ = writeln!(
+                s,
+                "- Machine: {} ({} cores), Linux {}, {}, rackbench {}",
+                e.cpu_model,
+                e.cores,
+                e.kernel,
+                e.ruby_version.as_deref().unwrap_or("Ruby unknown"),
+                e.rackbench_version
+            );
+            let _ = writeln!(s, "- Command: `{}`", m.command);
+        }
+        let counts = self.counts();
+        let _ = writeln!(
+            s,
+            "- Trials: {} planned; {}",
+            self.trials.len(),
+            counts
+                .iter()
+                .map(|(k, v)| format!("{v} {}", k.label()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(
+            s,
+            "\nFigures are medians across the good runs of each trial (min-max in brackets). \
+             Latency in milliseconds, memory in MiB (peak over the measured window), \
+             CPU in server milliseconds per OK response.\n"
+        );
+        for ((app, fr), groups) in self.sections() {
+            let _ = writeln!(s, "## {app}, {fr}\n");
+            let _ = writeln!(
+                s,
+                "| Server | Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
+            );
+            let _ = writeln!(
+                s,
+                "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
+            );
+            for g in groups {
+                let p = &g.planned;
+                let lead = format!(
+                    "| {} | {} | {}/{} ",
+                    md_cell(&p.variant),
+                    load_label(p),
+                    g.ok,
+                    g.planned_runs
+                );
+                match g.good() {
+                    Some(sum) => {
+                        let _ = writeln!(
+                            s,
+                            "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
+                            rps_spread(&sum.throughput_rps),
+                            ms(sum.latency_mean_us.median),
+                            ms(sum.latency_stdev_us.median),
+                            ms(sum.latency_max_us.median),
+                            ms(sum.latency_p99_us.median),
+                            mib(sum.rss_peak_bytes.median),
+                            sum.pss_peak_bytes.map_or("-".into(), |p| mib(p.median)),
+                            sum.cpu_ms_per_request
+                                .map_or("-".into(), |c| format!("{:.3}", c.median)),
+                            sum.errors,
+                            g.notes()
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(
+                            s,
+                            "{lead}| - | - | - | - | - | - | - | **no data: {}** |",
+                            g.notes()
+                        );
+                    }
+                }
+            }
+            s.push('\n');
+        }
+        let bad: Vec<_> = self.trials.iter().filter(|t| t.status != Status::Ok).collect();
+        if !bad.is_empty() {
+            let _ = writeln!(s, "## Trials not completed\n");
+            let _ = writeln!(s, "| Trial | Status | Reason |\n|:--|:--|:--|");
+            for t in bad {
+                let _ = writeln!(
+                    s,
+                    "| {} | **{}** | {} |",
+                    t.planned.id,
+                    t.status.label(),
+                    md_cell(&short(t.reason.as_deref().unwrap_or(""), 160))
+                );
+            }
+            s.push('\n');
+        }
+        let with_errors: Vec<_> = self
+            .trials
+            .iter()
+            .filter(|t| t.errors() > 0)
+            .filter_map(|t| t.record.as_ref().map(|r| (t, r)))
+            .collect();
+        if !with_errors.is_empty() {
+            let _ = writeln!(s, "## Errors\n");
+            let _ = writeln!(
+                s,
+                "| Trial | Total | connect | timeout | reset | parse | status | body | Seconds with errors |\n|:--|--:|--:|--:|--:|--:|--:|--:|:--|"
+            );
+            for (t, r) in with_errors {
+                let e = &r.load.errors;
+                let secs: Vec<String> = r
+                    .load
+                    .timeline
+                    .iter()
+                    .filter(|row| row.errors > 0)
+                    .map(|row| format!("{}s: {}", row.t_s, row.errors))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    t.planned.id,
+                    e.total(),
+                    e.connect,
+                    e.timeout,
+                    e.reset,
+                    e.parse,
+                    e.status,
+                    e.body,
+                    secs.join(", ")
+                );
+            }
+            s.push('\n');
+        }
+        if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
+            let _ = writeln!(s, "## Break points\n");
+            let _ = writeln!(
+                s,
+                "| Server | App | Front | Mode | Break point | Throughput (req/s) | First failing | Steps | Load (s) |\n|:--|:--|:--|:--|--:|--:|--:|--:|--:|"
+            );
+            for b in &self.breakpoints {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} |",
+                    md_cell(&b.variant),
+                    b.app,
+                    if b.behind == "nginx" { "nginx" } else { "direct" },
+                    b.mode,
+                    b.result.level.map_or("none".into(), num),
+                    b.throughput_rps,
+                    b.result
+                        .failed_at
+                        .map_or(if b.result.capped { "none (capped)".into() } else { "-".into() }, num),
+                    b.result.steps.len(),
+                    b.load_seconds
+                );
+            }
+            for id in &self.missing_breakpoints {
+                let _ = writeln!(s, "| {id} | | | | **missing** | | | | |");
+            }
+            s.push('\n');
+        }
+        if let Some(m) = m.filter(|m| !m.skipped.is_empty()) {
+            let _ = writeln!(s, "## Skipped combinations\n");
+            for k in &m.skipped {
+                let _ = writeln!(s, "- {}", md_cell(k));
+            }
+            s.push('\n');
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(s, "## Warnings\n");
+            for w in &self.warnings {
+                let _ = writeln!(s, "- {}", md_cell(w));
+            }
+            s.push('\n');
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    }
+
+    /// One row per trial group: medians, ranges and run counts.
+    pub fn csv(&self) -> String {
+        let head = [
+            "group",
+            "server",
+            "variant",
+            "app",
+            "behind",
+            "nginx_workers",
+            "connections",
+            "rate",
+            "planned_runs",
+            "ok",
+            "failed",
+            "interrupted",
+            "missing",
+            "throughput_rps_median",
+            "throughput_rps_min",
+            "throughput_rps_max",
+            "latency_mean_us",
+            "latency_stdev_us",
+            "latency_p50_us",
+            "latency_p99_us",
+            "latency_p99_us_min",
+            "latency_p99_us_max",
+            "latency_max_us",
+            "rss_peak_bytes",
+            "rss_peak_bytes_min",
+            "rss_peak_bytes_max",
+            "pss_peak_bytes",
+            "cpu_ms_per_request",
+            "errors",
+        ];
+        let mut s = csv_row(&head.map(String::from));
+        for g in &self.groups {
+            let p = &g.planned;
+            let mut row = vec![
+                g.group.clone(),
+                p.server.clone(),
+                p.variant.clone(),
+                p.app.clone(),
+                p.behind.clone(),
+                p.nginx_workers.to_string(),
+                p.shape.connections.to_string(),
+                opt(p.shape.rate),
+                g.planned_runs.to_string(),
+                g.ok.to_string(),
+                g.failed.to_string(),
+                g.interrupted.to_string(),
+                g.missing.to_string(),
+            ];
+            match g.good() {
+                Some(m) => row.extend([
+                    f1(m.throughput_rps.median),
+                    f1(m.throughput_rps.min),
+                    f1(m.throughput_rps.max),
+                    f1(m.latency_mean_us.median),
+                    f1(m.latency_stdev_us.median),
+                    f1(m.latency_p50_us.median),
+                    f1(m.latency_p99_us.median),
+                    f1(m.latency_p99_us.min),
+                    f1(m.latency_p99_us.max),
+                    f1(m.latency_max_us.median),
+                    f1(m.rss_peak_bytes.median),
+                    f1(m.rss_peak_bytes.min),
+                    f1(m.rss_peak_bytes.max),
+                    opt(m.pss_peak_bytes.map(|p| f1(p.median))),
+                    opt(m.cpu_ms_per_request.map(|c| f3(c.median))),
+                    m.errors.to_string(),
+                ]),
+                None => row.extend((0..16).map(|_| String::new())),
+            }
+            s.push_str(&csv_row(&row));
+        }
+        s
+    }
+
+    /// One row per planned trial run, the missing and failed included.
+    pub fn trials_csv(&self) -> String {
+        let head = [
+            "id",
+            "group",
+            "repeat",
+            "server",
+            "variant",
+            "app",
+            "behind",
+            "connections",
+            "rate",
+            "status",
+            "error",
+            "throughput_rps",
+            "requests_ok",
+            "errors",
+            "latency_mean_us",
+            "latency_stdev_us",
+            "latency_p50_us",
+            "latency_p90_us",
+            "latency_p99_us",
+            "latency_p999_us",
+            "latency_max_us",
+            "rss_peak_bytes",
+            "pss_peak_bytes",
+            "cpu_ms_per_request",
+        ];
+        let mut s = csv_row(&head.map(String::from));
+        for t in &self.trials {
+            let p = &t.planned;
+            let mut row = vec![
+                p.id.clone(),
+                p.group.clone(),
+                p.repeat.to_string(),
+                p.server.clone(),
+                p.variant.clone(),
+                p.app.clone(),
+                p.behind.clone(),
+                p.shape.connections.to_string(),
+                opt(p.shape.rate),
+                t.status.label().to_string(),
+                t.reason.clone().unwrap_or_default(),
+            ];
+            match &t.record {
+                Some(r) => {
+                    let l = &r.load.latency_us;
+                    row.extend([
+                        f1(r.load.throughput_rps),
+                        r.load.requests.ok.to_string(),
+                        r.load.errors.total().to_string(),
+                        f1(l.mean),
+                        f1(l.stdev),
+                        l.p50.to_string(),
+                        l.p90.to_string(),
+                        l.p99.to_string(),
+                        l.p999.to_string(),
+                        l.max.to_string(),
+                        r.server_metrics.rss_peak_bytes.to_string(),
+                        opt(r.server_metrics.pss_peak_bytes),
+                        opt(r.server_metrics.cpu_ms_per_request.map(f3)),
+                    ]);
+                }
+                None => row.extend((0..13).map(|_| String::new())),
+            }
+            s.push_str(&csv_row(&row));
+        }
+        s
+    }
+}

@@ -1,0 +1,272 @@
+use super::*;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+/// A `sh -c` child in a process group of its own; dropping it kills the
+/// whole group (and reaps the shell) even when an assertion failed.
+struct Group(Child);
+
+impl Group {
+    fn spawn(script: &str) -> Group {
+        Group(
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .process_group(0)
+                .spawn()
+                .expect("spawn sh"),
+        )
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: signals the process group of our own child (its pgid is
+        // its pid, from process_group(0)).
+        unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `cond` every 10 ms for up to `secs`; whether it came true.
+fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Everything the kernel has charged to `pid` and the children it reaped.
+fn charged_ticks(pid: u32) -> u64 {
+    let p = read_process(pid).expect("process is running");
+    p.utime_ticks + p.stime_ticks + p.cutime_ticks + p.cstime_ticks
+}
+
+fn report_ticks(r: &SamplerReport) -> i64 {
+    ((r.cpu_user_s + r.cpu_sys_s) * clock_ticks()).round() as i64
+}
+
+/// A shell loop of `n` iterations (dash: about 0.7 µs of CPU each).
+fn burn(n: u32) -> String {
+    format!("i=0; while [ $i -lt {n} ]; do i=$((i+1)); done")
+}
+
+#[test]
+fn parses_stat_with_awkward_comm() {
+    type Want = Option<(u32, u64, u64, u64, u64, u64)>;
+    let tail = "0 -1 4194560 100 0 0 0 250 30 7 9 20 0 1 0 5000 1000 50";
+    let full = Some((1, 250, 30, 7, 9, 5000));
+    let cases: Vec<(Vec<u8>, Want)> = vec![
+        (format!("12 (ruby) S 1 12 12 {tail}").into(), full),
+        (format!("13 (a b) c) R 1 13 13 {tail}").into(), full),
+        (format!("14 ()) ) (1 2 3) Z 1 14 14 {tail}").into(), full),
+        (
+            b"15 (\xff\xfe) S 9 15 15 0 -1 0 0 0 0 0 1 2 -1 -3 20 0 1 0 77 1 1".to_vec(),
+            Some((9, 1, 2, 0, 0, 77)),
+        ),
+        (b"16 (cut) S 1 16 16 0 -1 0 0 0 0 0 5 6".to_vec(), None),
+        (format!("17 (bad) SS 1 17 17 {tail}").into(), None),
+        (format!("18 (bad) S x 18 18 {tail}").into(), None),
+        (b"garbage".to_vec(), None),
+        (Vec::new(), None),
+    ];
+    for (text, want) in cases {
+        let got =
+            parse_stat(&text).map(|s| (s.ppid, s.utime, s.stime, s.cutime, s.cstime, s.starttime));
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(&text));
+    }
+    let zombie = format!("19 (x) Z 1 19 19 {tail}");
+    assert_eq!(parse_stat(zombie).map(|s| s.state), Some('Z'));
+}
+
+#[test]
+fn parses_smaps_rollup() {
+    let text = "00400000-7ffd ---p 00000000 00:00 0 [rollup]\nRss: 100 kB\nPss: 60 kB\n\
+                Pss_Dirty: 50 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 20 kB\n";
+    assert_eq!(parse_smaps_rollup(text), Some((60 * 1024, 30 * 1024)));
+    assert_eq!(parse_smaps_rollup("Rss: 1 kB\n"), None);
+}
+
+#[test]
+fn reads_this_process() {
+    let me = read_process(std::process::id()).expect("self");
+    assert!(me.rss_bytes > 0);
+    let (pss, uss) = (
+        me.pss_bytes.expect("own smaps_rollup"),
+        me.uss_bytes.unwrap(),
+    );
+    assert!(uss <= pss && pss <= me.rss_bytes, "{me:?}");
+    assert!(read_process(u32::MAX - 1).is_none());
+}
+
+#[test]
+fn finds_the_whole_tree_and_its_memory() {
+    let g = Group::spawn("sleep 5 & sleep 5 & wait");
+    let root = g.pid();
+    assert!(
+        wait_for(5, || tree_pids(root).len() == 3),
+        "sh and its two sleeps: {:?}",
+        tree_pids(root)
+    );
+    assert_eq!(tree_pids(root)[0], root, "root first");
+    let s = Sampler::start(root, DEFAULT_INTERVAL);
+    s.mark();
+    std::thread::sleep(Duration::from_millis(450));
+    let r = s.stop();
+    assert!(r.samples >= 3, "{r:?}");
+    assert_eq!((r.processes_peak, r.processes_mean), (3, 3.0));
+    assert!(r.rss_peak_bytes > 0 && r.rss_mean_bytes > 0);
+    let pss = r.pss_peak_bytes.expect("our own children's smaps_rollup");
+    let uss = r.uss_peak_bytes.unwrap();
+    assert!(
+        0 < uss && uss <= pss && pss <= r.rss_peak_bytes,
+        "USS {uss} <= PSS {pss} <= RSS {}",
+        r.rss_peak_bytes
+    );
+    assert!(r.pss_mean_bytes.unwrap() <= r.rss_mean_bytes);
+    assert_eq!(r.interval_ms, 200);
+    assert!(!r.timeline.is_empty() && r.timeline.len() <= 2, "{r:?}");
+    let back: SamplerReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back.timeline, r.timeline);
+}
+
+#[test]
+fn a_zombie_counts_as_a_process_without_memory() {
+    // The background sleep exits at once, but its parent has exec'd a
+    // sleep that never waits for it: it stays a zombie.
+    let g = Group::spawn("sleep 0.05 & exec sleep 5");
+    let root = g.pid();
+    let zombie = || {
+        tree_pids(root)
+            .iter()
+            .any(|&p| read_process(p).is_some_and(|p| p.state == 'Z'))
+    };
+    assert!(wait_for(5, zombie), "no zombie in {:?}", tree_pids(root));
+    let s = Sampler::start(root, MIN_INTERVAL);
+    s.mark();
+    let r = s.stop();
+    assert_eq!(r.processes_peak, 2);
+    assert!(r.pss_peak_bytes.is_some(), "a zombie hid PSS: {r:?}");
+}
+
+#[test]
+fn counts_cpu_of_a_busy_child() {
+    let g = Group::spawn("yes > /dev/null");
+    let root = g.pid();
+    let s = Sampler::start(root, DEFAULT_INTERVAL);
+    s.mark();
+    // One second of CPU burnt, however long a loaded machine takes.
+    let burnt = || {
+        tree_pids(root)
+            .into_iter()
+            .filter_map(read_process)
+            .map(|p| p.cpu_s())
+            .sum::<f64>()
+    };
+    assert!(wait_for(20, || burnt() >= 1.0), "burnt only {}", burnt());
+    let r = s.stop();
+    let cpu = r.cpu_user_s + r.cpu_sys_s;
+    assert!(cpu > 0.5, "{cpu} s for 1 s of burn");
+    assert!(cpu < burnt() + 0.05, "{cpu} s counted, {} s burnt", burnt());
+    assert!(r.cpu_ms_per_request(100).unwrap() > 5.0);
+    assert_eq!(r.cpu_ms_per_request(0), None);
+}
+
+/// Runs `work` in a tree that then idles, samples it, and compares the
+/// sampler's CPU with what the kernel charged the root for itself and its
+/// reaped children: every worker is gone by then, so that is all of it.
+fn compare_with_kernel(work: &str) -> (i64, i64) {
+    // The root waits before working, so the mark lands before any CPU.
+    let g = Group::spawn(&format!("sleep 0.3; {work}; exec sleep 10"));
+    let root = g.pid();
+    let before = charged_ticks(root);
+    let s = Sampler::start(root, MIN_INTERVAL);
+    s.mark();
+    assert!(
+        wait_for(60, || comm(root) == "sleep"),
+        "the work did not finish"
+    );
+    std::thread::sleep(Duration::from_millis(150));
+    let r = s.stop();
+    let kernel = (charged_ticks(root) - before) as i64;
+    (report_ticks(&r), kernel)
+}
+
+#[test]
+fn a_worker_that_exits_counts_once() {
+    // A worker burns long enough to be sampled a few times, then exits and
+    // is reaped by the root: its CPU must count, and only once.
+    let (sampled, kernel) = compare_with_kernel(&format!("({}) ", burn(800_000)));
+    assert!(kernel > 10, "the worker burnt only {kernel} ticks");
+    assert!(
+        (sampled - kernel).abs() <= 2 + kernel / 50,
+        "sampler {sampled} ticks, kernel {kernel}"
+    );
+}
+
+#[test]
+fn workers_too_short_to_be_seen_still_count() {
+    // Forty workers of a few ms each: most live and die between samples.
+    let work = format!(
+        "n=0; while [ $n -lt 40 ]; do ({}); n=$((n+1)); done",
+        burn(8_000)
+    );
+    let (sampled, kernel) = compare_with_kernel(&work);
+    assert!(kernel > 5, "the workers burnt only {kernel} ticks");
+    assert!(
+        (sampled - kernel).abs() <= 2 + kernel / 50,
+        "sampler {sampled} ticks, kernel {kernel}"
+    );
+}
+
+#[test]
+fn cpu_before_the_mark_is_left_out() {
+    let g = Group::spawn(&format!("{}; exec sleep 10", burn(150_000)));
+    let root = g.pid();
+    let s = Sampler::start(root, MIN_INTERVAL);
+    assert!(wait_for(60, || comm(root) == "sleep"), "still burning");
+    std::thread::sleep(Duration::from_millis(250));
+    let before_mark = lock(&s.state).all.samples;
+    s.mark();
+    std::thread::sleep(Duration::from_millis(250));
+    let r = s.stop();
+    assert!(r.cpu_user_s + r.cpu_sys_s < 0.03, "{r:?}");
+    let warm = r.timeline.last().unwrap().cpu_s;
+    assert!(warm > 0.02, "the warm-up CPU is in the timeline: {warm}");
+    assert!(before_mark >= 2 && (2..=5).contains(&r.samples), "{r:?}");
+}
+
+#[test]
+fn a_vanished_root_is_no_error() {
+    assert!(tree_pids(u32::MAX - 1).is_empty());
+    let s = Sampler::start(u32::MAX - 1, MIN_INTERVAL);
+    std::thread::sleep(Duration::from_millis(150));
+    s.mark();
+    let r = s.stop();
+    assert_eq!((r.samples, r.cpu_user_s, r.rss_peak_bytes), (0, 0.0, 0));
+    assert_eq!(r.pss_peak_bytes, None);
+    assert!(r.timeline.is_empty());
+}
+
+#[test]
+fn a_dropped_sampler_stops_its_thread() {
+    let s = Sampler::start(std::process::id(), Duration::from_secs(3600));
+    let t = Instant::now();
+    drop(s);
+    assert!(t.elapsed() < Duration::from_secs(2));
+}

@@ -1,0 +1,298 @@
+//! Break-point search: the highest load level (connections in a closed
+//! loop, or a rate in an open loop) a server takes with no errors, and
+//! optionally within a latency ceiling.
+//!
+//! Seed 000 stepped concurrency up by 100 until errors appeared. This grows
+//! the level geometrically until the first failing step, then bisects
+//! between the last clean level and the first failing one until they are
+//! within the stated resolution. The search knows nothing about how a step
+//! is run: the caller passes a closure that applies one level of load and
+//! says what happened, so it works the same on a URL or on a lab server,
+//! and is tested with a model server.
+
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "rackbench/breakpoint-v1";
+
+/// What one step of load showed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepResult {
+    pub level: f64,
+    pub throughput_rps: f64,
+    pub errors: u64,
+    pub p99_us: u64,
+    /// Seconds of load this step applied (warm-up included).
+    pub load_seconds: f64,
+    /// False when the step failed (errors, or over the latency ceiling).
+    pub clean: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// The search's knobs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SearchConfig {
+    pub start: f64,
+    /// Never go past this level.
+    pub max: f64,
+    /// Factor between levels while growing (2 doubles).
+    pub growth: f64,
+    /// Stop bisecting when (bad - good) / good is at most this.
+    pub resolution: f64,
+    /// Levels are whole numbers (connections) or not (rates).
+    pub integer: bool,
+    /// p99 ceiling in microseconds, if any.
+    pub slo_p99_us: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Breakpoint {
+    /// Highest clean level found (None when even the first step failed).
+    pub level: Option<f64>,
+    /// Throughput at that level.
+    pub throughput_rps: f64,
+    /// First failing level (None if `max` was reached cleanly).
+    pub failed_at: Option<f64>,
+    pub load_seconds: f64,
+    pub steps: Vec<StepResult>,
+    /// True when the search stopped at `max` without a failure.
+    pub capped: bool,
+}
+
+/// Judges a step against the error and latency rules.
+pub fn judge(mut step: StepResult, cfg: &SearchConfig) -> StepResult {
+    step.clean = true;
+    if step.errors > 0 {
+        step.clean = false;
+        step.why = Some(format!("{} errors", step.errors));
+    } else if let Some(slo) = cfg.slo_p99_us {
+        if step.p99_us > slo {
+            step.clean = false;
+            step.why = Some(format!(
+                "p99 {} us over the {} us ceiling",
+                step.p99_us, slo
+            ));
+        }
+    }
+    step
+}
+
+fn round(level: f64, cfg: &SearchConfig) -> f64 {
+    let l = level.min(cfg.max);
+    if cfg.integer {
+        l.round().max(1.0)
+    } else {
+        l
+    }
+}
+
+/// Runs the search. `step(level)` applies one level and reports; it is
+/// judged here. Stops early when `stop()` says so (Ctrl-C), returning what
+/// was found so far.
+pub fn find_breakpoint(
+    cfg: &SearchConfig,
+    mut step: impl FnMut(f64) -> StepResult,
+    stop: impl Fn() -> bool,
+) -> Breakpoint {
+    let mut steps = Vec::new();
+    let mut good: Option<(f64, f64)> = None; // (level, throughput)
+    let mut bad: Option<f64> = None;
+    let mut level = round(cfg.start, cfg);
+    // Grow until the first failure or the cap.
+    loop {
+        if stop() {
+            break;
+        }
+        let r = judge(step(level), cfg);
+        let clean = r.clean;
+        let tp = r.throughput_rps;
+        steps.push(r);
+        if !clean {
+            bad = Some(level);
+            break;
+        }
+        good = Some((level, tp));
+        if level >= cfg.max {
+            break;
+        }
+        let next = round(level * cfg.growth, cfg);
+        if next <= level {
+            break;
+        }
+        level = next;
+    }
+    // Bisect between the last clean level and the first failing one.
+    while let (Some((g, _)), Some(b)) = (good, bad) {
+        if stop() || (b - g) / g <= cfg.resolution {
+            break;
+        }
+        let mid = round(g + (b - g) / 2.0, cfg);
+        if mid <= g || mid >= b {
+            break;
+        }
+        let r = judge(step(mid), cfg);
+        let (clean, tp) = (r.clean, r.throughput_rps);
+        steps.push(r);
+        if clean {
+            good = Some((mid, tp));
+        } else {
+            bad = Some(mid);
+        }
+    }
+    Breakpoint {
+        level: good.map(|g| g.0),
+        throughput_rps: good.map_or(0.0, |g| g.1),
+        failed_at: bad,
+        load_seconds: steps.iter().map(|s| s.load_seconds).sum(),
+        capped: bad.is_none() && good.is_some_and(|g| g.0 >= cfg.max),
+        steps,
+    }
+}
+
+/// Seed 000's method, for comparison: step up by `step` until an error.
+pub fn find_linear(
+    cfg: &SearchConfig,
+    step_size: f64,
+    mut step: impl FnMut(f64) -> StepResult,
+    stop: impl Fn() -> bool,
+) -> Breakpoint {
+    let mut steps = Vec::new();
+    let mut good: Option<(f64, f64)> = None;
+    let mut bad = None;
+    let mut level = round(cfg.start, cfg);
+    while level <= cfg.max && !stop() {
+        let r = judge(step(level), cfg);
+        let (clean, tp) = (r.clean, r.throughput_rps);
+        steps.push(r);
+        if !clean {
+            bad = Some(level);
+            break;
+        }
+        good = Some((level, tp));
+        level = round(level + step_size, cfg);
+        if good.is_some_and(|g| g.0 >= level) {
+            break;
+        }
+    }
+    Breakpoint {
+        level: good.map(|g| g.0),
+        throughput_rps: good.map_or(0.0, |g| g.1),
+        failed_at: bad,
+        load_seconds: steps.iter().map(|s| s.load_seconds).sum(),
+        capped: bad.is_none(),
+        steps,
+    }
+}
+
+/// Parses `p99=200ms` (only p99 is supported as a ceiling for now).
+pub fn parse_slo(s: &str) -> Result<u64, String> {
+    let (key, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not a ceiling: write it like p99=200ms"))?;
+    if key.trim() != "p99" {
+        return Err(format!(
+            "'{key}' is not supported: the ceiling is on p99, e.g. p99=200ms"
+        ));
+    }
+    let d = crate::units::duration(value)?;
+    Ok(d.as_micros() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model server: clean up to `limit` connections, errors beyond. A
+    /// clean step costs 5 s of load; a failing one ends at the first error
+    /// (1 s), as the real steps do.
+    fn model(limit: f64) -> impl FnMut(f64) -> StepResult {
+        move |level| StepResult {
+            level,
+            throughput_rps: level.min(limit) * 10.0,
+            errors: if level > limit { 5 } else { 0 },
+            p99_us: (level * 100.0) as u64,
+            load_seconds: if level > limit { 1.0 } else { 5.0 },
+            clean: true,
+            why: None,
+        }
+    }
+
+    fn cfg() -> SearchConfig {
+        SearchConfig {
+            start: 100.0,
+            max: 5000.0,
+            growth: 3.0,
+            resolution: 0.05,
+            integer: true,
+            slo_p99_us: None,
+        }
+    }
+
+    #[test]
+    fn finds_the_same_point_as_a_linear_search_in_far_less_load() {
+        // Seed 000's break points were 400, 900 and 1500 connections.
+        let (mut geo_s, mut lin_s) = (0.0, 0.0);
+        for limit in [150.0, 400.0, 900.0, 1500.0, 2450.0] {
+            let geo = find_breakpoint(&cfg(), model(limit), || false);
+            let lin = find_linear(&cfg(), 100.0, model(limit), || false);
+            let found = geo.level.unwrap();
+            assert!(
+                found <= limit && found >= limit * 0.95,
+                "limit {limit}: found {found}"
+            );
+            // The linear search is only exact to its step of 100.
+            assert!(
+                (found - lin.level.unwrap()).abs() <= 100.0,
+                "limit {limit}: {found} vs {:?}",
+                lin.level
+            );
+            if limit >= 900.0 {
+                assert!(
+                    geo.load_seconds * 2.0 < lin.load_seconds,
+                    "limit {limit}: {} vs {}",
+                    geo.load_seconds,
+                    lin.load_seconds
+                );
+            }
+            geo_s += geo.load_seconds;
+            lin_s += lin.load_seconds;
+        }
+        assert!(geo_s < 0.5 * lin_s, "{geo_s} vs {lin_s}");
+    }
+
+    #[test]
+    fn a_latency_ceiling_stops_the_search_early() {
+        let mut c = cfg();
+        c.start = 10.0;
+        c.slo_p99_us = Some(30_000); // p99 = level * 100 us: clean up to 300
+        let r = find_breakpoint(&c, model(10_000.0), || false);
+        let found = r.level.unwrap();
+        assert!((285.0..=300.0).contains(&found), "{found}");
+        assert!(r
+            .steps
+            .iter()
+            .any(|s| s.why.as_deref().is_some_and(|w| w.contains("ceiling"))));
+    }
+
+    #[test]
+    fn edge_cases() {
+        // Fails at the very first step.
+        let r = find_breakpoint(&cfg(), model(5.0), || false);
+        assert_eq!((r.level, r.failed_at), (None, Some(100.0)));
+        // Never fails: stops at the cap.
+        let mut c = cfg();
+        c.max = 300.0;
+        let r = find_breakpoint(&c, model(1e9), || false);
+        assert!(r.capped && r.level == Some(300.0), "{r:?}");
+        // Interrupted before anything ran.
+        let r = find_breakpoint(&cfg(), model(100.0), || true);
+        assert!(r.steps.is_empty() && r.level.is_none());
+    }
+
+    #[test]
+    fn slo_parsing() {
+        assert_eq!(parse_slo("p99=200ms").unwrap(), 200_000);
+        assert!(parse_slo("p50=1ms").is_err());
+        assert!(parse_slo("p99").is_err());
+    }
+}

@@ -1,0 +1,92 @@
+//! Results on disk: a results directory holds the resolved plan, a
+//! manifest, and one JSON record per trial, each written the moment the
+//! trial ends, atomically (a temporary file renamed into place), so an
+//! interrupted run loses nothing already measured and `--resume` can skip
+//! what is done. Reports read only from here.
+//!
+//! Layout (`rackbench/results-v1`):
+//!
+//! ```text
+//! DIR/plan.toml              the plan as given
+//! DIR/manifest.json          rackbench/run-v1: every planned trial, in run order
+//! DIR/trials/ID.json         rackbench/trial-v1 records (with outcome)
+//! DIR/breakpoints/ID.json    rackbench/breakpoint-v1 records
+//! DIR/work/ID/               each trial's server log and rendered configs
+//! ```
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+pub const LAYOUT: &str = "rackbench/results-v1";
+
+/// Writes `value` as pretty JSON to `path` atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    std::fs::write(&tmp, text + "\n")?;
+    // The rename is what makes the record appear whole or not at all.
+    std::fs::rename(&tmp, path)
+}
+
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<T> {
+    let text = std::fs::read_to_string(path)?;
+    serde_json::from_str(&text).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })
+}
+
+/// Paths inside one results directory.
+#[derive(Debug, Clone)]
+pub struct ResultsDir {
+    pub root: PathBuf,
+}
+
+impl ResultsDir {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ResultsDir { root: root.into() }
+    }
+    pub fn plan(&self) -> PathBuf {
+        self.root.join("plan.toml")
+    }
+    pub fn manifest(&self) -> PathBuf {
+        self.root.join("manifest.json")
+    }
+    pub fn trial(&self, id: &str) -> PathBuf {
+        self.root.join("trials").join(format!("{id}.json"))
+    }
+    pub fn breakpoint(&self, id: &str) -> PathBuf {
+        self.root.join("breakpoints").join(format!("{id}.json"))
+    }
+    pub fn work(&self, id: &str) -> PathBuf {
+        self.root.join("work").join(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_leaves_no_temporary_file() {
+        let dir = std::env::temp_dir().join(format!("rackbench-store-{}", std::process::id()));
+        let p = dir.join("trials").join("a.json");
+        write_json(&p, &serde_json::json!({"x": 1})).unwrap();
+        write_json(&p, &serde_json::json!({"x": 2})).unwrap();
+        let v: serde_json::Value = read_json(&p).unwrap();
+        assert_eq!(v["x"], 2);
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
