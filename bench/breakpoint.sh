@@ -2,11 +2,11 @@
 # Break-point search against linear search (seed 000's 100-client steps) on
 # the test server, which resets connections beyond a known limit. Shows
 # that both find the same break point and how much load time each spends.
-# Usage: bench/breakpoint.sh [--limits "900 1450"] [--step 3s] [--out DIR]
+# Usage: bench/breakpoint.sh [--limits "400 900 1500"] [--step 3s] [--out DIR]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RACKBENCH=${RACKBENCH:-$root/target/release/rackbench}
-limits="900 1450"; step=3s; out=""
+limits="400 900 1500"; step=3s; out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --limits) limits=$2; shift 2 ;;
@@ -23,7 +23,7 @@ ulimit -n 65536 2>/dev/null || true
 {
   echo "# Break point: geometric + bisect vs linear 100-client steps"
   echo
-  echo "Test server (rackbench serve-test --max-connections LIMIT: connections past LIMIT get 503), $step per step after 1 s warm-up, a failing step ends at its first error."
+  echo "Test server (rackbench serve-test --max-connections LIMIT, an epoll server: connections past LIMIT open at once get 503), $step per step after 1 s warm-up, a failing step ends at its first error."
   echo
   echo "| limit | method | break point | throughput at it | load-seconds | steps |"
   echo "|---:|---|---:|---:|---:|---:|"

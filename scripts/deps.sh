@@ -24,6 +24,9 @@ for w in "${want[@]}"; do
       need_cmd rackup ruby-rack
       ruby -rwebrick -e 1 >/dev/null 2>&1 || apt_pkgs+=(ruby-webrick)
       ruby -e 'require "rails"; require "action_controller/railtie"' >/dev/null 2>&1 || apt_pkgs+=(ruby-railties)
+      need_cmd chromium chromium
+      need_cmd java openjdk-17-jdk-headless
+      need_cmd mvn maven
       need_cmd uwsgi uwsgi-core
       [ -f /usr/lib/uwsgi/plugins/rack_ruby31_plugin.so ] || apt_pkgs+=(uwsgi-plugin-rack-ruby3.1)
       ;;

@@ -68,9 +68,12 @@ build_locked() {
         need mvn
         echo "jruby-jetty: fetching jars from Maven Central into $cache/lib (about 36 MB, once)" >&2
         rm -rf "$cache/lib.tmp" "$cache/lib.stamp"
-        mvn -B -q -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
-            -DincludeScope=runtime -DoutputDirectory="$cache/lib.tmp" >&2 ||
-            die "mvn could not fetch the jars (is Maven Central reachable? see the output above)"
+        # Maven's log goes to a file, shown only when it fails.
+        if ! mvn -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies \
+            -DincludeScope=runtime -DoutputDirectory="$cache/lib.tmp" >"$cache/mvn.log" 2>&1; then
+            grep -E '^\[ERROR\] [^ ]' "$cache/mvn.log" | head -n 3 >&2
+            die "mvn could not fetch the jars (is Maven Central reachable?); full log: $cache/mvn.log"
+        fi
         rm -rf "${cache:?}/lib"
         mv "$cache/lib.tmp" "$cache/lib"
         echo "$lib_stamp" >"$cache/lib.stamp"
@@ -89,7 +92,9 @@ build_locked() {
 
 version() {
     need java
-    echo "jruby-complete $(pom_version jruby.version) / jruby-rack $(pom_version jruby-rack.version) / jetty $(pom_version jetty.version)"
+    built=""
+    [ -f "$cache/lib.stamp" ] || built=" (not fetched yet: $0 build)"
+    echo "jruby-complete $(pom_version jruby.version) / jruby-rack $(pom_version jruby-rack.version) / jetty $(pom_version jetty.version)$built"
 }
 
 run() {

@@ -16,6 +16,7 @@ pub mod cli;
 pub mod lab;
 pub mod load;
 pub mod plan;
+pub mod report;
 pub mod sampler;
 pub mod search;
 pub mod server;

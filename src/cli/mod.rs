@@ -7,6 +7,7 @@
 mod breakpoint;
 mod load;
 mod parse;
+mod report;
 mod run;
 mod serve_test;
 mod servers;
@@ -38,6 +39,8 @@ enum Command {
     Run(run::RunArgs),
     /// Find the highest load with no errors (and under a latency ceiling).
     Breakpoint(Box<breakpoint::BreakpointArgs>),
+    /// Write terminal, Markdown, CSV, JSON and HTML reports from a results directory.
+    Report(report::ReportArgs),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Trial(args) => trial::run(*args),
         Command::Run(args) => run::run(args),
         Command::Breakpoint(args) => breakpoint::run(*args),
+        Command::Report(args) => report::run(args),
         Command::ServeTest(args) => serve_test::run(args),
     };
     match result {

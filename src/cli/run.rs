@@ -118,6 +118,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     println!("{}", render_summary(&result.summary));
     println!("results: {}", out.display());
+    // The report is rebuilt from disk; a failure here loses no result.
+    match crate::report::write_all(&out, None) {
+        Ok(w) => println!("report:  {}", w.html.display()),
+        Err(e) => eprintln!(
+            "warning: could not write the report ({e}); try `rackbench report {}`",
+            out.display()
+        ),
+    }
     if result.interrupted {
         eprintln!(
             "interrupted: {} trials are saved; resume with:\n  {} --resume",

@@ -3,7 +3,7 @@
 //! generator's p50 against the server's own service time and wrk's.
 
 use super::parse;
-use crate::testserver::{serve_forever, Bind, TestServerConfig};
+use crate::testserver::{serve_forever, serve_with_connection_limit, Bind, TestServerConfig};
 use anyhow::Result;
 use clap::Args;
 use std::net::SocketAddr;
@@ -25,6 +25,20 @@ pub struct ServeTestArgs {
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
     super::raise_fd_limit();
+    if args.max_connections > 0 {
+        // The epoll server: exact at thousands of connections.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            signal_hook::flag::register(sig, std::sync::Arc::clone(&stop))?;
+        }
+        let answered =
+            serve_with_connection_limit(args.listen, args.max_connections, &stop, |addr| {
+                println!("http://{addr}/");
+                let _ = std::io::Write::flush(&mut std::io::stdout());
+            })?;
+        eprintln!("{{\"answered\":{answered}}}");
+        return Ok(ExitCode::SUCCESS);
+    }
     serve_forever(TestServerConfig {
         bind: Bind::Tcp(args.listen),
         delay: args.delay,

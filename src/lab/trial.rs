@@ -179,6 +179,14 @@ pub struct TrialRecord {
     pub dir: String,
 }
 
+/// Where rackbench's own files are (scripts/, ruby/): `RACKBENCH_HOME`, or
+/// the source tree the binary was built from. Templates see it as
+/// `{{rackbench_home}}`.
+pub fn rackbench_home() -> PathBuf {
+    std::env::var_os("RACKBENCH_HOME")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// Binds port 0 to learn a free port. The tiny race until the server binds
 /// it is caught by the start-up check, which names the port.
 pub fn free_port() -> std::io::Result<u16> {
@@ -295,7 +303,8 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         .set("app", app_file.display())
         .set("app_dir", app_dir.display())
         .set("dir", dir.display())
-        .set("pidfile", dir.join("server.pid").display());
+        .set("pidfile", dir.join("server.pid").display())
+        .set("rackbench_home", rackbench_home().display());
     let (listen, listen_url) = match port {
         Some(p) => (format!("{host}:{p}"), format!("tcp://{host}:{p}")),
         None => (

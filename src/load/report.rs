@@ -132,9 +132,16 @@ pub struct TimelineRow {
     pub errors: u64,
     pub p50_us: u64,
     pub p99_us: u64,
-    /// OK responses per second in this row (the last row may be short).
+    /// OK responses per second in this row.
     pub rps: f64,
     pub warmup: bool,
+    /// Seconds this row covers: 1, or less for the last one.
+    #[serde(default = "one_second")]
+    pub span_s: f64,
+}
+
+fn one_second() -> f64 {
+    1.0
 }
 
 impl TimelineRow {
@@ -156,6 +163,7 @@ impl TimelineRow {
             },
             rps: r.ok as f64 / span,
             warmup: Duration::from_secs(r.sec) < warmup,
+            span_s: r.span.as_secs_f64(),
         }
     }
 }

@@ -343,7 +343,9 @@ impl Report {
         for path in json_files(&dir.join("breakpoints"))? {
             match store::read_json::<StoredBreakpoint>(&path) {
                 Ok(b) => breakpoints.push(b),
-                Err(e) => warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path))),
+                Err(e) => {
+                    warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path)))
+                }
             }
         }
         breakpoints.sort_by(|a, b| a.group.cmp(&b.group));
@@ -382,7 +384,11 @@ impl Report {
 
     /// Server variants in sorted order (chart colours follow it).
     pub fn variants(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.groups.iter().map(|g| g.planned.variant.clone()).collect();
+        let mut v: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| g.planned.variant.clone())
+            .collect();
         v.extend(self.breakpoints.iter().map(|b| b.variant.clone()));
         v.sort();
         v.dedup();

@@ -161,7 +161,7 @@ impl Plot {
             w,
             h,
             left: 70.0,
-            right: 16.0,
+            right: 28.0,
             top: 28.0,
             bottom: 46.0,
             x,
@@ -218,9 +218,18 @@ impl Plot {
         );
     }
 
+    /// A point at pixel coordinates.
+    pub fn circle_px(&mut self, x: f64, y: f64, r: f64, color: &str, title: &str) {
+        let _ = write!(
+            self.body,
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"{color}\" fill-opacity=\"0.8\"><title>{}</title></circle>",
+            esc(title)
+        );
+    }
+
     /// A vertical whisker from `lo` to `hi` at `x` (min-max across repeats).
-    pub fn vwhisker(&mut self, x: f64, lo: f64, hi: f64, color: &str) {
-        let (px, a, b) = (self.px(x), self.py(lo), self.py(hi));
+    pub fn vwhisker_shift(&mut self, x: f64, shift: f64, lo: f64, hi: f64, color: &str) {
+        let (px, a, b) = (self.px(x) + shift, self.py(lo), self.py(hi));
         let _ = write!(
             self.body,
             "<path d=\"M{px:.1},{a:.1}V{b:.1}M{:.1},{a:.1}h8M{:.1},{b:.1}h8\" stroke=\"{color}\" stroke-width=\"1.5\" fill=\"none\"/>",
@@ -265,28 +274,20 @@ impl Plot {
         );
     }
 
-    /// A vertical bar from y's minimum to `v` centred at `x`.
-    pub fn vbar(&mut self, x: f64, width_px: f64, v: f64, color: &str, title: &str) {
-        let cx = self.px(x);
-        let (a, b) = (self.py(self.y.min.max(if self.y.log { self.y.min } else { 0.0 })), self.py(v));
-        let _ = write!(
-            self.body,
-            "<rect x=\"{:.1}\" y=\"{b:.1}\" width=\"{width_px:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{}</title></rect>",
-            cx - width_px / 2.0,
-            (a - b).max(0.0),
-            esc(title)
-        );
-    }
-
     /// A vertical marker line across the plot with a label at the top.
     pub fn vline(&mut self, x: f64, color: &str, label: &str) {
         let px = self.px(x);
+        // Near the right edge the label goes on the left of the line.
+        let (tx, anchor) = if px > self.w - self.right - 7.0 * label.chars().count() as f64 {
+            (px - 3.0, "end")
+        } else {
+            (px + 3.0, "start")
+        };
         let _ = write!(
             self.body,
-            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\">{}</text>",
+            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/><text x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{color}\" text-anchor=\"{anchor}\">{}</text>",
             self.top,
             self.h - self.bottom,
-            px + 3.0,
             self.top + 11.0,
             esc(label)
         );
@@ -318,9 +319,6 @@ impl Plot {
     pub fn plot_top(&self) -> f64 {
         self.top
     }
-    pub fn plot_bottom(&self) -> f64 {
-        self.h - self.bottom
-    }
 
     /// The finished `<svg>` element. `y_grid` draws category-free grid lines.
     pub fn finish(self, title: &str, x_grid: bool) -> String {
@@ -333,7 +331,12 @@ impl Plot {
             t = esc(title)
         );
         s.push_str(&self.under);
-        let (x0, x1, y0, y1) = (self.left, self.w - self.right, self.top, self.h - self.bottom);
+        let (x0, x1, y0, y1) = (
+            self.left,
+            self.w - self.right,
+            self.top,
+            self.h - self.bottom,
+        );
         // Grid and ticks.
         for (v, l) in &self.y.ticks {
             let py = self.py(*v);

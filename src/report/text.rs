@@ -111,7 +111,11 @@ impl Report {
                 }
             }
         }
-        let bad: Vec<_> = self.trials.iter().filter(|t| t.status != Status::Ok).collect();
+        let bad: Vec<_> = self
+            .trials
+            .iter()
+            .filter(|t| t.status != Status::Ok)
+            .collect();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
             for t in bad {
@@ -132,7 +136,11 @@ impl Report {
                     "  {:<24} {:<8} {:<8} {} {} at {:.0} req/s ({} steps)",
                     b.variant,
                     b.app,
-                    if b.behind == "nginx" { "nginx" } else { "direct" },
+                    if b.behind == "nginx" {
+                        "nginx"
+                    } else {
+                        "direct"
+                    },
                     b.mode,
                     b.result.level.map_or("none".into(), num),
                     b.throughput_rps,
@@ -205,10 +213,7 @@ impl Report {
                 s,
                 "| Server | Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
             );
-            let _ = writeln!(
-                s,
-                "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-            );
+            let _ = writeln!(s, "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|");
             for g in groups {
                 let p = &g.planned;
                 let lead = format!(
@@ -247,7 +252,11 @@ impl Report {
             }
             s.push('\n');
         }
-        let bad: Vec<_> = self.trials.iter().filter(|t| t.status != Status::Ok).collect();
+        let bad: Vec<_> = self
+            .trials
+            .iter()
+            .filter(|t| t.status != Status::Ok)
+            .collect();
         if !bad.is_empty() {
             let _ = writeln!(s, "## Trials not completed\n");
             let _ = writeln!(s, "| Trial | Status | Reason |\n|:--|:--|:--|");
@@ -311,13 +320,22 @@ impl Report {
                     "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} |",
                     md_cell(&b.variant),
                     b.app,
-                    if b.behind == "nginx" { "nginx" } else { "direct" },
+                    if b.behind == "nginx" {
+                        "nginx"
+                    } else {
+                        "direct"
+                    },
                     b.mode,
                     b.result.level.map_or("none".into(), num),
                     b.throughput_rps,
-                    b.result
-                        .failed_at
-                        .map_or(if b.result.capped { "none (capped)".into() } else { "-".into() }, num),
+                    b.result.failed_at.map_or(
+                        if b.result.capped {
+                            "none (capped)".into()
+                        } else {
+                            "-".into()
+                        },
+                        num
+                    ),
                     b.result.steps.len(),
                     b.load_seconds
                 );

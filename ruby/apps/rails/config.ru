@@ -36,4 +36,7 @@ RackbenchRails.routes.draw do
   root "hello#index"
 end
 
+# Rails 6.1 sends no Content-Length; without one thin and uwsgi close the
+# connection after every response, and uwsgi --http11-socket never ends it.
+use Rack::ContentLength
 run RackbenchRails

@@ -1,0 +1,46 @@
+//! `rackbench report DIR`: every report from a results directory alone.
+
+use super::UsageError;
+use crate::report;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The results directory `rackbench run` wrote.
+    pub dir: PathBuf,
+    /// Write the HTML report here instead of DIR/report.html.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print only the paths written, not the table.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: ReportArgs) -> Result<ExitCode> {
+    if !args.dir.is_dir() {
+        return Err(UsageError(format!(
+            "{} is not a directory: give the results directory of `rackbench run` (the --out directory)",
+            args.dir.display()
+        ))
+        .into());
+    }
+    if !args.dir.join("manifest.json").exists() && !args.dir.join("trials").is_dir() {
+        return Err(UsageError(format!(
+            "{} holds no manifest.json and no trials/: give the results directory of `rackbench run`",
+            args.dir.display()
+        ))
+        .into());
+    }
+    let written = report::write_all(&args.dir, args.html.as_deref())?;
+    if !args.quiet {
+        print!("{}", written.table);
+        println!();
+    }
+    for p in written.paths() {
+        println!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

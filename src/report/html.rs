@@ -1,0 +1,1111 @@
+//! The self-contained HTML report: inline CSS, inline SVG charts, a few
+//! lines of inline JS for expanding and collapsing; nothing fetched.
+
+use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
+use super::{front, load_label, num, short, Group, Report, Status, TrialRow};
+use crate::load::report::{fmt_bytes, fmt_us};
+use crate::plan::runner::StoredBreakpoint;
+use std::fmt::Write;
+
+const GREEN: &str = "#2ca02c";
+const GREY: &str = "#888";
+
+const STYLE: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;background:#fafafa;line-height:1.45}
+main{max-width:1200px;margin:0 auto;padding:16px 24px 64px}
+h1{font-size:1.6em;margin:.4em 0}
+h2{font-size:1.3em;margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:1.05em;margin:1.2em 0 .4em}
+nav{position:sticky;top:0;background:#fafafa;border-bottom:1px solid #ddd;padding:6px 0;z-index:2}
+nav a{margin-right:14px;color:#1f5f9f;text-decoration:none;font-size:.92em}
+table{border-collapse:collapse;font-size:.88em;margin:.5em 0;background:#fff}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top;white-space:nowrap}
+td.wrap{white-space:normal;min-width:150px}
+th{white-space:normal}
+table{display:block;overflow-x:auto;max-width:100%}
+th{background:#f0f0f0}
+td.l,th.l{text-align:left}
+tr.bad td{background:#fdecea}
+.status-failed,.status-interrupted,.status-missing,.bad-text{color:#b00020;font-weight:600}
+.note{color:#555;font-size:.9em}
+.warn{background:#fff4e5;border:1px solid #f0b37e;padding:8px 12px;border-radius:4px;margin:8px 0}
+.chart svg{max-width:100%;height:auto;background:#fff;border:1px solid #e4e4e4;border-radius:4px;margin:4px 0}
+.pair{display:flex;flex-wrap:wrap;gap:10px}
+.pair>div{flex:1 1 560px;min-width:0}
+details{margin:6px 0;background:#fff;border:1px solid #e4e4e4;border-radius:4px;padding:4px 10px}
+summary{cursor:pointer;font-weight:600}
+pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:6px 8px;border-radius:4px;font-size:.85em;margin:4px 0}
+code{font-size:.92em}
+button{font:inherit;font-size:.85em;margin:4px 6px 4px 0}
+"#;
+
+const SCRIPT: &str = r#"
+function setAll(sel, open) {
+  document.querySelectorAll(sel).forEach(function (d) { d.open = open; });
+}
+"#;
+
+fn color(variants: &[String], v: &str) -> &'static str {
+    let i = variants.iter().position(|x| x == v).unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
+fn mib(b: f64) -> f64 {
+    b / (1024.0 * 1024.0)
+}
+
+/// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
+fn nines(p: f64) -> f64 {
+    (1.0 / (1.0 - p / 100.0)).log10()
+}
+
+fn status_cell(s: Status) -> String {
+    format!("<span class=\"status-{0}\">{0}</span>", s.label())
+}
+
+impl Report {
+    /// The whole HTML document.
+    pub fn html(&self) -> String {
+        let variants = self.variants();
+        let mut s = String::new();
+        let title = format!(
+            "rackbench report: {}",
+            self.manifest
+                .as_ref()
+                .map_or("(no manifest)", |m| m.plan.as_str())
+        );
+        let _ = write!(
+            s,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n",
+            esc(&title)
+        );
+        s.push_str("<nav><main style=\"padding:0 24px\"><a href=\"#summary\">Summary</a><a href=\"#throughput\">Throughput</a><a href=\"#latency\">Latency</a><a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a><a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
+        if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
+            s.push_str("<a href=\"#breakpoints\">Break points</a>");
+        }
+        s.push_str("<a href=\"#errors\">Errors</a><a href=\"#environment\">Environment</a></main></nav>\n<main>\n");
+        let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+        self.header(&mut s);
+        self.summary_table(&mut s, &variants);
+        self.throughput(&mut s, &variants);
+        self.latency(&mut s, &variants);
+        self.timelines(&mut s);
+        self.memory(&mut s, &variants);
+        self.cpu(&mut s, &variants);
+        self.spread(&mut s, &variants);
+        if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
+            self.breakpoint_section(&mut s, &variants);
+        }
+        self.errors(&mut s);
+        self.environment(&mut s);
+        s.push_str("</main></body></html>\n");
+        s
+    }
+
+    fn header(&self, s: &mut String) {
+        let counts = self.counts();
+        let _ = write!(s, "<p>");
+        if let Some(m) = &self.manifest {
+            let _ = write!(
+                s,
+                "Plan <code>{}</code>{}, started {}, {} repeat{}. ",
+                esc(&m.plan),
+                m.follows
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" (follows {})", esc(f))),
+                esc(&m.started_at),
+                m.repeats,
+                if m.repeats == 1 { "" } else { "s" }
+            );
+        }
+        let _ = write!(s, "{} trials planned: ", self.trials.len());
+        let parts: Vec<String> = counts
+            .iter()
+            .map(|(k, v)| {
+                if *k == Status::Ok {
+                    format!("{v} ok")
+                } else {
+                    format!("<span class=\"status-{0}\">{v} {0}</span>", k.label())
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}.</p>", parts.join(", "));
+        let _ = writeln!(
+            s,
+            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput counts OK responses only; memory is the peak of the whole server process tree over the measured window.</p>"
+        );
+        let bad: Vec<&TrialRow> = self
+            .trials
+            .iter()
+            .filter(|t| t.status != Status::Ok)
+            .collect();
+        if !bad.is_empty() || !self.warnings.is_empty() || !self.missing_breakpoints.is_empty() {
+            let _ = write!(
+                s,
+                "<div class=\"warn\" id=\"incomplete\"><strong>Incomplete results.</strong> {} of {} planned trials have no good record; they are marked in every table and chart.",
+                bad.len(),
+                self.trials.len()
+            );
+            if !bad.is_empty() {
+                s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th class=\"l\">Reason</th></tr>");
+                for t in &bad {
+                    let _ = write!(
+                        s,
+                        "<tr class=\"bad\"><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l wrap\"><pre>{}</pre></td></tr>",
+                        esc(&t.planned.id),
+                        status_cell(t.status),
+                        esc(t.reason.as_deref().unwrap_or(""))
+                    );
+                }
+                s.push_str("</table>");
+            }
+            for id in &self.missing_breakpoints {
+                let _ = write!(
+                    s,
+                    "<p><span class=\"status-missing\">missing</span> break-point search {}: not run</p>",
+                    esc(id)
+                );
+            }
+            for w in &self.warnings {
+                let _ = write!(s, "<p>warning: {}</p>", esc(w));
+            }
+            s.push_str("</div>\n");
+        }
+    }
+
+    fn summary_table(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section id=\"summary\"><h2>Summary</h2>");
+        for ((app, fr), groups) in self.sections() {
+            let _ = write!(s, "<h3>{}, {}</h3>", esc(&app), esc(&fr));
+            s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s)</th><th>min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
+            for g in groups {
+                let p = &g.planned;
+                let cls = if g.notes().is_empty() {
+                    ""
+                } else {
+                    " class=\"bad\""
+                };
+                let _ = write!(
+                    s,
+                    "<tr{cls}><td class=\"l\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}/{}</td>",
+                    color(variants, &p.variant),
+                    esc(&p.variant),
+                    esc(&load_label(p)),
+                    g.ok,
+                    g.planned_runs
+                );
+                match g.good() {
+                    Some(m) => {
+                        let _ = write!(
+                            s,
+                            "<td><b>{:.0}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
+                            m.throughput_rps.median,
+                            m.throughput_rps.min,
+                            m.throughput_rps.max,
+                            fmt_us(m.latency_mean_us.median),
+                            fmt_us(m.latency_stdev_us.median),
+                            fmt_us(m.latency_max_us.median),
+                            fmt_us(m.latency_p99_us.median),
+                            fmt_bytes(m.rss_peak_bytes.median as u64),
+                            m.pss_peak_bytes
+                                .map_or("–".into(), |p| fmt_bytes(p.median as u64)),
+                            m.cpu_ms_per_request
+                                .map_or("–".into(), |c| format!("{:.3}", c.median)),
+                            if m.errors > 0 { " class=\"bad-text\"" } else { "" },
+                            m.errors
+                        );
+                    }
+                    None => s.push_str("<td colspan=\"10\" class=\"bad-text\">no data</td>"),
+                }
+                let _ = write!(s, "<td class=\"l bad-text\">{}</td></tr>", esc(&g.notes()));
+            }
+            s.push_str("</table>");
+        }
+        s.push_str("</section>\n");
+    }
+
+    fn throughput(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section class=\"chart\" id=\"throughput\"><h2>Throughput against concurrency</h2><p class=\"note\">One line per server through the median of the repeats; whiskers span min–max. A dashed vertical line marks a server's break point (highest load with no errors). A red × marks a load level with no good run.</p>");
+        let mut drawn = 0;
+        for ((app, fr), groups) in self.sections() {
+            for rate_mode in [false, true] {
+                let gs: Vec<&&Group> = groups
+                    .iter()
+                    .filter(|g| g.planned.shape.rate.is_some() == rate_mode)
+                    .collect();
+                if gs.is_empty() {
+                    continue;
+                }
+                let level = |g: &Group| {
+                    g.planned
+                        .shape
+                        .rate
+                        .unwrap_or(g.planned.shape.connections as f64)
+                };
+                let bps: Vec<&StoredBreakpoint> = self
+                    .breakpoints
+                    .iter()
+                    .filter(|b| {
+                        b.app == app
+                            && (b.behind == "nginx") == fr.starts_with("nginx")
+                            && (b.mode == "rate") == rate_mode
+                    })
+                    .collect();
+                let mut levels: Vec<f64> = gs.iter().map(|g| level(g)).collect();
+                let bp_levels: Vec<f64> = bps.iter().filter_map(|b| b.result.level).collect();
+                let all: Vec<f64> = levels.iter().chain(&bp_levels).copied().collect();
+                levels.extend(bp_levels.iter().copied());
+                let (lo, hi) = all
+                    .iter()
+                    .fold((f64::MAX, 0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+                let log = lo > 0.0 && hi / lo >= 8.0;
+                let ymax = gs
+                    .iter()
+                    .filter_map(|g| g.good())
+                    .map(|m| m.throughput_rps.max)
+                    .chain(bps.iter().map(|b| b.throughput_rps))
+                    .fold(0f64, f64::max);
+                let xlabel = if rate_mode {
+                    "offered rate (req/s)"
+                } else {
+                    "concurrent connections"
+                };
+                let x = Axis::at(&levels, log, xlabel, &|v| num(v));
+                let y = Axis::linear(0.0, ymax * 1.08, "throughput (req/s)", &fmt_count);
+                let mut plot = Plot::new(1150.0, 380.0, x, y);
+                let present: Vec<&String> = variants
+                    .iter()
+                    .filter(|v| gs.iter().any(|g| &&g.planned.variant == v))
+                    .collect();
+                for (vi, v) in present.iter().enumerate() {
+                    let v = *v;
+                    let mut pts = Vec::new();
+                    // Whiskers of servers at the same level side by side.
+                    let shift = (vi as f64 - (present.len() as f64 - 1.0) / 2.0) * 6.0;
+                    for g in gs.iter().filter(|g| &g.planned.variant == v) {
+                        let c = color(variants, v);
+                        let xv = level(g);
+                        match g.good() {
+                            Some(m) => {
+                                let t = &m.throughput_rps;
+                                plot.vwhisker_shift(xv, shift, t.min, t.max, c);
+                                plot.point(
+                                    xv,
+                                    t.median,
+                                    4.0,
+                                    c,
+                                    &format!(
+                                        "{v}, {}: {:.0} req/s (min {:.0}, max {:.0}, {} runs){}",
+                                        load_label(&g.planned),
+                                        t.median,
+                                        t.min,
+                                        t.max,
+                                        t.n,
+                                        if g.notes().is_empty() {
+                                            String::new()
+                                        } else {
+                                            format!("; {}", g.notes())
+                                        }
+                                    ),
+                                );
+                                if !g.notes().is_empty() {
+                                    plot.text(
+                                        xv,
+                                        t.median,
+                                        &format!("  {}", g.notes()),
+                                        RED,
+                                        "start",
+                                    );
+                                }
+                                pts.push((xv, t.median));
+                            }
+                            None => {
+                                plot.text(xv, 0.0, "×", RED, "middle");
+                                plot.text(
+                                    xv,
+                                    ymax * 0.04,
+                                    &format!("{v}: no data ({})", g.notes()),
+                                    RED,
+                                    "middle",
+                                );
+                            }
+                        }
+                    }
+                    if !pts.is_empty() {
+                        plot.line(&pts, color(variants, v), 2.0, false, v);
+                        plot.legend(v, color(variants, v), false);
+                    }
+                }
+                for b in &bps {
+                    if let Some(l) = b.result.level {
+                        plot.vline(
+                            l,
+                            color(variants, &b.variant),
+                            &format!("{} break point {}", b.variant, num(l)),
+                        );
+                        plot.point(
+                            l,
+                            b.throughput_rps,
+                            5.0,
+                            color(variants, &b.variant),
+                            &format!("{} break point: {:.0} req/s", b.variant, b.throughput_rps),
+                        );
+                    }
+                }
+                let t = format!(
+                    "Throughput, {app}, {fr}{}",
+                    if rate_mode { ", open loop" } else { "" }
+                );
+                let _ = write!(s, "<h3>{}</h3>{}", esc(&t), plot.finish(&t, true));
+                drawn += 1;
+            }
+        }
+        if drawn == 0 {
+            s.push_str("<p class=\"bad-text\">No trial groups to chart.</p><svg width=\"0\" height=\"0\"></svg>");
+        }
+        s.push_str("</section>\n");
+    }
+
+    fn latency(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section class=\"chart\" id=\"latency\"><h2>Latency distribution</h2><p class=\"note\">Every run's full latency distribution, log scale. The x axis is in nines: each step right is ten times rarer (90th, 99th, 99.9th percentile…). Dashed lines are later repeats.</p><div class=\"pair\">");
+        let mut keys: Vec<(String, String, String)> = Vec::new();
+        for g in &self.groups {
+            let k = (
+                g.planned.app.clone(),
+                front(&g.planned),
+                load_label(&g.planned),
+            );
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        let mut drawn = 0;
+        for (app, fr, ld) in keys {
+            let rows: Vec<&TrialRow> = self
+                .trials
+                .iter()
+                .filter(|t| {
+                    t.planned.app == app && front(&t.planned) == fr && load_label(&t.planned) == ld
+                })
+                .collect();
+            let dists: Vec<(&TrialRow, Vec<(f64, f64)>)> = rows
+                .iter()
+                .filter_map(|t| t.record.as_ref().map(|r| (*t, r)))
+                .map(|(t, r)| {
+                    let pts = r
+                        .load
+                        .latency_distribution
+                        .iter()
+                        .filter(|p| p.percentile < 100.0)
+                        .map(|p| (nines(p.percentile), (p.latency_us as f64).max(1.0)))
+                        .collect();
+                    (t, pts)
+                })
+                .filter(|(_, p): &(_, Vec<_>)| !p.is_empty())
+                .collect();
+            let t = format!("Latency percentiles, {app}, {fr}, {ld}");
+            let _ = write!(s, "<div><h3>{}</h3>", esc(&t));
+            if dists.is_empty() {
+                let _ = write!(s, "<p class=\"bad-text\">No latency data: no good run.</p><svg width=\"0\" height=\"0\"></svg></div>");
+                continue;
+            }
+            let xmax = dists
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+                .fold(2.0f64, f64::max)
+                .ceil();
+            let (ylo, yhi) = dists
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+                .fold((f64::MAX, 1f64), |(a, b), v| (a.min(v), b.max(v)));
+            let ticks: Vec<(f64, String)> = (0..=xmax as i32)
+                .map(|n| {
+                    let label = if n == 0 {
+                        "0".to_string()
+                    } else {
+                        let p = 100.0 - 100.0 / 10f64.powi(n);
+                        let s = format!("{p:.6}");
+                        s.trim_end_matches('0').trim_end_matches('.').to_string()
+                    };
+                    (n as f64, label)
+                })
+                .collect();
+            let x = Axis {
+                min: 0.0,
+                max: xmax,
+                log: false,
+                label: "percentile (%), in nines".into(),
+                ticks,
+            };
+            let y = Axis::log(ylo, yhi, "latency (log scale)", &fmt_us_short);
+            let mut plot = Plot::new(570.0, 330.0, x, y).with_left(60.0);
+            for (t, pts) in &dists {
+                let c = color(variants, &t.planned.variant);
+                plot.line(
+                    pts,
+                    c,
+                    1.8,
+                    t.planned.repeat > 1,
+                    &format!("{} repeat {}", t.planned.variant, t.planned.repeat),
+                );
+                if let Some((_, last)) = pts.last() {
+                    let x = pts.last().map_or(0.0, |p| p.0);
+                    plot.point(
+                        x,
+                        *last,
+                        2.5,
+                        c,
+                        &format!(
+                            "{} repeat {}: {}",
+                            t.planned.variant,
+                            t.planned.repeat,
+                            fmt_us(*last)
+                        ),
+                    );
+                }
+                plot.legend(&t.planned.variant, c, false);
+            }
+            let missing: Vec<String> = rows
+                .iter()
+                .filter(|t| t.record.is_none())
+                .map(|t| {
+                    format!(
+                        "{} rep {} {}",
+                        t.planned.variant,
+                        t.planned.repeat,
+                        t.status.label()
+                    )
+                })
+                .collect();
+            if !missing.is_empty() {
+                let top = plot.plot_top();
+                let left = plot.plot_left();
+                plot.text_px(
+                    left + 6.0,
+                    top + 14.0,
+                    &format!("no data: {}", missing.join("; ")),
+                    RED,
+                    "start",
+                );
+            }
+            let _ = write!(s, "{}</div>", plot.finish(&t, true));
+            drawn += 1;
+        }
+        if drawn == 0 {
+            s.push_str("<svg width=\"0\" height=\"0\"></svg>");
+        }
+        s.push_str("</div></section>\n");
+    }
+
+    fn timelines(&self, s: &mut String) {
+        s.push_str("<section class=\"chart\" id=\"timeline\"><h2>Per-second timeline</h2><p class=\"note\">Each run second by second: OK responses per second (top) and the p50 and p99 latency of that second (bottom, log scale). Grey shading is warm-up (not counted); red shading marks seconds with errors, labelled with the count.</p>");
+        let open_all = self.trials.len() <= 12;
+        s.push_str("<button type=\"button\" onclick=\"setAll('details.tl', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.tl', false)\">Collapse all</button>");
+        let mut drawn = 0;
+        for g in &self.groups {
+            let rows: Vec<&TrialRow> = self
+                .trials
+                .iter()
+                .filter(|t| t.planned.group == g.group)
+                .collect();
+            let has_trouble = rows
+                .iter()
+                .any(|t| t.status != Status::Ok || t.errors() > 0);
+            let _ = write!(
+                s,
+                "<details class=\"tl\"{}><summary>{} · {} · {} · {}{}</summary><div class=\"pair\">",
+                if open_all || has_trouble { " open" } else { "" },
+                esc(&g.planned.variant),
+                esc(&g.planned.app),
+                esc(&front(&g.planned)),
+                esc(&load_label(&g.planned)),
+                if g.notes().is_empty() {
+                    String::new()
+                } else {
+                    format!(" <span class=\"bad-text\">({})</span>", esc(&g.notes()))
+                }
+            );
+            for t in rows {
+                let head = format!("Repeat {} ({})", t.planned.repeat, t.planned.id);
+                let _ = write!(
+                    s,
+                    "<div><h3>{} {}</h3>",
+                    esc(&head),
+                    if t.status == Status::Ok {
+                        String::new()
+                    } else {
+                        status_cell(t.status)
+                    }
+                );
+                let Some(r) = &t.record else {
+                    let _ = write!(
+                        s,
+                        "<p class=\"bad-text\">No timeline: {}</p><pre>{}</pre></div>",
+                        t.status.label(),
+                        esc(t.reason.as_deref().unwrap_or(""))
+                    );
+                    continue;
+                };
+                if let Some(reason) = &t.reason {
+                    let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&short(reason, 200)));
+                }
+                let tl = &r.load.timeline;
+                if tl.is_empty() {
+                    s.push_str(
+                        "<p class=\"bad-text\">The record holds no timeline rows.</p></div>",
+                    );
+                    continue;
+                }
+                let tmax = tl.iter().map(|row| row.t_s + 1).max().unwrap_or(1) as f64;
+                let rmax = tl.iter().map(|row| row.rps).fold(1f64, f64::max);
+                let mut x = Axis::linear(0.0, tmax, "time since start (s)", &|v| num(v));
+                x.ticks.retain(|(v, _)| v.fract() == 0.0);
+                let y = Axis::linear(0.0, rmax * 1.1, "OK responses (req/s)", &fmt_count);
+                let mut p = Plot::new(570.0, 220.0, x.clone(), y).with_left(60.0);
+                for row in tl {
+                    let (a, b) = (row.t_s as f64, row.t_s as f64 + 1.0);
+                    if row.warmup {
+                        p.xband(a, b, "#999", 0.18, &format!("second {}: warm-up", row.t_s));
+                    }
+                    if row.errors > 0 {
+                        p.xband(
+                            a,
+                            b,
+                            RED,
+                            0.22,
+                            &format!("second {}: {} errors", row.t_s, row.errors),
+                        );
+                        p.text(
+                            a + 0.5,
+                            rmax * 1.02,
+                            &format!("{} err", row.errors),
+                            RED,
+                            "middle",
+                        );
+                    }
+                }
+                let pts: Vec<(f64, f64)> = tl
+                    .iter()
+                    .map(|row| (row.t_s as f64 + 0.5, row.rps))
+                    .collect();
+                p.line(&pts, "#1f5f9f", 2.0, false, "OK responses per second");
+                for row in tl {
+                    p.point(
+                        row.t_s as f64 + 0.5,
+                        row.rps,
+                        2.5,
+                        if row.errors > 0 { RED } else { "#1f5f9f" },
+                        &format!(
+                            "second {}: {:.0} req/s, {} ok, {} errors, p50 {}, p99 {}{}",
+                            row.t_s,
+                            row.rps,
+                            row.ok,
+                            row.errors,
+                            fmt_us(row.p50_us as f64),
+                            fmt_us(row.p99_us as f64),
+                            if row.warmup { " (warm-up)" } else { "" }
+                        ),
+                    );
+                }
+                p.legend("req/s", "#1f5f9f", false);
+                if tl.iter().any(|row| row.warmup) {
+                    p.legend("warm-up", "#bbb", false);
+                }
+                if tl.iter().any(|row| row.errors > 0) {
+                    p.legend("errors", RED, false);
+                }
+                let title = format!("Throughput per second, {}", t.planned.id);
+                s.push_str(&p.finish(&title, false));
+                // Latency per second.
+                let lat: Vec<&crate::load::report::TimelineRow> = tl
+                    .iter()
+                    .filter(|row| row.ok > 0 || row.p99_us > 0)
+                    .collect();
+                if !lat.is_empty() {
+                    let lo = lat
+                        .iter()
+                        .map(|row| row.p50_us.max(1) as f64)
+                        .fold(f64::MAX, f64::min);
+                    let hi = lat
+                        .iter()
+                        .map(|row| row.p99_us.max(1) as f64)
+                        .fold(1f64, f64::max);
+                    let y = Axis::log(lo, hi, "latency per second (log)", &fmt_us_short);
+                    let mut p = Plot::new(570.0, 180.0, x, y).with_left(60.0);
+                    for row in tl {
+                        if row.warmup {
+                            p.xband(
+                                row.t_s as f64,
+                                row.t_s as f64 + 1.0,
+                                "#999",
+                                0.18,
+                                "warm-up",
+                            );
+                        }
+                        if row.errors > 0 {
+                            p.xband(
+                                row.t_s as f64,
+                                row.t_s as f64 + 1.0,
+                                RED,
+                                0.22,
+                                &format!("{} errors", row.errors),
+                            );
+                        }
+                    }
+                    let p50: Vec<(f64, f64)> = lat
+                        .iter()
+                        .map(|row| (row.t_s as f64 + 0.5, row.p50_us.max(1) as f64))
+                        .collect();
+                    let p99: Vec<(f64, f64)> = lat
+                        .iter()
+                        .map(|row| (row.t_s as f64 + 0.5, row.p99_us.max(1) as f64))
+                        .collect();
+                    p.line(&p50, "#59a14f", 1.8, false, "p50 per second");
+                    p.line(&p99, "#b07aa1", 1.8, false, "p99 per second");
+                    p.legend("p50", "#59a14f", false);
+                    p.legend("p99", "#b07aa1", false);
+                    let title = format!("Latency per second, {}", t.planned.id);
+                    s.push_str(&p.finish(&title, false));
+                }
+                s.push_str("</div>");
+                drawn += 1;
+            }
+            s.push_str("</div></details>");
+        }
+        if drawn == 0 {
+            s.push_str("<p class=\"bad-text\">No run has a timeline.</p><svg width=\"0\" height=\"0\"></svg>");
+        }
+        s.push_str("</section>\n");
+    }
+
+    /// A horizontal bar chart, one row per group, bars from `bars`
+    /// (label, colour shade, value getter returning (median, min, max)).
+    #[allow(clippy::type_complexity)]
+    fn hbars(
+        &self,
+        groups: &[&Group],
+        variants: &[String],
+        title: &str,
+        xlabel: &str,
+        bars: &[(&str, f64, &dyn Fn(&Group) -> Option<(f64, f64, f64)>)],
+        fmt: &dyn Fn(f64) -> String,
+    ) -> String {
+        let row_h = 14.0 * bars.len() as f64 + 12.0;
+        let h = 28.0 + 46.0 + row_h * groups.len() as f64;
+        let xmax = groups
+            .iter()
+            .flat_map(|g| bars.iter().filter_map(move |(_, _, f)| f(g).map(|v| v.2)))
+            .fold(0f64, f64::max);
+        let x = Axis::linear(0.0, if xmax > 0.0 { xmax * 1.05 } else { 1.0 }, xlabel, fmt);
+        let y = Axis {
+            min: 0.0,
+            max: groups.len() as f64,
+            log: false,
+            label: String::new(),
+            ticks: Vec::new(),
+        };
+        let mut p = Plot::new(1150.0, h, x, y).with_left(230.0);
+        for (i, g) in groups.iter().enumerate() {
+            let top = p.plot_top() + row_h * i as f64 + 6.0;
+            let c = color(variants, &g.planned.variant);
+            p.text_px(
+                p.plot_left() - 8.0,
+                top + row_h / 2.0,
+                &format!("{} · {}", g.planned.variant, load_label(&g.planned)),
+                "#222",
+                "end",
+            );
+            let mut any = false;
+            for (j, (label, opacity, f)) in bars.iter().enumerate() {
+                let y = top + 14.0 * j as f64;
+                if let Some((med, lo, hi)) = f(g) {
+                    any = true;
+                    let tip = format!(
+                        "{} {}, {}: median {} (min {}, max {})",
+                        g.planned.variant,
+                        load_label(&g.planned),
+                        label,
+                        fmt(med),
+                        fmt(lo),
+                        fmt(hi)
+                    );
+                    let bar = format!("{c}\" fill-opacity=\"{opacity}");
+                    p.hbar_px(med, y, 12.0, &bar, &tip);
+                    p.hwhisker_px(lo, hi, y + 6.0, "#333");
+                    let xr = p.px(hi) + 6.0;
+                    p.text_px(
+                        xr,
+                        y + 10.0,
+                        &format!("{label} {}", fmt(med)),
+                        "#333",
+                        "start",
+                    );
+                }
+            }
+            if !any {
+                let l = p.plot_left();
+                p.text_px(
+                    l + 6.0,
+                    top + row_h / 2.0,
+                    &format!(
+                        "no data ({})",
+                        if g.notes().is_empty() {
+                            "not measured".into()
+                        } else {
+                            g.notes()
+                        }
+                    ),
+                    RED,
+                    "start",
+                );
+            } else if !g.notes().is_empty() {
+                let w = p.w;
+                p.text_px(w - 20.0, top + row_h / 2.0, &g.notes(), RED, "end");
+            }
+        }
+        p.finish(title, true)
+    }
+
+    fn memory(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section class=\"chart\" id=\"memory\"><h2>Memory</h2><p class=\"note\">Peak RSS (solid) and peak PSS (light) of the whole server process tree over the measured window, in MiB; median bar with min–max whisker across repeats. PSS splits pages shared between a master and its workers, so it is the fairer figure for preforking servers.</p>");
+        for ((app, fr), groups) in self.sections() {
+            let t = format!("Memory peak, {app}, {fr}");
+            let rss = |g: &Group| {
+                g.good().map(|m| {
+                    (
+                        mib(m.rss_peak_bytes.median),
+                        mib(m.rss_peak_bytes.min),
+                        mib(m.rss_peak_bytes.max),
+                    )
+                })
+            };
+            let pss = |g: &Group| {
+                g.good()
+                    .and_then(|m| m.pss_peak_bytes)
+                    .map(|p| (mib(p.median), mib(p.min), mib(p.max)))
+            };
+            let svg = self.hbars(
+                &groups,
+                variants,
+                &t,
+                "peak memory (MiB)",
+                &[("RSS", 1.0, &rss), ("PSS", 0.45, &pss)],
+                &|v| format!("{v:.1}"),
+            );
+            let _ = write!(s, "<h3>{}</h3>{svg}", esc(&t));
+        }
+        s.push_str("</section>\n");
+    }
+
+    fn cpu(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section class=\"chart\" id=\"cpu\"><h2>CPU per request</h2><p class=\"note\">Server CPU time (user + system, whole process tree) per OK response, in milliseconds; median with min–max across repeats. Lower is better.</p>");
+        for ((app, fr), groups) in self.sections() {
+            let t = format!("Server CPU per request, {app}, {fr}");
+            let cpu = |g: &Group| {
+                g.good()
+                    .and_then(|m| m.cpu_ms_per_request)
+                    .map(|c| (c.median, c.min, c.max))
+            };
+            let svg = self.hbars(
+                &groups,
+                variants,
+                &t,
+                "server CPU per request (ms)",
+                &[("CPU", 0.85, &cpu)],
+                &|v| format!("{v:.3}"),
+            );
+            let _ = write!(s, "<h3>{}</h3>{svg}", esc(&t));
+        }
+        s.push_str("</section>\n");
+    }
+
+    fn spread(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section class=\"chart\" id=\"spread\"><h2>Spread across repeats</h2><p class=\"note\">Each dot is one run's throughput; the black tick is the median, the line spans min–max. Failed and missing runs are named in red.</p>");
+        for ((app, fr), groups) in self.sections() {
+            let t = format!("Throughput of each repeat, {app}, {fr}");
+            let row_h = 24.0;
+            let h = 28.0 + 46.0 + row_h * groups.len() as f64;
+            let xmax = groups
+                .iter()
+                .flat_map(|g| {
+                    self.trials
+                        .iter()
+                        .filter(move |t| t.planned.group == g.group)
+                })
+                .filter_map(|t| t.record.as_ref().map(|r| r.load.throughput_rps))
+                .fold(0f64, f64::max);
+            let x = Axis::linear(
+                0.0,
+                if xmax > 0.0 { xmax * 1.05 } else { 1.0 },
+                "throughput (req/s)",
+                &fmt_count,
+            );
+            let y = Axis {
+                min: 0.0,
+                max: groups.len() as f64,
+                log: false,
+                label: String::new(),
+                ticks: Vec::new(),
+            };
+            let mut p = Plot::new(1150.0, h, x, y).with_left(230.0);
+            for (i, g) in groups.iter().enumerate() {
+                let cy = p.plot_top() + row_h * i as f64 + row_h / 2.0;
+                let c = color(variants, &g.planned.variant);
+                p.text_px(
+                    p.plot_left() - 8.0,
+                    cy + 4.0,
+                    &format!("{} · {}", g.planned.variant, load_label(&g.planned)),
+                    "#222",
+                    "end",
+                );
+                if let Some(m) = g.good() {
+                    let tp = m.throughput_rps;
+                    p.hwhisker_px(tp.min, tp.max, cy, c);
+                    let mx = p.px(tp.median);
+                    p.text_px(mx, cy + 5.0, "|", "#000", "middle");
+                }
+                let mut bad = Vec::new();
+                for t in self.trials.iter().filter(|t| t.planned.group == g.group) {
+                    match (&t.record, t.status) {
+                        (Some(r), Status::Ok) => {
+                            let tip = format!(
+                                "{} repeat {}: {:.0} req/s, {} errors",
+                                g.planned.variant,
+                                t.planned.repeat,
+                                r.load.throughput_rps,
+                                r.load.errors.total()
+                            );
+                            let px = p.px(r.load.throughput_rps);
+                            p.circle_px(px, cy, 5.0, c, &tip);
+                        }
+                        _ => bad.push(format!("rep {} {}", t.planned.repeat, t.status.label())),
+                    }
+                }
+                if !bad.is_empty() {
+                    let w = p.w;
+                    p.text_px(w - 20.0, cy + 4.0, &bad.join(", "), RED, "end");
+                }
+            }
+            let _ = write!(s, "<h3>{}</h3>{}", esc(&t), p.finish(&t, true));
+        }
+        s.push_str("</section>\n");
+    }
+
+    fn breakpoint_section(&self, s: &mut String, variants: &[String]) {
+        s.push_str("<section class=\"chart\" id=\"breakpoints\"><h2>Break points</h2><p class=\"note\">Each search step: throughput at that level, green when clean, red when it failed (errors, or p99 over the ceiling). The dashed line is the break point: the highest clean level.</p>");
+        for id in &self.missing_breakpoints {
+            let _ = write!(s, "<p><span class=\"status-missing\">missing</span> {}: the search was planned but has no record (not run).</p>", esc(id));
+        }
+        if self.breakpoints.is_empty() {
+            s.push_str("<svg width=\"0\" height=\"0\"></svg>");
+        }
+        s.push_str("<div class=\"pair\">");
+        for b in &self.breakpoints {
+            let c = color(variants, &b.variant);
+            let t = format!(
+                "Break point, {} · {} · {}: {} {}",
+                b.variant,
+                b.app,
+                if b.behind == "nginx" {
+                    "nginx"
+                } else {
+                    "direct"
+                },
+                b.mode,
+                b.result.level.map_or("none".into(), num)
+            );
+            let levels: Vec<f64> = b.result.steps.iter().map(|st| st.level).collect();
+            let _ = write!(s, "<div><h3>{}</h3>", esc(&t));
+            if levels.is_empty() {
+                s.push_str("<p class=\"bad-text\">No steps recorded.</p><svg width=\"0\" height=\"0\"></svg></div>");
+                continue;
+            }
+            let (lo, hi) = levels
+                .iter()
+                .fold((f64::MAX, 0f64), |(a, z), v| (a.min(*v), z.max(*v)));
+            let log = lo > 0.0 && hi / lo >= 8.0;
+            let xlabel = if b.mode == "rate" {
+                "offered rate (req/s)"
+            } else {
+                "concurrent connections"
+            };
+            let x = Axis::at(&levels, log, xlabel, &|v| num(v));
+            let ymax = b
+                .result
+                .steps
+                .iter()
+                .map(|st| st.throughput_rps)
+                .fold(1f64, f64::max);
+            let y = Axis::linear(0.0, ymax * 1.1, "throughput (req/s)", &fmt_count);
+            let mut p = Plot::new(570.0, 300.0, x, y).with_left(60.0);
+            if let Some(l) = b.result.level {
+                p.vline(l, c, &format!("break point {}", num(l)));
+            }
+            for (i, st) in b.result.steps.iter().enumerate() {
+                let col = if st.clean { GREEN } else { RED };
+                p.point(
+                    st.level,
+                    st.throughput_rps,
+                    5.0,
+                    col,
+                    &format!(
+                        "step {}: level {}, {:.0} req/s, {} errors, p99 {}{}",
+                        i + 1,
+                        num(st.level),
+                        st.throughput_rps,
+                        st.errors,
+                        fmt_us(st.p99_us as f64),
+                        st.why.as_ref().map_or(String::new(), |w| format!(" ({w})"))
+                    ),
+                );
+                p.text(
+                    st.level,
+                    st.throughput_rps,
+                    &format!("{}", i + 1),
+                    GREY,
+                    "start",
+                );
+            }
+            p.legend("clean", GREEN, false);
+            p.legend("failed", RED, false);
+            s.push_str(&p.finish(&t, true));
+            s.push_str("<table><tr><th>Step</th><th>Level</th><th>req/s</th><th>Errors</th><th>p99</th><th class=\"l\">Result</th></tr>");
+            for (i, st) in b.result.steps.iter().enumerate() {
+                let _ = write!(
+                    s,
+                    "<tr{}><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
+                    if st.clean { "" } else { " class=\"bad\"" },
+                    i + 1,
+                    num(st.level),
+                    st.throughput_rps,
+                    st.errors,
+                    fmt_us(st.p99_us as f64),
+                    if st.clean { "clean".into() } else { esc(&format!("failed: {}", st.why.as_deref().unwrap_or(""))) }
+                );
+            }
+            s.push_str("</table></div>");
+        }
+        s.push_str("</div></section>\n");
+    }
+
+    fn errors(&self, s: &mut String) {
+        s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too.</p>");
+        s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th class=\"l\">Seconds with errors</th></tr>");
+        for t in &self.trials {
+            let bad = t.status != Status::Ok || t.errors() > 0;
+            let _ = write!(
+                s,
+                "<tr{}><td class=\"l\">{}</td><td class=\"l\">{}</td>",
+                if bad { " class=\"bad\"" } else { "" },
+                esc(&t.planned.id),
+                status_cell(t.status)
+            );
+            match &t.record {
+                Some(r) => {
+                    let e = &r.load.errors;
+                    let secs: Vec<String> = r
+                        .load
+                        .timeline
+                        .iter()
+                        .filter(|row| row.errors > 0)
+                        .map(|row| format!("{}s: {}", row.t_s, row.errors))
+                        .collect();
+                    let _ = write!(
+                        s,
+                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
+                        r.load.requests.ok,
+                        e.total(),
+                        e.connect,
+                        e.timeout,
+                        e.reset,
+                        e.parse,
+                        e.status,
+                        e.body,
+                        r.load.requests.unfinished,
+                        r.load.connections.never_answered,
+                        esc(&secs.join(", "))
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        s,
+                        "<td colspan=\"11\" class=\"l wrap bad-text\">{}</td></tr>",
+                        esc(&short(t.reason.as_deref().unwrap_or("no record"), 200))
+                    );
+                }
+            }
+        }
+        s.push_str("</table></section>\n");
+    }
+
+    fn environment(&self, s: &mut String) {
+        s.push_str("<section id=\"environment\"><h2>Environment and commands</h2>");
+        if let Some(m) = &self.manifest {
+            let e = &m.environment;
+            let _ = write!(
+                s,
+                "<table><tr><th class=\"l\">CPU</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Cores</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Kernel</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Ruby</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">rackbench</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Host</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Started</th><td class=\"l\">{}</td></tr></table>",
+                esc(&e.cpu_model),
+                e.cores,
+                esc(&e.kernel),
+                esc(e.ruby_version.as_deref().unwrap_or("unknown")),
+                esc(&e.rackbench_version),
+                esc(&e.hostname),
+                esc(&m.started_at)
+            );
+            let _ = write!(
+                s,
+                "<h3>The command that reproduces this run</h3><pre>{}</pre>",
+                esc(&m.command)
+            );
+            if !m.skipped.is_empty() {
+                s.push_str("<h3>Combinations skipped by the plan</h3><ul>");
+                for k in &m.skipped {
+                    let _ = write!(s, "<li>{}</li>", esc(k));
+                }
+                s.push_str("</ul>");
+            }
+        } else {
+            s.push_str("<p class=\"bad-text\">manifest.json is missing: the environment of the run is unknown.</p>");
+        }
+        s.push_str("<h3>Exact commands of each trial</h3><button type=\"button\" onclick=\"setAll('details.cmd', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.cmd', false)\">Collapse all</button>");
+        for t in &self.trials {
+            let _ = write!(
+                s,
+                "<details class=\"cmd\"><summary>{} {}</summary>",
+                esc(&t.planned.id),
+                if t.status == Status::Ok {
+                    String::new()
+                } else {
+                    status_cell(t.status)
+                }
+            );
+            match &t.record {
+                Some(r) => {
+                    let _ = write!(
+                        s,
+                        "<p>{} ({}), {} workers × {} threads; started {}</p><pre>{}</pre>",
+                        esc(&r.server.name),
+                        esc(r.server.version.as_deref().unwrap_or("version unknown")),
+                        r.server.workers,
+                        r.server.threads,
+                        esc(&r.started_at),
+                        esc(&r.environment.commands.join("\n"))
+                    );
+                    if let Some(cfg) = &r.server.config_file {
+                        let _ = write!(s, "<p>Config file:</p><pre>{}</pre>", esc(cfg));
+                    }
+                }
+                None => {
+                    let _ = write!(
+                        s,
+                        "<p class=\"bad-text\">No record: {}</p>",
+                        esc(t.reason.as_deref().unwrap_or(""))
+                    );
+                }
+            }
+            s.push_str("</details>");
+        }
+        s.push_str("</section>\n");
+    }
+}

@@ -1,0 +1,418 @@
+//! `rackbench report`: a seeded results directory (2 servers × 2
+//! connection levels × 2 repeats, one failed trial, one missing trial, one
+//! trial with errors, one break point) → Markdown and CSV against golden
+//! files, HTML checked for charts, markings and no external resources,
+//! and rendered in headless Chromium when it is installed.
+//!
+//! `UPDATE_SNAPSHOTS=1 cargo test --test report` rewrites the golden files.
+
+use rackbench::plan::runner::{StoredBreakpoint, StoredTrial};
+use rackbench::report::{self, Report};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn planned(server: &str, conns: u64, repeat: u32) -> Value {
+    json!({
+        "id": format!("{server}__hello__direct__c{conns}__rep{repeat}"),
+        "group": format!("{server}__hello__direct__c{conns}"),
+        "server": server, "variant": server,
+        "workers": null, "threads": null, "settings": {}, "env": {},
+        "app": "hello", "behind": "none", "nginx_workers": 0,
+        "shape": { "connections": conns }, "repeat": repeat
+    })
+}
+
+fn environment(commands: Vec<String>) -> Value {
+    json!({
+        "cpu_model": "Test CPU", "cores": 2, "kernel": "6.1.0-test",
+        "ruby_version": "ruby 3.1.2p20", "rackbench_version": "0.1.0",
+        "hostname": "fixture", "commands": commands
+    })
+}
+
+/// A trial record with figures derived from `seed`; `errors_at` puts
+/// errors in one timeline second.
+fn record(server: &str, conns: u64, seed: f64, errors_at: Option<(u64, u64)>) -> Value {
+    let rps = 10_000.0 + seed * 1000.0;
+    let p50 = 100 + conns * 20 + seed as u64 * 7;
+    let p99 = p50 * 6;
+    let errors = errors_at.map_or(0, |e| e.1);
+    let timeline: Vec<Value> = (0..4u64)
+        .map(|t| {
+            let e = errors_at.filter(|e| e.0 == t).map_or(0, |e| e.1);
+            json!({
+                "t_s": t, "ok": (rps as u64) - t * 50, "errors": e,
+                "p50_us": p50 + t, "p99_us": p99 + t * 10,
+                "rps": rps - (t * 50) as f64, "warmup": t == 0
+            })
+        })
+        .collect();
+    let dist: Vec<Value> = [
+        (0.0, 1.0),
+        (50.0, 1.0),
+        (90.0, 2.0),
+        (99.0, 6.0),
+        (99.9, 10.0),
+        (99.99, 14.0),
+        (100.0, 15.0),
+    ]
+    .iter()
+    .map(|(p, f)| json!({"percentile": p, "latency_us": (p50 as f64 * f) as u64}))
+    .collect();
+    let rss = 30_000_000 + (seed as u64) * 100_000 + conns * 1000;
+    let server_cmd = format!("{server} --port 9000 hello.ru");
+    let load_cmd = format!("rackbench load http://127.0.0.1:9000/ -c {conns} -d 3s --warmup 1s");
+    json!({
+        "schema": "rackbench/trial-v1",
+        "started_at": "2026-01-02T03:04:05Z",
+        "server": {
+            "name": server, "version": format!("{server} 1.0"), "command": server_cmd,
+            "workers": 1, "threads": 5, "env": {}, "settings": {}
+        },
+        "app": { "name": "hello", "path": "/", "expect_status": 200, "expect_body": "hello world" },
+        "topology": { "kind": "direct" },
+        "verify": { "path": "/", "status": 200, "body": "hello world" },
+        "load": {
+            "schema": "rackbench/load-v1", "rackbench_version": "0.1.0",
+            "url": "http://127.0.0.1:9000/",
+            "config": {
+                "endpoint": "127.0.0.1:9000", "connections": conns, "threads": 1,
+                "duration_s": 3.0, "warmup_s": 1.0, "pipeline": 1,
+                "keep_alive": true, "timeout_s": 10.0
+            },
+            "requests": { "total": (rps * 3.0) as u64 + errors, "ok": (rps * 3.0) as u64, "unfinished": 0, "unsent": 0 },
+            "errors": { "connect": 0, "timeout": 0, "reset": errors, "parse": 0, "status": 0, "body": 0 },
+            "throughput_rps": rps, "duration_s": 3.0,
+            "latency_us": {
+                "count": (rps * 3.0) as u64, "min": p50 / 2, "mean": p50 as f64 * 1.2,
+                "stdev": p50 as f64 * 0.5, "p50": p50, "p90": p50 * 2, "p99": p99,
+                "p999": p50 * 10, "max": p50 * 15
+            },
+            "connections": { "configured": conns, "opened": conns, "connect_failures": 0, "never_answered": 0 },
+            "latency_distribution": dist,
+            "timeline": timeline,
+            "generator": { "cpu_user_s": 0.1, "cpu_sys_s": 0.2, "peak_rss_bytes": 5000000, "busiest_thread_utilization": 0.3 },
+            "warnings": [], "interrupted": false
+        },
+        "server_metrics": {
+            "cpu_user_s": 1.0, "cpu_sys_s": 0.5, "rss_peak_bytes": rss,
+            "pss_peak_bytes": rss - 5_000_000, "uss_peak_bytes": rss - 8_000_000,
+            "rss_mean_bytes": rss - 100_000, "pss_mean_bytes": rss - 5_100_000,
+            "processes_peak": 2,
+            "cpu_ms_per_request": 1500.0 / (rps * 3.0),
+            "samples": {
+                "cpu_user_s": 1.0, "cpu_sys_s": 0.5, "rss_peak_bytes": rss, "rss_mean_bytes": rss - 100_000,
+                "pss_peak_bytes": rss - 5_000_000, "pss_mean_bytes": rss - 5_100_000,
+                "uss_peak_bytes": rss - 8_000_000, "uss_mean_bytes": rss - 8_100_000,
+                "processes_peak": 2, "processes_mean": 2.0, "samples": 20, "interval_ms": 200,
+                "timeline": []
+            }
+        },
+        "environment": environment(vec![server_cmd, load_cmd]),
+        "killed_after_grace": [], "stopped_on_errors": false, "interrupted": false,
+        "dir": "/results/work/x"
+    })
+}
+
+fn write(path: &Path, v: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+/// The seeded directory: thin c16 rep2 failed, puma c16 rep2 missing,
+/// thin c4 rep1 with 3 reset errors at second 2, a break point for puma.
+fn seed(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut planned_all = Vec::new();
+    for repeat in 1..=2u32 {
+        for server in ["puma", "thin"] {
+            for conns in [4u64, 16] {
+                planned_all.push(planned(server, conns, repeat));
+            }
+        }
+    }
+    write(
+        &dir.join("manifest.json"),
+        &json!({
+            "schema": "rackbench/run-v1", "layout": "rackbench/results-v1",
+            "plan": "fixture", "follows": null, "started_at": "2026-01-02T03:00:00Z",
+            "repeats": 2, "trials": planned_all,
+            "skipped": ["unicorn: threads are not supported"],
+            "breakpoints": ["puma__hello__direct__c4"],
+            "environment": environment(vec!["rackbench run fixture.toml --out results/fixture".into()]),
+            "command": "rackbench run fixture.toml --out results/fixture"
+        }),
+    );
+    for p in &planned_all {
+        let id = p["id"].as_str().unwrap().to_string();
+        let server = p["server"].as_str().unwrap();
+        let conns = p["shape"]["connections"].as_u64().unwrap();
+        let repeat = p["repeat"].as_u64().unwrap();
+        if id == "puma__hello__direct__c16__rep2" {
+            continue; // missing: the run was interrupted before it
+        }
+        let mut stored = json!({
+            "schema": "rackbench/run-trial-v1", "id": id, "group": p["group"],
+            "repeat": repeat, "outcome": "ok", "planned": p,
+        });
+        if id == "thin__hello__direct__c16__rep2" {
+            stored["outcome"] = json!("failed");
+            stored["error"] = json!(
+                "thin did not answer within 30s\nlast lines of its log:\nbind: address in use"
+            );
+        } else {
+            let seed =
+                (conns as f64 / 4.0) + repeat as f64 + if server == "thin" { 0.5 } else { 0.0 };
+            let errors = (id == "thin__hello__direct__c4__rep1").then_some((2, 3));
+            stored["trial"] = record(server, conns, seed, errors);
+        }
+        // The fixture must stay a valid rackbench/run-trial-v1 record.
+        let _: StoredTrial = serde_json::from_value(stored.clone()).expect("fixture parses");
+        write(&dir.join("trials").join(format!("{id}.json")), &stored);
+    }
+    let steps = json!([
+        {"level": 4.0, "throughput_rps": 11000.0, "errors": 0, "p99_us": 700, "load_seconds": 3.0, "clean": true},
+        {"level": 12.0, "throughput_rps": 12500.0, "errors": 0, "p99_us": 1900, "load_seconds": 3.0, "clean": true},
+        {"level": 36.0, "throughput_rps": 9000.0, "errors": 12, "p99_us": 9000, "load_seconds": 1.2, "clean": false, "why": "12 errors"},
+        {"level": 20.0, "throughput_rps": 12800.0, "errors": 0, "p99_us": 2500, "load_seconds": 3.0, "clean": true},
+        {"level": 27.0, "throughput_rps": 9500.0, "errors": 4, "p99_us": 8000, "load_seconds": 1.1, "clean": false, "why": "4 errors"}
+    ]);
+    let bp = json!({
+        "schema": "rackbench/breakpoint-v1", "group": "puma__hello__direct__c4",
+        "server": "puma", "variant": "puma", "app": "hello", "behind": "none",
+        "mode": "connections", "connections": 20.0, "throughput_rps": 12800.0,
+        "load_seconds": 11.3,
+        "search": {"start": 4.0, "max": 1000.0, "growth": 3.0, "resolution": 0.3, "integer": true, "slo_p99_us": null},
+        "result": {"level": 20.0, "throughput_rps": 12800.0, "failed_at": 27.0, "load_seconds": 11.3, "steps": steps, "capped": false}
+    });
+    let _: StoredBreakpoint = serde_json::from_value(bp.clone()).expect("breakpoint parses");
+    write(
+        &dir.join("breakpoints").join("puma__hello__direct__c4.json"),
+        &bp,
+    );
+}
+
+fn fixture_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rackbench-report-{name}-{}", std::process::id()));
+    seed(&dir);
+    dir
+}
+
+fn snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        eprintln!("wrote snapshot {}", path.display());
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    if expected != actual {
+        for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
+            if e != a {
+                panic!(
+                    "{name} differs from the snapshot at line {}:\n  expected: {e}\n  actual:   {a}\n(UPDATE_SNAPSHOTS=1 rewrites it)",
+                    i + 1
+                );
+            }
+        }
+        panic!(
+            "{name} differs from the snapshot in length ({} vs {} lines; UPDATE_SNAPSHOTS=1 rewrites it)",
+            expected.lines().count(),
+            actual.lines().count()
+        );
+    }
+}
+
+#[test]
+fn markdown_and_csv_match_the_snapshots() {
+    let dir = fixture_dir("snap");
+    let written = report::write_all(&dir, None).unwrap();
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    let csv = std::fs::read_to_string(&written.csv).unwrap();
+    let trials = std::fs::read_to_string(&written.trials_csv).unwrap();
+    snapshot("report.md", &md);
+    snapshot("report.csv", &csv);
+    snapshot("trials.csv", &trials);
+    // Deterministic: a second run writes the same bytes.
+    let again = report::write_all(&dir, None).unwrap();
+    assert_eq!(std::fs::read_to_string(&again.markdown).unwrap(), md);
+    assert_eq!(
+        std::fs::read_to_string(&again.html).unwrap(),
+        std::fs::read_to_string(&written.html).unwrap()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn failed_and_missing_trials_are_marked_everywhere() {
+    let dir = fixture_dir("marks");
+    let r = Report::load(&dir).unwrap();
+    assert_eq!(r.trials.len(), 8, "every planned trial is listed");
+    let md = r.markdown();
+    assert!(
+        md.contains("| puma__hello__direct__c16__rep2 | **missing** | not run"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| thin__hello__direct__c16__rep2 | **failed** | thin did not answer within 30s"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("1 failed"), "{md}");
+    assert!(md.contains("1 missing"), "{md}");
+    let term = r.terminal();
+    assert!(
+        term.contains("missing") && term.contains("failed"),
+        "{term}"
+    );
+    let trials = r.trials_csv();
+    assert!(trials.contains(",missing,"), "{trials}");
+    assert!(trials.contains(",failed,\"thin did not answer"), "{trials}");
+    let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
+    assert_eq!(json["schema"], "rackbench/report-v1");
+    assert_eq!(json["counts"]["missing"], 1);
+    assert_eq!(json["counts"]["failed"], 1);
+    assert_eq!(json["counts"]["ok"], 6);
+    assert_eq!(json["breakpoints"][0]["level"], 20.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn html_is_self_contained_with_a_chart_per_section() {
+    let dir = fixture_dir("html");
+    let out = dir.join("elsewhere").join("custom.html");
+    let written = report::write_all(&dir, Some(&out)).unwrap();
+    assert_eq!(written.html, out);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let mut sections = 0;
+    for part in html.split("<section class=\"chart\"").skip(1) {
+        let body = &part[..part.find("</section>").unwrap()];
+        let id = &body[body.find("id=\"").unwrap() + 4..];
+        let id = &id[..id.find('"').unwrap()];
+        assert!(body.contains("<svg"), "chart section {id} has no <svg>");
+        sections += 1;
+    }
+    for id in [
+        "throughput",
+        "latency",
+        "timeline",
+        "memory",
+        "cpu",
+        "spread",
+        "breakpoints",
+    ] {
+        assert!(
+            html.contains(&format!("<section class=\"chart\" id=\"{id}\"")),
+            "no {id} section"
+        );
+    }
+    assert!(sections >= 7);
+    // Failed and missing trials are named with their reason.
+    assert!(html.contains("status-failed"));
+    assert!(html.contains("status-missing"));
+    assert!(html.contains("thin did not answer within 30s"));
+    assert!(html.contains("not run: no record in trials/"));
+    // Errors where they happened: the second with errors is marked.
+    assert!(
+        html.contains("second 2: 3 errors"),
+        "errors in the timeline"
+    );
+    assert!(html.contains("break point 20"));
+    // Environment and exact commands.
+    assert!(html.contains("rackbench run fixture.toml --out results/fixture"));
+    assert!(html.contains("rackbench load http://127.0.0.1:9000/ -c 16"));
+    // Nothing loaded from elsewhere.
+    for attr in ["src=", "href="] {
+        for (i, _) in html.match_indices(attr) {
+            let v = &html[i + attr.len()..(i + attr.len() + 12).min(html.len())];
+            let v = v.trim_start_matches(['"', '\'']);
+            assert!(
+                !v.starts_with("http:") && !v.starts_with("https:") && !v.starts_with("//"),
+                "external resource: {}",
+                &html[i..(i + 60).min(html.len())]
+            );
+            if attr == "href=" {
+                assert!(
+                    v.starts_with('#'),
+                    "only in-page links: {}",
+                    &html[i..(i + 60).min(html.len())]
+                );
+            }
+        }
+    }
+    assert!(!html.contains("<link"), "no stylesheets from files");
+    assert!(!html.contains("@import"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_directory_without_results_is_refused() {
+    let dir = std::env::temp_dir().join(format!("rackbench-report-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let err = report::write_all(&dir, None).unwrap_err().to_string();
+    assert!(err.contains("not a rackbench results directory"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_report_renders_in_a_browser_without_script_errors() {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        eprintln!("skipped: /usr/bin/chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    let dir = fixture_dir("browser");
+    let written = report::write_all(&dir, None).unwrap();
+    let profile = dir.join("chromium-profile");
+    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    let url = format!("file://{}", written.html.display());
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let out = Command::new(chromium)
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,2000")
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "chromium failed: {stderr}");
+    assert!(!stderr.contains("Uncaught"), "JavaScript error: {stderr}");
+    let len = std::fs::metadata(&shot).map_or(0, |m| m.len());
+    assert!(len > 10_000, "screenshot {} is {len} bytes", shot.display());
+
+    // The DOM after scripts ran: the report's sections are there.
+    let out = Command::new(chromium)
+        .args(common)
+        .arg(format!("--user-data-dir={}-dom", profile.display()))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("chromium runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Uncaught"), "JavaScript error: {stderr}");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("id=\"throughput\"") && dom.contains("<svg"),
+        "DOM: {}",
+        &dom[..dom.len().min(500)]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
