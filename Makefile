@@ -19,6 +19,7 @@ lint:
 
 unit:
 	scripts/deps.sh test
+	scripts/jruby-jetty.sh build
 	$(CARGO) test --locked
 
 test: lint unit

@@ -465,3 +465,37 @@ fn a_plan_with_a_typo_is_refused_before_anything_starts() {
     assert!(!dir.join("r").exists(), "nothing may start");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
+    if !installed().contains(&"jruby-jetty".to_string()) {
+        return;
+    }
+    let dir = work_dir("jruby");
+    let out = trial(
+        &[
+            "--server",
+            "jruby-jetty",
+            "--app",
+            "hello",
+            "-c",
+            "8",
+            "-d",
+            "4s",
+            "--warmup",
+            "4s",
+            "--start-timeout",
+            "180s",
+        ],
+        &dir,
+    );
+    let r = record(&out, "jruby-jetty with hello");
+    assert_sane(&r, "jruby-jetty with hello");
+    assert_eq!(r["server_metrics"]["processes_peak"], 1, "one JVM");
+    let timeline = r["load"]["timeline"].as_array().unwrap();
+    assert!(
+        timeline.iter().any(|t| t["warmup"] == true) && timeline.len() >= 7,
+        "{timeline:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

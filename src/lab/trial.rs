@@ -418,7 +418,13 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         std::fs::write(&conf_path, conf).map_err(io_err(&dir))?;
         // nginx workers run as nobody when the master is root.
         let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755));
-        let ncmd = format!("nginx -c {} -p {}", conf_path.display(), dir.display());
+        // -e: otherwise nginx opens /var/log/nginx/error.log before
+        // reading the config.
+        let ncmd = format!(
+            "nginx -p {0} -e {0}/nginx-error.log -c {1}",
+            dir.display(),
+            conf_path.display()
+        );
         commands.push(ncmd.clone());
         let mut n = supervisor::spawn(Launch {
             name: "nginx".into(),
