@@ -420,3 +420,38 @@ fn the_interrupt_flag_ends_the_run_and_keeps_the_figures() {
     assert!(r.interrupted && r.requests.ok > 0);
     assert!(r.duration_s > 0.3 && r.duration_s < 2.0, "{}", r.duration_s);
 }
+
+#[test]
+fn a_steady_state_warm_up_ends_when_throughput_settles() {
+    // The server stalls for its first 2 s, then answers at full speed:
+    // throughput settles around 2-3 s, and the warm-up ends about three
+    // steady seconds later, well before its 20 s ceiling.
+    // A sleep-bound server (10 ms per request) keeps its rate steady even
+    // on a busy machine.
+    let s = server(TestServerConfig {
+        stall: Some((Duration::ZERO, Duration::from_secs(2))),
+        delay: Duration::from_millis(10),
+        ..Default::default()
+    });
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 8;
+    c.warmup = Duration::from_secs(30);
+    c.warmup_until_steady = true;
+    c.duration = Some(Duration::from_secs(2));
+    let t = Instant::now();
+    let r = run(c);
+    assert_eq!(r.config.warmup_until_steady, Some(true));
+    assert!(
+        (3.5..15.0).contains(&r.config.warmup_s),
+        "warm-up {}",
+        r.config.warmup_s
+    );
+    assert!((r.duration_s - 2.0).abs() < 0.1, "{}", r.duration_s);
+    assert!(t.elapsed() < Duration::from_secs(18), "{:?}", t.elapsed());
+    let warm = r.timeline.iter().filter(|row| row.warmup).count();
+    assert!(
+        warm >= 3 && r.timeline.iter().any(|row| !row.warmup),
+        "{:?}",
+        r.timeline
+    );
+}

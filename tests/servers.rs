@@ -390,7 +390,7 @@ warmup = "500ms"
     };
     // Interrupt during the second trial.
     let child = run(false).spawn().unwrap();
-    let first = out.join("trials/puma--hello--direct--c4__rep1.json");
+    let first = out.join("trials/puma__hello__direct__c4__rep1.json");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !first.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));

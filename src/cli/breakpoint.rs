@@ -115,12 +115,13 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             let flag = Arc::new(AtomicBool::new(false));
             c.interrupt = Arc::clone(&flag);
             let user = Arc::clone(&interrupt);
-            // A failing level is known at its first error: end the step
-            // there. Errors of that second count even when the requests
-            // that failed were sent during the warm-up.
+            // A failing level is known at its first error, warm-up
+            // included: end the step there, so a failure costs about a
+            // second. Those errors count even when their requests were
+            // sent during the warm-up.
             let mut seen_errors = 0;
             let report = load::run(c, |row| {
-                if !row.warmup && row.errors > 0 {
+                if row.errors > 0 {
                     seen_errors += row.errors;
                     flag.store(true, Ordering::Relaxed);
                 }

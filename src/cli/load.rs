@@ -32,6 +32,9 @@ pub struct LoadOptions {
     /// Load applied before the counted window, shown only in the timeline.
     #[arg(long, value_parser = parse::duration, default_value = "0s")]
     pub warmup: Duration,
+    /// End the warm-up once throughput is steady (3 s within 5%); --warmup is then its ceiling.
+    #[arg(long, requires = "warmup")]
+    pub warmup_until_steady: bool,
     /// Send `Connection: close` and open a new connection per request.
     #[arg(long)]
     pub no_keepalive: bool,
@@ -159,6 +162,7 @@ impl LoadOptions {
             },
             requests: self.requests,
             warmup: self.warmup,
+            warmup_until_steady: self.warmup_until_steady,
             pipeline: self.pipeline,
             keep_alive: !self.no_keepalive,
             timeout: self.timeout,

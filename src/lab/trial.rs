@@ -99,8 +99,9 @@ pub struct TrialSpec {
     pub dir: PathBuf,
     pub interrupt: Arc<AtomicBool>,
     pub sample_interval: Duration,
-    /// End the load at the first counted second with errors (break-point
-    /// steps: a failing level needs no full run to be known as failing).
+    /// End the load at the first second with errors, warm-up included
+    /// (break-point steps: a failing level needs no full run to be known
+    /// as failing).
     pub stop_on_errors: bool,
 }
 
@@ -543,7 +544,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let stop_on_errors = spec.stop_on_errors;
     let mut stopped_on_errors = false;
     let report = load::run(cfg, |row| {
-        if stop_on_errors && !row.warmup && row.errors > 0 {
+        if stop_on_errors && row.errors > 0 {
             stopped_on_errors = true;
             load_flag.store(true, Ordering::Relaxed);
         }

@@ -12,6 +12,7 @@ pub mod recorder;
 pub mod report;
 pub mod response;
 pub mod target;
+pub mod window;
 mod worker;
 
 pub use recorder::ErrorCounts;
@@ -26,6 +27,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use window::Window;
 
 /// Which statuses count as a good answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +75,11 @@ pub struct LoadConfig {
     /// Counted requests to issue, across all threads.
     pub requests: Option<u64>,
     /// Load applied before the counted window, shown in the timeline only.
+    /// With `warmup_until_steady`, the longest the warm-up may last.
     pub warmup: Duration,
+    /// End the warm-up as soon as the per-second throughput is steady
+    /// (three seconds within 5%), at the latest after `warmup`.
+    pub warmup_until_steady: bool,
     pub pipeline: usize,
     pub keep_alive: bool,
     pub timeout: Duration,
@@ -103,6 +109,7 @@ impl LoadConfig {
             duration: Some(Duration::from_secs(10)),
             requests: None,
             warmup: Duration::ZERO,
+            warmup_until_steady: false,
             pipeline: 1,
             keep_alive: true,
             timeout: Duration::from_secs(10),
@@ -135,15 +142,6 @@ pub(crate) struct WorkerStats {
     interrupted: bool,
 }
 
-fn deadline(t0: Instant, cfg: &LoadConfig) -> Instant {
-    // Ten years stands in for "no time limit" without overflowing Instant.
-    let limit = cfg
-        .duration
-        .unwrap_or(Duration::from_secs(10 * 365 * 86_400));
-    t0.checked_add(cfg.warmup + limit)
-        .unwrap_or_else(|| t0 + Duration::from_secs(365 * 86_400))
-}
-
 /// Splits `total` into `parts` shares that differ by at most one.
 fn share(total: u64, parts: usize, i: usize) -> u64 {
     let parts = parts as u64;
@@ -161,7 +159,11 @@ pub fn run(
     let usage_before = report::process_usage();
     let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
     let t0 = Instant::now();
-    let window_end = config.duration.map(|_| deadline(t0, &config));
+    let window = Arc::new(if config.warmup_until_steady && !config.warmup.is_zero() {
+        Window::until_steady(t0, config.warmup, config.duration)
+    } else {
+        Window::fixed(t0, config.warmup, config.duration)
+    });
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
         let plan = ThreadPlan {
@@ -173,11 +175,11 @@ pub fn run(
             },
             requests: config.requests.map(|n| share(n, threads, i)),
         };
+        let window = Arc::clone(&window);
         let rec = Recorder::new(
             i,
             t0,
-            config.warmup,
-            window_end,
+            Arc::clone(&window),
             matches!(config.pacing, Pacing::Rate(_)),
             tx.clone(),
         );
@@ -188,7 +190,7 @@ pub fn run(
                 if let Some(cpu) = cpu {
                     pin_to_cpu(cpu);
                 }
-                worker::Worker::new(plan, rec, t0)?.run()
+                worker::Worker::new(plan, rec, t0, window)?.run()
             })?;
         handles.push(handle);
     }
@@ -198,9 +200,18 @@ pub fn run(
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
     let mut timeline = Vec::new();
     let mut next_sec = 0u64;
-    let warmup = config.warmup;
+    let steady_rule = config.warmup_until_steady;
+    let mut rates: Vec<f64> = Vec::new();
     let mut emit = |sec_report: SecondReport, timeline: &mut Vec<TimelineRow>| {
-        let row = TimelineRow::from_second(&sec_report, warmup);
+        let row = TimelineRow::from_second(&sec_report, window.is_warmup_second(sec_report.sec));
+        // The steady-state rule: the warm-up ends the moment the last
+        // seconds' throughput agrees; the workers see it at once.
+        if steady_rule && window.start().is_none() && row.span_s >= 0.999 {
+            rates.push(row.rps);
+            if window::is_steady(&rates) {
+                window.decide(Instant::now(), true);
+            }
+        }
         on_second(&row);
         timeline.push(row);
     };
@@ -273,8 +284,9 @@ pub fn run(
         }
     }
 
-    let window_start = t0 + config.warmup;
-    let window_stop = window_end.map_or(ended, |e| e.min(ended));
+    window.tick(ended);
+    let window_start = window.start_or_ceiling();
+    let window_stop = window.end().map_or(ended, |e| e.min(ended));
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
@@ -282,6 +294,8 @@ pub fn run(
     Ok(report::build(report::Parts {
         config: &config,
         threads,
+        warmup_s: window_start.saturating_duration_since(t0).as_secs_f64(),
+        warmup_steady: config.warmup_until_steady.then(|| window.reached_steady()),
         ok,
         errors,
         unfinished,

@@ -5,9 +5,11 @@
 //! hands each finished second to the collector over a channel and keeps
 //! only the second it is in, so memory stays flat however long the run.
 
+use super::window::Window;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Highest latency the histograms resolve: one hour, in microseconds.
@@ -103,8 +105,7 @@ pub struct Tally {
 
 pub struct Recorder {
     t0: Instant,
-    window_start: Instant,
-    window_end: Option<Instant>,
+    window: Arc<Window>,
     tally: Tally,
     sec: u64,
     sec_ok: u64,
@@ -124,15 +125,13 @@ impl Recorder {
     pub fn new(
         thread: usize,
         t0: Instant,
-        warmup: Duration,
-        window_end: Option<Instant>,
+        window: Arc<Window>,
         open_loop: bool,
         tx: Sender<(usize, SecondReport)>,
     ) -> Self {
         Recorder {
             t0,
-            window_start: t0 + warmup,
-            window_end,
+            window,
             tally: Tally {
                 ok: 0,
                 errors: ErrorCounts::default(),
@@ -154,7 +153,7 @@ impl Recorder {
     /// Whether a request scheduled at `sched` falls in the counted window.
     #[inline]
     pub fn counts(&self, sched: Instant) -> bool {
-        sched >= self.window_start && self.window_end.is_none_or(|end| sched < end)
+        self.window.counts(sched)
     }
 
     /// Records a finished request. `sched` is when it was due, `sent` when

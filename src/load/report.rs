@@ -52,7 +52,12 @@ pub struct ConfigEcho {
     pub duration_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
+    /// The warm-up as it happened.
     pub warmup_s: f64,
+    /// With a steady-state warm-up: whether throughput settled (true) or
+    /// the ceiling ended it (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_until_steady: Option<bool>,
     pub pipeline: usize,
     pub keep_alive: bool,
     pub timeout_s: f64,
@@ -145,7 +150,7 @@ fn one_second() -> f64 {
 }
 
 impl TimelineRow {
-    pub(crate) fn from_second(r: &SecondReport, warmup: Duration) -> Self {
+    pub(crate) fn from_second(r: &SecondReport, warmup: bool) -> Self {
         let span = r.span.as_secs_f64().max(1e-3);
         TimelineRow {
             t_s: r.sec,
@@ -162,7 +167,7 @@ impl TimelineRow {
                 r.latency.value_at_quantile(0.99)
             },
             rps: r.ok as f64 / span,
-            warmup: Duration::from_secs(r.sec) < warmup,
+            warmup,
             span_s: r.span.as_secs_f64(),
         }
     }
@@ -213,6 +218,9 @@ impl GeneratorCost {
 pub(crate) struct Parts<'a> {
     pub config: &'a LoadConfig,
     pub threads: usize,
+    /// The warm-up as it happened (a steady-state one ends when it ends).
+    pub warmup_s: f64,
+    pub warmup_steady: Option<bool>,
     pub ok: u64,
     pub errors: ErrorCounts,
     pub unfinished: u64,
@@ -293,7 +301,8 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
             rate_rps: rate,
             duration_s: c.duration.map(|d| d.as_secs_f64()),
             requests: c.requests,
-            warmup_s: c.warmup.as_secs_f64(),
+            warmup_s: p.warmup_s,
+            warmup_until_steady: p.warmup_steady,
             pipeline: c.pipeline,
             keep_alive: c.keep_alive,
             timeout_s: c.timeout.as_secs_f64(),

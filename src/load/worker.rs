@@ -24,6 +24,7 @@ use super::epoll::{Epoll, Ready};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
 use super::response::{ParseError, Progress, ResponseParser};
 use super::target::Endpoint;
+use super::window::Window;
 use super::{Pacing, ThreadPlan, WorkerStats};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::VecDeque;
@@ -131,6 +132,7 @@ pub struct Worker {
     next_due: u64,
     free: Vec<u32>,
     t0: Instant,
+    window: Arc<Window>,
 }
 
 enum Stopping {
@@ -140,7 +142,12 @@ enum Stopping {
 }
 
 impl Worker {
-    pub fn new(plan: ThreadPlan, rec: Recorder, t0: Instant) -> io::Result<Self> {
+    pub fn new(
+        plan: ThreadPlan,
+        rec: Recorder,
+        t0: Instant,
+        window: Arc<Window>,
+    ) -> io::Result<Self> {
         let cfg = &plan.config;
         let depth = if cfg.keep_alive {
             cfg.pipeline.max(1)
@@ -149,7 +156,7 @@ impl Worker {
         };
         let req_len = cfg.request.len();
         let batch: Arc<[u8]> = cfg.request.repeat(depth).into();
-        let deadline = super::deadline(t0, cfg);
+        let deadline = window.deadline();
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
         Ok(Worker {
             epoll: Epoll::new(plan.connections.max(1) * 2)?,
@@ -166,6 +173,7 @@ impl Worker {
             free: Vec::with_capacity(plan.connections),
             t0,
             plan,
+            window,
         })
     }
 
@@ -182,6 +190,10 @@ impl Worker {
         loop {
             let now = Instant::now();
             self.rec.advance(now);
+            // A steady-state warm-up moves the end of the run when it ends.
+            self.window.tick(now);
+            self.deadline = self.window.deadline();
+            self.issue_until = self.deadline;
             if self.plan.config.interrupt.load(Ordering::Relaxed) {
                 self.stats.interrupted = true;
                 break;

@@ -103,6 +103,10 @@ pub struct LoadSection {
     pub duration: String,
     #[serde(default = "default_warmup")]
     pub warmup: String,
+    /// End the warm-up once throughput is steady (3 s within 5%);
+    /// `warmup` is then its ceiling.
+    #[serde(default)]
+    pub warmup_until_steady: bool,
     #[serde(default = "default_timeout")]
     pub timeout: String,
     #[serde(default = "yes")]
@@ -119,6 +123,7 @@ impl Default for LoadSection {
             rate_connections: default_rate_connections(),
             duration: default_duration(),
             warmup: default_warmup(),
+            warmup_until_steady: false,
             timeout: default_timeout(),
             keep_alive: true,
             threads: 1,

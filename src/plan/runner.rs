@@ -207,6 +207,7 @@ fn trial_spec(
     load.pacing = rate.map_or(Pacing::Closed, Pacing::Rate);
     load.duration = Some(e.duration);
     load.warmup = e.warmup;
+    load.warmup_until_steady = plan.load.warmup_until_steady;
     load.timeout = e.timeout;
     load.keep_alive = plan.load.keep_alive;
     load.threads = plan.load.threads;
