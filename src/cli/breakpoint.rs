@@ -180,25 +180,8 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             s.stop_on_errors = true;
             s.dir = spec.dir.join(format!("step{n}"));
             let r = match run_trial(s) {
-                Ok(rec) => StepResult {
-                    level,
-                    throughput_rps: rec.load.throughput_rps,
-                    errors: rec.load.errors.total()
-                        + u64::from(rec.server_exit.is_some() || rec.stopped_on_errors),
-                    p99_us: rec.load.latency_us.p99,
-                    load_seconds: rec.load.duration_s + rec.load.config.warmup_s,
-                    clean: true,
-                    why: rec.server_exit.clone(),
-                },
-                Err(e) => StepResult {
-                    level,
-                    throughput_rps: 0.0,
-                    errors: 1,
-                    p99_us: 0,
-                    load_seconds: 0.0,
-                    clean: false,
-                    why: Some(e.to_string()),
-                },
+                Ok(rec) => rec.as_step(level),
+                Err(e) => StepResult::failed(level, e.to_string()),
             };
             if !quiet {
                 eprintln!(

@@ -626,6 +626,25 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     })
 }
 
+impl TrialRecord {
+    /// This trial as one step of a break-point search. A connection left
+    /// unanswered, a server that died, or a load stopped at its first
+    /// errors all make the step fail, besides the error counts.
+    pub fn as_step(&self, level: f64) -> crate::search::StepResult {
+        crate::search::StepResult {
+            level,
+            throughput_rps: self.load.throughput_rps,
+            errors: self.load.errors.total()
+                + self.load.connections.never_answered
+                + u64::from(self.server_exit.is_some() || self.stopped_on_errors),
+            p99_us: self.load.latency_us.p99,
+            load_seconds: self.load.duration_s + self.load.config.warmup_s,
+            clean: true,
+            why: self.server_exit.clone(),
+        }
+    }
+}
+
 fn check_answer(
     server: &Running,
     app: &AppSpec,

@@ -583,13 +583,7 @@ impl Worker {
                     c.rstart += consumed;
                     let p = c.queue.pop_front().expect("checked non-empty");
                     c.written_reqs -= 1;
-                    let outcome = if !cfg.expect_status.matches(response.status) {
-                        Outcome::Failed(Failure::Status)
-                    } else if !response.body_matched {
-                        Outcome::Failed(Failure::Body)
-                    } else {
-                        Outcome::Ok
-                    };
+                    let outcome = judge(&cfg.expect_status, &response);
                     self.rec.record(now, p.sched, p.sent, outcome);
                     if !response.keep_alive || !cfg.keep_alive {
                         self.close(i, now, Duration::ZERO);
@@ -628,13 +622,7 @@ impl Worker {
             Ok(Some(response)) => {
                 if let Some(p) = c.queue.pop_front() {
                     c.written_reqs = c.written_reqs.saturating_sub(1);
-                    let outcome = if !self.plan.config.expect_status.matches(response.status) {
-                        Outcome::Failed(Failure::Status)
-                    } else if !response.body_matched {
-                        Outcome::Failed(Failure::Body)
-                    } else {
-                        Outcome::Ok
-                    };
+                    let outcome = judge(&self.plan.config.expect_status, &response);
                     self.rec.record(now, p.sched, p.sent, outcome);
                 }
                 self.close(i, now, Duration::ZERO);
@@ -718,6 +706,17 @@ impl Worker {
                 self.next_due += 1;
             }
         }
+    }
+}
+
+/// Holds a complete response to the checks.
+fn judge(expect: &super::ExpectStatus, response: &super::response::Response) -> Outcome {
+    if !expect.matches(response.status) {
+        Outcome::Failed(Failure::Status)
+    } else if !response.body_matched {
+        Outcome::Failed(Failure::Body)
+    } else {
+        Outcome::Ok
     }
 }
 

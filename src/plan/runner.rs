@@ -482,28 +482,8 @@ fn run_breakpoint(
             spec.load.warmup = Duration::from_secs(1);
             spec.stop_on_errors = true;
             match run_trial(spec) {
-                Ok(rec) => StepResult {
-                    level,
-                    throughput_rps: rec.load.throughput_rps,
-                    // A connection left unanswered is a failure too: the
-                    // server stopped taking connections at this level.
-                    errors: rec.load.errors.total()
-                        + rec.load.connections.never_answered
-                        + u64::from(rec.server_exit.is_some() || rec.stopped_on_errors),
-                    p99_us: rec.load.latency_us.p99,
-                    load_seconds: rec.load.duration_s + rec.load.config.warmup_s,
-                    clean: true,
-                    why: rec.server_exit.clone(),
-                },
-                Err(err) => StepResult {
-                    level,
-                    throughput_rps: 0.0,
-                    errors: 1,
-                    p99_us: 0,
-                    load_seconds: 0.0,
-                    clean: false,
-                    why: Some(err.to_string()),
-                },
+                Ok(rec) => rec.as_step(level),
+                Err(err) => StepResult::failed(level, err.to_string()),
             }
         },
         || opts.interrupt.load(Ordering::Relaxed),

@@ -29,6 +29,21 @@ pub struct StepResult {
     pub why: Option<String>,
 }
 
+impl StepResult {
+    /// A step that could not run at all (the server would not start, say).
+    pub fn failed(level: f64, why: String) -> StepResult {
+        StepResult {
+            level,
+            throughput_rps: 0.0,
+            errors: 1,
+            p99_us: 0,
+            load_seconds: 0.0,
+            clean: false,
+            why: Some(why),
+        }
+    }
+}
+
 /// The search's knobs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SearchConfig {
