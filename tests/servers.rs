@@ -32,7 +32,10 @@ fn survivors(dir: &Path) -> Vec<String> {
         let zombie = state
             .rfind(')')
             .is_some_and(|i| state[i + 1..].trim_start().starts_with('Z'));
-        if !zombie && (cmdline.contains(&needle) || cwd.starts_with(&needle)) {
+        // Match the directory itself or paths under it, not a sibling whose
+        // name merely starts the same (…-jruby vs …-jruby-jetty-primes).
+        let inside = |p: &str| p == needle || p.starts_with(&format!("{needle}/"));
+        if !zombie && (cmdline.split([' ', ':', '=']).any(inside) || inside(&cwd)) {
             out.push(format!("{pid}: {cmdline}"));
         }
     }
