@@ -502,3 +502,48 @@ fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
+    if !installed().contains(&"puma".to_string()) {
+        return;
+    }
+    let dir = work_dir("dies");
+    // `timeout` kills puma 4 s after its start, inside the 20 s run (on TERM
+    // puma keeps serving kept-alive connections).
+    let out = trial(
+        &[
+            "--server",
+            "mortal",
+            "--command",
+            "timeout -s KILL 4 puma -b tcp://{{host}}:{{port}} {{app}}",
+            "-c",
+            "4",
+            "-d",
+            "20s",
+        ],
+        &dir,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the record is still printed");
+    let why = r["server_exit"].as_str().expect("server_exit says why");
+    assert!(
+        why.contains("exited during the run") && why.contains("server.log"),
+        "{why}"
+    );
+    assert!(
+        r["load"]["duration_s"].as_f64().unwrap() < 10.0,
+        "the load ended with the server"
+    );
+    assert!(
+        r["load"]["requests"]["ok"].as_u64().unwrap() > 0,
+        "what was measured before is kept"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
