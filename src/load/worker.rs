@@ -133,8 +133,6 @@ pub struct Worker {
     free: Vec<u32>,
     t0: Instant,
     window: Arc<Window>,
-    /// Connections whose next request waits for the end of the batch.
-    deferred: Vec<u32>,
 }
 
 enum Stopping {
@@ -176,7 +174,6 @@ impl Worker {
             t0,
             plan,
             window,
-            deferred: Vec::new(),
         })
     }
 
@@ -240,13 +237,6 @@ impl Worker {
                 let (token, ready) = self.epoll.event(e);
                 self.on_event(token, ready, now);
             }
-            let now = Instant::now();
-            for k in 0..self.deferred.len() {
-                let i = self.deferred[k] as usize;
-                self.restamp_unsent(i, now);
-                self.push_writes(i, now);
-            }
-            self.deferred.clear();
         }
         let end = Instant::now();
         self.finish(end);
@@ -452,16 +442,6 @@ impl Worker {
         }
     }
 
-    /// Closed loop: a request issued during the batch and written at its
-    /// end counts from the write, so the deferral never shows as latency.
-    fn restamp_unsent(&mut self, i: usize, now: Instant) {
-        if matches!(self.plan.pacing, Pacing::Closed) && self.conns[i].state == State::Open {
-            for p in self.conns[i].queue.iter_mut().filter(|p| p.sent.is_none()) {
-                p.sched = now;
-            }
-        }
-    }
-
     /// Writes every queued request not yet on the wire.
     fn push_writes(&mut self, i: usize, now: Instant) {
         if self.conns[i].state != State::Open {
@@ -628,13 +608,7 @@ impl Worker {
     fn after_response(&mut self, i: usize, now: Instant) {
         if self.conns[i].queue.is_empty() {
             self.issue_closed(i, now);
-            // Written after the whole batch of events: the server then gets
-            // its next requests in one burst and answers in one, so both
-            // sides wake up less often (wrk gets the same effect, by
-            // accident, from its write-interest toggling).
-            if self.deferred.last() != Some(&(i as u32)) {
-                self.deferred.push(i as u32);
-            }
+            self.push_writes(i, now);
         }
         if self.conns[i].queue.len() < self.depth {
             self.mark_free(i);
