@@ -25,7 +25,7 @@ unit:
 test: lint unit
 
 # The main job: the built-in default plan (every installed server, three
-# apps, two concurrency levels, two repeats; about five minutes).
+# apps, two concurrency levels, two repeats; six to seven minutes).
 run: build
 	scripts/deps.sh run
 	$(BIN) run
