@@ -436,10 +436,13 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                     }
                 }
             }
+            // Counted before the write, so the count is never behind what
+            // a client has already read; taken back if the write fails.
+            sh.answered.fetch_add(1, Ordering::SeqCst);
             if conn.write_all(&out).is_err() {
+                sh.answered.fetch_sub(1, Ordering::SeqCst);
                 return;
             }
-            sh.answered.fetch_add(1, Ordering::SeqCst);
             let us = t.elapsed().as_micros().max(1) as u64;
             sh.service
                 .lock()

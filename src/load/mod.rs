@@ -258,11 +258,12 @@ pub fn run(
     let mut latency = new_histogram(3);
     let mut uncorrected: Option<Histogram<u64>> = None;
     let mut errors = ErrorCounts::default();
-    let (mut ok, mut unfinished, mut unsent) = (0, 0, 0);
+    let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
     let mut stats = WorkerStats::default();
     let mut busiest = 0.0f64;
     for (tally, s) in &results {
         ok += tally.ok;
+        ok_in_window += tally.ok_in_window;
         unfinished += tally.unfinished;
         unsent += tally.unsent;
         errors.add(&tally.errors);
@@ -297,6 +298,7 @@ pub fn run(
         warmup_s: window_start.saturating_duration_since(t0).as_secs_f64(),
         warmup_steady: config.warmup_until_steady.then(|| window.reached_steady()),
         ok,
+        ok_in_window,
         errors,
         unfinished,
         unsent,

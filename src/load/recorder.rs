@@ -92,6 +92,9 @@ pub struct SecondReport {
 /// What a worker hands back when it ends.
 pub struct Tally {
     pub ok: u64,
+    /// OK responses that arrived inside the counted window, whenever they
+    /// were sent: what throughput is made of.
+    pub ok_in_window: u64,
     pub errors: ErrorCounts,
     /// Counted requests still waiting for an answer when the run ended.
     pub unfinished: u64,
@@ -134,6 +137,7 @@ impl Recorder {
             window,
             tally: Tally {
                 ok: 0,
+                ok_in_window: 0,
                 errors: ErrorCounts::default(),
                 unfinished: 0,
                 unsent: 0,
@@ -177,6 +181,9 @@ impl Recorder {
         }
         if has_latency {
             self.sec_hist.saturating_record(lat);
+        }
+        if outcome == Outcome::Ok && self.window.counts(now) {
+            self.tally.ok_in_window += 1;
         }
         if !self.counts(sched) {
             return;
