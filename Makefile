@@ -30,12 +30,14 @@ run: build
 	scripts/deps.sh run
 	$(BIN) run
 
-# rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx, and
-# rackbench's latency against wrk's and the test server's own.
+# rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx;
+# rackbench's latency against wrk's and the test server's own; the
+# break-point search against seed 000's linear search.
 bench: build
 	scripts/deps.sh bench
 	RACKBENCH=$(BIN) bench/peers.sh --install --repeat 3
 	RACKBENCH=$(BIN) bench/truth.sh
+	RACKBENCH=$(BIN) bench/breakpoint.sh
 
 clean:
 	$(CARGO) clean
