@@ -64,16 +64,24 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )));
     }
     let eta = estimate(&expanded, &plan);
+    let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
+    let searches = if plan.breakpoint.is_some() {
+        crate::plan::runner::breakpoint_groups(&expanded).len()
+    } else {
+        0
+    };
     eprintln!(
         "plan {}{}: {} trials{}, about {} min",
         plan.name,
         plan.follows
             .as_deref()
             .map_or(String::new(), |f| format!(" ({f})")),
-        expanded.trials.len(),
-        plan.breakpoint
-            .as_ref()
-            .map_or(String::new(), |_| " and break-point searches".into()),
+        if fixed { expanded.trials.len() } else { 0 },
+        if searches > 0 {
+            format!(" and {searches} break-point searches")
+        } else {
+            String::new()
+        },
         eta.as_secs().div_ceil(60)
     );
     for s in &expanded.skipped {

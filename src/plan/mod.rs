@@ -416,6 +416,16 @@ impl Plan {
             connections: self.load.rate_connections,
             rate: Some(r),
         }));
+        // A break-point-only plan: one placeholder shape per combination,
+        // so the searches have their server/app/topology groups; the
+        // runner does not run these as fixed trials.
+        if shapes.is_empty() {
+            let start = self.breakpoint.as_ref().map_or(1.0, |b| b.start);
+            shapes.push(Shape {
+                connections: start.max(1.0) as usize,
+                rate: None,
+            });
+        }
 
         let mut combos: Vec<PlannedTrial> = Vec::new();
         let only_installed = self.servers.iter().any(|s| s == "installed");
@@ -617,6 +627,18 @@ connections = [10]
             assert!(err.contains(want), "want '{want}' in: {err}");
             assert!(err.starts_with("t.toml"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_break_point_only_plan_has_one_search_per_server_and_app() {
+        let text = "name = \"b\"\nservers = [\"puma\", \"thin\"]\napps = [\"hello\", \"ip\"]\n[breakpoint]\nstart = 50\n";
+        let e = expand(text).unwrap();
+        let installed = ["puma", "thin"]
+            .iter()
+            .filter(|n| Registry::builtin().get(n).unwrap().installed())
+            .count();
+        assert_eq!(runner::breakpoint_groups(&e).len(), installed * 2);
+        assert!(e.trials.iter().all(|t| t.shape.connections == 50));
     }
 
     #[test]

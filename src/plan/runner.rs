@@ -164,7 +164,12 @@ pub struct RunResult {
 /// About how long the plan will take: load time plus a few seconds per start.
 pub fn estimate(e: &Expanded, plan: &Plan) -> Duration {
     let per = e.warmup + e.duration + Duration::from_secs(3);
-    let mut total = per * e.trials.len() as u32;
+    let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
+    let mut total = if fixed {
+        per * e.trials.len() as u32
+    } else {
+        Duration::ZERO
+    };
     if let Some(bp) = &plan.breakpoint {
         let step = crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5))
             + Duration::from_secs(3);
@@ -175,7 +180,7 @@ pub fn estimate(e: &Expanded, plan: &Plan) -> Duration {
 
 /// One representative trial per server/app/topology: what a break-point
 /// search runs over (it chooses the load level itself).
-fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
+pub fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for t in e.trials.iter().filter(|t| t.repeat == 1) {
