@@ -20,7 +20,7 @@
 //!
 //! A worker never spawns servers, touches disk or prints.
 
-use super::epoll::{Epoll, Ready};
+use super::epoll::{Epoll, Ready, Timer};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
 use super::response::{ParseError, Progress, ResponseParser};
 use super::target::Endpoint;
@@ -133,7 +133,14 @@ pub struct Worker {
     free: Vec<u32>,
     t0: Instant,
     window: Arc<Window>,
+    /// Closed loop: wakes the untimed wait for the loop's own deadlines.
+    timer: Option<Timer>,
+    /// When the timer is set to fire; None when it is not armed.
+    timer_at: Option<Instant>,
 }
+
+/// The timer's token: no connection slot reaches this index.
+const TIMER_TOKEN: u64 = u64::MAX;
 
 enum Stopping {
     No,
@@ -158,8 +165,15 @@ impl Worker {
         let batch: Arc<[u8]> = cfg.request.repeat(depth).into();
         let deadline = window.deadline();
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
+        let epoll = Epoll::new(plan.connections.max(1) * 2)?;
+        let timer = match plan.pacing {
+            Pacing::Closed => Some(epoll.timer(TIMER_TOKEN)?),
+            Pacing::Rate(_) => None,
+        };
         Ok(Worker {
-            epoll: Epoll::new(plan.connections.max(1) * 2)?,
+            epoll,
+            timer,
+            timer_at: None,
             conns,
             rec,
             stats: WorkerStats::default(),
@@ -228,14 +242,18 @@ impl Worker {
             let next_sec =
                 self.t0 + Duration::from_secs(now.saturating_duration_since(self.t0).as_secs() + 1);
             wake = wake.min(next_sec);
-            let n = self.epoll.wait(Some(wake.saturating_duration_since(now)))?;
+            let n = self.wait_until(wake, now)?;
             if n == 0 {
                 continue;
             }
             let now = Instant::now();
             for e in 0..n {
                 let (token, ready) = self.epoll.event(e);
-                self.on_event(token, ready, now);
+                if token == TIMER_TOKEN {
+                    self.on_timer();
+                } else {
+                    self.on_event(token, ready, now);
+                }
             }
         }
         let end = Instant::now();
@@ -244,6 +262,27 @@ impl Worker {
         self.stats.wall = end.saturating_duration_since(started);
         let tally = self.rec.finish(end);
         Ok((tally, self.stats))
+    }
+
+    /// Waits for events until `wake` at the latest. Under a closed loop
+    /// the timer carries `wake` and the wait has no timeout of its own (the
+    /// timer is re-armed only when `wake` moves, a few times a second).
+    fn wait_until(&mut self, wake: Instant, now: Instant) -> io::Result<usize> {
+        let Some(timer) = &self.timer else {
+            return self.epoll.wait(Some(wake.saturating_duration_since(now)));
+        };
+        if self.timer_at != Some(wake) {
+            timer.arm(wake.saturating_duration_since(now))?;
+            self.timer_at = Some(wake);
+        }
+        self.epoll.wait(None)
+    }
+
+    fn on_timer(&mut self) {
+        if let Some(timer) = &self.timer {
+            timer.clear();
+        }
+        self.timer_at = None;
     }
 
     fn due_at(&self, k: u64) -> Instant {
