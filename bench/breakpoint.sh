@@ -23,10 +23,13 @@ ulimit -n 65536 2>/dev/null || true
 {
   echo "# Break point: geometric + bisect vs linear 100-client steps"
   echo
-  echo "Test server (rackbench serve-test --max-connections LIMIT, an epoll server: connections past LIMIT open at once get 503), $step per step after 1 s warm-up, a failing step ends at its first error."
+  echo "Test server (rackbench serve-test --max-connections LIMIT, an epoll server: connections past LIMIT open at once get 503)."
+  echo "Linear (seed 000's method): steps of 100 from 100, each $step after 1 s warm-up."
+  echo "Geometric: x3 from 100, then bisection to 5%; each level probed for 0.5 s, the level found confirmed by a full step ($step after 1 s warm-up), whose throughput is the one reported."
+  echo "Any step ends at its first error. load-seconds = wall seconds of load applied, warm-ups included."
   echo
-  echo "| limit | method | break point | throughput at it | load-seconds | steps |"
-  echo "|---:|---|---:|---:|---:|---:|"
+  echo "| limit | method | break point | throughput at it | load-seconds | steps | load vs linear |"
+  echo "|---:|---|---:|---:|---:|---:|---:|"
 } > "$out/breakpoint.md"
 : > "$out/breakpoint-commands.txt"
 for limit in $limits; do
@@ -45,6 +48,8 @@ for limit in $limits; do
     tp=$(grep -o '"throughput_rps": [0-9.]*' "$f" | head -1 | grep -o '[0-9.]*$')
     ls=$(grep -o '"load_seconds": [0-9.]*' "$f" | head -1 | grep -o '[0-9.]*$')
     steps=$(grep -c '"level":' "$f")
-    printf '| %s | %s | %s | %.0f | %.1f | %s |\n' "$limit" "$method" "${level:-none}" "${tp:-0}" "${ls:-0}" "$steps" | tee -a "$out/breakpoint.md"
+    if [ "$method" = geometric ]; then geo_ls=${ls:-0}; geo_row=$(printf '| %s | %s | %s | %.0f | %.1f | %s |' "$limit" "$method" "${level:-none}" "${tp:-0}" "${ls:-0}" "$steps"); continue; fi
+    ratio=$(awk -v g="$geo_ls" -v l="${ls:-0}" 'BEGIN { if (l > 0) printf "%.2f", g / l; else print "-" }')
+    { echo "$geo_row $ratio |"; printf '| %s | %s | %s | %.0f | %.1f | %s | 1.00 |\n' "$limit" "$method" "${level:-none}" "${tp:-0}" "${ls:-0}" "$steps"; } | tee -a "$out/breakpoint.md"
   done
 done

@@ -422,6 +422,39 @@ fn the_interrupt_flag_ends_the_run_and_keeps_the_figures() {
 }
 
 #[test]
+fn stop_on_error_ends_the_run_at_the_first_error_even_in_the_warm_up() {
+    // Every 50th answer is a 503: the first error comes within
+    // milliseconds, long before the warm-up ends.
+    let s = server(TestServerConfig {
+        fault: Fault::Status(503),
+        fault_every: 50,
+        ..Default::default()
+    });
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 4;
+    c.warmup = Duration::from_secs(5);
+    c.duration = Some(Duration::from_secs(20));
+    c.stop_on_error = true;
+    let t = Instant::now();
+    let r = run(c);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(r.stopped_on_error && !r.interrupted);
+    // The load applied is what ran, not the configured warm-up.
+    assert!(r.load_seconds() < 2.0, "{}", r.load_seconds());
+    // The error happened in the warm-up: not in the totals, but in the
+    // timeline, never dropped.
+    assert!(r.timeline.iter().map(|row| row.errors).sum::<u64>() >= 1);
+
+    // Without the flag the same server runs to its end.
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 4;
+    c.duration = Some(Duration::from_millis(500));
+    let r = run(c);
+    assert!(!r.stopped_on_error && r.errors.status > 0);
+    assert!(r.load_seconds() >= 0.5, "{}", r.load_seconds());
+}
+
+#[test]
 fn a_steady_state_warm_up_ends_when_throughput_settles() {
     // The server stalls for its first 2 s, then answers at full speed:
     // throughput settles around 2-3 s, and the warm-up ends about three

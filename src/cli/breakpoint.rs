@@ -6,7 +6,7 @@ use super::trial::ServerOptions;
 use super::UsageError;
 use crate::lab::trial::run_trial;
 use crate::load::{self, Pacing};
-use crate::search::{self, Breakpoint, SearchConfig, StepResult};
+use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -42,6 +42,11 @@ pub struct BreakpointArgs {
     /// Bisect until the bracket is this narrow (0.05 = 5%).
     #[arg(long, default_value_t = 0.05)]
     pub resolution: f64,
+    /// While searching, try each level for this long (no warm-up) and
+    /// confirm only the level found with a full step; 0 runs every step in
+    /// full.
+    #[arg(long, default_value = "500ms", value_parser = crate::units::duration)]
+    pub probe: Duration,
     /// Also require p99 under a ceiling, e.g. p99=200ms.
     #[arg(long, value_parser = search::parse_slo)]
     pub slo: Option<u64>,
@@ -71,6 +76,22 @@ struct Output<'a> {
     steps: &'a [StepResult],
 }
 
+/// One line per step on stderr, as the search goes.
+fn print_step(r: &StepResult, kind: StepKind) {
+    eprintln!(
+        "  {:>8.0}{}: {:>9.0} req/s, p99 {:>9}, errors {}",
+        r.level,
+        if kind == StepKind::Probe {
+            " probe"
+        } else {
+            "      "
+        },
+        r.throughput_rps,
+        crate::load::report::fmt_us(r.p99_us as f64),
+        r.errors
+    );
+}
+
 pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     let usage = |m: String| anyhow::Error::new(UsageError(m));
     if args.url.is_some() == args.server.server.is_some() {
@@ -92,6 +113,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         resolution: args.resolution,
         integer: !rate_mode,
         slo_p99_us: args.slo,
+        probe_s: args.probe.as_secs_f64(),
     };
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
@@ -99,11 +121,12 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     let step_len = args.load.duration.unwrap_or(Duration::from_secs(5));
     let quiet = args.json;
     let target;
-    let mut step: Box<dyn FnMut(f64) -> StepResult> = if let Some(url) = &args.url {
+    let probe_len = args.probe;
+    let mut step: Box<dyn FnMut(f64, StepKind) -> StepResult> = if let Some(url) = &args.url {
         target = url.clone();
         let base = args.load.to_config(url, args.load_threads)?;
         let interrupt = Arc::clone(&interrupt);
-        Box::new(move |level| {
+        Box::new(move |level, kind| {
             let mut c = base.clone();
             if rate_mode {
                 c.pacing = Pacing::Rate(level);
@@ -111,20 +134,21 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                 c.connections = level as usize;
             }
             c.duration = Some(step_len);
+            if kind == StepKind::Probe {
+                c.duration = Some(probe_len);
+                c.warmup = Duration::ZERO;
+                c.warmup_until_steady = false;
+            }
             c.requests = None;
+            // A failing level is known at its first error, warm-up
+            // included: the step ends there, so a failure costs next to
+            // nothing. Those errors count even when their requests were
+            // sent during the warm-up.
+            c.stop_on_error = true;
             let flag = Arc::new(AtomicBool::new(false));
             c.interrupt = Arc::clone(&flag);
             let user = Arc::clone(&interrupt);
-            // A failing level is known at its first error, warm-up
-            // included: end the step there, so a failure costs about a
-            // second. Those errors count even when their requests were
-            // sent during the warm-up.
-            let mut seen_errors = 0;
-            let report = load::run(c, |row| {
-                if row.errors > 0 {
-                    seen_errors += row.errors;
-                    flag.store(true, Ordering::Relaxed);
-                }
+            let report = load::run(c, |_| {
                 if user.load(Ordering::Relaxed) {
                     flag.store(true, Ordering::Relaxed);
                 }
@@ -135,29 +159,19 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                     throughput_rps: r.throughput_rps,
                     // A connection left unanswered is a failure too: the
                     // server stopped taking connections at this level.
-                    errors: r.errors.total().max(seen_errors) + r.connections.never_answered,
+                    errors: r.errors.total()
+                        + r.connections.never_answered
+                        + u64::from(r.stopped_on_error),
                     p99_us: r.latency_us.p99,
-                    load_seconds: r.duration_s + r.config.warmup_s,
+                    load_seconds: r.load_seconds(),
                     clean: true,
                     why: None,
+                    probe: false,
                 },
-                Err(e) => StepResult {
-                    level,
-                    throughput_rps: 0.0,
-                    errors: 1,
-                    p99_us: 0,
-                    load_seconds: 0.0,
-                    clean: false,
-                    why: Some(e.to_string()),
-                },
+                Err(e) => StepResult::failed(level, e.to_string()),
             };
             if !quiet {
-                eprintln!(
-                    "  {level:>8.0}: {:>9.0} req/s, p99 {:>9}, errors {}",
-                    r.throughput_rps,
-                    crate::load::report::fmt_us(r.p99_us as f64),
-                    r.errors
-                );
+                print_step(&r, kind);
             }
             r
         })
@@ -167,7 +181,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
         target = format!("{} with {}", spec.server.name, spec.app.name);
         let mut n = 0;
-        Box::new(move |level| {
+        Box::new(move |level, kind| {
             n += 1;
             let mut s = spec.clone();
             if rate_mode {
@@ -176,6 +190,11 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                 s.load.connections = level as usize;
             }
             s.load.duration = Some(step_len);
+            if kind == StepKind::Probe {
+                s.load.duration = Some(probe_len);
+                s.load.warmup = Duration::ZERO;
+                s.load.warmup_until_steady = false;
+            }
             s.load.requests = None;
             s.stop_on_errors = true;
             s.dir = spec.dir.join(format!("step{n}"));
@@ -184,12 +203,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                 Err(e) => StepResult::failed(level, e.to_string()),
             };
             if !quiet {
-                eprintln!(
-                    "  {level:>8.0}: {:>9.0} req/s, p99 {:>9}, errors {}",
-                    r.throughput_rps,
-                    crate::load::report::fmt_us(r.p99_us as f64),
-                    r.errors
-                );
+                print_step(&r, kind);
             }
             r
         })
@@ -216,9 +230,17 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         capped: result.capped,
         method: args.linear.map_or(
             format!(
-                "grow x{} then bisect to {}%",
+                "grow x{} then bisect to {}%{}",
                 args.growth,
-                args.resolution * 100.0
+                args.resolution * 100.0,
+                if cfg.probe_s > 0.0 {
+                    format!(
+                        ", probing {}s per level and confirming in full",
+                        cfg.probe_s
+                    )
+                } else {
+                    String::new()
+                }
             ),
             |s| format!("linear steps of {s}"),
         ),

@@ -153,6 +153,7 @@ impl LoadOptions {
             endpoint,
             request,
             head_request: method == "HEAD",
+            stop_on_error: false,
             connections: self.connections,
             threads,
             pacing: self.rate.map_or(Pacing::Closed, Pacing::Rate),

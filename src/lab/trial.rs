@@ -541,14 +541,8 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             }
         })
     };
-    let stop_on_errors = spec.stop_on_errors;
-    let mut stopped_on_errors = false;
-    let report = load::run(cfg, |row| {
-        if stop_on_errors && row.errors > 0 {
-            stopped_on_errors = true;
-            load_flag.store(true, Ordering::Relaxed);
-        }
-    });
+    cfg.stop_on_error = spec.stop_on_errors;
+    let report = load::run(cfg, |_| {});
     load_done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let server_died = died.load(Ordering::Relaxed);
@@ -579,6 +573,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     // Helpers the server daemonized (now ours, as subreaper) go too.
     killed.extend(supervisor::stop_adopted(&[], spec.grace));
     let report = report.map_err(TrialError::Load)?;
+    let stopped_on_errors = report.stopped_on_error;
     topo.nginx_metrics = nginx_samples;
 
     let ok = report.requests.ok;
@@ -636,11 +631,16 @@ impl TrialRecord {
             throughput_rps: self.load.throughput_rps,
             errors: self.load.errors.total()
                 + self.load.connections.never_answered
-                + u64::from(self.server_exit.is_some() || self.stopped_on_errors),
+                + u64::from(
+                    self.server_exit.is_some()
+                        || self.stopped_on_errors
+                        || self.load.stopped_on_error,
+                ),
             p99_us: self.load.latency_us.p99,
-            load_seconds: self.load.duration_s + self.load.config.warmup_s,
+            load_seconds: self.load.load_seconds(),
             clean: true,
             why: self.server_exit.clone(),
+            probe: false,
         }
     }
 }

@@ -90,6 +90,9 @@ pub struct LoadConfig {
     pub cpus: Vec<usize>,
     /// Set to stop the run early (Ctrl-C); what was measured is kept.
     pub interrupt: Arc<AtomicBool>,
+    /// End the run at its first error, warm-up included (a break-point
+    /// step that fails needs no more load to say so).
+    pub stop_on_error: bool,
 }
 
 impl LoadConfig {
@@ -117,6 +120,7 @@ impl LoadConfig {
             expect_body: Vec::new(),
             cpus: Vec::new(),
             interrupt: Arc::new(AtomicBool::new(false)),
+            stop_on_error: false,
         })
     }
 }
@@ -140,6 +144,7 @@ pub(crate) struct WorkerStats {
     late_sends: u64,
     max_lag: Duration,
     interrupted: bool,
+    stopped_on_error: bool,
 }
 
 /// Splits `total` into `parts` shares that differ by at most one.
@@ -239,7 +244,8 @@ pub fn run(
         // A sliver of a last second (the run ended just after a boundary)
         // would show as a wild per-second rate; its requests are in the
         // totals all the same.
-        if r.span < Duration::from_millis(250) && r.ok + r.errors < 1000 {
+        // Errors are never dropped that way.
+        if r.span < Duration::from_millis(250) && r.ok + r.errors < 1000 && r.errors == 0 {
             continue;
         }
         emit(r, &mut timeline);
@@ -280,6 +286,7 @@ pub fn run(
         stats.late_sends += s.late_sends;
         stats.max_lag = stats.max_lag.max(s.max_lag);
         stats.interrupted |= s.interrupted;
+        stats.stopped_on_error |= s.stopped_on_error;
         if !s.wall.is_zero() {
             busiest = busiest.max(s.cpu.as_secs_f64() / s.wall.as_secs_f64());
         }
@@ -310,7 +317,9 @@ pub fn run(
         never_answered: stats.never_answered,
         late_sends: stats.late_sends,
         max_lag: stats.max_lag,
-        interrupted: stats.interrupted,
+        interrupted: stats.interrupted && !stats.stopped_on_error,
+        stopped_on_error: stats.stopped_on_error,
+        elapsed_s: ended.saturating_duration_since(t0).as_secs_f64(),
         timeline,
         generator,
         histogram: &latency,

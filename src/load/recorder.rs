@@ -118,6 +118,8 @@ pub struct Recorder {
     thread: usize,
     /// Median of the completed requests, fixed at the first unfinished one.
     typical_us: Option<u64>,
+    /// Failures recorded so far, counted or not.
+    errors_seen: u64,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -151,7 +153,14 @@ impl Recorder {
             tx,
             thread,
             typical_us: None,
+            errors_seen: 0,
         }
+    }
+
+    /// Failed requests so far, warm-up included.
+    #[inline]
+    pub fn errors_seen(&self) -> u64 {
+        self.errors_seen
     }
 
     /// Whether a request scheduled at `sched` falls in the counted window.
@@ -177,7 +186,10 @@ impl Recorder {
         let lat = micros(now.saturating_duration_since(sched));
         match outcome {
             Outcome::Ok => self.sec_ok += 1,
-            Outcome::Failed(_) => self.sec_errors += 1,
+            Outcome::Failed(_) => {
+                self.sec_errors += 1;
+                self.errors_seen += 1;
+            }
         }
         if has_latency {
             self.sec_hist.saturating_record(lat);

@@ -39,6 +39,13 @@ pub struct LoadReport {
     pub warnings: Vec<String>,
     /// True when Ctrl-C (or the caller) stopped the run early.
     pub interrupted: bool,
+    /// True when the run ended at its first error (`stop_on_error`).
+    #[serde(default)]
+    pub stopped_on_error: bool,
+    /// Wall seconds of load applied, warm-up included, from the first
+    /// connection to the end (0 in records older than the field).
+    #[serde(default)]
+    pub elapsed_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -236,6 +243,8 @@ pub(crate) struct Parts<'a> {
     pub late_sends: u64,
     pub max_lag: Duration,
     pub interrupted: bool,
+    pub stopped_on_error: bool,
+    pub elapsed_s: f64,
     pub timeline: Vec<TimelineRow>,
     pub generator: GeneratorCost,
     pub histogram: &'a Histogram<u64>,
@@ -342,6 +351,8 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         generator: p.generator,
         warnings,
         interrupted: p.interrupted,
+        stopped_on_error: p.stopped_on_error,
+        elapsed_s: p.elapsed_s,
     }
 }
 
@@ -368,6 +379,15 @@ pub fn fmt_bytes(b: u64) -> String {
 }
 
 impl LoadReport {
+    /// Seconds of load this run applied, warm-up included.
+    pub fn load_seconds(&self) -> f64 {
+        if self.elapsed_s > 0.0 {
+            self.elapsed_s
+        } else {
+            self.duration_s + self.config.warmup_s
+        }
+    }
+
     /// The human summary printed on a terminal.
     pub fn render_text(&self) -> String {
         use std::fmt::Write;
@@ -464,6 +484,9 @@ impl LoadReport {
                 s,
                 "  interrupted: the figures cover the run up to the interruption"
             );
+        }
+        if self.stopped_on_error {
+            let _ = writeln!(s, "  stopped at the first error, as asked");
         }
         for w in &self.warnings {
             let _ = writeln!(s, "  warning: {w}");

@@ -208,6 +208,11 @@ impl Worker {
             self.window.tick(now);
             self.deadline = self.window.deadline();
             self.issue_until = self.deadline;
+            if self.plan.config.stop_on_error && self.rec.errors_seen() > 0 {
+                // Every thread stops: the others see the shared flag.
+                self.stats.stopped_on_error = true;
+                self.plan.config.interrupt.store(true, Ordering::Relaxed);
+            }
             if self.plan.config.interrupt.load(Ordering::Relaxed) {
                 self.stats.interrupted = true;
                 break;

@@ -148,6 +148,10 @@ pub struct BreakpointSection {
     pub resolution: f64,
     #[serde(default = "default_step")]
     pub step_duration: String,
+    /// While searching, try each level this long and confirm only the
+    /// level found with a full step; "0s" runs every step in full.
+    #[serde(default = "default_probe")]
+    pub probe: String,
     /// A latency ceiling such as "p99=200ms".
     #[serde(default)]
     pub slo: Option<String>,
@@ -200,6 +204,9 @@ fn default_resolution() -> f64 {
 }
 fn default_step() -> String {
     "5s".into()
+}
+fn default_probe() -> String {
+    "500ms".into()
 }
 
 /// One load shape: closed loop at N connections or open loop at a rate.
@@ -377,6 +384,7 @@ impl Plan {
                 ));
             }
             dur("step_duration", &bp.step_duration)?;
+            dur("probe", &bp.probe)?;
             if let Some(slo) = &bp.slo {
                 crate::search::parse_slo(slo).map_err(|e| at("slo", e))?;
             }

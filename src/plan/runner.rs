@@ -10,7 +10,7 @@ use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
 use crate::lab::trial::{run_trial, utc_now, Topology, TrialRecord, TrialSpec};
 use crate::load::{LoadConfig, Pacing};
-use crate::search::{self, Breakpoint, SearchConfig, StepResult};
+use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
 use crate::store::{self, ResultsDir};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -463,12 +463,13 @@ fn run_breakpoint(
         resolution: bp.resolution,
         integer: !rate_mode,
         slo_p99_us: bp.slo.as_deref().and_then(|s| search::parse_slo(s).ok()),
+        probe_s: crate::units::duration(&bp.probe).map_or(1.0, |d| d.as_secs_f64()),
     };
     let step_duration = crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5));
     let mut n = 0;
     let result = search::find_breakpoint(
         &cfg,
-        |level| {
+        |level, kind| {
             n += 1;
             let shape = if rate_mode {
                 (plan.load.rate_connections, Some(level))
@@ -485,6 +486,11 @@ fn run_breakpoint(
             );
             spec.load.duration = Some(step_duration);
             spec.load.warmup = Duration::from_secs(1);
+            if kind == StepKind::Probe {
+                spec.load.duration = Some(Duration::from_secs_f64(cfg.probe_s));
+                spec.load.warmup = Duration::ZERO;
+                spec.load.warmup_until_steady = false;
+            }
             spec.stop_on_errors = true;
             match run_trial(spec) {
                 Ok(rec) => rec.as_step(level),

@@ -9,6 +9,14 @@
 //! is run: the caller passes a closure that applies one level of load and
 //! says what happened, so it works the same on a URL or on a lab server,
 //! and is tested with a model server.
+//!
+//! Most of a search's load time goes to clean steps: a failing one ends at
+//! its first error. So while searching, clean levels are only *probed*
+//! (a short step, `probe_s`), and the level the search settles on is then
+//! *confirmed* with a full step, whose figures are the ones reported. A
+//! level that passes its probe but fails the full step is a failure like
+//! any other: the search goes on below it with full steps only, so the
+//! reported break point has always held for a full step.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +35,18 @@ pub struct StepResult {
     pub clean: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// A short probe rather than a full step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probe: bool,
+}
+
+/// How long a step runs: the caller maps these to durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// A short step that only asks "does this level fail?".
+    Probe,
+    /// A full step (warm-up and the whole duration): its figures count.
+    Full,
 }
 
 impl StepResult {
@@ -40,6 +60,7 @@ impl StepResult {
             load_seconds: 0.0,
             clean: false,
             why: Some(why),
+            probe: false,
         }
     }
 }
@@ -58,6 +79,9 @@ pub struct SearchConfig {
     pub integer: bool,
     /// p99 ceiling in microseconds, if any.
     pub slo_p99_us: Option<u64>,
+    /// Seconds of a probe step; 0 runs every step in full.
+    #[serde(default)]
+    pub probe_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -101,65 +125,104 @@ fn round(level: f64, cfg: &SearchConfig) -> f64 {
     }
 }
 
-/// Runs the search. `step(level)` applies one level and reports; it is
-/// judged here. Stops early when `stop()` says so (Ctrl-C), returning what
-/// was found so far.
+/// A clean level seen so far.
+#[derive(Clone, Copy)]
+struct Good {
+    level: f64,
+    throughput_rps: f64,
+    /// It held for a full step, not only for a probe.
+    full: bool,
+}
+
+/// Runs the search. `step(level, kind)` applies one level and reports; it
+/// is judged here. Stops early when `stop()` says so (Ctrl-C), returning
+/// what was found so far.
 pub fn find_breakpoint(
     cfg: &SearchConfig,
-    mut step: impl FnMut(f64) -> StepResult,
+    mut step: impl FnMut(f64, StepKind) -> StepResult,
     stop: impl Fn() -> bool,
 ) -> Breakpoint {
-    let mut steps = Vec::new();
-    let mut good: Option<(f64, f64)> = None; // (level, throughput)
+    let mut steps: Vec<StepResult> = Vec::new();
+    let mut kind = if cfg.probe_s > 0.0 {
+        StepKind::Probe
+    } else {
+        StepKind::Full
+    };
+    let mut run = |level: f64, kind: StepKind, steps: &mut Vec<StepResult>| {
+        let mut r = judge(step(level, kind), cfg);
+        r.probe = kind == StepKind::Probe;
+        let good = r.clean.then_some(Good {
+            level,
+            throughput_rps: r.throughput_rps,
+            full: kind == StepKind::Full,
+        });
+        steps.push(r);
+        good
+    };
+    let mut good: Option<Good> = None;
     let mut bad: Option<f64> = None;
     let mut level = round(cfg.start, cfg);
     // Grow until the first failure or the cap.
-    loop {
-        if stop() {
-            break;
-        }
-        let r = judge(step(level), cfg);
-        let clean = r.clean;
-        let tp = r.throughput_rps;
-        steps.push(r);
-        if !clean {
-            bad = Some(level);
-            break;
-        }
-        good = Some((level, tp));
-        if level >= cfg.max {
-            break;
+    while !stop() {
+        match run(level, kind, &mut steps) {
+            None => {
+                bad = Some(level);
+                break;
+            }
+            Some(g) => good = Some(g),
         }
         let next = round(level * cfg.growth, cfg);
-        if next <= level {
+        if level >= cfg.max || next <= level {
             break;
         }
         level = next;
     }
-    // Bisect between the last clean level and the first failing one.
-    while let (Some((g, _)), Some(b)) = (good, bad) {
-        if stop() || (b - g) / g <= cfg.resolution {
+    loop {
+        // Bisect between the last clean level and the first failing one.
+        while let (Some(g), Some(b)) = (good, bad) {
+            if stop() || (b - g.level) / g.level <= cfg.resolution {
+                break;
+            }
+            let mid = round(g.level + (b - g.level) / 2.0, cfg);
+            if mid <= g.level || mid >= b {
+                break;
+            }
+            match run(mid, kind, &mut steps) {
+                Some(m) => good = Some(m),
+                None => bad = Some(mid),
+            }
+        }
+        // Confirm a level that only passed a probe.
+        let Some(g) = good.filter(|g| !g.full) else {
+            break;
+        };
+        if stop() {
             break;
         }
-        let mid = round(g + (b - g) / 2.0, cfg);
-        if mid <= g || mid >= b {
+        if let Some(full) = run(g.level, StepKind::Full, &mut steps) {
+            good = Some(full);
             break;
         }
-        let r = judge(step(mid), cfg);
-        let (clean, tp) = (r.clean, r.throughput_rps);
-        steps.push(r);
-        if clean {
-            good = Some((mid, tp));
-        } else {
-            bad = Some(mid);
-        }
+        // It held for a probe but not for a full step: a failure like any
+        // other. Go on below it, in full steps from now on.
+        bad = Some(g.level);
+        kind = StepKind::Full;
+        good = steps
+            .iter()
+            .filter(|s| s.clean && s.level < g.level)
+            .max_by(|a, b| a.level.total_cmp(&b.level))
+            .map(|s| Good {
+                level: s.level,
+                throughput_rps: s.throughput_rps,
+                full: !s.probe,
+            });
     }
     Breakpoint {
-        level: good.map(|g| g.0),
-        throughput_rps: good.map_or(0.0, |g| g.1),
+        level: good.map(|g| g.level),
+        throughput_rps: good.map_or(0.0, |g| g.throughput_rps),
         failed_at: bad,
         load_seconds: steps.iter().map(|s| s.load_seconds).sum(),
-        capped: bad.is_none() && good.is_some_and(|g| g.0 >= cfg.max),
+        capped: bad.is_none() && good.is_some_and(|g| g.level >= cfg.max),
         steps,
     }
 }
@@ -168,7 +231,7 @@ pub fn find_breakpoint(
 pub fn find_linear(
     cfg: &SearchConfig,
     step_size: f64,
-    mut step: impl FnMut(f64) -> StepResult,
+    mut step: impl FnMut(f64, StepKind) -> StepResult,
     stop: impl Fn() -> bool,
 ) -> Breakpoint {
     let mut steps = Vec::new();
@@ -176,7 +239,7 @@ pub fn find_linear(
     let mut bad = None;
     let mut level = round(cfg.start, cfg);
     while level <= cfg.max && !stop() {
-        let r = judge(step(level), cfg);
+        let r = judge(step(level, StepKind::Full), cfg);
         let (clean, tp) = (r.clean, r.throughput_rps);
         steps.push(r);
         if !clean {
@@ -218,17 +281,30 @@ mod tests {
     use super::*;
 
     /// A model server: clean up to `limit` connections, errors beyond. A
-    /// clean step costs 5 s of load; a failing one ends at the first error
-    /// (1 s), as the real steps do.
-    fn model(limit: f64) -> impl FnMut(f64) -> StepResult {
-        move |level| StepResult {
-            level,
-            throughput_rps: level.min(limit) * 10.0,
-            errors: if level > limit { 5 } else { 0 },
-            p99_us: (level * 100.0) as u64,
-            load_seconds: if level > limit { 1.0 } else { 5.0 },
-            clean: true,
-            why: None,
+    /// full clean step costs 5 s of load and a probe 1 s; a failing step
+    /// ends at its first error (0.1 s), as the real steps do.
+    fn model(limit: f64) -> impl FnMut(f64, StepKind) -> StepResult {
+        slow_model(limit, limit)
+    }
+
+    /// Clean up to `limit` in a probe but only up to `full_limit` in a
+    /// full step: a server that fails only under sustained load.
+    fn slow_model(limit: f64, full_limit: f64) -> impl FnMut(f64, StepKind) -> StepResult {
+        move |level, kind| {
+            let (limit, clean_s) = match kind {
+                StepKind::Probe => (limit, 1.0),
+                StepKind::Full => (full_limit, 5.0),
+            };
+            StepResult {
+                level,
+                throughput_rps: level.min(limit) * 10.0,
+                errors: if level > limit { 5 } else { 0 },
+                p99_us: (level * 100.0) as u64,
+                load_seconds: if level > limit { 0.1 } else { clean_s },
+                clean: true,
+                why: None,
+                probe: false,
+            }
         }
     }
 
@@ -240,39 +316,80 @@ mod tests {
             resolution: 0.05,
             integer: true,
             slo_p99_us: None,
+            probe_s: 1.0,
         }
     }
 
     #[test]
     fn finds_the_same_point_as_a_linear_search_in_far_less_load() {
         // Seed 000's break points were 400, 900 and 1500 connections.
-        let (mut geo_s, mut lin_s) = (0.0, 0.0);
-        for limit in [150.0, 400.0, 900.0, 1500.0, 2450.0] {
-            let geo = find_breakpoint(&cfg(), model(limit), || false);
-            let lin = find_linear(&cfg(), 100.0, model(limit), || false);
-            let found = geo.level.unwrap();
-            assert!(
-                found <= limit && found >= limit * 0.95,
-                "limit {limit}: found {found}"
-            );
-            // The linear search is only exact to its step of 100.
-            assert!(
-                (found - lin.level.unwrap()).abs() <= 100.0,
-                "limit {limit}: {found} vs {:?}",
-                lin.level
-            );
-            if limit >= 900.0 {
+        for probe_s in [1.0, 0.0] {
+            let c = SearchConfig { probe_s, ..cfg() };
+            let (mut geo_s, mut lin_s) = (0.0, 0.0);
+            for limit in [150.0, 400.0, 900.0, 1500.0, 2450.0] {
+                let geo = find_breakpoint(&c, model(limit), || false);
+                let lin = find_linear(&c, 100.0, model(limit), || false);
+                let found = geo.level.unwrap();
                 assert!(
-                    geo.load_seconds * 2.0 < lin.load_seconds,
-                    "limit {limit}: {} vs {}",
-                    geo.load_seconds,
-                    lin.load_seconds
+                    found <= limit && found >= limit * 0.95,
+                    "limit {limit}: found {found}"
                 );
+                // The linear search is only exact to its step of 100.
+                assert!(
+                    (found - lin.level.unwrap()).abs() <= 100.0,
+                    "limit {limit}: {found} vs {:?}",
+                    lin.level
+                );
+                // The figures reported come from a full step at that level.
+                assert!(
+                    geo.steps
+                        .iter()
+                        .any(|s| !s.probe && s.clean && s.level == found),
+                    "{:?}",
+                    geo.steps
+                );
+                assert_eq!(geo.throughput_rps, found * 10.0);
+                // Probing halves the cost from seed 000's smallest break point
+                // up; without it, only the larger ones.
+                if limit >= 400.0 && probe_s > 0.0 || limit >= 900.0 {
+                    assert!(
+                        geo.load_seconds * 2.0 < lin.load_seconds,
+                        "probe {probe_s}, limit {limit}: {} vs {}",
+                        geo.load_seconds,
+                        lin.load_seconds
+                    );
+                }
+                geo_s += geo.load_seconds;
+                lin_s += lin.load_seconds;
             }
-            geo_s += geo.load_seconds;
-            lin_s += lin.load_seconds;
+            assert!(geo_s < 0.5 * lin_s, "{geo_s} vs {lin_s}");
         }
-        assert!(geo_s < 0.5 * lin_s, "{geo_s} vs {lin_s}");
+    }
+
+    #[test]
+    fn a_level_that_only_passes_its_probe_is_a_failure() {
+        // Probes pass up to 900, full steps only up to 600.
+        let r = find_breakpoint(&cfg(), slow_model(900.0, 600.0), || false);
+        let found = r.level.unwrap();
+        assert!((570.0..=600.0).contains(&found), "{found}");
+        assert!(
+            r.steps
+                .iter()
+                .any(|s| !s.probe && s.clean && s.level == found),
+            "{:?}",
+            r.steps
+        );
+        // Every step after the first failed confirmation is a full one.
+        let first_full_fail = r
+            .steps
+            .iter()
+            .position(|s| !s.probe && !s.clean)
+            .expect("a confirmation failed");
+        assert!(r.steps[first_full_fail..].iter().all(|s| !s.probe));
+        // Even when nothing below held for a full step, the search ends
+        // with no level rather than a probed one.
+        let r = find_breakpoint(&cfg(), slow_model(900.0, 50.0), || false);
+        assert_eq!(r.level, None, "{:?}", r.steps);
     }
 
     #[test]
@@ -294,11 +411,12 @@ mod tests {
         // Fails at the very first step.
         let r = find_breakpoint(&cfg(), model(5.0), || false);
         assert_eq!((r.level, r.failed_at), (None, Some(100.0)));
-        // Never fails: stops at the cap.
+        // Never fails: stops at the cap, confirmed by a full step there.
         let mut c = cfg();
         c.max = 300.0;
         let r = find_breakpoint(&c, model(1e9), || false);
         assert!(r.capped && r.level == Some(300.0), "{r:?}");
+        assert!(!r.steps.last().unwrap().probe);
         // Interrupted before anything ran.
         let r = find_breakpoint(&cfg(), model(100.0), || true);
         assert!(r.steps.is_empty() && r.level.is_none());
