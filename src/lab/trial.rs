@@ -466,7 +466,9 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     };
     let parsed = load::Url::parse(&format!("http://{host}{}", spec.app.path))
         .expect("built from a valid path");
-    let keep_alive = cfg.keep_alive && s.keep_alive;
+    // The client talks to nginx when there is one, and nginx keeps
+    // connections alive whatever the server behind it does.
+    let keep_alive = cfg.keep_alive && (s.keep_alive || nginx.is_some());
     let request_spec = load::RequestSpec {
         keep_alive,
         ..load::RequestSpec::default()
