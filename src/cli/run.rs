@@ -124,7 +124,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         command: command.clone(),
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
-    println!("{}", render_summary(&result.summary));
+    if !result.summary.is_empty() {
+        println!("{}", render_summary(&result.summary));
+    }
     println!("results: {}", out.display());
     // The report is rebuilt from disk; a failure here loses no result.
     match crate::report::write_all(&out, None) {

@@ -60,6 +60,63 @@ impl Report {
     /// The table printed on the terminal, then what is missing or failed.
     pub fn terminal(&self) -> String {
         let mut s = String::new();
+        if !self.groups.is_empty() {
+            self.terminal_trials(&mut s);
+        }
+        let bad: Vec<_> = self
+            .trials
+            .iter()
+            .filter(|t| t.status != Status::Ok)
+            .collect();
+        if !bad.is_empty() {
+            let _ = writeln!(s, "\nnot completed:");
+            for t in bad {
+                let _ = writeln!(
+                    s,
+                    "  {:<12} {}: {}",
+                    t.status.label(),
+                    t.planned.id,
+                    short(t.reason.as_deref().unwrap_or(""), 100)
+                );
+            }
+        }
+        if !self.breakpoints.is_empty() {
+            let _ = writeln!(s, "\nbreak points:");
+            for b in &self.breakpoints {
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:<8} {:<8} {} {} at {:.0} req/s ({} steps, {:.0} load-seconds){}",
+                    b.variant,
+                    b.app,
+                    if b.behind == "nginx" {
+                        "nginx"
+                    } else {
+                        "direct"
+                    },
+                    b.mode,
+                    b.result.level.map_or("none".into(), num),
+                    b.throughput_rps,
+                    b.result.steps.len(),
+                    b.result.load_seconds,
+                    if b.result.capped {
+                        "  (no failure up to the plan's max)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+        for id in &self.missing_breakpoints {
+            let _ = writeln!(s, "  break point {id}: missing (not run)");
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+
+    /// The trial table of [`Report::terminal`].
+    fn terminal_trials(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "{:<24} {:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
@@ -111,50 +168,6 @@ impl Report {
                 }
             }
         }
-        let bad: Vec<_> = self
-            .trials
-            .iter()
-            .filter(|t| t.status != Status::Ok)
-            .collect();
-        if !bad.is_empty() {
-            let _ = writeln!(s, "\nnot completed:");
-            for t in bad {
-                let _ = writeln!(
-                    s,
-                    "  {:<12} {}: {}",
-                    t.status.label(),
-                    t.planned.id,
-                    short(t.reason.as_deref().unwrap_or(""), 100)
-                );
-            }
-        }
-        if !self.breakpoints.is_empty() {
-            let _ = writeln!(s, "\nbreak points:");
-            for b in &self.breakpoints {
-                let _ = writeln!(
-                    s,
-                    "  {:<24} {:<8} {:<8} {} {} at {:.0} req/s ({} steps)",
-                    b.variant,
-                    b.app,
-                    if b.behind == "nginx" {
-                        "nginx"
-                    } else {
-                        "direct"
-                    },
-                    b.mode,
-                    b.result.level.map_or("none".into(), num),
-                    b.throughput_rps,
-                    b.result.steps.len()
-                );
-            }
-        }
-        for id in &self.missing_breakpoints {
-            let _ = writeln!(s, "  break point {id}: missing (not run)");
-        }
-        for w in &self.warnings {
-            let _ = writeln!(s, "warning: {w}");
-        }
-        s
     }
 
     /// Markdown in the style of costajob's README tables.
