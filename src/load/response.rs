@@ -7,6 +7,11 @@
 //! Content-Length, chunked with extensions and trailers, or delimited by the
 //! connection closing — is done here, because that is where a load generator
 //! must be both exact and cheap.
+//!
+//! A benchmarked server answers the same head over and over (nginx's Date
+//! line changes once a second), so each parser keeps the last head it
+//! parsed and what it meant; a head byte-for-byte equal to it is not parsed
+//! again. Same bytes, same meaning: the shortcut cannot change a result.
 
 use thiserror::Error;
 
@@ -97,6 +102,69 @@ fn find(hay: &[u8], needle: &[u8]) -> bool {
     hay.len() >= needle.len() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// What a final (non-1xx) response head says about the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Head {
+    status: u16,
+    /// The server asked to close (or spoke HTTP/1.0 without keep-alive).
+    close: bool,
+    length: Option<u64>,
+    chunked: bool,
+}
+
+/// Heads longer than this are not kept for reuse.
+const MAX_CACHED_HEAD: usize = 1024;
+
+/// Parses a response head at the start of `buf`: None if incomplete, else
+/// its length and, for a final response, what it says (None for 1xx).
+fn parse_head(buf: &[u8]) -> Result<Option<(usize, Option<Head>)>, ParseError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let n = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(ParseError::Head(e.to_string())),
+    };
+    let status = resp.code.unwrap_or(0);
+    if (100..200).contains(&status) && status != 101 {
+        return Ok(Some((n, None)));
+    }
+    let mut head = Head {
+        status,
+        close: resp.version.unwrap_or(1) == 0,
+        length: None,
+        chunked: false,
+    };
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let v = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or(ParseError::ContentLength)?;
+            if head.length.is_some_and(|l| l != v) {
+                return Err(ParseError::ContentLength);
+            }
+            head.length = Some(v);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            head.chunked = h
+                .value
+                .rsplit(|&b| b == b',')
+                .next()
+                .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    head.close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    head.close = false;
+                }
+            }
+        }
+    }
+    Ok(Some((n, Some(head))))
+}
+
 /// Frames one response after another on a connection.
 #[derive(Debug)]
 pub struct ResponseParser {
@@ -104,6 +172,9 @@ pub struct ResponseParser {
     status: u16,
     keep_alive: bool,
     matcher: BodyMatcher,
+    /// The bytes of the last final head parsed, and what they meant.
+    last_head: Vec<u8>,
+    last: Option<Head>,
 }
 
 impl Default for ResponseParser {
@@ -113,11 +184,22 @@ impl Default for ResponseParser {
             status: 0,
             keep_alive: true,
             matcher: BodyMatcher::default(),
+            last_head: Vec::new(),
+            last: None,
         }
     }
 }
 
 impl ResponseParser {
+    /// Forgets the response in progress (a new connection), keeping the
+    /// last head for reuse.
+    pub fn reset(&mut self) {
+        self.phase = Phase::Head;
+        self.status = 0;
+        self.keep_alive = true;
+        self.matcher = BodyMatcher::default();
+    }
+
     /// True when no byte of the current response has been consumed.
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Head
@@ -142,63 +224,43 @@ impl ResponseParser {
             let rest = &buf[pos..];
             match self.phase {
                 Phase::Head => {
-                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                    let mut resp = httparse::Response::new(&mut headers);
-                    let n = match resp.parse(rest) {
-                        Ok(httparse::Status::Complete(n)) => n,
-                        Ok(httparse::Status::Partial) => {
-                            if rest.len() > MAX_HEAD_BYTES {
-                                return Err(ParseError::HeadTooLarge(MAX_HEAD_BYTES));
-                            }
-                            return Ok(Progress::Partial { consumed: pos });
+                    let head = match self.last {
+                        Some(h) if rest.starts_with(&self.last_head) => {
+                            pos += self.last_head.len();
+                            h
                         }
-                        Err(e) => return Err(ParseError::Head(e.to_string())),
-                    };
-                    let status = resp.code.unwrap_or(0);
-                    let version = resp.version.unwrap_or(1);
-                    pos += n;
-                    // 1xx answers are interim: the real response follows.
-                    if (100..200).contains(&status) && status != 101 {
-                        continue;
-                    }
-                    let mut length: Option<u64> = None;
-                    let mut chunked = false;
-                    let mut conn_close = version == 0;
-                    for h in resp.headers.iter() {
-                        if h.name.eq_ignore_ascii_case("content-length") {
-                            let v = std::str::from_utf8(h.value)
-                                .ok()
-                                .and_then(|s| s.trim().parse::<u64>().ok())
-                                .ok_or(ParseError::ContentLength)?;
-                            if length.is_some_and(|l| l != v) {
-                                return Err(ParseError::ContentLength);
-                            }
-                            length = Some(v);
-                        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                            chunked =
-                                h.value.rsplit(|&b| b == b',').next().is_some_and(|t| {
-                                    t.trim_ascii().eq_ignore_ascii_case(b"chunked")
-                                });
-                        } else if h.name.eq_ignore_ascii_case("connection") {
-                            for token in h.value.split(|&b| b == b',') {
-                                let token = token.trim_ascii();
-                                if token.eq_ignore_ascii_case(b"close") {
-                                    conn_close = true;
-                                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                                    conn_close = false;
+                        _ => match parse_head(rest)? {
+                            None => {
+                                if rest.len() > MAX_HEAD_BYTES {
+                                    return Err(ParseError::HeadTooLarge(MAX_HEAD_BYTES));
                                 }
+                                return Ok(Progress::Partial { consumed: pos });
                             }
-                        }
-                    }
-                    self.status = status;
-                    self.keep_alive = !conn_close;
+                            // 1xx answers are interim: the real response follows.
+                            Some((n, None)) => {
+                                pos += n;
+                                continue;
+                            }
+                            Some((n, Some(h))) => {
+                                if n <= MAX_CACHED_HEAD {
+                                    self.last_head.clear();
+                                    self.last_head.extend_from_slice(&rest[..n]);
+                                    self.last = Some(h);
+                                }
+                                pos += n;
+                                h
+                            }
+                        },
+                    };
+                    self.status = head.status;
+                    self.keep_alive = !head.close;
                     self.matcher = BodyMatcher::default();
-                    let no_body = head_request || status == 204 || status == 304;
+                    let no_body = head_request || head.status == 204 || head.status == 304;
                     self.phase = if no_body {
                         Phase::Fixed { remaining: 0 }
-                    } else if chunked {
+                    } else if head.chunked {
                         Phase::ChunkSize
-                    } else if let Some(len) = length {
+                    } else if let Some(len) = head.length {
                         Phase::Fixed { remaining: len }
                     } else {
                         self.keep_alive = false;
@@ -383,6 +445,40 @@ mod tests {
                 assert_eq!(got.len(), count, "{name} at step {step}");
             }
         }
+    }
+
+    #[test]
+    fn a_repeated_head_is_reused_and_a_changed_one_parsed_again() {
+        // Same head twice, then one differing only in its length, then a
+        // close: every split must frame all four exactly.
+        let mut wire = Vec::new();
+        wire.extend_from_slice(CL);
+        wire.extend_from_slice(CL);
+        wire.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nhello world!");
+        wire.extend_from_slice(b"HTTP/1.1 500 OK\r\nContent-Length: 11\r\n\r\nhello world");
+        wire.extend_from_slice(CL);
+        for step in 1..=wire.len() {
+            let out = frame(&wire, step, false, b"world!").unwrap();
+            let got: Vec<_> = out.iter().map(|r| (r.status, r.body_matched)).collect();
+            assert_eq!(
+                got,
+                [
+                    (200, false),
+                    (200, false),
+                    (200, true),
+                    (500, false),
+                    (200, false)
+                ],
+                "step {step}"
+            );
+        }
+        // The shortcut keeps a parser's answer to a malformed length.
+        let mut p = ResponseParser::default();
+        let bad = b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n";
+        assert_eq!(p.feed(bad, false, b""), Err(ParseError::ContentLength));
+        let mut p = ResponseParser::default();
+        p.feed(CL, false, b"").unwrap();
+        assert_eq!(p.feed(bad, false, b""), Err(ParseError::ContentLength));
     }
 
     #[test]

@@ -439,7 +439,7 @@ impl Worker {
         c.state = State::Closed {
             retry_at: now + backoff,
         };
-        c.parser = ResponseParser::default();
+        c.parser.reset();
         c.rstart = 0;
         c.rend = 0;
         c.written_reqs = 0;
