@@ -71,6 +71,7 @@ struct Output<'a> {
     load_seconds: f64,
     failed_at: Option<f64>,
     capped: bool,
+    confirmed: bool,
     method: String,
     search: &'a SearchConfig,
     steps: &'a [StepResult],
@@ -228,6 +229,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         load_seconds: result.load_seconds,
         failed_at: result.failed_at,
         capped: result.capped,
+        confirmed: result.confirmed,
         method: args.linear.map_or(
             format!(
                 "grow x{} then bisect to {}%{}",
@@ -252,7 +254,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     } else {
         match result.level {
             Some(l) => println!(
-                "break point: {l:.0} {} at {:.0} req/s{}; {:.0} load-seconds over {} steps",
+                "break point: {l:.0} {} at {:.0} req/s{}{}; {:.0} load-seconds over {} steps",
                 if rate_mode {
                     "req/s offered"
                 } else {
@@ -264,9 +266,17 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                 } else {
                     ""
                 },
+                if result.confirmed {
+                    ""
+                } else {
+                    " (interrupted before its full step: a probe's figures)"
+                },
                 result.load_seconds,
                 result.steps.len()
             ),
+            None if interrupt.load(Ordering::Relaxed) => {
+                println!("interrupted before any level held")
+            }
             None => println!(
                 "no clean level: the first step ({:.0}) already failed; lower --start",
                 args.start

@@ -79,20 +79,28 @@ impl Report {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n",
             esc(&title)
         );
-        s.push_str("<nav><main style=\"padding:0 24px\"><a href=\"#summary\">Summary</a><a href=\"#throughput\">Throughput</a><a href=\"#latency\">Latency</a><a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a><a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
+        // A break-point-only run has no trials: their sections would be
+        // empty, so they are left out.
+        let has_trials = !self.trials.is_empty();
+        s.push_str("<nav><main style=\"padding:0 24px\">");
+        if has_trials {
+            s.push_str("<a href=\"#summary\">Summary</a><a href=\"#throughput\">Throughput</a><a href=\"#latency\">Latency</a><a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a><a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
+        }
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             s.push_str("<a href=\"#breakpoints\">Break points</a>");
         }
         s.push_str("<a href=\"#errors\">Errors</a><a href=\"#environment\">Environment</a></main></nav>\n<main>\n");
         let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
         self.header(&mut s);
-        self.summary_table(&mut s, &variants);
-        self.throughput(&mut s, &variants);
-        self.latency(&mut s, &variants);
-        self.timelines(&mut s);
-        self.memory(&mut s, &variants);
-        self.cpu(&mut s, &variants);
-        self.spread(&mut s, &variants);
+        if has_trials {
+            self.summary_table(&mut s, &variants);
+            self.throughput(&mut s, &variants);
+            self.latency(&mut s, &variants);
+            self.timelines(&mut s);
+            self.memory(&mut s, &variants);
+            self.cpu(&mut s, &variants);
+            self.spread(&mut s, &variants);
+        }
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             self.breakpoint_section(&mut s, &variants);
         }
@@ -102,22 +110,9 @@ impl Report {
         s
     }
 
-    fn header(&self, s: &mut String) {
+    /// "N trials planned: k ok, ..." and the note on how figures are made.
+    fn trial_counts(&self, s: &mut String) {
         let counts = self.counts();
-        let _ = write!(s, "<p>");
-        if let Some(m) = &self.manifest {
-            let _ = write!(
-                s,
-                "Plan <code>{}</code>{}, started {}, {} repeat{}. ",
-                esc(&m.plan),
-                m.follows
-                    .as_ref()
-                    .map_or(String::new(), |f| format!(" (follows {})", esc(f))),
-                esc(&m.started_at),
-                m.repeats,
-                if m.repeats == 1 { "" } else { "s" }
-            );
-        }
         let _ = write!(s, "{} trials planned: ", self.trials.len());
         let parts: Vec<String> = counts
             .iter()
@@ -134,6 +129,32 @@ impl Report {
             s,
             "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput counts OK responses only; memory is the peak of the whole server process tree over the measured window.</p>"
         );
+    }
+
+    fn header(&self, s: &mut String) {
+        let _ = write!(s, "<p>");
+        if let Some(m) = &self.manifest {
+            let _ = write!(
+                s,
+                "Plan <code>{}</code>{}, started {}, {} repeat{}. ",
+                esc(&m.plan),
+                m.follows
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" (follows {})", esc(f))),
+                esc(&m.started_at),
+                m.repeats,
+                if m.repeats == 1 { "" } else { "s" }
+            );
+        }
+        if self.trials.is_empty() {
+            let n = self.breakpoints.len() + self.missing_breakpoints.len();
+            let _ = writeln!(
+                s,
+                "Break-point searches only: {n} planned, no fixed-load trials.</p>"
+            );
+        } else {
+            self.trial_counts(s);
+        }
         let bad: Vec<&TrialRow> = self
             .trials
             .iter()
@@ -892,7 +913,7 @@ impl Report {
     }
 
     fn breakpoint_section(&self, s: &mut String, variants: &[String]) {
-        s.push_str("<section class=\"chart\" id=\"breakpoints\"><h2>Break points</h2><p class=\"note\">Each search step: throughput at that level, green when clean, red when it failed (errors, or p99 over the ceiling). The dashed line is the break point: the highest clean level.</p>");
+        s.push_str("<section class=\"chart\" id=\"breakpoints\"><h2>Break points</h2><p class=\"note\">Each search step: throughput at that level, green when clean, red when it failed (errors, or p99 over the ceiling). The dashed line is the break point: the highest clean level. Small points are probes (short steps while searching); the break point's figures come from its full step.</p>");
         for id in &self.missing_breakpoints {
             let _ = write!(s, "<p><span class=\"status-missing\">missing</span> {}: the search was planned but has no record (not run).</p>", esc(id));
         }
@@ -913,7 +934,11 @@ impl Report {
                 },
                 b.mode,
                 b.result.level.map_or("none".into(), num)
-            );
+            ) + if b.result.confirmed {
+                ""
+            } else {
+                " (interrupted before its full step: a probe's figures)"
+            };
             let levels: Vec<f64> = b.result.steps.iter().map(|st| st.level).collect();
             let _ = write!(s, "<div><h3>{}</h3>", esc(&t));
             if levels.is_empty() {
@@ -946,11 +971,12 @@ impl Report {
                 p.point(
                     st.level,
                     st.throughput_rps,
-                    5.0,
+                    if st.probe { 3.0 } else { 5.0 },
                     col,
                     &format!(
-                        "step {}: level {}, {:.0} req/s, {} errors, p99 {}{}",
+                        "step {} ({}): level {}, {:.0} req/s, {} errors, p99 {}{}",
                         i + 1,
+                        if st.probe { "probe" } else { "full" },
                         num(st.level),
                         st.throughput_rps,
                         st.errors,
@@ -969,13 +995,14 @@ impl Report {
             p.legend("clean", GREEN, false);
             p.legend("failed", RED, false);
             s.push_str(&p.finish(&t, true));
-            s.push_str("<table><tr><th>Step</th><th>Level</th><th>req/s</th><th>Errors</th><th>p99</th><th class=\"l\">Result</th></tr>");
+            s.push_str("<table><tr><th>Step</th><th class=\"l\">Kind</th><th>Level</th><th>req/s</th><th>Errors</th><th>p99</th><th class=\"l\">Result</th></tr>");
             for (i, st) in b.result.steps.iter().enumerate() {
                 let _ = write!(
                     s,
-                    "<tr{}><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
+                    "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
                     if st.clean { "" } else { " class=\"bad\"" },
                     i + 1,
+                    if st.probe { "probe" } else { "full" },
                     num(st.level),
                     st.throughput_rps,
                     st.errors,

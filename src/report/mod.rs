@@ -464,6 +464,7 @@ impl Report {
                     "throughput_rps": b.throughput_rps,
                     "failed_at": b.result.failed_at,
                     "capped": b.result.capped,
+                    "confirmed": b.result.confirmed,
                     "steps": b.result.steps.len(),
                     "load_seconds": b.load_seconds,
                 })

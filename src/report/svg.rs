@@ -348,6 +348,9 @@ impl Plot {
                 esc(l)
             );
         }
+        // A label that would overlap the last one drawn is left out (its
+        // tick stays): close levels, such as a bisection's, stay readable.
+        let mut last_label_end = f64::MIN;
         for (v, l) in &self.x.ticks {
             let px = self.px(*v);
             if x_grid {
@@ -358,8 +361,18 @@ impl Plot {
             }
             let _ = write!(
                 s,
-                "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{y1}\" y2=\"{:.1}\" stroke=\"#888\"/><text x=\"{px:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#444\">{}</text>",
+                "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{y1}\" y2=\"{:.1}\" stroke=\"#888\"/>",
                 y1 + 4.0,
+            );
+            // About 6.5 px per character at font-size 11.
+            let half = l.chars().count() as f64 * 3.3;
+            if px - half < last_label_end + 4.0 {
+                continue;
+            }
+            last_label_end = px + half;
+            let _ = write!(
+                s,
+                "<text x=\"{px:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#444\">{}</text>",
                 y1 + 16.0,
                 esc(l)
             );

@@ -100,6 +100,8 @@ impl Report {
                     b.result.load_seconds,
                     if b.result.capped {
                         "  (no failure up to the plan's max)"
+                    } else if !b.result.confirmed {
+                        "  (interrupted before its full step: a probe's figures)"
                     } else {
                         ""
                     }
@@ -339,7 +341,12 @@ impl Report {
                         "direct"
                     },
                     b.mode,
-                    b.result.level.map_or("none".into(), num),
+                    b.result.level.map_or("none".into(), num)
+                        + if b.result.confirmed {
+                            ""
+                        } else {
+                            " (unconfirmed)"
+                        },
                     b.throughput_rps,
                     b.result.failed_at.map_or(
                         if b.result.capped {

@@ -96,6 +96,14 @@ pub struct Breakpoint {
     pub steps: Vec<StepResult>,
     /// True when the search stopped at `max` without a failure.
     pub capped: bool,
+    /// False when the level only passed a probe: the search was stopped
+    /// (Ctrl-C) before its full step.
+    #[serde(default = "yes")]
+    pub confirmed: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Judges a step against the error and latency rules.
@@ -223,6 +231,7 @@ pub fn find_breakpoint(
         failed_at: bad,
         load_seconds: steps.iter().map(|s| s.load_seconds).sum(),
         capped: bad.is_none() && good.is_some_and(|g| g.level >= cfg.max),
+        confirmed: good.is_none_or(|g| g.full),
         steps,
     }
 }
@@ -258,6 +267,7 @@ pub fn find_linear(
         failed_at: bad,
         load_seconds: steps.iter().map(|s| s.load_seconds).sum(),
         capped: bad.is_none(),
+        confirmed: true,
         steps,
     }
 }
@@ -420,6 +430,18 @@ mod tests {
         // Interrupted before anything ran.
         let r = find_breakpoint(&cfg(), model(100.0), || true);
         assert!(r.steps.is_empty() && r.level.is_none());
+        // Interrupted after two probes: a level, said to be unconfirmed.
+        let calls = std::cell::Cell::new(0);
+        let r = find_breakpoint(
+            &cfg(),
+            |l, k| {
+                calls.set(calls.get() + 1);
+                model(1e9)(l, k)
+            },
+            || calls.get() >= 2,
+        );
+        assert_eq!(r.level, Some(300.0));
+        assert!(!r.confirmed && r.steps.iter().all(|s| s.probe));
     }
 
     #[test]
