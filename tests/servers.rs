@@ -196,6 +196,29 @@ fn behind_nginx_over_a_unix_socket_and_over_tcp() {
 }
 
 #[test]
+fn a_deep_work_dir_does_not_break_unix_sockets() {
+    // A unix socket path holds at most 107 bytes: sockets must not live in
+    // the trial directory, which can be deep (passenger's agent sockets
+    // failed under `/work/main/results/…`).
+    let have = installed();
+    let dir = work_dir("deep").join("a-directory-name-long-enough-to-matter".repeat(3));
+    assert!(dir.as_os_str().len() > 120);
+    let mut cases: Vec<Vec<&str>> = Vec::new();
+    if have.contains(&"puma".to_string()) && Command::new("nginx").arg("-v").output().is_ok() {
+        cases.push(vec!["--server", "puma", "--behind", "nginx"]);
+    }
+    if have.contains(&"passenger".to_string()) {
+        cases.push(vec!["--server", "passenger"]);
+    }
+    for mut args in cases {
+        args.extend_from_slice(&["--app", "hello", "-c", "4", "-d", "1s"]);
+        let r = record(&trial(&args, &dir), &args.join(" "));
+        assert_sane(&r, &args.join(" "));
+    }
+    let _ = std::fs::remove_dir_all(work_dir("deep"));
+}
+
+#[test]
 fn a_users_own_command_template_works_like_a_builtin() {
     if !installed().contains(&"puma".to_string()) {
         return;

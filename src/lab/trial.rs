@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -218,6 +218,42 @@ pub fn utc_now() -> String {
     )
 }
 
+/// A short directory for a trial's unix sockets and runtime files, removed
+/// when dropped (after the servers, which are declared after it).
+///
+/// A unix socket path holds at most 107 bytes, and a results directory can
+/// be deep: passenger's agent sockets under a trial directory in
+/// `/work/main/results/…` went over and it would not start. So sockets live
+/// in `$TMPDIR/rb-PID-N` instead (`{{run_dir}}` in templates).
+struct RunDir(PathBuf);
+
+impl RunDir {
+    fn new() -> std::io::Result<RunDir> {
+        use std::os::unix::fs::PermissionsExt;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = base.join(format!("rb-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {
+                    // nginx's workers run as nobody and must reach the socket.
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+                    return Ok(RunDir(dir));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
     move |e| TrialError::Io {
         dir: dir.display().to_string(),
@@ -281,8 +317,8 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
 
     // Where the server listens.
     let host = "127.0.0.1";
-    let socket = dir.join("server.sock");
-    let _ = std::fs::remove_file(&socket);
+    let run_dir = RunDir::new().map_err(io_err(&std::env::temp_dir()))?;
+    let socket = run_dir.0.join("server.sock");
     let port = if use_socket {
         None
     } else {
@@ -304,6 +340,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         .set("app", app_file.display())
         .set("app_dir", app_dir.display())
         .set("dir", dir.display())
+        .set("run_dir", run_dir.0.display())
         .set("pidfile", dir.join("server.pid").display())
         .set("rackbench_home", rackbench_home().display());
     let (listen, listen_url) = match port {
