@@ -2,7 +2,7 @@
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
 use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
-use super::{front, load_label, num, short, Group, Report, Status, TrialRow};
+use super::{front, front_label, load_label, num, short, Group, Report, Status, TrialRow};
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::StoredBreakpoint;
 use std::fmt::Write;
@@ -155,11 +155,7 @@ impl Report {
         } else {
             self.trial_counts(s);
         }
-        let bad: Vec<&TrialRow> = self
-            .trials
-            .iter()
-            .filter(|t| t.status != Status::Ok)
-            .collect();
+        let bad = self.incomplete();
         if !bad.is_empty() || !self.warnings.is_empty() || !self.missing_breakpoints.is_empty() {
             let _ = write!(
                 s,
@@ -927,11 +923,7 @@ impl Report {
                 "Break point, {} · {} · {}: {} {}",
                 b.variant,
                 b.app,
-                if b.behind == "nginx" {
-                    "nginx"
-                } else {
-                    "direct"
-                },
+                front_label(&b.behind),
                 b.mode,
                 b.result.level.map_or("none".into(), num)
             ) + if b.result.confirmed {

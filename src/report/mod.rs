@@ -189,6 +189,15 @@ pub fn front(p: &PlannedTrial) -> String {
     }
 }
 
+/// "nginx" or "direct", for a break-point search's topology.
+pub fn front_label(behind: &str) -> &'static str {
+    if behind == "nginx" {
+        "nginx"
+    } else {
+        "direct"
+    }
+}
+
 /// "16 conn" or "500 req/s".
 pub fn load_label(p: &PlannedTrial) -> String {
     match p.shape.rate {
@@ -220,6 +229,14 @@ pub fn short(reason: &str, max: usize) -> String {
 }
 
 impl Report {
+    /// Trials with no good record (failed, interrupted, missing).
+    pub fn incomplete(&self) -> Vec<&TrialRow> {
+        self.trials
+            .iter()
+            .filter(|t| t.status != Status::Ok)
+            .collect()
+    }
+
     /// Reads the manifest, every trial record and every break point.
     pub fn load(dir: &Path) -> anyhow::Result<Report> {
         if !dir.is_dir() {

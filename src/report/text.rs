@@ -1,6 +1,6 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
-use super::{front, load_label, num, short, Report, Status};
+use super::{front, front_label, load_label, num, short, Report};
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::Spread;
 use std::fmt::Write;
@@ -63,11 +63,7 @@ impl Report {
         if !self.groups.is_empty() {
             self.terminal_trials(&mut s);
         }
-        let bad: Vec<_> = self
-            .trials
-            .iter()
-            .filter(|t| t.status != Status::Ok)
-            .collect();
+        let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
             for t in bad {
@@ -88,11 +84,7 @@ impl Report {
                     "  {:<24} {:<8} {:<8} {} {} at {:.0} req/s ({} steps, {:.0} load-seconds){}",
                     b.variant,
                     b.app,
-                    if b.behind == "nginx" {
-                        "nginx"
-                    } else {
-                        "direct"
-                    },
+                    front_label(&b.behind),
                     b.mode,
                     b.result.level.map_or("none".into(), num),
                     b.throughput_rps,
@@ -267,11 +259,7 @@ impl Report {
             }
             s.push('\n');
         }
-        let bad: Vec<_> = self
-            .trials
-            .iter()
-            .filter(|t| t.status != Status::Ok)
-            .collect();
+        let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "## Trials not completed\n");
             let _ = writeln!(s, "| Trial | Status | Reason |\n|:--|:--|:--|");
@@ -335,11 +323,7 @@ impl Report {
                     "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} |",
                     md_cell(&b.variant),
                     b.app,
-                    if b.behind == "nginx" {
-                        "nginx"
-                    } else {
-                        "direct"
-                    },
+                    front_label(&b.behind),
                     b.mode,
                     b.result.level.map_or("none".into(), num)
                         + if b.result.confirmed {
