@@ -85,7 +85,7 @@ fn print_step(r: &StepResult, kind: StepKind) {
         if kind == StepKind::Probe {
             " probe"
         } else {
-            "      "
+            "  full"
         },
         r.throughput_rps,
         crate::load::report::fmt_us(r.p99_us as f64),
