@@ -4,7 +4,9 @@
 
 mod common;
 
-use rackbench::load::{self, Endpoint, ErrorCounts, ExpectStatus, LoadConfig, LoadReport, Pacing};
+use rackbench::load::{
+    self, Endpoint, ErrorCounts, ExpectStatus, IoMode, LoadConfig, LoadReport, Pacing,
+};
 use rackbench::testserver::{Bind, Fault, Framing, TestServer, TestServerConfig};
 use std::time::{Duration, Instant};
 
@@ -12,9 +14,26 @@ fn server(cfg: TestServerConfig) -> TestServer {
     TestServer::start(cfg).expect("test server starts")
 }
 
+/// The loop under test: `RACKBENCH_TEST_IO=epoll` runs these tests on the
+/// epoll loop (`make test` runs them both ways); otherwise `auto`, which
+/// is io_uring for a closed loop where the kernel has it.
+fn io_mode() -> IoMode {
+    match std::env::var("RACKBENCH_TEST_IO").as_deref() {
+        Ok("epoll") => IoMode::Epoll,
+        Ok("io_uring") => IoMode::Uring,
+        _ => IoMode::Auto,
+    }
+}
+
+fn config(url: &str) -> LoadConfig {
+    let mut c = LoadConfig::get(url).unwrap();
+    c.io = io_mode();
+    c
+}
+
 /// A closed-loop config against `s` for exactly `n` requests.
 fn requests(s: &TestServer, n: u64, connections: usize) -> LoadConfig {
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = connections;
     c.duration = None;
     c.requests = Some(n);
@@ -79,7 +98,7 @@ fn a_dead_port_counts_connect_errors_and_ends_on_time() {
         .local_addr()
         .unwrap()
         .port();
-    let mut c = LoadConfig::get(&format!("http://127.0.0.1:{port}/")).unwrap();
+    let mut c = config(&format!("http://127.0.0.1:{port}/"));
     c.connections = 1;
     c.duration = None;
     c.requests = Some(5);
@@ -87,7 +106,7 @@ fn a_dead_port_counts_connect_errors_and_ends_on_time() {
     assert_eq!(r.errors, errors("connect", 5));
     assert_eq!(r.connections.connect_failures, 5);
 
-    let mut c = LoadConfig::get(&format!("http://127.0.0.1:{port}/")).unwrap();
+    let mut c = config(&format!("http://127.0.0.1:{port}/"));
     c.connections = 4;
     c.duration = Some(Duration::from_millis(500));
     let t = Instant::now();
@@ -204,7 +223,7 @@ fn every_framing_and_connection_mode_is_read_correctly() {
         });
         let url = format!("{}{}", s.url().trim_end_matches('/'), case.path);
         let parsed = load::Url::parse(&url).unwrap();
-        let mut c = LoadConfig::get(&url).unwrap();
+        let mut c = config(&url);
         c.connections = 3;
         c.duration = None;
         c.requests = Some(300);
@@ -240,7 +259,7 @@ fn a_unix_socket_target_works() {
 #[test]
 fn ok_count_matches_what_the_server_answered() {
     let s = server(TestServerConfig::default());
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = 8;
     c.duration = Some(Duration::from_secs(1));
     c.warmup = Duration::ZERO;
@@ -258,14 +277,21 @@ fn ok_count_matches_what_the_server_answered() {
 
 #[test]
 fn latency_is_never_below_the_servers_own_service_time() {
-    let s = server(TestServerConfig {
-        delay: Duration::from_millis(5),
-        ..Default::default()
-    });
-    let mut c = LoadConfig::get(&s.url()).unwrap();
-    c.connections = 4;
-    c.duration = Some(Duration::from_secs(1));
-    let r = run(c);
+    // 4 connections: every response wakes the loop; 32: wake-ups batched.
+    for connections in [4, 32] {
+        let s = server(TestServerConfig {
+            delay: Duration::from_millis(5),
+            ..Default::default()
+        });
+        let mut c = config(&s.url());
+        c.connections = connections;
+        c.duration = Some(Duration::from_secs(1));
+        let r = run(c);
+        check_latency_against_server(&r, &s);
+    }
+}
+
+fn check_latency_against_server(r: &LoadReport, s: &TestServer) {
     let own = s.stats().service_us;
     assert!(
         r.latency_us.p50 >= own.value_at_quantile(0.5),
@@ -282,6 +308,28 @@ fn latency_is_never_below_the_servers_own_service_time() {
 }
 
 #[test]
+fn the_report_says_which_loop_ran() {
+    let s = server(TestServerConfig::default());
+    let mut c = requests(&s, 200, 8);
+    c.io = IoMode::Epoll;
+    assert_eq!(run(c).generator.io, "epoll");
+    let mut c = requests(&s, 200, 8);
+    c.io = IoMode::Auto;
+    let expected = match load::io_uring_available() {
+        Ok(()) => "io_uring",
+        Err(why) => {
+            eprintln!("io_uring unavailable here: {why}");
+            "epoll"
+        }
+    };
+    assert_eq!(run(c).generator.io, expected);
+    // The open loop keeps its schedule on epoll.
+    let mut c = requests(&s, 200, 8);
+    c.pacing = Pacing::Rate(2000.0);
+    assert_eq!(run(c).generator.io, "epoll");
+}
+
+#[test]
 fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
     let stall = Some((Duration::from_secs(4), Duration::from_secs(5)));
     let open = {
@@ -289,7 +337,7 @@ fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
             stall,
             ..Default::default()
         });
-        let mut c = LoadConfig::get(&s.url()).unwrap();
+        let mut c = config(&s.url());
         c.connections = 50;
         c.pacing = Pacing::Rate(500.0);
         c.duration = Some(Duration::from_secs(10));
@@ -300,7 +348,7 @@ fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
             stall,
             ..Default::default()
         });
-        let mut c = LoadConfig::get(&s.url()).unwrap();
+        let mut c = config(&s.url());
         c.connections = 50;
         c.duration = Some(Duration::from_secs(10));
         run(c)
@@ -344,7 +392,7 @@ fn connections_never_answered_are_reported_and_their_wait_counts() {
         fault: Fault::NeverAccept,
         ..Default::default()
     });
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = 5;
     c.duration = Some(Duration::from_millis(1500));
     let r = run(c);
@@ -368,7 +416,7 @@ fn connections_never_answered_are_reported_and_their_wait_counts() {
 #[test]
 fn warmup_is_in_the_timeline_but_not_the_totals() {
     let s = server(TestServerConfig::default());
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = 2;
     c.warmup = Duration::from_secs(1);
     c.duration = Some(Duration::from_secs(1));
@@ -391,7 +439,7 @@ fn the_json_output_keeps_its_contract() {
         serde_json::from_str(include_str!("../schema/load-v1.schema.json")).unwrap();
     let s = server(TestServerConfig::default());
     for rate in [None, Some(200.0)] {
-        let mut c = LoadConfig::get(&s.url()).unwrap();
+        let mut c = config(&s.url());
         c.duration = Some(Duration::from_millis(1200));
         if let Some(r) = rate {
             c.pacing = Pacing::Rate(r);
@@ -407,7 +455,7 @@ fn the_json_output_keeps_its_contract() {
 #[test]
 fn the_interrupt_flag_ends_the_run_and_keeps_the_figures() {
     let s = server(TestServerConfig::default());
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.duration = Some(Duration::from_secs(30));
     let flag = c.interrupt.clone();
     std::thread::spawn(move || {
@@ -430,7 +478,7 @@ fn stop_on_error_ends_the_run_at_the_first_error_even_in_the_warm_up() {
         fault_every: 50,
         ..Default::default()
     });
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = 4;
     c.warmup = Duration::from_secs(5);
     c.duration = Some(Duration::from_secs(20));
@@ -446,7 +494,7 @@ fn stop_on_error_ends_the_run_at_the_first_error_even_in_the_warm_up() {
     assert!(r.timeline.iter().map(|row| row.errors).sum::<u64>() >= 1);
 
     // Without the flag the same server runs to its end.
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = 4;
     c.duration = Some(Duration::from_millis(500));
     let r = run(c);
@@ -466,7 +514,7 @@ fn a_steady_state_warm_up_ends_when_throughput_settles() {
         delay: Duration::from_millis(10),
         ..Default::default()
     });
-    let mut c = LoadConfig::get(&s.url()).unwrap();
+    let mut c = config(&s.url());
     c.connections = 8;
     c.warmup = Duration::from_secs(30);
     c.warmup_until_steady = true;

@@ -3,7 +3,7 @@
 use super::{parse, UsageError};
 use crate::load::report::{fmt_us, TimelineRow};
 use crate::load::target::{self, parse_header, render_request, Endpoint, RequestSpec, Url};
-use crate::load::{self, ExpectStatus, LoadConfig, Pacing};
+use crate::load::{self, ExpectStatus, IoMode, LoadConfig, Pacing};
 use anyhow::Result;
 use clap::Args;
 use std::io::{IsTerminal, Write};
@@ -68,6 +68,18 @@ pub struct LoadOptions {
     /// Pin load threads to these CPUs, e.g. 0 or 0-1.
     #[arg(long, value_parser = parse::cpu_list)]
     pub load_cpus: Option<Vec<usize>>,
+    /// What the connection loop waits on: auto = io_uring for a closed
+    /// loop where the kernel has it (Linux 6.12+), epoll otherwise.
+    #[arg(long, value_enum, default_value_t = IoArg::Auto)]
+    pub io: IoArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum IoArg {
+    Auto,
+    Epoll,
+    #[value(name = "io_uring", alias = "uring")]
+    IoUring,
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +106,13 @@ impl LoadOptions {
         }
         if threads == 0 {
             return Err(usage("--threads must be at least 1".into()));
+        }
+        if self.io == IoArg::IoUring && self.rate.is_some() {
+            return Err(usage(
+                "--io io_uring serves the closed loop only (an open loop keeps its schedule \
+                 on epoll): drop --io or --rate"
+                    .into(),
+            ));
         }
         if self.pipeline == 0 {
             return Err(usage(
@@ -171,6 +190,11 @@ impl LoadOptions {
             expect_body: self.expect_body.clone().unwrap_or_default().into_bytes(),
             cpus: self.load_cpus.clone().unwrap_or_default(),
             interrupt: Arc::new(AtomicBool::new(false)),
+            io: match self.io {
+                IoArg::Auto => IoMode::Auto,
+                IoArg::Epoll => IoMode::Epoll,
+                IoArg::IoUring => IoMode::Uring,
+            },
         })
     }
 }

@@ -26,6 +26,10 @@ use std::time::Duration;
 pub struct Ready(u32);
 
 impl Ready {
+    /// From epoll or poll(2) bits (the two share their values).
+    pub fn from_bits(bits: u32) -> Self {
+        Ready(bits)
+    }
     pub fn readable(self) -> bool {
         self.0 & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0
     }

@@ -12,6 +12,7 @@ pub mod recorder;
 pub mod report;
 pub mod response;
 pub mod target;
+pub(crate) mod uring;
 pub mod window;
 mod worker;
 
@@ -93,6 +94,20 @@ pub struct LoadConfig {
     /// End the run at its first error, warm-up included (a break-point
     /// step that fails needs no more load to say so).
     pub stop_on_error: bool,
+    /// What the connection loop waits on.
+    pub io: IoMode,
+}
+
+/// The kernel interface a connection loop waits on (see `uring.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IoMode {
+    /// io_uring for a closed loop where the kernel has what it needs
+    /// (Linux 6.12+, not disabled), epoll otherwise.
+    #[default]
+    Auto,
+    Epoll,
+    /// io_uring, or an error where it is unavailable (closed loop only).
+    Uring,
 }
 
 impl LoadConfig {
@@ -121,6 +136,7 @@ impl LoadConfig {
             cpus: Vec::new(),
             interrupt: Arc::new(AtomicBool::new(false)),
             stop_on_error: false,
+            io: IoMode::Auto,
         })
     }
 }
@@ -145,6 +161,13 @@ pub(crate) struct WorkerStats {
     max_lag: Duration,
     interrupted: bool,
     stopped_on_error: bool,
+    /// "io_uring" or "epoll": what the loop waited on.
+    io: &'static str,
+}
+
+/// Whether a closed loop can wait on io_uring here; the error says why not.
+pub fn io_uring_available() -> Result<(), String> {
+    uring::Uring::new(1).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Splits `total` into `parts` shares that differ by at most one.
@@ -160,6 +183,21 @@ pub fn run(
     mut on_second: impl FnMut(&TimelineRow),
 ) -> std::io::Result<LoadReport> {
     let threads = config.threads.clamp(1, config.connections.max(1));
+    if config.io == IoMode::Uring {
+        if let Pacing::Rate(_) = config.pacing {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "io_uring serves the closed loop only; an open loop (--rate) keeps its \
+                 schedule on epoll: drop --io io_uring",
+            ));
+        }
+        if let Err(e) = uring::Uring::new(1) {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("io_uring is not available here ({e}): use --io auto or --io epoll"),
+            ));
+        }
+    }
     let config = Arc::new(config);
     let usage_before = report::process_usage();
     let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
@@ -287,6 +325,11 @@ pub fn run(
         stats.max_lag = stats.max_lag.max(s.max_lag);
         stats.interrupted |= s.interrupted;
         stats.stopped_on_error |= s.stopped_on_error;
+        stats.io = match (stats.io, s.io) {
+            ("", io) => io,
+            (a, b) if a == b => a,
+            _ => "mixed",
+        };
         if !s.wall.is_zero() {
             busiest = busiest.max(s.cpu.as_secs_f64() / s.wall.as_secs_f64());
         }
@@ -298,7 +341,7 @@ pub fn run(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
-    let generator = GeneratorCost::between(&usage_before, &usage_after, busiest);
+    let generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
     Ok(report::build(report::Parts {
         config: &config,
         threads,

@@ -188,6 +188,10 @@ pub struct GeneratorCost {
     pub peak_rss_bytes: u64,
     /// CPU time of the busiest load thread over its wall time (1.0 = saturated).
     pub busiest_thread_utilization: f64,
+    /// What the connection loop waited on: "io_uring" or "epoll" (empty
+    /// in records made before this field existed).
+    #[serde(default)]
+    pub io: String,
 }
 
 pub(crate) struct Usage {
@@ -212,12 +216,13 @@ pub(crate) fn process_usage() -> Usage {
 }
 
 impl GeneratorCost {
-    pub(crate) fn between(a: &Usage, b: &Usage, busiest: f64) -> Self {
+    pub(crate) fn between(a: &Usage, b: &Usage, busiest: f64, io: &str) -> Self {
         GeneratorCost {
             cpu_user_s: b.user.saturating_sub(a.user).as_secs_f64(),
             cpu_sys_s: b.sys.saturating_sub(a.sys).as_secs_f64(),
             peak_rss_bytes: b.max_rss_bytes,
             busiest_thread_utilization: busiest,
+            io: io.to_string(),
         }
     }
 }
@@ -473,11 +478,16 @@ impl LoadReport {
         let g = &self.generator;
         let _ = writeln!(
             s,
-            "  generator:   cpu {:.2}s user + {:.2}s sys, peak RSS {}, busiest thread {:.0}%",
+            "  generator:   cpu {:.2}s user + {:.2}s sys, peak RSS {}, busiest thread {:.0}%{}",
             g.cpu_user_s,
             g.cpu_sys_s,
             fmt_bytes(g.peak_rss_bytes),
-            g.busiest_thread_utilization * 100.0
+            g.busiest_thread_utilization * 100.0,
+            if g.io.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", g.io)
+            }
         );
         if self.interrupted {
             let _ = writeln!(

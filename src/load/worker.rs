@@ -1,16 +1,27 @@
-//! The connection loop: one thread, one epoll set, many connections.
+//! The connection loop: one thread, many connections, few syscalls.
 //!
 //! This is the part of rackbench that decides how much of the machine the
 //! generator steals from the server under test, so it is written for few
 //! syscalls per request:
 //!
-//! - every socket is registered once, edge-triggered, for read and write;
-//!   there is no `epoll_ctl` per request;
-//! - a response is read with one `recv` when it fits the buffer (a short
-//!   read means the socket is drained, so there is no extra `recv` that
+//! - every socket is registered once for read and write (edge-triggered
+//!   epoll, or one multishot poll on io_uring); there is no `epoll_ctl` per
+//!   request;
+//! - a response is read with one `recvmsg` when it fits the buffer (a short
+//!   read means the socket is drained, so there is no extra read that
 //!   returns EAGAIN), and the next request is written straight away with
 //!   one `send`;
 //! - the request bytes are rendered once and shared.
+//!
+//! A closed loop waits on io_uring where the kernel allows, so that it can
+//! sleep until several responses are in instead of being woken (by the
+//! server, at the server's expense) for each one; see `uring.rs` and
+//! [`batch_plan`]. The open loop waits on epoll with microsecond timeouts.
+//!
+//! A response ends when its bytes reached the socket: the kernel stamps
+//! each packet (`SO_TIMESTAMPNS`) and the stamp, not the moment the loop got
+//! round to reading it, closes the latency. Batched wake-ups and a busy
+//! loop therefore add nothing to the figures.
 //!
 //! Pacing is data, not a second loop: in a closed loop a connection issues
 //! its next request when the last one ends; under `--rate` requests fall due
@@ -24,8 +35,9 @@ use super::epoll::{Epoll, Ready, Timer};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
 use super::response::{ParseError, Progress, ResponseParser};
 use super::target::Endpoint;
+use super::uring::Uring;
 use super::window::Window;
-use super::{Pacing, ThreadPlan, WorkerStats};
+use super::{IoMode, Pacing, ThreadPlan, WorkerStats};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::VecDeque;
 use std::io;
@@ -137,6 +149,40 @@ pub struct Worker {
     timer: Option<Timer>,
     /// When the timer is set to fire; None when it is not armed.
     timer_at: Option<Instant>,
+    /// Closed loop on a kernel that has it: readiness and waits through
+    /// io_uring instead of `epoll` (see `uring.rs`); no timer is needed.
+    uring: Option<Uring>,
+    /// Requests written and not yet answered, on all connections.
+    inflight: usize,
+    /// Moving average of response latency, in microseconds.
+    recent_latency_us: f64,
+}
+
+/// A closed loop on io_uring that would sleep waits for this share of the
+/// requests in flight to be answered (at most `BATCH_MAX`)...
+const BATCH_DIV: usize = 4;
+const BATCH_MAX: usize = 64;
+/// ...but once one response is there, for no longer than this share of the
+/// recent latency, and never longer than `HOLD_MAX`.
+const HOLD_SHARE: f64 = 0.05;
+const HOLD_MAX_US: f64 = 100.0;
+
+/// How many events a sleeping closed loop waits for, and how long before
+/// one will do.
+///
+/// Holding a response unread delays the next request on its connection,
+/// which lowers the concurrency a server that is not saturated sees. So the
+/// hold is a small share of the latency (the loss stays under about half of
+/// it), capped; with few requests in flight there is no batching at all.
+/// The latency figures themselves are unaffected: a response ends when it
+/// reached the socket (see `recv_stamped`), not when it was read.
+fn batch_plan(inflight: usize, recent_latency_us: f64) -> (usize, Duration) {
+    let want = (inflight / BATCH_DIV).clamp(1, BATCH_MAX);
+    let hold_us = (recent_latency_us * HOLD_SHARE).min(HOLD_MAX_US);
+    if want < 2 || hold_us < 1.0 {
+        return (1, Duration::ZERO);
+    }
+    (want, Duration::from_micros(hold_us as u64))
 }
 
 /// The timer's token: no connection slot reaches this index.
@@ -166,14 +212,22 @@ impl Worker {
         let deadline = window.deadline();
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
         let epoll = Epoll::new(plan.connections.max(1) * 2)?;
+        let uring = match (plan.pacing, cfg.io) {
+            (Pacing::Closed, IoMode::Auto) => Uring::new(plan.connections).ok(),
+            (Pacing::Closed, IoMode::Uring) => Some(Uring::new(plan.connections)?),
+            _ => None,
+        };
         let timer = match plan.pacing {
-            Pacing::Closed => Some(epoll.timer(TIMER_TOKEN)?),
-            Pacing::Rate(_) => None,
+            Pacing::Closed if uring.is_none() => Some(epoll.timer(TIMER_TOKEN)?),
+            _ => None,
         };
         Ok(Worker {
             epoll,
             timer,
             timer_at: None,
+            uring,
+            inflight: 0,
+            recent_latency_us: 0.0,
             conns,
             rec,
             stats: WorkerStats::default(),
@@ -253,7 +307,16 @@ impl Worker {
             }
             let now = Instant::now();
             for e in 0..n {
-                let (token, ready) = self.epoll.event(e);
+                let (token, ready) = match &self.uring {
+                    Some(u) => {
+                        let ev = u.event(e);
+                        if ev.ended {
+                            self.rearm(ev.token)?;
+                        }
+                        (ev.token, ev.ready)
+                    }
+                    None => self.epoll.event(e),
+                };
                 if token == TIMER_TOKEN {
                     self.on_timer();
                 } else {
@@ -264,6 +327,11 @@ impl Worker {
         let end = Instant::now();
         self.finish(end);
         self.stats.cpu = thread_cpu();
+        self.stats.io = if self.uring.is_some() {
+            "io_uring"
+        } else {
+            "epoll"
+        };
         self.stats.wall = end.saturating_duration_since(started);
         let tally = self.rec.finish(end);
         Ok((tally, self.stats))
@@ -273,6 +341,11 @@ impl Worker {
     /// the timer carries `wake` and the wait has no timeout of its own (the
     /// timer is re-armed only when `wake` moves, a few times a second).
     fn wait_until(&mut self, wake: Instant, now: Instant) -> io::Result<usize> {
+        if let Some(u) = &mut self.uring {
+            let (want, min_wait) = batch_plan(self.inflight, self.recent_latency_us);
+            let timeout = wake.saturating_duration_since(now);
+            return u.wait(want, min_wait, Some(timeout));
+        }
         let Some(timer) = &self.timer else {
             return self.epoll.wait(Some(wake.saturating_duration_since(now)));
         };
@@ -281,6 +354,21 @@ impl Worker {
             self.timer_at = Some(wake);
         }
         self.epoll.wait(None)
+    }
+
+    /// The kernel ended a multishot poll: a socket still in use gets a new one.
+    fn rearm(&mut self, token: u64) -> io::Result<()> {
+        let i = (token & 0xffff_ffff) as usize;
+        let Some(c) = self.conns.get(i) else {
+            return Ok(());
+        };
+        if c.generation != (token >> 32) as u32 {
+            return Ok(());
+        }
+        if let (Some(sock), Some(u)) = (&c.sock, &mut self.uring) {
+            u.add(sock.as_raw_fd(), token)?;
+        }
+        Ok(())
     }
 
     fn on_timer(&mut self) {
@@ -386,6 +474,7 @@ impl Worker {
                 Endpoint::Unix(p) => (Domain::UNIX, SockAddr::unix(p)?, None),
             };
             let sock = Socket::new(domain, Type::STREAM.nonblocking().cloexec(), proto)?;
+            enable_rx_timestamps(&sock);
             if matches!(endpoint, Endpoint::Tcp(_)) {
                 sock.set_nodelay(true)?;
             }
@@ -401,7 +490,11 @@ impl Worker {
             Ok(sock) => {
                 c.generation = c.generation.wrapping_add(1);
                 let token = (i as u64) | ((c.generation as u64) << 32);
-                if let Err(e) = self.epoll.add(sock.as_raw_fd(), token) {
+                let added = match &mut self.uring {
+                    Some(u) => u.add(sock.as_raw_fd(), token),
+                    None => self.epoll.add(sock.as_raw_fd(), token),
+                };
+                if let Err(e) = added {
                     // Out of descriptors or similar: a connect failure too.
                     drop(e);
                     self.fail_connect(i, now);
@@ -433,9 +526,20 @@ impl Worker {
     /// Drops the socket; requests not yet answered wait for the next one.
     fn close(&mut self, i: usize, now: Instant, backoff: Duration) {
         let c = &mut self.conns[i];
-        if c.sock.take().is_some() && c.sent_any && !c.answered {
-            self.stats.never_answered += 1;
+        if let Some(sock) = c.sock.take() {
+            if c.sent_any && !c.answered {
+                self.stats.never_answered += 1;
+            }
+            if let Some(u) = &mut self.uring {
+                // The poll holds the socket open; ending it lets it close.
+                let token = (i as u64) | ((c.generation as u64) << 32);
+                // An error here means a broken ring; the socket then lingers
+                // until the ring is dropped at the end of the run.
+                let _ = u.remove(token);
+            }
+            drop(sock);
         }
+        self.inflight -= c.written_reqs;
         c.state = State::Closed {
             retry_at: now + backoff,
         };
@@ -508,6 +612,7 @@ impl Worker {
                     p.sent = Some(now);
                 }
                 c.written_reqs += k;
+                self.inflight += k;
                 c.sent_any = true;
                 c.first_sent.get_or_insert(now);
             }
@@ -558,18 +663,15 @@ impl Worker {
                 }
             }
             let space = c.rbuf.len() - c.rend;
-            // SAFETY: the destination range lies inside rbuf.
-            let n = unsafe {
-                libc::recv(
-                    sock.as_raw_fd(),
-                    c.rbuf.as_mut_ptr().add(c.rend).cast(),
-                    space,
-                    0,
-                )
-            };
+            let fd = sock.as_raw_fd();
+            let (n, stamp) = recv_stamped(fd, &mut c.rbuf[c.rend..]);
             if n > 0 {
                 c.rend += n as usize;
-                if !self.parse_available(i, now) {
+                // A fresh clock for what this read sets off (the next
+                // request), and the kernel's for when the bytes arrived.
+                let now = Instant::now();
+                let arrived = stamp.map_or(now, |s| arrival(now, s));
+                if !self.parse_available(i, now, arrived) {
                     return; // The connection was closed while parsing.
                 }
                 if (n as usize) < space && !hangup {
@@ -595,7 +697,11 @@ impl Worker {
 
     /// Frames every complete response in the buffer. Returns false if the
     /// connection was closed meanwhile.
-    fn parse_available(&mut self, i: usize, now: Instant) -> bool {
+    ///
+    /// `arrived` is when the bytes reached the socket, which is when the
+    /// responses they complete ended: a response read late (the loop was
+    /// busy with others, or batching its wake-ups) keeps its true latency.
+    fn parse_available(&mut self, i: usize, now: Instant, arrived: Instant) -> bool {
         let cfg = self.plan.config.clone();
         loop {
             let c = &mut self.conns[i];
@@ -627,8 +733,13 @@ impl Worker {
                     c.rstart += consumed;
                     let p = c.queue.pop_front().expect("checked non-empty");
                     c.written_reqs -= 1;
+                    self.inflight -= 1;
                     let outcome = judge(&cfg.expect_status, &response);
-                    self.rec.record(now, p.sched, p.sent, outcome);
+                    // Never before the request left (a clock step could say so).
+                    let ended = arrived.max(p.sent.unwrap_or(p.sched));
+                    let lat = ended.saturating_duration_since(p.sched).as_secs_f64() * 1e6;
+                    self.recent_latency_us += (lat - self.recent_latency_us) / 32.0;
+                    self.rec.record(ended, p.sched, p.sent, outcome);
                     if !response.keep_alive || !cfg.keep_alive {
                         self.close(i, now, Duration::ZERO);
                         return false;
@@ -665,7 +776,10 @@ impl Worker {
         match c.parser.finish_at_eof(&needle) {
             Ok(Some(response)) => {
                 if let Some(p) = c.queue.pop_front() {
-                    c.written_reqs = c.written_reqs.saturating_sub(1);
+                    if c.written_reqs > 0 {
+                        c.written_reqs -= 1;
+                        self.inflight -= 1;
+                    }
                     let outcome = judge(&self.plan.config.expect_status, &response);
                     self.rec.record(now, p.sched, p.sent, outcome);
                 }
@@ -764,6 +878,79 @@ fn judge(expect: &super::ExpectStatus, response: &super::response::Response) -> 
     }
 }
 
+/// Asks the kernel to stamp each received packet (`SO_TIMESTAMPNS`), read
+/// back by [`recv_stamped`]. Best effort: without stamps, a response ends
+/// when it is read.
+fn enable_rx_timestamps(sock: &Socket) {
+    let on: libc::c_int = 1;
+    // SAFETY: valid socket; `on` outlives the call.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// `recv` that also returns the kernel's receive timestamp of the data read
+/// (CLOCK_REALTIME; for TCP, that of the last segment read), if stamped.
+/// Returns what `recv` returns: bytes read, 0 at EOF, -1 with errno set.
+fn recv_stamped(fd: libc::c_int, buf: &mut [u8]) -> (isize, Option<libc::timespec>) {
+    // u64s keep the control buffer aligned for cmsghdr.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (no name, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points at live iov, buf and control for the whole call.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if n <= 0 || msg.msg_controllen == 0 {
+        return (n, None);
+    }
+    // SAFETY: the kernel filled `control` with msg_controllen bytes of
+    // well-formed cmsgs; CMSG_* walk only within them.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                return (n, Some(ts));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    (n, None)
+}
+
+/// Places a CLOCK_REALTIME stamp on the monotonic clock, by its age against
+/// the wall clock read now. A stamp from the future (the wall clock was
+/// stepped) counts as now.
+fn arrival(now: Instant, stamp: libc::timespec) -> Instant {
+    let mut wall = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: wall is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut wall) };
+    let ns = |t: libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
+    let age = ns(wall) - ns(stamp);
+    if age <= 0 {
+        return now;
+    }
+    now.checked_sub(Duration::from_nanos(age.min(u64::MAX as i128) as u64))
+        .unwrap_or(now)
+}
+
 /// CPU time of the calling thread.
 fn thread_cpu() -> Duration {
     let mut ts = libc::timespec {
@@ -773,4 +960,83 @@ fn thread_cpu() -> Duration {
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wall_ago(ago: Duration) -> libc::timespec {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+        let ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128 - ago.as_nanos() as i128;
+        libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        }
+    }
+
+    #[test]
+    fn a_stamp_lands_on_the_monotonic_clock_by_its_age() {
+        let now = Instant::now();
+        let at = arrival(now, wall_ago(Duration::from_millis(3)));
+        let age = now - at;
+        // The wall clock is read a moment after `now`: a hair older, never younger.
+        assert!(age >= Duration::from_millis(3), "{age:?}");
+        assert!(age < Duration::from_millis(4), "{age:?}");
+    }
+
+    #[test]
+    fn a_stamp_from_the_future_counts_as_now() {
+        let now = Instant::now();
+        let future = wall_ago(Duration::ZERO);
+        let future = libc::timespec {
+            tv_sec: future.tv_sec + 60,
+            ..future
+        };
+        assert_eq!(arrival(now, future), now);
+    }
+
+    #[test]
+    fn batching_needs_enough_in_flight_and_holds_a_small_share_of_the_latency() {
+        // Few in flight: every response wakes the loop.
+        assert_eq!(batch_plan(4, 1000.0), (1, Duration::ZERO));
+        // No latency seen yet: no hold.
+        assert_eq!(batch_plan(50, 0.0), (1, Duration::ZERO));
+        // 50 in flight at 1 ms: wait for 12, or 50 us (5%) after the first.
+        assert_eq!(batch_plan(50, 1000.0), (12, Duration::from_micros(50)));
+        // Slow responses: the hold is capped, and so is the batch.
+        assert_eq!(
+            batch_plan(1000, 100_000.0),
+            (64, Duration::from_micros(100))
+        );
+    }
+
+    #[test]
+    fn received_bytes_carry_the_kernel_stamp() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        enable_rx_timestamps(&client);
+        client
+            .connect(&SockAddr::from(listener.local_addr().unwrap()))
+            .unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        // The kernel turns stamping on a moment after the first socket asks
+        // (a deferred static key); packets before that carry no stamp.
+        std::thread::sleep(Duration::from_millis(50));
+        server.write_all(b"hello").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut buf = [0u8; 16];
+        let (n, stamp) = recv_stamped(client.as_raw_fd(), &mut buf);
+        let now = Instant::now();
+        assert_eq!(n, 5);
+        let at = arrival(now, stamp.expect("loopback TCP is stamped"));
+        // Read 20 ms after it arrived: the stamp says so.
+        assert!(now - at >= Duration::from_millis(19), "{:?}", now - at);
+    }
 }
