@@ -15,7 +15,9 @@
 #                       shows the median per tool (default 1)
 #   --out DIR           output dir (default bench/runs/$(date +%F)-$(hostname))
 #   --tools LIST        comma-separated subset of
-#                       rackbench,wrk,hey,ab,h2load,oha (default: all)
+#                       rackbench,wrk,hey,ab,h2load,oha (default: all),
+#                       or rackbench-epoll (rackbench --io epoll, not in
+#                       the default set)
 #   --warmup S          seconds of wrk before the first tool, 0 = none (default 2)
 #   --server-cpu N      CPU for nginx (default 1)
 #   --load-cpu N        CPU for the generators (default 0)
@@ -88,7 +90,7 @@ tools=()
 if [ -n "$tool_list" ]; then
   IFS=, read -r -a tools <<<"$tool_list"
   for t in "${tools[@]}"; do
-    [[ " ${all_tools[*]} " == *" $t "* ]] || die "unknown tool '$t' (known: ${all_tools[*]})"
+    [[ " ${all_tools[*]} rackbench-epoll " == *" $t "* ]] || die "unknown tool '$t' (known: ${all_tools[*]} rackbench-epoll)"
   done
 else
   tools=("${all_tools[@]}")
@@ -152,7 +154,7 @@ done
 runnable=()
 for t in "${tools[@]}"; do
   case "$t" in
-    rackbench)
+    rackbench|rackbench-epoll)
       if [ ! -x "$RACKBENCH" ] || [ -d "$RACKBENCH" ]; then
         note "skipping rackbench: RACKBENCH=$RACKBENCH is not an executable (build it with 'make build')"
         continue
@@ -264,6 +266,7 @@ tool_cmd() {
   local d=$duration c=$connections
   case "$1" in
     rackbench) cmd=("$RACKBENCH" load "$url" -c "$c" -t 1 -d "${d}s" --json) ;;
+    rackbench-epoll) cmd=("$RACKBENCH" load "$url" -c "$c" -t 1 -d "${d}s" --json --io epoll) ;;
     wrk) cmd=(wrk -t1 -c"$c" -d"${d}s" "$url") ;;
     hey) cmd=(hey -c "$c" -z "${d}s" -cpus 1 "$url") ;;
     # ab: -t implies -n 50000, so -n must come after -t to be time-bound.
@@ -287,7 +290,7 @@ to_seconds() {
 parse_output() {
   local tool=$1 f=$2
   case "$tool" in
-    rackbench)
+    rackbench|rackbench-epoll)
       jq -r '[.requests.ok, ([.errors[]] | add // 0), .duration_s, .throughput_rps] | map(tostring) | join(" ")' "$f" 2>/dev/null ;;
     wrk)
       local line reqs dur rps non2xx sock
@@ -468,7 +471,7 @@ table=$(
 
 version_of() {
   case "$1" in
-    rackbench) "$RACKBENCH" --version 2>&1 | head -1 ;;
+    rackbench|rackbench-epoll) "$RACKBENCH" --version 2>&1 | head -1 ;;
     wrk) wrk -v 2>&1 | head -1 | sed 's/ Copyright.*//' ;;
     hey) echo "hey $(dpkg-query -W -f='${Version}' hey 2>/dev/null || echo '?') (Debian package)" ;;
     ab) echo "$(ab -V 2>&1 | head -1 | sed 's/^This is //'), apache2-utils $(dpkg-query -W -f='${Version}' apache2-utils 2>/dev/null || echo '?')" ;;
