@@ -264,6 +264,29 @@ mod tests {
     }
 
     #[test]
+    fn an_arrival_after_the_minimum_wait_ends_the_wait_at_once() {
+        let Some(mut u) = ring() else { return };
+        let (mut a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        u.add(b.as_raw_fd(), 1).unwrap();
+        u.wait(1, Duration::ZERO, Some(Duration::from_secs(5)))
+            .unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            a.write_all(b"x").unwrap();
+            a
+        });
+        let t = Instant::now();
+        let n = u
+            .wait(8, Duration::from_micros(100), Some(Duration::from_secs(3)))
+            .unwrap();
+        let waited = t.elapsed();
+        let _a = writer.join().unwrap();
+        assert_eq!(n, 1, "waited {waited:?}");
+        assert!(waited < Duration::from_millis(500), "{waited:?}");
+    }
+
+    #[test]
     fn a_wait_with_nothing_ready_ends_at_its_timeout() {
         let Some(mut u) = ring() else { return };
         let t = Instant::now();
