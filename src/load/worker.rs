@@ -185,6 +185,12 @@ fn batch_plan(inflight: usize, recent_latency_us: f64) -> (usize, Duration) {
     (want, Duration::from_micros(hold_us as u64))
 }
 
+/// The token a registration of slot `i`'s socket number `generation`
+/// carries, so that an event for a socket the slot no longer has is known.
+fn token(i: usize, generation: u32) -> u64 {
+    (i as u64) | ((generation as u64) << 32)
+}
+
 /// The timer's token: no connection slot reaches this index.
 const TIMER_TOKEN: u64 = u64::MAX;
 
@@ -356,17 +362,22 @@ impl Worker {
         self.epoll.wait(None)
     }
 
+    /// The slot whose current socket `token` names; None when the slot has
+    /// moved on to another socket, or has none.
+    fn live_slot(&self, token: u64) -> Option<usize> {
+        let i = (token & 0xffff_ffff) as usize;
+        let c = self.conns.get(i)?;
+        (c.generation == (token >> 32) as u32 && c.sock.is_some()).then_some(i)
+    }
+
     /// The kernel ended a multishot poll: a socket still in use gets a new one.
     fn rearm(&mut self, token: u64) -> io::Result<()> {
-        let i = (token & 0xffff_ffff) as usize;
-        let Some(c) = self.conns.get(i) else {
+        let Some(i) = self.live_slot(token) else {
             return Ok(());
         };
-        if c.generation != (token >> 32) as u32 {
-            return Ok(());
-        }
-        if let (Some(sock), Some(u)) = (&c.sock, &mut self.uring) {
-            u.add(sock.as_raw_fd(), token)?;
+        let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
+        if let (Some(fd), Some(u)) = (fd, &mut self.uring) {
+            u.add(fd, token)?;
         }
         Ok(())
     }
@@ -489,7 +500,7 @@ impl Worker {
         match result {
             Ok(sock) => {
                 c.generation = c.generation.wrapping_add(1);
-                let token = (i as u64) | ((c.generation as u64) << 32);
+                let token = token(i, c.generation);
                 let added = match &mut self.uring {
                     Some(u) => u.add(sock.as_raw_fd(), token),
                     None => self.epoll.add(sock.as_raw_fd(), token),
@@ -532,7 +543,7 @@ impl Worker {
             }
             if let Some(u) = &mut self.uring {
                 // The poll holds the socket open; ending it lets it close.
-                let token = (i as u64) | ((c.generation as u64) << 32);
+                let token = token(i, c.generation);
                 // An error here means a broken ring; the socket then lingers
                 // until the ring is dropped at the end of the run.
                 let _ = u.remove(token);
@@ -561,10 +572,9 @@ impl Worker {
     }
 
     fn on_event(&mut self, token: u64, ready: Ready, now: Instant) {
-        let i = (token & 0xffff_ffff) as usize;
-        if self.conns[i].generation != (token >> 32) as u32 || self.conns[i].sock.is_none() {
+        let Some(i) = self.live_slot(token) else {
             return; // An event for a socket this slot no longer has.
-        }
+        };
         if let State::Connecting { .. } = self.conns[i].state {
             if !ready.writable() {
                 return;
