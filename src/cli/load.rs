@@ -107,12 +107,14 @@ impl LoadOptions {
         if threads == 0 {
             return Err(usage("--threads must be at least 1".into()));
         }
-        if self.io == IoArg::IoUring && self.rate.is_some() {
-            return Err(usage(
-                "--io io_uring serves the closed loop only (an open loop keeps its schedule \
-                 on epoll): drop --io or --rate"
-                    .into(),
-            ));
+        let io = match self.io {
+            IoArg::Auto => IoMode::Auto,
+            IoArg::Epoll => IoMode::Epoll,
+            IoArg::IoUring => IoMode::Uring,
+        };
+        let pacing = self.rate.map_or(Pacing::Closed, Pacing::Rate);
+        if let Some(why) = io.conflict(pacing) {
+            return Err(usage(why.into()));
         }
         if self.pipeline == 0 {
             return Err(usage(
@@ -175,7 +177,7 @@ impl LoadOptions {
             stop_on_error: false,
             connections: self.connections,
             threads,
-            pacing: self.rate.map_or(Pacing::Closed, Pacing::Rate),
+            pacing,
             duration: match (self.duration, self.requests) {
                 (None, None) => Some(Duration::from_secs(10)),
                 (d, _) => d,
@@ -190,11 +192,7 @@ impl LoadOptions {
             expect_body: self.expect_body.clone().unwrap_or_default().into_bytes(),
             cpus: self.load_cpus.clone().unwrap_or_default(),
             interrupt: Arc::new(AtomicBool::new(false)),
-            io: match self.io {
-                IoArg::Auto => IoMode::Auto,
-                IoArg::Epoll => IoMode::Epoll,
-                IoArg::IoUring => IoMode::Uring,
-            },
+            io,
         })
     }
 }

@@ -110,6 +110,19 @@ pub enum IoMode {
     Uring,
 }
 
+impl IoMode {
+    /// Why this mode cannot drive `pacing`, if it cannot.
+    pub fn conflict(self, pacing: Pacing) -> Option<&'static str> {
+        match (self, pacing) {
+            (IoMode::Uring, Pacing::Rate(_)) => Some(
+                "--io io_uring serves the closed loop only (an open loop keeps its \
+                 schedule on epoll): drop --io or --rate",
+            ),
+            _ => None,
+        }
+    }
+}
+
 impl LoadConfig {
     /// A closed-loop GET with the defaults of `rackbench load`.
     pub fn get(url: &str) -> Result<LoadConfig, target::TargetError> {
@@ -183,19 +196,14 @@ pub fn run(
     mut on_second: impl FnMut(&TimelineRow),
 ) -> std::io::Result<LoadReport> {
     let threads = config.threads.clamp(1, config.connections.max(1));
+    if let Some(why) = config.io.conflict(config.pacing) {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    }
     if config.io == IoMode::Uring {
-        if let Pacing::Rate(_) = config.pacing {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "io_uring serves the closed loop only; an open loop (--rate) keeps its \
-                 schedule on epoll: drop --io io_uring",
-            ));
-        }
-        if let Err(e) = uring::Uring::new(1) {
-            return Err(std::io::Error::new(
-                e.kind(),
-                format!("io_uring is not available here ({e}): use --io auto or --io epoll"),
-            ));
+        if let Err(why) = io_uring_available() {
+            return Err(std::io::Error::other(format!(
+                "io_uring is not available here ({why}): use --io auto or --io epoll"
+            )));
         }
     }
     let config = Arc::new(config);
