@@ -220,14 +220,33 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_wait_for_many_returns_with_fewer_after_the_minimum_wait() {
-        let Some(mut u) = ring() else { return };
-        let (mut a, b) = UnixStream::pair().unwrap();
+    /// A ring watching one end of a socket pair, its first report (the
+    /// socket is writable) already taken; and the other end, to write to.
+    /// The watched end is returned too, to keep it open.
+    fn watched_pair() -> Option<(Uring, UnixStream, UnixStream)> {
+        let mut u = ring()?;
+        let (a, b) = UnixStream::pair().unwrap();
         b.set_nonblocking(true).unwrap();
         u.add(b.as_raw_fd(), 1).unwrap();
         u.wait(1, Duration::ZERO, Some(Duration::from_secs(5)))
             .unwrap();
+        Some((u, a, b))
+    }
+
+    /// Writes one byte to `a` after `delay`, from another thread.
+    fn write_after(mut a: UnixStream, delay: Duration) -> std::thread::JoinHandle<UnixStream> {
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            a.write_all(b"x").unwrap();
+            a
+        })
+    }
+
+    #[test]
+    fn a_wait_for_many_returns_with_fewer_after_the_minimum_wait() {
+        let Some((mut u, mut a, _b)) = watched_pair() else {
+            return;
+        };
         a.write_all(b"x").unwrap();
         let t = Instant::now();
         // Asks for 8, gets 1: back after the 2 ms minimum, not the 5 s timeout.
@@ -240,17 +259,10 @@ mod tests {
 
     #[test]
     fn an_arrival_during_the_wait_is_reported_once_the_minimum_wait_is_over() {
-        let Some(mut u) = ring() else { return };
-        let (mut a, b) = UnixStream::pair().unwrap();
-        b.set_nonblocking(true).unwrap();
-        u.add(b.as_raw_fd(), 1).unwrap();
-        u.wait(1, Duration::ZERO, Some(Duration::from_secs(5)))
-            .unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(5));
-            a.write_all(b"x").unwrap();
-            a
-        });
+        let Some((mut u, a, _b)) = watched_pair() else {
+            return;
+        };
+        let writer = write_after(a, Duration::from_millis(5));
         let t = Instant::now();
         let n = u
             .wait(8, Duration::from_millis(20), Some(Duration::from_secs(2)))
@@ -258,24 +270,16 @@ mod tests {
         let waited = t.elapsed();
         let _a = writer.join().unwrap();
         assert_eq!(n, 1);
-        eprintln!("waited {waited:?}");
         assert!(waited >= Duration::from_millis(20), "{waited:?}");
         assert!(waited < Duration::from_secs(1), "{waited:?}");
     }
 
     #[test]
     fn an_arrival_after_the_minimum_wait_ends_the_wait_at_once() {
-        let Some(mut u) = ring() else { return };
-        let (mut a, b) = UnixStream::pair().unwrap();
-        b.set_nonblocking(true).unwrap();
-        u.add(b.as_raw_fd(), 1).unwrap();
-        u.wait(1, Duration::ZERO, Some(Duration::from_secs(5)))
-            .unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(30));
-            a.write_all(b"x").unwrap();
-            a
-        });
+        let Some((mut u, a, _b)) = watched_pair() else {
+            return;
+        };
+        let writer = write_after(a, Duration::from_millis(30));
         let t = Instant::now();
         let n = u
             .wait(8, Duration::from_micros(100), Some(Duration::from_secs(3)))
