@@ -260,6 +260,18 @@ const DISTRIBUTION: &[f64] = &[
     0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999, 100.0,
 ];
 
+/// The warning for a load thread busy enough (90% of its wall time) that
+/// the generator, not the server, may have set the pace.
+fn bottleneck_warning(busiest_thread_utilization: f64) -> Option<String> {
+    (busiest_thread_utilization >= 0.9).then(|| {
+        format!(
+            "a load thread was busy {:.0}% of the run: rackbench itself may have been the bottleneck; \
+             add --threads or give the generator its own core (--load-cpus)",
+            busiest_thread_utilization * 100.0
+        )
+    })
+}
+
 pub(crate) fn build(p: Parts<'_>) -> LoadReport {
     let c = p.config;
     let rate = match c.pacing {
@@ -268,13 +280,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
     };
     let total = p.ok + p.errors.total() + p.unfinished + p.unsent;
     let mut warnings = Vec::new();
-    if p.generator.busiest_thread_utilization >= 0.9 {
-        warnings.push(format!(
-            "a load thread was busy {:.0}% of the run: rackbench itself may have been the bottleneck; \
-             add --threads or give the generator its own core (--load-cpus)",
-            p.generator.busiest_thread_utilization * 100.0
-        ));
-    }
+    warnings.extend(bottleneck_warning(p.generator.busiest_thread_utilization));
     if p.never_answered > 0 {
         warnings.push(format!(
             "{} connection(s) carried requests but never got a single answer: the server may not be \
@@ -502,5 +508,18 @@ impl LoadReport {
             let _ = writeln!(s, "  warning: {w}");
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saturated_load_thread_is_warned_about_with_the_fix() {
+        let w = bottleneck_warning(0.96).expect("96% busy warns");
+        assert!(w.contains("96%") && w.contains("--threads"), "{w}");
+        assert!(bottleneck_warning(0.89).is_none());
+        assert!(bottleneck_warning(0.2).is_none());
     }
 }
