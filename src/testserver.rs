@@ -2,9 +2,10 @@
 //! engine's own tests and benchmarks — never for benchmarking Rack servers.
 //!
 //! Thread per connection, std only. It measures its own service time (from
-//! a request fully read to its response written), so a test can hold the
-//! generator's latency against the server's, and it counts every response
-//! it wrote, so a test can hold the generator's ok count against it.
+//! a request fully read to its response handed to the kernel), so a test
+//! can hold the generator's latency against the server's, and it counts
+//! every response it wrote, so a test can hold the generator's ok count
+//! against it.
 
 use hdrhistogram::Histogram;
 use socket2::SockRef;
@@ -436,6 +437,15 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                     }
                 }
             }
+            // The service time ends as the write starts: on loopback the
+            // client's socket has the response (and stamps it) partway
+            // through the write, while the rest of the write (waking the
+            // client, say) is no part of what the client can see.
+            let us = t.elapsed().as_micros().max(1) as u64;
+            sh.service
+                .lock()
+                .expect("service histogram")
+                .saturating_record(us);
             // Counted before the write, so the count is never behind what
             // a client has already read; taken back if the write fails.
             sh.answered.fetch_add(1, Ordering::SeqCst);
@@ -443,11 +453,6 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 sh.answered.fetch_sub(1, Ordering::SeqCst);
                 return;
             }
-            let us = t.elapsed().as_micros().max(1) as u64;
-            sh.service
-                .lock()
-                .expect("service histogram")
-                .saturating_record(us);
             if close {
                 return;
             }
