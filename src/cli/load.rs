@@ -69,7 +69,7 @@ pub struct LoadOptions {
     #[arg(long, value_parser = parse::cpu_list)]
     pub load_cpus: Option<Vec<usize>>,
     /// What the connection loop waits on: auto = io_uring for a closed
-    /// loop where the kernel has it (Linux 6.12+), epoll otherwise.
+    /// loop where the kernel has it (Linux 6.1+), epoll otherwise.
     #[arg(long, value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
 }

@@ -102,7 +102,7 @@ pub struct LoadConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IoMode {
     /// io_uring for a closed loop where the kernel has what it needs
-    /// (Linux 6.12+, not disabled), epoll otherwise.
+    /// (Linux 6.1+, not disabled), epoll otherwise.
     #[default]
     Auto,
     Epoll,
