@@ -153,7 +153,12 @@ fn is_token_byte(b: u8) -> bool {
 }
 
 /// Renders the request bytes. User headers override the defaults of the
-/// same name (Host, User-Agent, Connection, Content-Length).
+/// same name (Host, Connection, Content-Length).
+///
+/// A plain GET is the request line and Host, byte for byte what wrk sends:
+/// every header is work for the server under test (nginx looks for browser
+/// names in a User-Agent on every request), so the default adds none, and
+/// generators compared side by side send the same request.
 pub fn render_request(url: &Url, spec: &RequestSpec) -> Result<Vec<u8>, TargetError> {
     if spec.method.is_empty() || !spec.method.bytes().all(is_token_byte) {
         return Err(TargetError::Method(spec.method.clone()));
@@ -166,13 +171,6 @@ pub fn render_request(url: &Url, spec: &RequestSpec) -> Result<Vec<u8>, TargetEr
     let mut out = format!("{} {} HTTP/1.1\r\n", spec.method, url.path);
     if !has("host") {
         out.push_str(&format!("Host: {}\r\n", url.host_header()));
-    }
-    if !has("user-agent") {
-        out.push_str(concat!(
-            "User-Agent: rackbench/",
-            env!("CARGO_PKG_VERSION"),
-            "\r\n"
-        ));
     }
     if !spec.keep_alive && !has("connection") {
         out.push_str("Connection: close\r\n");
@@ -256,6 +254,15 @@ mod tests {
         assert!(text.contains("Host: example\r\n") && !text.contains("127.0.0.1:9"));
         assert!(text.contains("Connection: close\r\n"));
         assert!(text.ends_with("Content-Length: 3\r\nHost: example\r\n\r\nabc"));
+        let get = RequestSpec {
+            method: "GET".into(),
+            keep_alive: true,
+            ..RequestSpec::default()
+        };
+        assert_eq!(
+            render_request(&url, &get).unwrap(),
+            b"GET /x HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n"
+        );
         let bad = RequestSpec {
             method: "GE T".into(),
             ..RequestSpec::default()
