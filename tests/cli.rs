@@ -122,6 +122,121 @@ fn load_prints_a_summary_or_one_json_document() {
 }
 
 #[test]
+fn a_body_file_is_sent_with_its_length() {
+    use std::io::{Read, Write};
+    let dir = std::env::temp_dir().join(format!("rackbench-body-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("body.json");
+    let body = b"{\"order\": [1, 2, 3], \"note\": \"line\r\nbreak\"}";
+    std::fs::write(&file, body).unwrap();
+    // A one-request server that keeps what it was sent.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/orders", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+                assert!(n > 0, "closed before the head ended");
+                continue;
+            };
+            let head = String::from_utf8_lossy(&got[..end]).to_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if got.len() >= end + 4 + len || n == 0 {
+                break;
+            }
+        }
+        conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            .unwrap();
+        got
+    });
+    let path = file.to_str().unwrap();
+    let out = rackbench(&[
+        "load",
+        &url,
+        "-m",
+        "POST",
+        "--body-file",
+        path,
+        "-c",
+        "1",
+        "-n",
+        "1",
+        "--json",
+    ]);
+    let got = server.join().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["requests"]["ok"], 1);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("POST /orders HTTP/1.1\r\n"), "{text}");
+    assert!(
+        text.contains(&format!("Content-Length: {}\r\n", body.len())),
+        "{text}"
+    );
+    assert!(
+        got.ends_with(&[&b"\r\n\r\n"[..], &body[..]].concat()),
+        "{text}"
+    );
+}
+
+/// Runs `args` under a pseudo-terminal (util-linux `script`), returning
+/// all it wrote there, or None where `script` is missing.
+fn on_a_terminal(args: &[&str]) -> Option<Output> {
+    let mut line = env!("CARGO_BIN_EXE_rackbench").to_string();
+    for a in args {
+        line.push(' ');
+        line.push_str(a);
+    }
+    match Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+    {
+        Ok(out) => Some(out),
+        Err(e) => {
+            eprintln!("script unavailable ({e}); the live line goes untested");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_terminal_gets_a_live_line_each_second_and_a_pipe_does_not() {
+    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let url = s.url();
+    let args = ["load", &url, "-c", "2", "-d", "2s"];
+    let Some(tty) = on_a_terminal(&args) else {
+        return;
+    };
+    assert!(tty.status.success());
+    let text = String::from_utf8_lossy(&tty.stdout);
+    for second in ["1s/2s", "2s/2s"] {
+        let live = text
+            .split("\r\x1b[2K")
+            .find(|l| l.trim_start().starts_with(second))
+            .unwrap_or_else(|| panic!("no live line for {second}:\n{text:?}"));
+        assert!(live.contains("req/s") && live.contains("p99"), "{live:?}");
+    }
+    // The summary follows, the live line cleared.
+    assert!(text.contains("errors:      none"), "{text}");
+    let piped = rackbench(&args);
+    assert!(piped.status.success());
+    assert!(!piped.stderr.contains(&b'\r'), "a pipe got the live line");
+    assert!(!piped.stdout.contains(&b'\r'));
+}
+
+#[test]
 fn servers_lists_every_adapter_as_json() {
     let out = rackbench(&["servers", "--json"]);
     assert!(out.status.success());
