@@ -191,6 +191,31 @@ fn a_body_file_is_sent_with_its_length() {
     );
 }
 
+#[test]
+fn memory_stays_flat_however_long_the_run() {
+    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let url = s.url();
+    let run = |duration: &str| {
+        let out = rackbench(&["load", &url, "-c", "8", "-d", duration, "--json"]);
+        assert!(out.status.success());
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ok = doc["requests"]["ok"].as_u64().unwrap();
+        let rss = doc["generator"]["peak_rss_bytes"].as_u64().unwrap();
+        (ok, rss)
+    };
+    let (short_ok, short_rss) = run("1s");
+    let (long_ok, long_rss) = run("6s");
+    // Eight bytes kept per request would be megabytes by now.
+    assert!(
+        long_ok > 4 * short_ok.max(10_000),
+        "{short_ok} then {long_ok}"
+    );
+    assert!(
+        long_rss <= short_rss + (1 << 20),
+        "peak RSS {short_rss} after 1 s ({short_ok} requests), {long_rss} after 6 s ({long_ok})"
+    );
+}
+
 /// Runs `args` under a pseudo-terminal (util-linux `script`), returning
 /// all it wrote there, or None where `script` is missing.
 fn on_a_terminal(args: &[&str]) -> Option<Output> {
