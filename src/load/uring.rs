@@ -334,10 +334,19 @@ mod tests {
 
     #[test]
     fn the_guard_ends_a_wait_for_more_than_will_come() {
-        let Some((mut u, writers, _watched)) = watched_pairs(1) else {
+        let Some((mut u, mut writers, _watched)) = watched_pairs(8) else {
             return;
         };
         let t = Instant::now();
+        // If the guard never fired, the wait below would never end: after
+        // 3 s the other seven arrive, and the test fails instead of hanging.
+        let rest = writers.split_off(1);
+        let _watchdog = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(3));
+            for mut a in rest {
+                let _ = a.write_all(b"x");
+            }
+        });
         let writer = write_each_after(writers, Duration::from_millis(10));
         // Asks for 8 with no timeout: one arrives, then the guard (re-armed
         // as it fires) ends the wait, and only the arrival is reported.
