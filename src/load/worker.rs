@@ -176,15 +176,15 @@ const BATCH_MAX: usize = 64;
 ///
 /// Batching is for a saturated server: it has the other requests in flight
 /// to work on, and is spared waking the loop once per response, which it
-/// pays for (against nginx here, a quarter of the latency as the share gave
-/// both more requests per second and fewer generator CPU-seconds per
-/// request than a tenth or a twentieth). The price is paid by a server that is not saturated:
-/// a held response delays the next request on its connection by about
-/// half the hold on average, so such a server sees up to an eighth fewer
-/// requests in flight at latencies under 0.4 ms, and less above (the hold
-/// is capped at 100 us). The latency figures are unaffected either way: a
-/// response ends when it reached the socket (see `recv_stamped`), not when
-/// it was read.
+/// pays for (against nginx here, a quarter of the latency as the share
+/// gave both more requests per second and fewer generator CPU-seconds per
+/// request than a tenth or a twentieth). The price is paid by a server
+/// that is not saturated: a held response delays the next request on its
+/// connection by about half the hold on average, so such a server sees up
+/// to an eighth fewer requests in flight at latencies under 0.4 ms, and
+/// less above (the hold is capped at 100 us). The latency figures are
+/// unaffected either way: a response ends when it reached the socket (see
+/// `recv_stamped`), not when it was read.
 fn batch_plan(inflight: usize, recent_latency_us: f64) -> usize {
     if recent_latency_us <= 0.0 {
         return 1;
