@@ -354,27 +354,37 @@ impl Worker {
 
     /// Waits for events until `wake` at the latest. Under a closed loop
     /// the timer carries `wake` and the wait has no timeout of its own (the
-    /// timer is re-armed only when `wake` moves, a few times a second).
+    /// timer is moved only when `wake` moves, a few times a second).
     fn wait_until(&mut self, wake: Instant, now: Instant) -> io::Result<usize> {
-        if let Some(u) = &mut self.uring {
-            if self.timer_at != Some(wake) {
-                u.arm_timer(wake.saturating_duration_since(now))?;
-                self.timer_at = Some(wake);
-            }
-            let want = batch_plan(self.inflight, self.recent_latency_us);
-            if want > 1 {
-                u.arm_guard()?;
-            }
-            return u.wait(want, None);
-        }
-        let Some(timer) = &self.timer else {
+        if self.uring.is_none() && self.timer.is_none() {
+            // The open loop: a microsecond timeout per wait.
             return self.epoll.wait(Some(wake.saturating_duration_since(now)));
-        };
-        if self.timer_at != Some(wake) {
-            timer.arm(wake.saturating_duration_since(now))?;
-            self.timer_at = Some(wake);
         }
-        self.epoll.wait(None)
+        self.move_timer(wake, now)?;
+        let Some(u) = &mut self.uring else {
+            return self.epoll.wait(None);
+        };
+        let want = batch_plan(self.inflight, self.recent_latency_us);
+        if want > 1 {
+            u.arm_guard()?;
+        }
+        u.wait(want, None)
+    }
+
+    /// Sets the closed loop's timer (io_uring's or the timerfd) to fire at
+    /// `wake`, unless it is set for then already.
+    fn move_timer(&mut self, wake: Instant, now: Instant) -> io::Result<()> {
+        if self.timer_at == Some(wake) {
+            return Ok(());
+        }
+        let after = wake.saturating_duration_since(now);
+        match (&mut self.uring, &self.timer) {
+            (Some(u), _) => u.arm_timer(after)?,
+            (None, Some(timer)) => timer.arm(after)?,
+            (None, None) => return Ok(()),
+        }
+        self.timer_at = Some(wake);
+        Ok(())
     }
 
     /// The slot whose current socket `token` names; None when the slot has
