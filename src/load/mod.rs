@@ -172,6 +172,8 @@ pub(crate) struct WorkerStats {
     never_answered: u64,
     late_sends: u64,
     max_lag: Duration,
+    /// Times the loop came back from waiting (see `GeneratorCost::wakeups`).
+    wakeups: u64,
     interrupted: bool,
     stopped_on_error: bool,
     /// "io_uring" or "epoll": what the loop waited on.
@@ -330,6 +332,7 @@ pub fn run(
         stats.connect_failures += s.connect_failures;
         stats.never_answered += s.never_answered;
         stats.late_sends += s.late_sends;
+        stats.wakeups += s.wakeups;
         stats.max_lag = stats.max_lag.max(s.max_lag);
         stats.interrupted |= s.interrupted;
         stats.stopped_on_error |= s.stopped_on_error;
@@ -349,7 +352,8 @@ pub fn run(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
-    let generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
+    let mut generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
+    generator.wakeups = stats.wakeups;
     Ok(report::build(report::Parts {
         config: &config,
         threads,
