@@ -421,6 +421,26 @@ fn an_open_loop_with_every_connection_busy_sleeps_instead_of_spinning() {
     assert!(r.latency_us.max >= 1_000_000, "{}", r.latency_us.max);
 }
 
+/// A load thread that could not be pinned used to run unpinned.
+#[test]
+fn a_load_cpu_the_machine_lacks_ends_the_run_before_it_starts() {
+    let s = server(TestServerConfig::default());
+    let mut c = config(&s.url());
+    c.cpus = vec![0, 1023];
+    c.threads = 2;
+    c.duration = Some(Duration::from_secs(5));
+    let started = Instant::now();
+    let err = load::run(c, |_| {}).expect_err("a CPU the machine lacks");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        err.to_string()
+            .starts_with("--load-cpus: CPU 1023 does not exist here"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(s.stats().requests_seen, 0);
+}
+
 #[test]
 fn connections_never_answered_are_reported_and_their_wait_counts() {
     let s = server(TestServerConfig {

@@ -7,6 +7,7 @@
 //! merges their histograms into a [`LoadReport`] — the `rackbench/load-v1`
 //! document every other part of rackbench builds on.
 
+pub mod cpus;
 pub(crate) mod epoll;
 pub mod recorder;
 pub mod report;
@@ -208,6 +209,10 @@ pub fn run(
             )));
         }
     }
+    // A pin that cannot be made ends the run before it starts: an
+    // unpinned generator would compete with the server it measures.
+    cpus::check(&config.cpus, "--load-cpus")
+        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
     let config = Arc::new(config);
     let usage_before = report::process_usage();
     let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
@@ -237,11 +242,20 @@ pub fn run(
             tx.clone(),
         );
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
+        let stop_all = Arc::clone(&config.interrupt);
         let handle = std::thread::Builder::new()
             .name(format!("rackbench-load-{i}"))
             .spawn(move || {
                 if let Some(cpu) = cpu {
-                    pin_to_cpu(cpu);
+                    cpus::pin_current_thread(&[cpu]).map_err(|e| {
+                        // The other threads stop too: the run is void.
+                        stop_all.store(true, std::sync::atomic::Ordering::Relaxed);
+                        std::io::Error::other(format!(
+                            "cannot pin load thread {i} to CPU {cpu} ({e}): use --load-cpus \
+                             with CPUs from {}, or leave it out",
+                            cpus::format_list(&cpus::allowed())
+                        ))
+                    })?;
                 }
                 worker::Worker::new(plan, rec, t0, window)?.run()
             })?;
@@ -379,15 +393,6 @@ pub fn run(
         generator,
         histogram: &latency,
     }))
-}
-
-fn pin_to_cpu(cpu: usize) {
-    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) is this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 #[cfg(test)]
