@@ -35,12 +35,14 @@ run: build
 
 # rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx;
 # rackbench's latency against wrk's and the test server's own; the
-# break-point search against seed 000's linear search.
+# break-point search against seed 000's linear search; the open loop's CPU
+# while every connection waits on a 1 s server.
 bench: build
 	scripts/deps.sh bench
 	RACKBENCH=$(BIN) bench/peers.sh --install --repeat 3
 	RACKBENCH=$(BIN) bench/truth.sh
 	RACKBENCH=$(BIN) bench/breakpoint.sh
+	RACKBENCH=$(BIN) bench/openloop-idle.sh
 
 clean:
 	$(CARGO) clean

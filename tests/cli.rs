@@ -94,6 +94,56 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
     }
 }
 
+/// A pin that cannot be made used to be ignored, and the run went on
+/// unpinned, sharing CPUs with the server it measures.
+#[test]
+fn a_cpu_the_machine_lacks_is_a_one_line_usage_error() {
+    // No machine this runs on has 1023 CPUs (1024 and up is not a list).
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["load", "http://127.0.0.1:8080/", "--load-cpus", "1023"],
+            "--load-cpus: CPU 1023 does not exist here",
+        ),
+        (
+            &[
+                "load",
+                "http://127.0.0.1:8080/",
+                "--load-cpus",
+                "0,1022-1023",
+            ],
+            "--load-cpus: CPUs 1022-1023 do not exist here",
+        ),
+        (
+            &["trial", "--server", "puma", "--server-cpus", "1023"],
+            "--server-cpus: CPU 1023 does not exist here",
+        ),
+        (
+            &["trial", "--server", "puma", "--load-cpus", "1023"],
+            "--load-cpus: CPU 1023 does not exist here",
+        ),
+    ];
+    for (args, hint) in cases {
+        let out = rackbench(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
+        assert!(
+            err.contains("use CPUs from that list, e.g."),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    // A CPU it has pins and runs (the flag used to panic in clap).
+    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let cpu = rackbench::load::cpus::allowed()[0].to_string();
+    let out = rackbench(&["load", &s.url(), "--load-cpus", &cpu, "-d", "300ms"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn load_prints_a_summary_or_one_json_document() {
     let s = TestServer::start(TestServerConfig::default()).unwrap();

@@ -387,6 +387,60 @@ fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
     assert!(slow_second(&open) && slow_second(&closed));
 }
 
+/// Regression: under `--rate`, a loop whose connections were all busy
+/// woke at once for the request already due, over and over: a spin that
+/// took 69% of a core from an overloaded server. The loop must sleep until
+/// a connection frees (or a timer that can change something), so its
+/// wake-ups follow the responses, not the clock.
+#[test]
+fn an_open_loop_with_every_connection_busy_sleeps_instead_of_spinning() {
+    let s = server(TestServerConfig {
+        delay: Duration::from_secs(1),
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.connections = 20;
+    c.pacing = Pacing::Rate(2000.0);
+    c.duration = Some(Duration::from_secs(2));
+    let r = run(c);
+    // 20 connections answered once a second: about 40 responses, 20
+    // connects, 20 timeout scans a second and the second boundaries make
+    // a few hundred wake-ups at most. The spin made hundreds of thousands.
+    assert!(
+        r.generator.wakeups > 0 && r.generator.wakeups <= 1000,
+        "{} wake-ups for {} responses: the loop spins while it can send nothing",
+        r.generator.wakeups,
+        r.requests.ok
+    );
+    // What it could not send is still counted, late or unsent, and the
+    // latency still runs from the schedule.
+    assert!(r.requests.ok >= 20, "{}", r.requests.ok);
+    let sched = r.schedule.as_ref().expect("schedule figures under --rate");
+    assert!(sched.late_sends > 0);
+    assert!(r.requests.unsent > 1000, "{}", r.requests.unsent);
+    assert!(r.latency_us.max >= 1_000_000, "{}", r.latency_us.max);
+}
+
+/// A load thread that could not be pinned used to run unpinned.
+#[test]
+fn a_load_cpu_the_machine_lacks_ends_the_run_before_it_starts() {
+    let s = server(TestServerConfig::default());
+    let mut c = config(&s.url());
+    c.cpus = vec![0, 1023];
+    c.threads = 2;
+    c.duration = Some(Duration::from_secs(5));
+    let started = Instant::now();
+    let err = load::run(c, |_| {}).expect_err("a CPU the machine lacks");
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        err.to_string()
+            .starts_with("--load-cpus: CPU 1023 does not exist here"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(s.stats().requests_seen, 0);
+}
+
 #[test]
 fn connections_never_answered_are_reported_and_their_wait_counts() {
     let s = server(TestServerConfig {

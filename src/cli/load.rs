@@ -67,7 +67,9 @@ pub struct LoadOptions {
     pub expect_body: Option<String>,
     /// Pin load threads to these CPUs, e.g. 0 or 0-1.
     #[arg(long, value_parser = parse::cpu_list)]
-    pub load_cpus: Option<Vec<usize>>,
+    // The full path keeps clap from reading `Vec` as "the flag repeated"
+    // (it panicked on any use): the value is one list.
+    pub load_cpus: Option<::std::vec::Vec<usize>>,
     /// What the connection loop waits on: auto = io_uring for a closed
     /// loop where the kernel has it (Linux 6.1+), epoll otherwise.
     #[arg(long, value_enum, default_value_t = IoArg::Auto)]
@@ -143,6 +145,9 @@ impl LoadOptions {
         }
         if self.timeout.is_zero() {
             return Err(usage("--timeout must be longer than zero, e.g. 10s".into()));
+        }
+        if let Some(cpus) = &self.load_cpus {
+            crate::load::cpus::check(cpus, "--load-cpus").map_err(usage)?;
         }
         let parsed = Url::parse(url).map_err(|e| usage(e.to_string()))?;
         let endpoint = match &self.unix_socket {

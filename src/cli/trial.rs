@@ -59,7 +59,9 @@ pub struct ServerOptions {
     pub nginx_tcp: bool,
     /// Pin the server to these CPUs [default: all but the last core on machines with 2+ cores].
     #[arg(long, value_parser = parse::cpu_list)]
-    pub server_cpus: Option<Vec<usize>>,
+    // The full path keeps clap from reading `Vec` as "the flag repeated"
+    // (it panicked on any use): the value is one list.
+    pub server_cpus: Option<::std::vec::Vec<usize>>,
     /// Do not pin the server or the generator to CPUs.
     #[arg(long)]
     pub no_pin: bool,
@@ -86,13 +88,15 @@ pub struct TrialArgs {
 }
 
 /// The default CPU split: on 2+ cores the generator gets the last core and
-/// the server the others, so they do not steal each other's cycles.
+/// the server the others, so they do not steal each other's cycles. The
+/// cores are the ones this process may use (a cpuset may leave out CPU 0).
 pub fn default_pinning() -> (Vec<usize>, Vec<usize>) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2 {
+    let mut cores = crate::load::cpus::allowed();
+    if cores.len() < 2 {
         return (Vec::new(), Vec::new());
     }
-    ((0..cores - 1).collect(), vec![cores - 1])
+    let last = cores.pop().expect("two or more");
+    (cores, vec![last])
 }
 
 impl ServerOptions {
@@ -103,6 +107,9 @@ impl ServerOptions {
         interrupt: Arc<AtomicBool>,
     ) -> Result<TrialSpec> {
         let usage = |m: String| anyhow::Error::new(UsageError(m));
+        if let (Some(cpus), false) = (&self.server_cpus, self.no_pin) {
+            crate::load::cpus::check(cpus, "--server-cpus").map_err(usage)?;
+        }
         let reg = super::servers::registry(&self.servers_file)?;
         let name = self.server.as_deref().ok_or_else(|| {
             usage("name the server: --server puma (see `rackbench servers`)".into())

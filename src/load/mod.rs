@@ -7,6 +7,7 @@
 //! merges their histograms into a [`LoadReport`] — the `rackbench/load-v1`
 //! document every other part of rackbench builds on.
 
+pub mod cpus;
 pub(crate) mod epoll;
 pub mod recorder;
 pub mod report;
@@ -172,6 +173,8 @@ pub(crate) struct WorkerStats {
     never_answered: u64,
     late_sends: u64,
     max_lag: Duration,
+    /// Times the loop came back from waiting (see `GeneratorCost::wakeups`).
+    wakeups: u64,
     interrupted: bool,
     stopped_on_error: bool,
     /// "io_uring" or "epoll": what the loop waited on.
@@ -206,6 +209,10 @@ pub fn run(
             )));
         }
     }
+    // A pin that cannot be made ends the run before it starts: an
+    // unpinned generator would compete with the server it measures.
+    cpus::check(&config.cpus, "--load-cpus")
+        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
     let config = Arc::new(config);
     let usage_before = report::process_usage();
     let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
@@ -235,11 +242,20 @@ pub fn run(
             tx.clone(),
         );
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
+        let stop_all = Arc::clone(&config.interrupt);
         let handle = std::thread::Builder::new()
             .name(format!("rackbench-load-{i}"))
             .spawn(move || {
                 if let Some(cpu) = cpu {
-                    pin_to_cpu(cpu);
+                    cpus::pin_current_thread(&[cpu]).map_err(|e| {
+                        // The other threads stop too: the run is void.
+                        stop_all.store(true, std::sync::atomic::Ordering::Relaxed);
+                        std::io::Error::other(format!(
+                            "cannot pin load thread {i} to CPU {cpu} ({e}): use --load-cpus \
+                             with CPUs from {}, or leave it out",
+                            cpus::format_list(&cpus::allowed())
+                        ))
+                    })?;
                 }
                 worker::Worker::new(plan, rec, t0, window)?.run()
             })?;
@@ -330,6 +346,7 @@ pub fn run(
         stats.connect_failures += s.connect_failures;
         stats.never_answered += s.never_answered;
         stats.late_sends += s.late_sends;
+        stats.wakeups += s.wakeups;
         stats.max_lag = stats.max_lag.max(s.max_lag);
         stats.interrupted |= s.interrupted;
         stats.stopped_on_error |= s.stopped_on_error;
@@ -349,7 +366,8 @@ pub fn run(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
-    let generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
+    let mut generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
+    generator.wakeups = stats.wakeups;
     Ok(report::build(report::Parts {
         config: &config,
         threads,
@@ -375,15 +393,6 @@ pub fn run(
         generator,
         histogram: &latency,
     }))
-}
-
-fn pin_to_cpu(cpu: usize) {
-    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) is this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 #[cfg(test)]

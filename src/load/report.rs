@@ -192,6 +192,13 @@ pub struct GeneratorCost {
     /// in records made before this field existed).
     #[serde(default)]
     pub io: String,
+    /// Times the load threads came back from waiting for sockets or
+    /// timers, all threads together: a loop with nothing it can do sleeps,
+    /// so this stays near the responses' count plus a few per second, and
+    /// a figure far above that means the generator spins (0 in records
+    /// made before this field existed).
+    #[serde(default)]
+    pub wakeups: u64,
 }
 
 pub(crate) struct Usage {
@@ -223,6 +230,7 @@ impl GeneratorCost {
             peak_rss_bytes: b.max_rss_bytes,
             busiest_thread_utilization: busiest,
             io: io.to_string(),
+            wakeups: 0,
         }
     }
 }

@@ -43,6 +43,10 @@ pub enum StartError {
     },
     #[error("interrupted while waiting for {0} to start")]
     Interrupted(String),
+    /// The server cannot be pinned where it was asked to be: it is not
+    /// started unpinned, where it would share CPUs with the generator.
+    #[error("cannot pin {name}: {why}")]
+    Pin { name: String, why: String },
 }
 
 /// How to start one server process.
@@ -263,8 +267,18 @@ pub fn log_tail(path: &Path, lines: usize) -> String {
         .join("\n")
 }
 
+/// What a child that could not pin itself reports in place of the
+/// kernel's errno (EINVAL), which exec can return too: ENOTRECOVERABLE
+/// comes from neither exec nor `sh`, so a pin failure is known as one.
+const PIN_FAILED_ERRNO: i32 = libc::ENOTRECOVERABLE;
+
 /// Spawns the server in a new process group with its output in `launch.log`.
 pub fn spawn(launch: Launch) -> Result<Running, StartError> {
+    let pin_err = |why: String| StartError::Pin {
+        name: launch.name.clone(),
+        why,
+    };
+    crate::load::cpus::check(&launch.cpus, "--server-cpus").map_err(pin_err)?;
     let spawn_err = |e| StartError::Spawn {
         command: launch.command.clone(),
         source: e,
@@ -293,12 +307,25 @@ pub fn spawn(launch: Launch) -> Result<Running, StartError> {
                 for &c in &cpus {
                     libc::CPU_SET(c, &mut set);
                 }
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    // The child ends here and spawn() returns this errno.
+                    return Err(std::io::Error::from_raw_os_error(PIN_FAILED_ERRNO));
+                }
             }
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(spawn_err)?;
+    let child = cmd.spawn().map_err(|e| {
+        // Checked above, so only a cpuset changed meanwhile gets here.
+        if e.raw_os_error() == Some(PIN_FAILED_ERRNO) && !launch.cpus.is_empty() {
+            return pin_err(format!(
+                "the kernel refused CPUs {}: use --server-cpus with CPUs from {}, or --no-pin",
+                crate::load::cpus::format_list(&launch.cpus),
+                crate::load::cpus::format_list(&crate::load::cpus::allowed())
+            ));
+        }
+        spawn_err(e)
+    })?;
     Ok(Running {
         pid: child.id(),
         child: Some(child),
@@ -343,5 +370,38 @@ pub fn wait_ready(
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(250));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_asked_onto_a_cpu_the_machine_lacks_is_not_started_unpinned() {
+        let dir = std::env::temp_dir();
+        let marker = dir.join(format!("rackbench-pin-test-{}", std::process::id()));
+        let launch = Launch {
+            name: "touch".into(),
+            command: format!("touch {}", marker.display()),
+            env: Vec::new(),
+            cwd: dir.clone(),
+            log: dir.join(format!("rackbench-pin-test-{}.log", std::process::id())),
+            // No machine this runs on has 1023 CPUs.
+            cpus: vec![1023],
+            stop_signal: libc::SIGTERM,
+            grace: Duration::from_secs(1),
+        };
+        let err = match spawn(launch) {
+            Ok(_) => panic!("started on a CPU that does not exist"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.starts_with("cannot pin touch: --server-cpus: CPU 1023 does not exist here"),
+            "{err}"
+        );
+        assert!(err.contains("e.g. --server-cpus"), "{err}");
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!marker.exists(), "the command ran");
     }
 }
