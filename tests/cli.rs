@@ -224,16 +224,11 @@ fn on_a_terminal(args: &[&str]) -> Option<Output> {
         line.push(' ');
         line.push_str(a);
     }
-    match Command::new("script")
+    let out = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
-        .output()
-    {
-        Ok(out) => Some(out),
-        Err(e) => {
-            eprintln!("script unavailable ({e}); the live line goes untested");
-            None
-        }
-    }
+        .output();
+    let how = "apt-get install bsdutils (util-linux's `script`)";
+    rackbench::require::require("script", out.is_ok(), how).then(|| out.unwrap())
 }
 
 #[test]

@@ -316,12 +316,18 @@ fn the_report_says_which_loop_ran() {
     assert_eq!(run(c).generator.io, "epoll");
     let mut c = requests(&s, 200, 8);
     c.io = IoMode::Auto;
-    let expected = match load::io_uring_available() {
-        Ok(()) => "io_uring",
-        Err(why) => {
-            eprintln!("io_uring unavailable here: {why}");
-            "epoll"
-        }
+    let available = load::io_uring_available();
+    let how = format!(
+        "{}; a kernel of 5.6 or later with /proc/sys/kernel/io_uring_disabled at 0",
+        available
+            .as_ref()
+            .err()
+            .map_or(String::new(), ToString::to_string)
+    );
+    let expected = if rackbench::require::require("io_uring", available.is_ok(), &how) {
+        "io_uring"
+    } else {
+        "epoll"
     };
     assert_eq!(run(c).generator.io, expected);
     // The open loop keeps its schedule on epoll.

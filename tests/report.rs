@@ -363,8 +363,7 @@ fn a_directory_without_results_is_refused() {
 #[test]
 fn the_report_renders_in_a_browser_without_script_errors() {
     let chromium = Path::new("/usr/bin/chromium");
-    if !chromium.exists() {
-        eprintln!("skipped: /usr/bin/chromium is not installed (apt-get install chromium)");
+    if !rackbench::require::require("chromium", chromium.exists(), "apt-get install chromium") {
         return;
     }
     let dir = fixture_dir("browser");

@@ -3,10 +3,11 @@
 //! user's own command template, a server that will not start, and Ctrl-C
 //! in the middle. After each, no process of the trial may survive.
 //!
-//! Its own test target (`cargo test --test servers`); adapters that are
-//! not installed are reported and skipped, so the suite runs anywhere, but
-//! CI installs them all.
+//! Its own test target (`cargo test --test servers`); a test whose server
+//! (or nginx) is not installed skips with one `SKIP:` line, so the suite
+//! runs anywhere, but under `RACKBENCH_REQUIRE=all` (CI) it fails instead.
 
+use rackbench::require::require;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -42,22 +43,47 @@ fn survivors(dir: &Path) -> Vec<String> {
     out
 }
 
-fn installed() -> Vec<String> {
+/// Every adapter `rackbench servers --json` lists, and whether it is installed.
+fn adapters() -> Vec<(String, bool)> {
     let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
         .args(["servers", "--json"])
         .output()
         .unwrap();
     let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let mut names = Vec::new();
-    for s in list {
-        let name = s["name"].as_str().unwrap().to_string();
-        if s["installed"] == true {
-            names.push(name);
-        } else {
-            eprintln!("skipping {name}: not installed");
-        }
+    list.iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["installed"] == true,
+            )
+        })
+        .collect()
+}
+
+/// How to install the adapter `name` on Debian 12.
+fn how_to_install(name: &str) -> &'static str {
+    match name {
+        "jruby-jetty" => "scripts/deps.sh test && scripts/jruby-jetty.sh build",
+        "webrick" => "apt-get install ruby-webrick ruby-rack, or scripts/deps.sh test",
+        "uwsgi" => "apt-get install uwsgi-core uwsgi-plugin-rack-ruby3.1, or scripts/deps.sh test",
+        _ => "apt-get install it, or scripts/deps.sh test",
     }
-    names
+}
+
+/// Whether the test may use each of `servers`: false (after a `SKIP:`
+/// line) when one is not installed; a failure under RACKBENCH_REQUIRE.
+fn have(servers: &[&str]) -> bool {
+    let all = adapters();
+    servers.iter().all(|name| {
+        let there = all.iter().any(|(n, ok)| n == name && *ok);
+        require(name, there, how_to_install(name))
+    })
+}
+
+/// Whether nginx is installed, as [`have`].
+fn have_nginx() -> bool {
+    let there = Command::new("nginx").arg("-v").output().is_ok();
+    require("nginx", there, "apt-get install nginx-light")
 }
 
 fn trial(args: &[&str], dir: &Path) -> Output {
@@ -133,7 +159,13 @@ fn assert_sane(r: &serde_json::Value, what: &str) {
 
 #[test]
 fn every_installed_adapter_serves_hello_and_another_app() {
-    let servers = installed();
+    let all = adapters();
+    assert!(all.len() >= 6, "`rackbench servers --json` lists {all:?}");
+    let servers: Vec<String> = all
+        .into_iter()
+        .filter(|(name, ok)| require(name, *ok, how_to_install(name)))
+        .map(|(name, _)| name)
+        .collect();
     for (i, server) in servers.iter().enumerate() {
         // A different second app per server keeps the suite short.
         let other = ["primes", "ip", "fib", "sleep", "rails"][i % 5];
@@ -159,10 +191,7 @@ fn every_installed_adapter_serves_hello_and_another_app() {
 
 #[test]
 fn behind_nginx_over_a_unix_socket_and_over_tcp() {
-    if !installed().contains(&"puma".to_string())
-        || Command::new("nginx").arg("-v").output().is_err()
-    {
-        eprintln!("skipping: needs puma and nginx");
+    if !have(&["puma"]) || !have_nginx() {
         return;
     }
     for extra in [&[][..], &["--nginx-tcp"][..]] {
@@ -200,14 +229,13 @@ fn a_deep_work_dir_does_not_break_unix_sockets() {
     // A unix socket path holds at most 107 bytes: sockets must not live in
     // the trial directory, which can be deep (passenger's agent sockets
     // failed under `/work/main/results/…`).
-    let have = installed();
     let dir = work_dir("deep").join("a-directory-name-long-enough-to-matter".repeat(3));
     assert!(dir.as_os_str().len() > 120);
     let mut cases: Vec<Vec<&str>> = Vec::new();
-    if have.contains(&"puma".to_string()) && Command::new("nginx").arg("-v").output().is_ok() {
+    if have(&["puma"]) && have_nginx() {
         cases.push(vec!["--server", "puma", "--behind", "nginx"]);
     }
-    if have.contains(&"passenger".to_string()) {
+    if have(&["passenger"]) {
         cases.push(vec!["--server", "passenger"]);
     }
     for mut args in cases {
@@ -220,7 +248,7 @@ fn a_deep_work_dir_does_not_break_unix_sockets() {
 
 #[test]
 fn a_users_own_command_template_works_like_a_builtin() {
-    if !installed().contains(&"puma".to_string()) {
+    if !have(&["puma"]) {
         return;
     }
     let dir = work_dir("custom");
@@ -294,7 +322,7 @@ fn a_server_that_will_not_start_fails_clearly_and_leaves_nothing() {
 
 #[test]
 fn a_wrong_answer_stops_the_trial_before_any_load() {
-    if !installed().contains(&"puma".to_string()) {
+    if !have(&["puma"]) {
         return;
     }
     let dir = work_dir("wrong");
@@ -323,7 +351,7 @@ fn a_wrong_answer_stops_the_trial_before_any_load() {
 
 #[test]
 fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
-    if !installed().contains(&"unicorn".to_string()) {
+    if !have(&["unicorn"]) {
         return;
     }
     let dir = work_dir("sigint");
@@ -382,7 +410,7 @@ fn plan_file(dir: &Path, text: &str) -> PathBuf {
 
 #[test]
 fn a_plan_runs_interleaved_survives_ctrl_c_and_resumes_without_redoing() {
-    if !installed().contains(&"puma".to_string()) || !installed().contains(&"thin".to_string()) {
+    if !have(&["puma", "thin"]) {
         return;
     }
     let dir = work_dir("plan");
@@ -494,7 +522,7 @@ fn a_plan_with_a_typo_is_refused_before_anything_starts() {
 
 #[test]
 fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
-    if !installed().contains(&"jruby-jetty".to_string()) {
+    if !have(&["jruby-jetty"]) {
         return;
     }
     let dir = work_dir("jruby");
@@ -528,7 +556,7 @@ fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
 
 #[test]
 fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
-    if !installed().contains(&"puma".to_string()) {
+    if !have(&["puma"]) {
         return;
     }
     let dir = work_dir("dies");

@@ -602,8 +602,9 @@ threads = [1, 4]
 connections = [10]
 "#;
         let e = expand(text).unwrap();
-        if e.trials.is_empty() {
-            return; // unicorn not installed here: nothing more to check
+        let how = "apt-get install unicorn, or scripts/deps.sh test";
+        if !crate::require::require("unicorn", !e.trials.is_empty(), how) {
+            return;
         }
         let groups: Vec<&str> = e.trials.iter().map(|t| t.group.as_str()).collect();
         assert_eq!(groups.len(), 4, "{groups:?}");
