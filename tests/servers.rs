@@ -7,6 +7,9 @@
 //! (or nginx) is not installed skips with one `SKIP:` line, so the suite
 //! runs anywhere, but under `RACKBENCH_REQUIRE=all` (CI) it fails instead.
 
+mod common;
+
+use common::schema::assert_valid;
 use rackbench::require::require;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -111,6 +114,7 @@ fn record(out: &Output, what: &str) -> serde_json::Value {
 
 fn assert_sane(r: &serde_json::Value, what: &str) {
     assert_eq!(r["schema"], "rackbench/trial-v1", "{what}");
+    assert_valid("trial-v1", r, what);
     let load = &r["load"];
     assert!(
         load["throughput_rps"].as_f64().unwrap() > 0.0,
@@ -395,6 +399,7 @@ fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
     let r: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("the record is still printed");
     assert_eq!(r["interrupted"], true);
+    assert_valid("trial-v1", &r, "an interrupted trial");
     assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
     let left = survivors(&dir);
     assert!(left.is_empty(), "left behind: {left:#?}");
@@ -475,10 +480,12 @@ warmup = "500ms"
         let v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(t.path()).unwrap()).unwrap();
         assert_eq!(v["outcome"], "ok", "{}", t.path().display());
+        assert_valid("run-trial-v1", &v, &t.path().display().to_string());
     }
     // Order of the manifest: A B A B.
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_valid("run-v1", &m, "manifest.json");
     let ids: Vec<&str> = m["trials"]
         .as_array()
         .unwrap()
@@ -583,6 +590,7 @@ fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
     );
     let r: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("the record is still printed");
+    assert_valid("trial-v1", &r, "a trial whose server died");
     let why = r["server_exit"].as_str().expect("server_exit says why");
     assert!(
         why.contains("exited during the run") && why.contains("server.log"),
@@ -596,5 +604,62 @@ fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
         r["load"]["requests"]["ok"].as_u64().unwrap() > 0,
         "what was measured before is kept"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The JSON file at `path`.
+fn json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn a_plan_writes_documents_that_keep_their_contracts() {
+    // The plan tests/contracts' samples were made with: one puma trial and
+    // a break-point search, every document of a results directory.
+    if !have(&["puma"]) {
+        return;
+    }
+    let dir = work_dir("contracts");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("results");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contracts/plan.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_valid(
+        "run-v1",
+        &json_file(&out.join("manifest.json")),
+        "manifest.json",
+    );
+    assert_valid(
+        "summary-v1",
+        &json_file(&out.join("summary.json")),
+        "summary.json",
+    );
+    for (sub, schema, n) in [
+        ("trials", "run-trial-v1", 1),
+        ("breakpoints", "breakpoint-v1", 1),
+    ] {
+        let files: Vec<PathBuf> = std::fs::read_dir(out.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), n, "{sub}: {files:?}");
+        for f in files {
+            let doc = json_file(&f);
+            assert_valid(schema, &doc, &f.display().to_string());
+            if schema == "run-trial-v1" {
+                assert_valid("trial-v1", &doc["trial"], "its trial record");
+                assert_valid("load-v1", &doc["trial"]["load"], "its load report");
+            }
+        }
+    }
+    assert!(survivors(&dir).is_empty(), "{:?}", survivors(&dir));
     let _ = std::fs::remove_dir_all(&dir);
 }
