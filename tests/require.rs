@@ -65,3 +65,22 @@ fn a_missing_subject_fails_under_require_and_skips_without() {
         );
     }
 }
+
+#[test]
+fn ci_runs_the_suite_with_require_all() {
+    // Without it, CI goes green on a machine missing half of what it tests.
+    let ci = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/run")).unwrap();
+    let lines: Vec<&str> = ci.lines().map(str::trim).collect();
+    let set = lines
+        .iter()
+        .position(|l| *l == "export RACKBENCH_REQUIRE=all")
+        .expect(".ci/run must export RACKBENCH_REQUIRE=all");
+    let run = lines
+        .iter()
+        .position(|l| *l == "make test")
+        .expect(".ci/run runs make test");
+    assert!(
+        set < run,
+        "RACKBENCH_REQUIRE=all must be set before make test"
+    );
+}
