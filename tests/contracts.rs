@@ -5,7 +5,8 @@
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`;
 //! the tests that make such documents afresh (tests/servers.rs,
-//! tests/cli.rs, tests/load_engine.rs) check them against the same schemas.
+//! tests/cli.rs, tests/load_engine.rs, tests/report.rs) check them
+//! against the same schemas.
 //! Here each is broken one way at a time: a value outside an `enum`, under
 //! a `minimum`, a `required` field removed. A checker that ignored any of
 //! those keywords would let the broken document through.
@@ -35,6 +36,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
         "breakpoint-v1",
         &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
     ),
+    ("report-v1", &["report-v1.json"]),
 ];
 
 #[test]
@@ -299,6 +301,35 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/result/steps/0/clean",
             Set(json!("yes")),
             "want boolean",
+        ),
+        (
+            "report-v1",
+            "report-v1.json",
+            "/trials/0/status",
+            Set(json!("skipped")),
+            "must be one of",
+        ),
+        (
+            "report-v1",
+            "report-v1.json",
+            "/groups/0/missing",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "report-v1",
+            "report-v1.json",
+            "/missing_breakpoints",
+            Remove,
+            "missing properties 'missing_breakpoints'",
+        ),
+        // A group's summary is held to summary-v1's group through a $ref.
+        (
+            "report-v1",
+            "report-v1.json",
+            "/groups/0/summary/runs",
+            Set(json!(-1)),
+            "must be >=0",
         ),
     ];
     for (schema, file, at, how, says) in cases {

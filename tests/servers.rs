@@ -642,6 +642,11 @@ fn a_plan_writes_documents_that_keep_their_contracts() {
         &json_file(&out.join("summary.json")),
         "summary.json",
     );
+    assert_valid(
+        "report-v1",
+        &json_file(&out.join("report.json")),
+        "report.json",
+    );
     for (sub, schema, n) in [
         ("trials", "run-trial-v1", 1),
         ("breakpoints", "breakpoint-v1", 1),
