@@ -644,7 +644,10 @@ connections = [10]
         let e = expand(text).unwrap();
         let installed = ["puma", "thin"]
             .iter()
-            .filter(|n| Registry::builtin().get(n).unwrap().installed())
+            .filter(|n| {
+                let there = Registry::builtin().get(n).unwrap().installed();
+                crate::require::require(n, there, "apt-get install it, or scripts/deps.sh test")
+            })
             .count();
         assert_eq!(runner::breakpoint_groups(&e).len(), installed * 2);
         assert!(e.trials.iter().all(|t| t.shape.connections == 50));
