@@ -64,13 +64,14 @@ fn adapters() -> Vec<(String, bool)> {
 }
 
 /// How to install the adapter `name` on Debian 12.
-fn how_to_install(name: &str) -> &'static str {
-    match name {
-        "jruby-jetty" => "scripts/deps.sh test && scripts/jruby-jetty.sh build",
-        "webrick" => "apt-get install ruby-webrick ruby-rack, or scripts/deps.sh test",
-        "uwsgi" => "apt-get install uwsgi-core uwsgi-plugin-rack-ruby3.1, or scripts/deps.sh test",
-        _ => "apt-get install it, or scripts/deps.sh test",
-    }
+fn how_to_install(name: &str) -> String {
+    let packages = match name {
+        "jruby-jetty" => return "scripts/deps.sh test && scripts/jruby-jetty.sh build".into(),
+        "webrick" => "ruby-webrick ruby-rack",
+        "uwsgi" => "uwsgi-core uwsgi-plugin-rack-ruby3.1",
+        other => other,
+    };
+    format!("apt-get install {packages}, or scripts/deps.sh test")
 }
 
 /// Whether the test may use each of `servers`: false (after a `SKIP:`
@@ -79,7 +80,7 @@ fn have(servers: &[&str]) -> bool {
     let all = adapters();
     servers.iter().all(|name| {
         let there = all.iter().any(|(n, ok)| n == name && *ok);
-        require(name, there, how_to_install(name))
+        require(name, there, &how_to_install(name))
     })
 }
 
@@ -167,7 +168,7 @@ fn every_installed_adapter_serves_hello_and_another_app() {
     assert!(all.len() >= 6, "`rackbench servers --json` lists {all:?}");
     let servers: Vec<String> = all
         .into_iter()
-        .filter(|(name, ok)| require(name, *ok, how_to_install(name)))
+        .filter(|(name, ok)| require(name, *ok, &how_to_install(name)))
         .map(|(name, _)| name)
         .collect();
     for (i, server) in servers.iter().enumerate() {
