@@ -17,13 +17,13 @@ fn child_needs_a_missing_subject() {
 }
 
 /// This test binary, running only the child test, with `require` set.
+/// Output is captured as under `cargo test`: the skip line must get out.
 fn child(require: Option<&str>) -> Output {
     let mut c = Command::new(std::env::current_exe().unwrap());
     c.args([
         "--exact",
         "child_needs_a_missing_subject",
         "--ignored",
-        "--nocapture",
         "--test-threads=1",
     ]);
     match require {
