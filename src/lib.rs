@@ -9,6 +9,8 @@
 //!   turning flags into a library call and the result into output.
 //! - [`testserver`]: a small HTTP server with delay, stall and fault knobs,
 //!   for tests and benchmarks of the engine itself.
+//! - [`require`]: what a test needs from the machine; skips locally, fails
+//!   under `RACKBENCH_REQUIRE=all` (CI).
 //!
 //! Dependencies point one way: `cli` → `load`; nothing in `load` reaches up.
 
@@ -17,6 +19,7 @@ pub mod lab;
 pub mod load;
 pub mod plan;
 pub mod report;
+pub mod require;
 pub mod sampler;
 pub mod search;
 pub mod server;

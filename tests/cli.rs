@@ -1,6 +1,8 @@
 //! The binary's command line: bad input gets one line naming the fix and
 //! exit status 2; good input prints what it promises.
 
+mod common;
+
 use rackbench::testserver::{TestServer, TestServerConfig};
 use std::process::{Command, Output};
 
@@ -169,6 +171,32 @@ fn load_prints_a_summary_or_one_json_document() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     assert_eq!(doc["requests"]["ok"], 50);
     assert_eq!(doc["schema"], "rackbench/load-v1");
+    common::schema::assert_valid("load-v1", &doc, "rackbench load --json");
+}
+
+#[test]
+fn breakpoint_prints_one_json_document_that_keeps_its_contract() {
+    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let url = s.url();
+    let out = rackbench(&[
+        "breakpoint",
+        &url,
+        "--json",
+        "--start",
+        "2",
+        "--max",
+        "4",
+        "-d",
+        "300ms",
+        "--probe",
+        "200ms",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    common::schema::assert_valid("breakpoint-v1", &doc, "rackbench breakpoint --json");
+    assert_eq!(doc["target"], url.as_str());
+    assert!(!doc["steps"].as_array().unwrap().is_empty(), "{doc}");
 }
 
 #[test]
@@ -274,16 +302,11 @@ fn on_a_terminal(args: &[&str]) -> Option<Output> {
         line.push(' ');
         line.push_str(a);
     }
-    match Command::new("script")
+    let out = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
-        .output()
-    {
-        Ok(out) => Some(out),
-        Err(e) => {
-            eprintln!("script unavailable ({e}); the live line goes untested");
-            None
-        }
-    }
+        .output();
+    let how = "apt-get install bsdutils (util-linux's `script`)";
+    rackbench::require::require("script", out.is_ok(), how).then(|| out.unwrap())
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //!
 //! `UPDATE_SNAPSHOTS=1 cargo test --test report` rewrites the golden files.
 
+mod common;
+
 use rackbench::plan::runner::{StoredBreakpoint, StoredTrial};
 use rackbench::report::{self, Report};
 use serde_json::{json, Value};
@@ -276,6 +278,11 @@ fn failed_and_missing_trials_are_marked_everywhere() {
     assert!(trials.contains(",failed,\"thin did not answer"), "{trials}");
     let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
     assert_eq!(json["schema"], "rackbench/report-v1");
+    common::schema::assert_valid(
+        "report-v1",
+        &json,
+        "report.json with failed and missing trials",
+    );
     assert_eq!(json["counts"]["missing"], 1);
     assert_eq!(json["counts"]["failed"], 1);
     assert_eq!(json["counts"]["ok"], 6);
@@ -363,8 +370,7 @@ fn a_directory_without_results_is_refused() {
 #[test]
 fn the_report_renders_in_a_browser_without_script_errors() {
     let chromium = Path::new("/usr/bin/chromium");
-    if !chromium.exists() {
-        eprintln!("skipped: /usr/bin/chromium is not installed (apt-get install chromium)");
+    if !rackbench::require::require("chromium", chromium.exists(), "apt-get install chromium") {
         return;
     }
     let dir = fixture_dir("browser");

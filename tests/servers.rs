@@ -3,10 +3,14 @@
 //! user's own command template, a server that will not start, and Ctrl-C
 //! in the middle. After each, no process of the trial may survive.
 //!
-//! Its own test target (`cargo test --test servers`); adapters that are
-//! not installed are reported and skipped, so the suite runs anywhere, but
-//! CI installs them all.
+//! Its own test target (`cargo test --test servers`); a test whose server
+//! (or nginx) is not installed skips with one `SKIP:` line, so the suite
+//! runs anywhere, but under `RACKBENCH_REQUIRE=all` (CI) it fails instead.
 
+mod common;
+
+use common::schema::assert_valid;
+use rackbench::require::require;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -42,22 +46,48 @@ fn survivors(dir: &Path) -> Vec<String> {
     out
 }
 
-fn installed() -> Vec<String> {
+/// Every adapter `rackbench servers --json` lists, and whether it is installed.
+fn adapters() -> Vec<(String, bool)> {
     let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
         .args(["servers", "--json"])
         .output()
         .unwrap();
     let list: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
-    let mut names = Vec::new();
-    for s in list {
-        let name = s["name"].as_str().unwrap().to_string();
-        if s["installed"] == true {
-            names.push(name);
-        } else {
-            eprintln!("skipping {name}: not installed");
-        }
-    }
-    names
+    list.iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["installed"] == true,
+            )
+        })
+        .collect()
+}
+
+/// How to install the adapter `name` on Debian 12.
+fn how_to_install(name: &str) -> String {
+    let packages = match name {
+        "jruby-jetty" => return "scripts/deps.sh test && scripts/jruby-jetty.sh build".into(),
+        "webrick" => "ruby-webrick ruby-rack",
+        "uwsgi" => "uwsgi-core uwsgi-plugin-rack-ruby3.1",
+        other => other,
+    };
+    format!("apt-get install {packages}, or scripts/deps.sh test")
+}
+
+/// Whether the test may use each of `servers`: false (after a `SKIP:`
+/// line) when one is not installed; a failure under RACKBENCH_REQUIRE.
+fn have(servers: &[&str]) -> bool {
+    let all = adapters();
+    servers.iter().all(|name| {
+        let there = all.iter().any(|(n, ok)| n == name && *ok);
+        require(name, there, &how_to_install(name))
+    })
+}
+
+/// Whether nginx is installed, as [`have`].
+fn have_nginx() -> bool {
+    let there = Command::new("nginx").arg("-v").output().is_ok();
+    require("nginx", there, "apt-get install nginx-light")
 }
 
 fn trial(args: &[&str], dir: &Path) -> Output {
@@ -85,6 +115,7 @@ fn record(out: &Output, what: &str) -> serde_json::Value {
 
 fn assert_sane(r: &serde_json::Value, what: &str) {
     assert_eq!(r["schema"], "rackbench/trial-v1", "{what}");
+    assert_valid("trial-v1", r, what);
     let load = &r["load"];
     assert!(
         load["throughput_rps"].as_f64().unwrap() > 0.0,
@@ -133,7 +164,13 @@ fn assert_sane(r: &serde_json::Value, what: &str) {
 
 #[test]
 fn every_installed_adapter_serves_hello_and_another_app() {
-    let servers = installed();
+    let all = adapters();
+    assert!(all.len() >= 6, "`rackbench servers --json` lists {all:?}");
+    let servers: Vec<String> = all
+        .into_iter()
+        .filter(|(name, ok)| require(name, *ok, &how_to_install(name)))
+        .map(|(name, _)| name)
+        .collect();
     for (i, server) in servers.iter().enumerate() {
         // A different second app per server keeps the suite short.
         let other = ["primes", "ip", "fib", "sleep", "rails"][i % 5];
@@ -159,10 +196,7 @@ fn every_installed_adapter_serves_hello_and_another_app() {
 
 #[test]
 fn behind_nginx_over_a_unix_socket_and_over_tcp() {
-    if !installed().contains(&"puma".to_string())
-        || Command::new("nginx").arg("-v").output().is_err()
-    {
-        eprintln!("skipping: needs puma and nginx");
+    if !have(&["puma"]) || !have_nginx() {
         return;
     }
     for extra in [&[][..], &["--nginx-tcp"][..]] {
@@ -200,14 +234,13 @@ fn a_deep_work_dir_does_not_break_unix_sockets() {
     // A unix socket path holds at most 107 bytes: sockets must not live in
     // the trial directory, which can be deep (passenger's agent sockets
     // failed under `/work/main/results/…`).
-    let have = installed();
     let dir = work_dir("deep").join("a-directory-name-long-enough-to-matter".repeat(3));
     assert!(dir.as_os_str().len() > 120);
     let mut cases: Vec<Vec<&str>> = Vec::new();
-    if have.contains(&"puma".to_string()) && Command::new("nginx").arg("-v").output().is_ok() {
+    if have(&["puma"]) && have_nginx() {
         cases.push(vec!["--server", "puma", "--behind", "nginx"]);
     }
-    if have.contains(&"passenger".to_string()) {
+    if have(&["passenger"]) {
         cases.push(vec!["--server", "passenger"]);
     }
     for mut args in cases {
@@ -220,7 +253,7 @@ fn a_deep_work_dir_does_not_break_unix_sockets() {
 
 #[test]
 fn a_users_own_command_template_works_like_a_builtin() {
-    if !installed().contains(&"puma".to_string()) {
+    if !have(&["puma"]) {
         return;
     }
     let dir = work_dir("custom");
@@ -294,7 +327,7 @@ fn a_server_that_will_not_start_fails_clearly_and_leaves_nothing() {
 
 #[test]
 fn a_wrong_answer_stops_the_trial_before_any_load() {
-    if !installed().contains(&"puma".to_string()) {
+    if !have(&["puma"]) {
         return;
     }
     let dir = work_dir("wrong");
@@ -323,7 +356,7 @@ fn a_wrong_answer_stops_the_trial_before_any_load() {
 
 #[test]
 fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
-    if !installed().contains(&"unicorn".to_string()) {
+    if !have(&["unicorn"]) {
         return;
     }
     let dir = work_dir("sigint");
@@ -367,6 +400,7 @@ fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
     let r: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("the record is still printed");
     assert_eq!(r["interrupted"], true);
+    assert_valid("trial-v1", &r, "an interrupted trial");
     assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
     let left = survivors(&dir);
     assert!(left.is_empty(), "left behind: {left:#?}");
@@ -382,7 +416,7 @@ fn plan_file(dir: &Path, text: &str) -> PathBuf {
 
 #[test]
 fn a_plan_runs_interleaved_survives_ctrl_c_and_resumes_without_redoing() {
-    if !installed().contains(&"puma".to_string()) || !installed().contains(&"thin".to_string()) {
+    if !have(&["puma", "thin"]) {
         return;
     }
     let dir = work_dir("plan");
@@ -447,10 +481,12 @@ warmup = "500ms"
         let v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(t.path()).unwrap()).unwrap();
         assert_eq!(v["outcome"], "ok", "{}", t.path().display());
+        assert_valid("run-trial-v1", &v, &t.path().display().to_string());
     }
     // Order of the manifest: A B A B.
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_valid("run-v1", &m, "manifest.json");
     let ids: Vec<&str> = m["trials"]
         .as_array()
         .unwrap()
@@ -494,7 +530,7 @@ fn a_plan_with_a_typo_is_refused_before_anything_starts() {
 
 #[test]
 fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
-    if !installed().contains(&"jruby-jetty".to_string()) {
+    if !have(&["jruby-jetty"]) {
         return;
     }
     let dir = work_dir("jruby");
@@ -528,7 +564,7 @@ fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
 
 #[test]
 fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
-    if !installed().contains(&"puma".to_string()) {
+    if !have(&["puma"]) {
         return;
     }
     let dir = work_dir("dies");
@@ -555,6 +591,7 @@ fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
     );
     let r: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("the record is still printed");
+    assert_valid("trial-v1", &r, "a trial whose server died");
     let why = r["server_exit"].as_str().expect("server_exit says why");
     assert!(
         why.contains("exited during the run") && why.contains("server.log"),
@@ -568,5 +605,67 @@ fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
         r["load"]["requests"]["ok"].as_u64().unwrap() > 0,
         "what was measured before is kept"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The JSON file at `path`.
+fn json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn a_plan_writes_documents_that_keep_their_contracts() {
+    // The plan tests/contracts' samples were made with: one puma trial and
+    // a break-point search, every document of a results directory.
+    if !have(&["puma"]) {
+        return;
+    }
+    let dir = work_dir("contracts");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("results");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contracts/plan.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_valid(
+        "run-v1",
+        &json_file(&out.join("manifest.json")),
+        "manifest.json",
+    );
+    assert_valid(
+        "summary-v1",
+        &json_file(&out.join("summary.json")),
+        "summary.json",
+    );
+    assert_valid(
+        "report-v1",
+        &json_file(&out.join("report.json")),
+        "report.json",
+    );
+    for (sub, schema, n) in [
+        ("trials", "run-trial-v1", 1),
+        ("breakpoints", "breakpoint-v1", 1),
+    ] {
+        let files: Vec<PathBuf> = std::fs::read_dir(out.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), n, "{sub}: {files:?}");
+        for f in files {
+            let doc = json_file(&f);
+            assert_valid(schema, &doc, &f.display().to_string());
+            if schema == "run-trial-v1" {
+                assert_valid("trial-v1", &doc["trial"], "its trial record");
+                assert_valid("load-v1", &doc["trial"]["load"], "its load report");
+            }
+        }
+    }
+    assert!(survivors(&dir).is_empty(), "{:?}", survivors(&dir));
     let _ = std::fs::remove_dir_all(&dir);
 }

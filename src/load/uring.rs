@@ -245,13 +245,12 @@ mod tests {
     use std::time::Instant;
 
     fn ring() -> Option<Uring> {
-        match Uring::new(8) {
-            Ok(u) => Some(u),
-            Err(e) => {
-                eprintln!("io_uring unavailable here ({e}); epoll covers this machine");
-                None
-            }
-        }
+        let u = Uring::new(8);
+        let how = format!(
+            "{}; a kernel of 5.6 or later with /proc/sys/kernel/io_uring_disabled at 0",
+            u.as_ref().err().map_or(String::new(), ToString::to_string)
+        );
+        crate::require::require("io_uring", u.is_ok(), &how).then(|| u.unwrap())
     }
 
     #[test]

@@ -602,8 +602,9 @@ threads = [1, 4]
 connections = [10]
 "#;
         let e = expand(text).unwrap();
-        if e.trials.is_empty() {
-            return; // unicorn not installed here: nothing more to check
+        let how = "apt-get install unicorn, or scripts/deps.sh test";
+        if !crate::require::require("unicorn", !e.trials.is_empty(), how) {
+            return;
         }
         let groups: Vec<&str> = e.trials.iter().map(|t| t.group.as_str()).collect();
         assert_eq!(groups.len(), 4, "{groups:?}");
@@ -643,7 +644,10 @@ connections = [10]
         let e = expand(text).unwrap();
         let installed = ["puma", "thin"]
             .iter()
-            .filter(|n| Registry::builtin().get(n).unwrap().installed())
+            .filter(|n| {
+                let there = Registry::builtin().get(n).unwrap().installed();
+                crate::require::require(n, there, "apt-get install it, or scripts/deps.sh test")
+            })
             .count();
         assert_eq!(runner::breakpoint_groups(&e).len(), installed * 2);
         assert!(e.trials.iter().all(|t| t.shape.connections == 50));

@@ -1,57 +1,44 @@
-//! A small JSON Schema checker: enough of the keywords our committed
-//! schemas use (type, const, required, properties, items) to hold the
-//! output to its contract without pulling in a validator crate.
+//! Output documents held to their committed schemas (`schema/*.schema.json`)
+//! by boon, a validator that passes the JSON Schema test suite for draft
+//! 2020-12: every keyword counts (`enum`, `minimum`, `required`, `$ref`
+//! between the files, `if`/`then`, `oneOf`), not a hand-picked few.
 
 use serde_json::Value;
+use std::path::PathBuf;
 
-/// Returns every place where `doc` breaks `schema`, as "path: reason".
-pub fn violations(schema: &Value, doc: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    check(schema, doc, "$", &mut out);
-    out
+/// The committed schemas.
+pub fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema")
 }
 
-fn check(schema: &Value, doc: &Value, path: &str, out: &mut Vec<String>) {
-    if let Some(c) = schema.get("const") {
-        if c != doc {
-            out.push(format!("{path}: expected {c}, got {doc}"));
-        }
+/// Why `doc` breaks schema `name` (e.g. "load-v1"), one line per place, or
+/// None when it holds. A schema that does not compile fails the test.
+pub fn violations(name: &str, doc: &Value) -> Option<String> {
+    let path = dir().join(format!("{name}.schema.json"));
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    let index = compiler
+        .compile(path.to_str().unwrap(), &mut schemas)
+        .unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+    schemas.validate(doc, index).err().map(|e| format!("{e}"))
+}
+
+/// Fails the test when `doc` (named `what` in the message) breaks `name`.
+pub fn assert_valid(name: &str, doc: &Value, what: &str) {
+    if let Some(why) = violations(name, doc) {
+        panic!("{what} breaks schema/{name}.schema.json:\n{why}");
     }
-    if let Some(t) = schema.get("type").and_then(Value::as_str) {
-        let ok = match t {
-            "object" => doc.is_object(),
-            "array" => doc.is_array(),
-            "string" => doc.is_string(),
-            "boolean" => doc.is_boolean(),
-            "integer" => doc.is_u64() || doc.is_i64(),
-            "number" => doc.is_number(),
-            other => panic!("schema uses type '{other}', which this checker does not know"),
-        };
-        if !ok {
-            out.push(format!("{path}: expected {t}, got {doc}"));
-            return;
-        }
-    }
-    if let Some(req) = schema.get("required").and_then(Value::as_array) {
-        for key in req.iter().filter_map(Value::as_str) {
-            if doc.get(key).is_none() {
-                out.push(format!("{path}: missing required field '{key}'"));
-            }
-        }
-    }
-    if let (Some(props), Some(obj)) = (
-        schema.get("properties").and_then(Value::as_object),
-        doc.as_object(),
-    ) {
-        for (key, sub) in props {
-            if let Some(v) = obj.get(key) {
-                check(sub, v, &format!("{path}.{key}"), out);
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (schema.get("items"), doc.as_array()) {
-        for (i, v) in arr.iter().enumerate() {
-            check(items, v, &format!("{path}[{i}]"), out);
-        }
-    }
+}
+
+/// Fails the test unless `doc` breaks `name` at `place` (an instance
+/// location such as "/load/errors/reset") with a message containing `says`.
+pub fn assert_invalid(name: &str, doc: &Value, place: &str, says: &str) {
+    let why = violations(name, doc).unwrap_or_else(|| {
+        panic!("schema/{name}.schema.json accepted a document breaking {place}")
+    });
+    assert!(
+        why.lines()
+            .any(|l| l.contains(&format!("'{place}'")) && l.contains(says)),
+        "schema/{name}.schema.json: expected '{says}' at '{place}', got:\n{why}"
+    );
 }

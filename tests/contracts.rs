@@ -1,0 +1,357 @@
+//! The JSON contracts: every committed schema (`schema/`) holds real output
+//! and refuses documents that break it.
+//!
+//! `tests/contracts/*.json` are real documents, written by `rackbench run
+//! tests/contracts/plan.toml` (puma, one trial and a break-point search)
+//! and `rackbench breakpoint URL --json` against `rackbench serve-test`;
+//! the tests that make such documents afresh (tests/servers.rs,
+//! tests/cli.rs, tests/load_engine.rs, tests/report.rs) check them
+//! against the same schemas.
+//! Here each is broken one way at a time: a value outside an `enum`, under
+//! a `minimum`, a `required` field removed. A checker that ignored any of
+//! those keywords would let the broken document through.
+
+mod common;
+
+use common::schema::{assert_invalid, assert_valid};
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn sample(file: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/contracts")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Each schema and the samples that hold to it.
+const SAMPLES: &[(&str, &[&str])] = &[
+    ("load-v1", &["load-v1.json"]),
+    ("trial-v1", &["trial-v1.json"]),
+    ("run-trial-v1", &["run-trial-v1.json"]),
+    ("run-v1", &["run-v1.json"]),
+    ("summary-v1", &["summary-v1.json"]),
+    (
+        "breakpoint-v1",
+        &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
+    ),
+    ("report-v1", &["report-v1.json"]),
+];
+
+#[test]
+fn every_schema_holds_its_real_samples() {
+    for (schema, files) in SAMPLES {
+        for file in *files {
+            assert_valid(schema, &sample(file), file);
+        }
+    }
+    // A schema nobody checks is a promise nobody keeps.
+    for entry in std::fs::read_dir(common::schema::dir()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        let name = name.trim_end_matches(".schema.json");
+        assert!(
+            SAMPLES.iter().any(|(s, _)| *s == name),
+            "schema/{name}.schema.json has no sample in tests/contracts"
+        );
+    }
+}
+
+/// How a test breaks a sample.
+enum Break {
+    Set(Value),
+    Remove,
+}
+
+/// `doc` with the value at JSON pointer `at` set or removed.
+fn broken(mut doc: Value, at: &str, how: &Break) -> Value {
+    let (parent, key) = at.rsplit_once('/').unwrap();
+    let parent = doc
+        .pointer_mut(parent)
+        .unwrap_or_else(|| panic!("no {parent} in the sample"));
+    let slot = match parent {
+        Value::Object(m) => {
+            assert!(m.contains_key(key), "no {at} in the sample");
+            match how {
+                Break::Set(v) => {
+                    m.insert(key.into(), v.clone());
+                }
+                Break::Remove => {
+                    m.remove(key);
+                }
+            }
+            return doc;
+        }
+        Value::Array(a) => &mut a[key.parse::<usize>().unwrap()],
+        _ => panic!("{parent} is neither an object nor an array"),
+    };
+    match how {
+        Break::Set(v) => *slot = v.clone(),
+        Break::Remove => panic!("removing from an array is not a break"),
+    }
+    doc
+}
+
+#[test]
+fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_missing_field() {
+    use Break::{Remove, Set};
+    // (schema, sample, where, how, the message at that place)
+    let cases: Vec<(&str, &str, &str, Break, &str)> = vec![
+        (
+            "load-v1",
+            "load-v1.json",
+            "/generator/io",
+            Set(json!("kqueue")),
+            "must be one of",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/errors/reset",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/latency_us/p99",
+            Set(json!(-3)),
+            "must be >=0",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/config/connections",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/warnings",
+            Remove,
+            "missing properties 'warnings'",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/requests/unfinished",
+            Remove,
+            "missing properties 'unfinished'",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/schema",
+            Set(json!("rackbench/load-v2")),
+            "must be 'rackbench/load-v1'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/topology/kind",
+            Set(json!("haproxy")),
+            "must be one of",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/verify/status",
+            Set(json!(42)),
+            "must be >=100",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/killed_after_grace",
+            Remove,
+            "missing properties 'killed_after_grace'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/server_metrics/rss_peak_bytes",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        // The load inside a trial is held to load-v1 through a $ref.
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/load/requests/ok",
+            Set(json!(-5)),
+            "must be >=0",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/started_at",
+            Set(json!("yesterday")),
+            "does not match pattern",
+        ),
+        (
+            "run-trial-v1",
+            "run-trial-v1.json",
+            "/outcome",
+            Set(json!("done")),
+            "must be one of",
+        ),
+        (
+            "run-trial-v1",
+            "run-trial-v1.json",
+            "/repeat",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        // An ok trial carries its record.
+        (
+            "run-trial-v1",
+            "run-trial-v1.json",
+            "/trial",
+            Remove,
+            "missing properties 'trial'",
+        ),
+        (
+            "run-trial-v1",
+            "run-trial-v1.json",
+            "/planned/behind",
+            Set(json!("apache")),
+            "must be one of",
+        ),
+        (
+            "run-trial-v1",
+            "run-trial-v1.json",
+            "/trial/load/generator/io",
+            Set(json!("select")),
+            "must be one of",
+        ),
+        (
+            "run-v1",
+            "run-v1.json",
+            "/command",
+            Remove,
+            "missing properties 'command'",
+        ),
+        (
+            "run-v1",
+            "run-v1.json",
+            "/repeats",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "run-v1",
+            "run-v1.json",
+            "/environment/cores",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "summary-v1",
+            "summary-v1.json",
+            "/groups/0/throughput_rps/n",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "summary-v1",
+            "summary-v1.json",
+            "/groups/0/errors",
+            Remove,
+            "missing properties 'errors'",
+        ),
+        (
+            "summary-v1",
+            "summary-v1.json",
+            "/groups/0/behind",
+            Set(json!("apache")),
+            "must be one of",
+        ),
+        (
+            "breakpoint-v1",
+            "breakpoint-v1-cli.json",
+            "/mode",
+            Set(json!("latency")),
+            "must be one of",
+        ),
+        (
+            "breakpoint-v1",
+            "breakpoint-v1-cli.json",
+            "/steps/0/errors",
+            Set(json!(-2)),
+            "must be >=0",
+        ),
+        (
+            "breakpoint-v1",
+            "breakpoint-v1-cli.json",
+            "/search",
+            Remove,
+            "missing properties 'search'",
+        ),
+        (
+            "breakpoint-v1",
+            "breakpoint-v1-plan.json",
+            "/search/growth",
+            Set(json!(1)),
+            "must be > 1",
+        ),
+        (
+            "breakpoint-v1",
+            "breakpoint-v1-plan.json",
+            "/result/steps/0/clean",
+            Set(json!("yes")),
+            "want boolean",
+        ),
+        (
+            "report-v1",
+            "report-v1.json",
+            "/trials/0/status",
+            Set(json!("skipped")),
+            "must be one of",
+        ),
+        (
+            "report-v1",
+            "report-v1.json",
+            "/groups/0/missing",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "report-v1",
+            "report-v1.json",
+            "/missing_breakpoints",
+            Remove,
+            "missing properties 'missing_breakpoints'",
+        ),
+        // A group's summary is held to summary-v1's group through a $ref.
+        (
+            "report-v1",
+            "report-v1.json",
+            "/groups/0/summary/runs",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+    ];
+    for (schema, file, at, how, says) in cases {
+        let doc = broken(sample(file), at, &how);
+        let place = match how {
+            // A missing field is reported at the object that lacks it.
+            Remove => at.rsplit_once('/').unwrap().0,
+            Set(_) => at,
+        };
+        assert_invalid(schema, &doc, place, says);
+    }
+}
+
+#[test]
+fn a_break_point_document_is_one_shape_or_the_other() {
+    // The command's shape without its `steps`, the plan's without its
+    // `result`: each is neither shape.
+    for (file, field) in [
+        ("breakpoint-v1-cli.json", "/steps"),
+        ("breakpoint-v1-plan.json", "/result"),
+    ] {
+        let doc = broken(sample(file), field, &Break::Remove);
+        assert_invalid("breakpoint-v1", &doc, "", "oneOf");
+    }
+}
