@@ -7,6 +7,7 @@
 //! merges their histograms into a [`LoadReport`] — the `rackbench/load-v1`
 //! document every other part of rackbench builds on.
 
+pub mod caveats;
 pub(crate) mod epoll;
 pub mod recorder;
 pub mod report;
@@ -308,6 +309,9 @@ pub fn run(
     let usage_after = report::process_usage();
 
     let mut latency = new_histogram(3);
+    let mut failed = new_histogram(3);
+    let mut censored = new_histogram(3);
+    let mut unfinished_ages = new_histogram(3);
     let mut uncorrected: Option<Histogram<u64>> = None;
     let mut errors = ErrorCounts::default();
     let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
@@ -319,7 +323,14 @@ pub fn run(
         unfinished += tally.unfinished;
         unsent += tally.unsent;
         errors.add(&tally.errors);
-        latency.add(&tally.latency).expect("same histogram bounds");
+        for (sum, h) in [
+            (&mut latency, &tally.latency),
+            (&mut failed, &tally.latency_failed),
+            (&mut censored, &tally.censored),
+            (&mut unfinished_ages, &tally.unfinished_ages),
+        ] {
+            sum.add(h).expect("same histogram bounds");
+        }
         if let Some(h) = &tally.latency_uncorrected {
             uncorrected
                 .get_or_insert_with(|| new_histogram(3))
@@ -349,6 +360,8 @@ pub fn run(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
+    let (headline, lower_bound) = report::headline(&latency, &censored, &unfinished_ages);
+    let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
     let generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
     Ok(report::build(report::Parts {
         config: &config,
@@ -361,7 +374,10 @@ pub fn run(
         unfinished,
         unsent,
         duration_s,
-        latency: LatencySummary::from_histogram(&latency),
+        latency: LatencySummary::from_histogram(&headline),
+        latency_lower_bound: lower_bound,
+        latency_failed: summary(&failed),
+        latency_unfinished: summary(&unfinished_ages),
         latency_uncorrected: uncorrected.as_ref().map(LatencySummary::from_histogram),
         connections_opened: stats.connections_opened,
         connect_failures: stats.connect_failures,
@@ -373,7 +389,7 @@ pub fn run(
         elapsed_s: ended.saturating_duration_since(t0).as_secs_f64(),
         timeline,
         generator,
-        histogram: &latency,
+        histogram: &headline,
     }))
 }
 
