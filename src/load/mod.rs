@@ -192,8 +192,17 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
 
 /// Runs the load and returns the report. `on_second` sees each timeline row
 /// as soon as every thread has finished that second (for a live display).
-pub fn run(
+pub fn run(config: LoadConfig, on_second: impl FnMut(&TimelineRow)) -> std::io::Result<LoadReport> {
+    run_observed(config, |_| {}, on_second)
+}
+
+/// [`run`], handing the counted window to `on_window` as soon as the load
+/// starts, so a caller can measure over exactly the same interval (the
+/// lab marks the server's sampler at `window.start()`, which under
+/// `--warmup-until-steady` is only known mid-run).
+pub fn run_observed(
     config: LoadConfig,
+    on_window: impl FnOnce(Arc<Window>),
     mut on_second: impl FnMut(&TimelineRow),
 ) -> std::io::Result<LoadReport> {
     let threads = config.threads.clamp(1, config.connections.max(1));
@@ -216,6 +225,7 @@ pub fn run(
     } else {
         Window::fixed(t0, config.warmup, config.duration)
     });
+    on_window(Arc::clone(&window));
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
         let plan = ThreadPlan {
