@@ -26,7 +26,9 @@ pub const BEYOND: f64 = 10.0;
 pub const THIN_THROUGHPUT: u64 = 200;
 
 /// A run's (or a group's) caveats. Over a group: the worst run decides.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// The default flags nothing (a summary with no runs, or read from a
+/// record older than the field).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Caveats {
     /// Failed requests over counted requests (0..1); the highest run's.
     pub error_share: f64,
@@ -38,7 +40,21 @@ pub struct Caveats {
     pub ok: u64,
 }
 
+impl Default for Caveats {
+    fn default() -> Caveats {
+        Caveats::NONE
+    }
+}
+
 impl Caveats {
+    /// Nothing to flag.
+    pub const NONE: Caveats = Caveats {
+        error_share: 0.0,
+        lower_bound: false,
+        latency_count: u64::MAX,
+        ok: u64::MAX,
+    };
+
     pub fn of(r: &LoadReport) -> Caveats {
         let failed = r.errors.total();
         let total = r.requests.total.max(failed);
@@ -155,10 +171,30 @@ impl Caveats {
     }
 }
 
-/// "3.2%", or "100%".
+impl Caveats {
+    /// The flags in a few characters ("95% errors, ≥, † few"), for chart
+    /// labels; None when nothing is flagged.
+    pub fn short(&self) -> Option<String> {
+        let mut v = Vec::new();
+        if self.too_many_errors() {
+            v.push(format!("{} errors", pct(self.error_share)));
+        }
+        if self.lower_bound {
+            v.push("≥ no answers".to_string());
+        }
+        if self.thin(0.5) || self.thin(0.99) || self.thin_throughput() {
+            v.push("† few".to_string());
+        }
+        (!v.is_empty()).then(|| v.join(", "))
+    }
+}
+
+/// "3.2%", "100%", or ">99.9%" when a few did succeed.
 fn pct(share: f64) -> String {
     let p = share * 100.0;
-    if p >= 99.95 || p.fract() == 0.0 {
+    if p >= 99.95 && share < 1.0 {
+        ">99.9%".into()
+    } else if p.fract() == 0.0 {
         format!("{p:.0}%")
     } else {
         format!("{p:.1}%")
@@ -205,6 +241,7 @@ mod tests {
     fn a_clean_large_run_has_no_flags() {
         let c = caveats(0.01, false, 5000, 5000);
         assert!(!c.any(), "{c:?}");
+        assert!(!Caveats::default().any());
         assert!(c.notes().is_empty());
         assert_eq!(c.mark_latency(0.99, "1.00ms".into()), "1.00ms");
         assert_eq!(c.mark_throughput("5000".into()), "5000");
@@ -216,6 +253,9 @@ mod tests {
         assert!(c.too_many_errors() && c.any());
         assert_eq!(c.notes(), vec!["95% of requests failed: not a result"]);
         assert!(caveats(0.0101, false, 5000, 5000).too_many_errors());
+        assert_eq!(pct(347_494.0 / 347_551.0), ">99.9%");
+        assert_eq!(pct(0.032), "3.2%");
+        assert_eq!(pct(1.0), "100%");
     }
 
     #[test]

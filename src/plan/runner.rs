@@ -9,6 +9,7 @@ use super::{Expanded, Plan, PlannedTrial};
 use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
 use crate::lab::trial::{run_trial, utc_now, Topology, TrialRecord, TrialSpec};
+use crate::load::caveats::Caveats;
 use crate::load::{LoadConfig, Pacing};
 use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
 use crate::store::{self, ResultsDir};
@@ -107,6 +108,10 @@ pub struct GroupSummary {
     pub pss_peak_bytes: Option<Spread>,
     pub cpu_ms_per_request: Option<Spread>,
     pub errors: u64,
+    /// What the figures cannot be trusted for, over the good runs (the
+    /// worst run decides); every report renders its marks and notes.
+    #[serde(default)]
+    pub caveats: Caveats,
 }
 
 /// Median and range across repeats.
@@ -577,6 +582,7 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
                     .collect::<Vec<_>>(),
             ),
             errors: ok.iter().map(|r| r.load.errors.total()).sum(),
+            caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
         });
     }
     Ok(out)
@@ -589,7 +595,7 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}  notes",
         "server",
         "app",
         "front",
@@ -603,9 +609,10 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
     );
     for g in groups {
         let tp = g.throughput_rps;
+        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
         let _ = writeln!(
             s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}",
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
             g.variant,
             g.app,
             if g.behind == "nginx" {
@@ -615,13 +622,13 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             },
             g.rate
                 .map_or(g.connections.to_string(), |r| format!("{r}/s")),
-            if g.runs > 1 {
+            c.mark_throughput(if g.runs > 1 {
                 format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
             } else {
                 format!("{:.0}", tp.median)
-            },
-            fmt_us(g.latency_p50_us.median),
-            fmt_us(g.latency_p99_us.median),
+            }),
+            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
+            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
             fmt_bytes(g.rss_peak_bytes.median as u64),
             g.pss_peak_bytes
                 .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
@@ -630,6 +637,11 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
                 format!("  ({} failed)", g.failed)
             } else if g.runs == 0 {
                 "  (no run)".into()
+            } else {
+                String::new()
+            },
+            if c.any() {
+                format!("  {}", c.notes().join("; "))
             } else {
                 String::new()
             },

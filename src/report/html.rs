@@ -127,7 +127,7 @@ impl Report {
         let _ = writeln!(s, "{}.</p>", parts.join(", "));
         let _ = writeln!(
             s,
-            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput counts OK responses only; memory is the peak of the whole server process tree over the measured window.</p>"
+            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput and latency count OK responses only (failed requests are in the errors); ≥ marks a latency that is the age of unanswered requests (a lower bound), † a figure resting on too few responses, and a row with more than 1% errors is not a result: the notes say why; memory is the peak of the whole server process tree over the measured window.</p>"
         );
     }
 
@@ -213,16 +213,24 @@ impl Report {
                 );
                 match g.good() {
                     Some(m) => {
+                        let c = g.caveats();
+                        let bound = |us: f64| {
+                            if c.lower_bound {
+                                format!("≥ {}", fmt_us(us))
+                            } else {
+                                fmt_us(us)
+                            }
+                        };
                         let _ = write!(
                             s,
-                            "<td><b>{:.0}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
-                            m.throughput_rps.median,
+                            "<td><b>{}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
+                            esc(&c.mark_throughput(format!("{:.0}", m.throughput_rps.median))),
                             m.throughput_rps.min,
                             m.throughput_rps.max,
-                            fmt_us(m.latency_mean_us.median),
+                            esc(&bound(m.latency_mean_us.median)),
                             fmt_us(m.latency_stdev_us.median),
-                            fmt_us(m.latency_max_us.median),
-                            fmt_us(m.latency_p99_us.median),
+                            esc(&bound(m.latency_max_us.median)),
+                            esc(&c.mark_latency(0.99, fmt_us(m.latency_p99_us.median))),
                             fmt_bytes(m.rss_peak_bytes.median as u64),
                             m.pss_peak_bytes
                                 .map_or("–".into(), |p| fmt_bytes(p.median as u64)),
@@ -325,11 +333,11 @@ impl Report {
                                         }
                                     ),
                                 );
-                                if !g.notes().is_empty() {
+                                if !g.short_notes().is_empty() {
                                     plot.text(
                                         xv,
                                         t.median,
-                                        &format!("  {}", g.notes()),
+                                        &format!("  {}", g.short_notes()),
                                         RED,
                                         "start",
                                     );
@@ -775,9 +783,9 @@ impl Report {
                     RED,
                     "start",
                 );
-            } else if !g.notes().is_empty() {
+            } else if !g.short_notes().is_empty() {
                 let w = p.w;
-                p.text_px(w - 20.0, top + row_h / 2.0, &g.notes(), RED, "end");
+                p.text_px(w - 20.0, top + row_h / 2.0, &g.short_notes(), RED, "end");
             }
         }
         p.finish(title, true)
@@ -1008,8 +1016,8 @@ impl Report {
     }
 
     fn errors(&self, s: &mut String) {
-        s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too.</p>");
-        s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th class=\"l\">Seconds with errors</th></tr>");
+        s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too, and the latency of the failed requests (kept out of the headline figures, so fast error answers never pass for fast service).</p>");
+        s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th>failed p50 / p99</th><th class=\"l\">Seconds with errors</th></tr>");
         for t in &self.trials {
             let bad = t.status != Status::Ok || t.errors() > 0;
             let _ = write!(
@@ -1031,7 +1039,7 @@ impl Report {
                         .collect();
                     let _ = write!(
                         s,
-                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
+                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
                         r.load.requests.ok,
                         e.total(),
                         e.connect,
@@ -1042,13 +1050,18 @@ impl Report {
                         e.body,
                         r.load.requests.unfinished,
                         r.load.connections.never_answered,
+                        r.load.latency_failed_us.as_ref().map_or("–".into(), |f| format!(
+                            "{} / {}",
+                            fmt_us(f.p50 as f64),
+                            fmt_us(f.p99 as f64)
+                        )),
                         esc(&secs.join(", "))
                     );
                 }
                 None => {
                     let _ = write!(
                         s,
-                        "<td colspan=\"11\" class=\"l wrap bad-text\">{}</td></tr>",
+                        "<td colspan=\"12\" class=\"l wrap bad-text\">{}</td></tr>",
                         esc(&short(t.reason.as_deref().unwrap_or("no record"), 200))
                     );
                 }
