@@ -3,6 +3,7 @@
 
 use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
 use super::{front, front_label, load_label, num, short, Group, Report, Status, TrialRow};
+use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::StoredBreakpoint;
 use std::fmt::Write;
@@ -392,7 +393,7 @@ impl Report {
     }
 
     fn latency(&self, s: &mut String, variants: &[String]) {
-        s.push_str("<section class=\"chart\" id=\"latency\"><h2>Latency distribution</h2><p class=\"note\">Every run's full latency distribution, log scale. The x axis is in nines: each step right is ten times rarer (90th, 99th, 99.9th percentile…). Dashed lines are later repeats.</p><div class=\"pair\">");
+        s.push_str("<section class=\"chart\" id=\"latency\"><h2>Latency distribution</h2><p class=\"note\">Every run's full latency distribution (OK responses; a run flagged ≥ shows the ages of unanswered requests, lower bounds), log scale. The x axis is in nines: each step right is ten times rarer (90th, 99th, 99.9th percentile…). Dashed lines are later repeats.</p><div class=\"pair\">");
         let mut keys: Vec<(String, String, String)> = Vec::new();
         for g in &self.groups {
             let k = (
@@ -466,12 +467,17 @@ impl Report {
             let mut plot = Plot::new(570.0, 330.0, x, y).with_left(60.0);
             for (t, pts) in &dists {
                 let c = color(variants, &t.planned.variant);
+                let flags = t
+                    .record
+                    .as_ref()
+                    .and_then(|r| Caveats::of(&r.load).short())
+                    .map_or(String::new(), |f| format!(" ({f})"));
                 plot.line(
                     pts,
                     c,
                     1.8,
                     t.planned.repeat > 1,
-                    &format!("{} repeat {}", t.planned.variant, t.planned.repeat),
+                    &format!("{} repeat {}{flags}", t.planned.variant, t.planned.repeat),
                 );
                 if let Some((_, last)) = pts.last() {
                     let x = pts.last().map_or(0.0, |p| p.0);
@@ -481,7 +487,7 @@ impl Report {
                         2.5,
                         c,
                         &format!(
-                            "{} repeat {}: {}",
+                            "{} repeat {}: {}{flags}",
                             t.planned.variant,
                             t.planned.repeat,
                             fmt_us(*last)
