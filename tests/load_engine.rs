@@ -608,3 +608,32 @@ fn a_server_that_answers_nothing_shows_lower_bounds_not_zero() {
     let text = r.render_text();
     assert!(text.contains("p99 ≥ 1."), "{text}");
 }
+
+/// The same server with a timeout shorter than the window: every request
+/// times out, none is left at the end, and the headline is still the
+/// requests' ages (at least the timeout), not an empty "0us".
+#[test]
+fn requests_that_all_time_out_show_the_timeout_as_a_lower_bound() {
+    let s = server(TestServerConfig {
+        fault: Fault::Hang,
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.connections = 2;
+    c.duration = Some(Duration::from_millis(1500));
+    c.timeout = Duration::from_millis(400);
+    let r = run(c);
+    assert_eq!(r.requests.ok, 0);
+    assert!(r.errors.timeout >= 2, "{:?}", r.errors);
+    assert!(r.latency_lower_bound, "{:?}", r.latency_us);
+    assert!(
+        r.latency_us.p50 >= 390_000,
+        "at least the timeout: {:?}",
+        r.latency_us
+    );
+    let caveats = load::caveats::Caveats::of(&r);
+    assert!(
+        caveats.too_many_errors() && caveats.lower_bound,
+        "{caveats:?}"
+    );
+}

@@ -322,6 +322,7 @@ pub fn run_observed(
     let mut failed = new_histogram(3);
     let mut censored = new_histogram(3);
     let mut unfinished_ages = new_histogram(3);
+    let mut unanswered = new_histogram(3);
     let mut uncorrected: Option<Histogram<u64>> = None;
     let mut errors = ErrorCounts::default();
     let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
@@ -340,6 +341,9 @@ pub fn run_observed(
             (&mut unfinished_ages, &tally.unfinished_ages),
         ] {
             sum.add(h).expect("same histogram bounds");
+        }
+        for h in [&tally.unfinished_ages, &tally.timeout_ages] {
+            unanswered.add(h).expect("same histogram bounds");
         }
         if let Some(h) = &tally.latency_uncorrected {
             uncorrected
@@ -370,7 +374,7 @@ pub fn run_observed(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
-    let (headline, lower_bound) = report::headline(&latency, &censored, &unfinished_ages);
+    let (headline, lower_bound) = report::headline(&latency, &censored, &unanswered);
     let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
     let generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
     Ok(report::build(report::Parts {

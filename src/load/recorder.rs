@@ -115,6 +115,9 @@ pub struct Tally {
     /// Ages of every counted unfinished (and unsent) request: the headline
     /// when few or no requests completed.
     pub unfinished_ages: Histogram<u64>,
+    /// Timed-out requests at their timeout: unanswered too, only given up
+    /// on earlier. They join the unfinished ages when few completed.
+    pub timeout_ages: Histogram<u64>,
 }
 
 pub struct Recorder {
@@ -159,6 +162,7 @@ impl Recorder {
                 latency_failed: new_histogram(3),
                 censored: new_histogram(3),
                 unfinished_ages: new_histogram(3),
+                timeout_ages: new_histogram(3),
             },
             sec: 0,
             sec_ok: 0,
@@ -228,7 +232,12 @@ impl Recorder {
                     h.saturating_record(micros(now.saturating_duration_since(sent)));
                 }
             }
-            Outcome::Failed(_) if has_latency => self.tally.latency_failed.saturating_record(lat),
+            Outcome::Failed(kind) if has_latency => {
+                self.tally.latency_failed.saturating_record(lat);
+                if kind == Failure::Timeout {
+                    self.tally.timeout_ages.saturating_record(lat);
+                }
+            }
             Outcome::Failed(_) => {}
         }
     }

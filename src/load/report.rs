@@ -26,8 +26,9 @@ pub struct LoadReport {
     /// The headline: latency of OK responses (under `--rate` from each
     /// request's scheduled start), with the ages of requests unfinished at
     /// the end that were older than the OK median. When few or no
-    /// requests completed (see [`headline`]) it is built from the
-    /// unfinished requests' ages instead and `latency_lower_bound` is set.
+    /// requests completed (see [`headline`]) the ages of the unanswered
+    /// requests (unfinished, or timed out) join it and
+    /// `latency_lower_bound` is set.
     /// Failed requests are never in it: they are in `latency_failed_us`.
     pub latency_us: LatencySummary,
     /// Set when `latency_us` rests on the ages of unanswered requests:
@@ -285,23 +286,20 @@ pub const FEW_RESPONSES: u64 = 10;
 ///
 /// Normally the OK responses plus the `censored` ages (unfinished requests
 /// older than the OK median). When fewer than [`FEW_RESPONSES`] OK
-/// responses came back, or fewer than the requests left unanswered, the OK
-/// latencies describe the lucky few: the unanswered requests' ages join
-/// them and every figure is a lower bound. A server that answered nothing
-/// in its window thus shows "≥ 1.50s", never 0.
+/// responses came back, or fewer than the requests left unanswered
+/// (`unanswered`: still waiting at the end, or timed out, at their age),
+/// the OK latencies describe the lucky few: the unanswered requests' ages
+/// join them and every figure is a lower bound. A server that answered
+/// nothing in its window thus shows "≥ 1.50s", never 0.
 pub fn headline(
     ok: &Histogram<u64>,
     censored: &Histogram<u64>,
-    unfinished_ages: &Histogram<u64>,
+    unanswered: &Histogram<u64>,
 ) -> (Histogram<u64>, bool) {
     let mut h = ok.clone();
-    let few = ok.len() < FEW_RESPONSES || ok.len() < unfinished_ages.len();
-    let lower_bound = few && !unfinished_ages.is_empty();
-    let extra = if lower_bound {
-        unfinished_ages
-    } else {
-        censored
-    };
+    let few = ok.len() < FEW_RESPONSES || ok.len() < unanswered.len();
+    let lower_bound = few && !unanswered.is_empty();
+    let extra = if lower_bound { unanswered } else { censored };
     h.add(extra).expect("same histogram bounds");
     (h, lower_bound)
 }
