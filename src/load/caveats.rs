@@ -135,6 +135,11 @@ impl Caveats {
     /// The flags in words, for a notes column. Percentiles named are those
     /// the reports show (p50, p90, p99).
     pub fn notes(&self) -> Vec<String> {
+        self.notes_for(&[(0.5, "p50"), (0.9, "p90"), (0.99, "p99")])
+    }
+
+    /// [`Caveats::notes`] naming these percentiles, the ones shown.
+    pub fn notes_for(&self, shown: &[(f64, &str)]) -> Vec<String> {
         let mut v = Vec::new();
         if self.too_many_errors() {
             v.push(format!(
@@ -148,7 +153,7 @@ impl Caveats {
                     .into(),
             );
         }
-        let thin: Vec<&str> = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99")]
+        let thin: Vec<&str> = shown
             .iter()
             .filter(|(q, _)| self.thin(*q))
             .map(|(_, n)| *n)

@@ -557,7 +557,8 @@ impl LoadReport {
         if let Some(f) = &self.latency_failed_us {
             lat("failed", f, None, &mut s);
         }
-        for note in caveats.notes() {
+        let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
+        for note in caveats.notes_for(&shown) {
             let _ = writeln!(s, "  flag:        {note}");
         }
         if let Some(sch) = &self.schedule {
