@@ -569,6 +569,9 @@ fn fast_error_answers_do_not_pass_for_fast_latency() {
         "the 503s came back at once: {failed:?}"
     );
     assert!(!r.latency_lower_bound);
+    for row in r.timeline.iter().filter(|row| row.ok > 0) {
+        assert!(row.p50_us >= 35_000, "per second too: {row:?}");
+    }
     let c = load::caveats::Caveats::of(&r);
     assert!(c.too_many_errors(), "{c:?}");
     let text = r.render_text();

@@ -86,6 +86,7 @@ pub struct SecondReport {
     pub span: Duration,
     pub ok: u64,
     pub errors: u64,
+    /// Latency of the OK responses that ended in this second.
     pub latency: Histogram<u64>,
 }
 
@@ -209,7 +210,10 @@ impl Recorder {
                 self.errors_seen += 1;
             }
         }
-        if has_latency {
+        // The timeline's latency is the OK responses', like the headline:
+        // a second of instant 503s must not dip to look fast (its errors
+        // are counted beside it).
+        if outcome == Outcome::Ok {
             self.sec_hist.saturating_record(lat);
         }
         if outcome == Outcome::Ok && self.window.counts(now) {

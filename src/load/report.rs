@@ -162,6 +162,7 @@ pub struct TimelineRow {
     pub t_s: u64,
     pub ok: u64,
     pub errors: u64,
+    /// Latency of this second's OK responses (0 when none).
     pub p50_us: u64,
     pub p99_us: u64,
     /// OK responses per second in this row.
