@@ -529,7 +529,7 @@ impl Report {
     }
 
     fn timelines(&self, s: &mut String) {
-        s.push_str("<section class=\"chart\" id=\"timeline\"><h2>Per-second timeline</h2><p class=\"note\">Each run second by second: OK responses per second (top) and the p50 and p99 latency of that second (bottom, log scale). Grey shading is warm-up (not counted); red shading marks seconds with errors, labelled with the count.</p>");
+        s.push_str("<section class=\"chart\" id=\"timeline\"><h2>Per-second timeline</h2><p class=\"note\">Each run second by second: OK responses per second (top) and the p50 and p99 latency of that second's OK responses (bottom, log scale). Grey shading is warm-up (not counted); red shading marks seconds with errors, labelled with the count.</p>");
         let open_all = self.trials.len() <= 12;
         s.push_str("<button type=\"button\" onclick=\"setAll('details.tl', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.tl', false)\">Collapse all</button>");
         let mut drawn = 0;
