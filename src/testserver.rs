@@ -66,6 +66,9 @@ pub struct TestServerConfig {
     pub fault: Fault,
     /// Apply the fault to every Nth request only (1 = all).
     pub fault_every: u64,
+    /// Service time of the faulty answers instead of `delay` (a full
+    /// queue's 503s come back at once while good answers take their time).
+    pub fault_delay: Option<Duration>,
     pub body: Vec<u8>,
     pub framing: Framing,
     /// Send `Connection: close` and close after every Nth response on a
@@ -84,6 +87,7 @@ impl Default for TestServerConfig {
             stall: None,
             fault: Fault::None,
             fault_every: 1,
+            fault_delay: None,
             body: b"hello world".to_vec(),
             framing: Framing::ContentLength,
             close_every: 0,
@@ -349,8 +353,13 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             buf.drain(..used);
             let n = sh.seen.fetch_add(1, Ordering::SeqCst) + 1;
             let t = Instant::now();
-            if !cfg.delay.is_zero() {
-                std::thread::sleep(cfg.delay);
+            let faulty = cfg.fault != Fault::None && n % cfg.fault_every.max(1) == 0;
+            let delay = match (faulty, cfg.fault_delay) {
+                (true, Some(d)) => d,
+                _ => cfg.delay,
+            };
+            if !delay.is_zero() {
+                std::thread::sleep(delay);
             }
             if let Some((from, to)) = cfg.stall {
                 let now = sh.started.elapsed();
@@ -358,7 +367,6 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                     std::thread::sleep(to - now);
                 }
             }
-            let faulty = cfg.fault != Fault::None && n % cfg.fault_every.max(1) == 0;
             on_conn += 1;
             let server_close = cfg.close_every > 0 && on_conn % cfg.close_every == 0;
             let close = client_close || server_close || cfg.framing == Framing::Close;

@@ -594,3 +594,106 @@ fn a_steady_state_warm_up_ends_when_throughput_settles() {
         r.timeline
     );
 }
+
+/// Regression: passenger's full request queue answered 503 at once, and
+/// the report showed "p99 18.46ms" for a server that served 19 req/s. The
+/// headline latency is the OK responses'; the failed ones sit beside it.
+#[test]
+fn fast_error_answers_do_not_pass_for_fast_latency() {
+    let s = server(TestServerConfig {
+        delay: Duration::from_millis(40),
+        fault: Fault::Status(503),
+        fault_every: 2,
+        fault_delay: Some(Duration::ZERO),
+        ..Default::default()
+    });
+    let r = run(requests(&s, 200, 4));
+    assert_eq!(r.requests.ok + r.errors.status, 200, "{:?}", r.requests);
+    assert!(r.errors.status >= 90, "{:?}", r.errors);
+    assert_eq!(r.latency_us.count, r.requests.ok);
+    assert!(
+        r.latency_us.p50 >= 35_000 && r.latency_us.min >= 35_000,
+        "the headline is the OK answers' 40 ms: {:?}",
+        r.latency_us
+    );
+    let failed = r
+        .latency_failed_us
+        .as_ref()
+        .expect("failed latency beside it");
+    assert_eq!(failed.count, r.errors.status);
+    assert!(
+        failed.p50 < 20_000,
+        "the 503s came back at once: {failed:?}"
+    );
+    assert!(!r.latency_lower_bound);
+    for row in r.timeline.iter().filter(|row| row.ok > 0) {
+        assert!(row.p50_us >= 35_000, "per second too: {row:?}");
+    }
+    let c = load::caveats::Caveats::of(&r);
+    assert!(c.too_many_errors(), "{c:?}");
+    let text = r.render_text();
+    assert!(
+        text.contains("failed") && text.contains("not a result"),
+        "{text}"
+    );
+}
+
+/// Regression: thin on sleep.ru answered nothing in its 1.5 s window and
+/// the report said "0 req/s, p99 0us". The unanswered requests' ages are
+/// the latency, as lower bounds, and the row is flagged.
+#[test]
+fn a_server_that_answers_nothing_shows_lower_bounds_not_zero() {
+    let s = server(TestServerConfig {
+        fault: Fault::Hang,
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.connections = 4;
+    c.duration = Some(Duration::from_millis(1500));
+    c.timeout = Duration::from_secs(30);
+    let r = run(c);
+    assert_eq!(r.requests.ok, 0);
+    assert!(r.latency_lower_bound, "{r:?}");
+    assert!(
+        r.latency_us.p50 >= 1_400_000 && r.latency_us.count >= 4,
+        "every unanswered request is at least 1.4 s old: {:?}",
+        r.latency_us
+    );
+    assert!(r.latency_unfinished_us.is_some());
+    let caveats = load::caveats::Caveats::of(&r);
+    assert!(
+        caveats.lower_bound && caveats.thin_throughput(),
+        "{caveats:?}"
+    );
+    let text = r.render_text();
+    assert!(text.contains("p99 ≥ 1."), "{text}");
+}
+
+/// The same server with a timeout shorter than the window: every request
+/// times out, none is left at the end, and the headline is still the
+/// requests' ages (at least the timeout), not an empty "0us".
+#[test]
+fn requests_that_all_time_out_show_the_timeout_as_a_lower_bound() {
+    let s = server(TestServerConfig {
+        fault: Fault::Hang,
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.connections = 2;
+    c.duration = Some(Duration::from_millis(1500));
+    c.timeout = Duration::from_millis(400);
+    let r = run(c);
+    assert_eq!(r.requests.ok, 0);
+    assert!(r.errors.timeout >= 2, "{:?}", r.errors);
+    assert!(r.latency_lower_bound, "{:?}", r.latency_us);
+    assert!(
+        r.latency_us.p50 >= 390_000,
+        "at least the timeout: {:?}",
+        r.latency_us
+    );
+    let caveats = load::caveats::Caveats::of(&r);
+    assert!(
+        caveats.too_many_errors() && caveats.lower_bound,
+        "{caveats:?}"
+    );
+}

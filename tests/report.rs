@@ -117,6 +117,37 @@ fn record(server: &str, conns: u64, seed: f64, errors_at: Option<(u64, u64)>) ->
     })
 }
 
+/// Two records shaped like seed 001's misleading rows: puma c16 rep1 as
+/// passenger on sleep.ru at 250 connections (57 OK, 347494 instant 503s),
+/// thin c16 rep1 as thin that answered nothing in its window (16 requests
+/// 1.5 s old at the end).
+fn flag_the_seed_cases(id: &str, load: &mut Value) {
+    let summary = |count: u64, base: u64| {
+        json!({
+            "count": count, "min": base, "mean": base as f64 * 1.1, "stdev": base as f64 * 0.1,
+            "p50": base, "p90": base + base / 10, "p99": base + base / 5,
+            "p999": base + base / 4, "max": base + base / 4
+        })
+    };
+    match id {
+        "puma__hello__direct__c16__rep1" => {
+            load["requests"] = json!({ "total": 347_551, "ok": 57, "unfinished": 0, "unsent": 0 });
+            load["errors"]["status"] = json!(347_494);
+            load["throughput_rps"] = json!(19.0);
+            load["latency_us"] = summary(57, 1_500_000);
+            load["latency_failed_us"] = summary(347_494, 2_000);
+        }
+        "thin__hello__direct__c16__rep1" => {
+            load["requests"] = json!({ "total": 16, "ok": 0, "unfinished": 16, "unsent": 0 });
+            load["throughput_rps"] = json!(0.0);
+            load["latency_us"] = summary(16, 1_500_000);
+            load["latency_unfinished_us"] = summary(16, 1_500_000);
+            load["latency_lower_bound"] = json!(true);
+        }
+        _ => {}
+    }
+}
+
 fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
@@ -168,6 +199,7 @@ fn seed(dir: &Path) {
                 (conns as f64 / 4.0) + repeat as f64 + if server == "thin" { 0.5 } else { 0.0 };
             let errors = (id == "thin__hello__direct__c4__rep1").then_some((2, 3));
             stored["trial"] = record(server, conns, seed, errors);
+            flag_the_seed_cases(&id, &mut stored["trial"]["load"]);
         }
         // The fixture must stay a valid rackbench/run-trial-v1 record.
         let _: StoredTrial = serde_json::from_value(stored.clone()).expect("fixture parses");
@@ -420,5 +452,90 @@ fn the_report_renders_in_a_browser_without_script_errors() {
         "DOM: {}",
         &dom[..dom.len().min(500)]
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Regressions from seed 001: errors that answered at once made a
+/// 19 req/s server look fast, and a server that answered nothing showed
+/// "p99 0us". Every report marks such rows and says why.
+#[test]
+fn flagged_rows_are_marked_and_explained_in_every_report() {
+    let dir = fixture_dir("flags");
+    let r = Report::load(&dir).unwrap();
+    let term = r.terminal();
+    // The first line that starts with `lead` and contains `key`.
+    let line = |text: &str, lead: &str, key: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(lead) && l.contains(key))
+            .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"))
+            .to_string()
+    };
+    let thin = line(&term, "thin ", "16 conn");
+    assert!(
+        thin.contains("≥ 1.50s") && thin.contains("0†") && thin.contains("lower bound"),
+        "{thin}"
+    );
+    let puma = line(&term, "puma ", "16 conn");
+    assert!(
+        puma.contains(">99.9% of requests failed: not a result") && puma.contains("1.80s†"),
+        "{puma}"
+    );
+    let clean = line(&term, "puma ", " 4 conn");
+    assert!(!clean.contains('†') && !clean.contains('≥'), "{clean}");
+
+    let md = r.markdown();
+    let thin = line(&md, "| thin | 16 conn |", "");
+    assert!(
+        thin.contains("≥ 1800.00†") && thin.contains("0†") && thin.contains("lower bound"),
+        "{thin}"
+    );
+    let puma = line(&md, "| puma | 16 conn |", "");
+    assert!(
+        puma.contains(">99.9% of requests failed: not a result")
+            && puma.contains("p90/p99 from 57 latencies"),
+        "{puma}"
+    );
+
+    let csv = r.csv();
+    let thin = line(&csv, "thin__hello__direct__c16,", "");
+    assert!(
+        thin.contains(",true,") && thin.contains("lower bound"),
+        "{thin}"
+    );
+    let trials = r.trials_csv();
+    assert!(
+        line(&trials, "puma__hello__direct__c16__rep1", "").contains("not a result"),
+        "{trials}"
+    );
+
+    let html = r.html();
+    assert!(
+        html.contains("≥ 1.80s†") && html.contains("<b>0†</b>"),
+        "html lacks the marks"
+    );
+    assert!(html.contains("not a result"), "html lacks the notes");
+
+    let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
+    let t = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "thin__hello__direct__c16__rep1")
+        .unwrap();
+    assert_eq!(t["latency_lower_bound"], true);
+
+    let summary = rackbench::plan::runner::render_summary(
+        &r.groups
+            .iter()
+            .filter_map(|g| g.summary.clone())
+            .collect::<Vec<_>>(),
+    );
+    let thin = line(&summary, "thin ", "≥ 1.50s");
+    assert!(
+        thin.contains("0†") && thin.contains("lower bound"),
+        "{thin}"
+    );
+    let puma = line(&summary, "puma ", "347494");
+    assert!(puma.contains("not a result"), "{puma}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

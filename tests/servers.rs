@@ -669,3 +669,63 @@ fn a_plan_writes_documents_that_keep_their_contracts() {
     assert!(survivors(&dir).is_empty(), "{:?}", survivors(&dir));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regressions: under --warmup-until-steady the server's sampler started
+/// its window at the warm-up ceiling, not where the load's counted window
+/// began; and `started_at` was stamped when the trial ended. The server
+/// here is rackbench's own test server behind a user command template, so
+/// this runs without Ruby; its 10 ms service time makes throughput steady
+/// within seconds, long before the 30 s ceiling.
+#[test]
+fn the_server_is_measured_over_the_load_window_and_the_trial_is_timed_truthfully() {
+    let dir = work_dir("window");
+    let command = format!(
+        "{} serve-test --listen {{{{host}}}}:{{{{port}}}} --delay 10ms",
+        env!("CARGO_BIN_EXE_rackbench")
+    );
+    let before = rackbench::lab::trial::utc_now();
+    let args = [
+        "--server",
+        "test-server",
+        "--command",
+        &command,
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--warmup",
+        "30s",
+        "--warmup-until-steady",
+    ];
+    let r = record(&trial(&args, &dir), "steady warm-up");
+    let after = rackbench::lab::trial::utc_now();
+    let load = &r["load"];
+    assert_eq!(
+        load["config"]["warmup_until_steady"], true,
+        "throughput must settle for this test to mean anything: {}",
+        load["timeline"]
+    );
+    let warmup_ms = load["config"]["warmup_s"].as_f64().unwrap() * 1000.0;
+    assert!(warmup_ms < 20_000.0, "warm-up {warmup_ms} ms");
+    let samples = &r["server_metrics"]["samples"];
+    let window_ms = samples["window_start_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("the sampler never marked its window: {samples}"));
+    // The sampler starts a few milliseconds before the load's clock; the
+    // watcher polls every 20 ms; a loaded machine adds its share.
+    assert!(
+        (window_ms - warmup_ms).abs() < 400.0,
+        "sampler window starts at {window_ms} ms, the load's at {warmup_ms} ms"
+    );
+    // The window's samples cover ~2 s at 200 ms, not the warm-up as well.
+    let n = samples["samples"].as_u64().unwrap();
+    assert!((5..=16).contains(&n), "{n} samples in the window");
+
+    let started = r["started_at"].as_str().unwrap();
+    let ended = r["ended_at"].as_str().unwrap();
+    assert!(
+        before.as_str() <= started && started < ended && ended <= after.as_str(),
+        "{before} <= {started} < {ended} <= {after}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -13,6 +13,7 @@
 
 use super::apps::AppSpec;
 use super::environment::Environment;
+use crate::load::window::Window;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
 use crate::sampler::{Sampler, SamplerReport, Scope};
 use crate::server::spec::{read_version, ServerSpec};
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -158,7 +159,12 @@ pub struct Verified {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TrialRecord {
     pub schema: String,
+    /// RFC 3339 UTC, before the server was started.
     pub started_at: String,
+    /// RFC 3339 UTC, once everything the trial started had stopped (empty
+    /// in records made before this field existed).
+    #[serde(default)]
+    pub ended_at: String,
     pub server: ServerInfo,
     pub app: AppSpec,
     pub topology: TopologyInfo,
@@ -263,6 +269,7 @@ fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
 
 /// Runs one trial. The servers it starts are stopped before it returns.
 pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
+    let started_at = utc_now();
     let s = &spec.server;
     let workers = spec.workers.unwrap_or(s.default_workers);
     let threads = spec.threads.unwrap_or(s.default_threads);
@@ -548,8 +555,15 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     // the server dying mid-run (which ends the load early).
     let died = Arc::new(AtomicBool::new(false));
     let load_done = Arc::new(AtomicBool::new(false));
+    let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
     let watcher = {
-        let (sampler, nginx_sampler) = (Arc::clone(&sampler), nginx_sampler.clone());
+        let mut mark = WindowMark {
+            window: Arc::clone(&window),
+            samplers: std::iter::once(Arc::clone(&sampler))
+                .chain(nginx_sampler.clone())
+                .collect(),
+            marked: false,
+        };
         let (died, load_done, interrupt, user_stop) = (
             Arc::clone(&died),
             Arc::clone(&load_done),
@@ -557,17 +571,9 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             Arc::clone(&spec.interrupt),
         );
         let pid = server.pid;
-        let mark_at = Instant::now() + warmup;
         std::thread::spawn(move || {
-            let mut marked = false;
             while !load_done.load(Ordering::Relaxed) {
-                if !marked && Instant::now() >= mark_at {
-                    sampler.mark();
-                    if let Some(n) = &nginx_sampler {
-                        n.mark();
-                    }
-                    marked = true;
-                }
+                mark.poll(Instant::now());
                 if user_stop.load(Ordering::Relaxed) {
                     interrupt.store(true, Ordering::Relaxed);
                 }
@@ -581,7 +587,13 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         })
     };
     cfg.stop_on_error = spec.stop_on_errors;
-    let report = load::run(cfg, |_| {});
+    let report = load::run_observed(
+        cfg,
+        |w| {
+            let _ = window.set(w);
+        },
+        |_| {},
+    );
     load_done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     let server_died = died.load(Ordering::Relaxed);
@@ -631,7 +643,8 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let interrupted = spec.interrupt.load(Ordering::Relaxed);
     Ok(TrialRecord {
         schema: SCHEMA.to_string(),
-        started_at: utc_now(),
+        started_at,
+        ended_at: utc_now(),
         server: ServerInfo {
             name: s.name.clone(),
             version: read_version(s),
@@ -684,6 +697,40 @@ impl TrialRecord {
     }
 }
 
+/// Marks the samplers the moment the load's counted window starts, so
+/// server CPU per request and memory peaks cover the same interval as the
+/// load's figures.
+///
+/// The start is the load's to decide: the warm-up's end, or, under
+/// `--warmup-until-steady`, the moment throughput settled, known only
+/// mid-run. A clock of the trial's own (start + warm-up ceiling) measured
+/// the server over the wrong interval whenever the warm-up ended early.
+/// Polled every 20 ms, it marks well within one sample interval.
+struct WindowMark {
+    window: Arc<OnceLock<Arc<Window>>>,
+    samplers: Vec<Arc<Sampler>>,
+    marked: bool,
+}
+
+impl WindowMark {
+    fn poll(&mut self, now: Instant) {
+        if self.marked {
+            return;
+        }
+        if self
+            .window
+            .get()
+            .and_then(|w| w.start())
+            .is_some_and(|start| now >= start)
+        {
+            for s in &self.samplers {
+                s.mark();
+            }
+            self.marked = true;
+        }
+    }
+}
+
 fn check_answer(
     server: &Running,
     app: &AppSpec,
@@ -708,6 +755,48 @@ fn check_answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: under --warmup-until-steady the sampler was marked at
+    /// the warm-up ceiling, not where the counted window began.
+    #[test]
+    fn the_sampler_window_starts_where_the_load_window_starts() {
+        let t0 = Instant::now();
+        let w = Arc::new(Window::until_steady(
+            t0,
+            Duration::from_secs(60),
+            Some(Duration::from_secs(5)),
+        ));
+        let cell = Arc::new(OnceLock::new());
+        let sampler = Arc::new(Sampler::start(
+            std::process::id(),
+            crate::sampler::MIN_INTERVAL,
+        ));
+        let mut mark = WindowMark {
+            window: Arc::clone(&cell),
+            samplers: vec![Arc::clone(&sampler)],
+            marked: false,
+        };
+        mark.poll(Instant::now());
+        assert!(sampler.marked_at().is_none(), "no window yet");
+        let _ = cell.set(Arc::clone(&w));
+        mark.poll(Instant::now());
+        assert!(sampler.marked_at().is_none(), "the window is not decided");
+        std::thread::sleep(Duration::from_millis(300));
+        // Throughput settled 300 ms in, far before the 60 s ceiling.
+        w.decide(Instant::now(), true);
+        mark.poll(Instant::now());
+        let start = w.start().expect("decided");
+        let marked = sampler.marked_at().expect("marked at the window's start");
+        assert!(
+            marked >= start && marked - start < crate::sampler::MIN_INTERVAL,
+            "sampler window {:?} after the load window",
+            marked - start
+        );
+        drop(mark);
+        let r = Arc::try_unwrap(sampler).ok().expect("one owner").stop();
+        let at = r.window_start_ms.expect("window recorded");
+        assert!((250..2000).contains(&at), "{at} ms");
+    }
 
     #[test]
     fn utc_now_is_rfc3339() {

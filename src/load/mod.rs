@@ -7,6 +7,7 @@
 //! merges their histograms into a [`LoadReport`] — the `rackbench/load-v1`
 //! document every other part of rackbench builds on.
 
+pub mod caveats;
 pub mod cpus;
 pub(crate) mod epoll;
 pub mod recorder;
@@ -194,8 +195,17 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
 
 /// Runs the load and returns the report. `on_second` sees each timeline row
 /// as soon as every thread has finished that second (for a live display).
-pub fn run(
+pub fn run(config: LoadConfig, on_second: impl FnMut(&TimelineRow)) -> std::io::Result<LoadReport> {
+    run_observed(config, |_| {}, on_second)
+}
+
+/// [`run`], handing the counted window to `on_window` as soon as the load
+/// starts, so a caller can measure over exactly the same interval (the
+/// lab marks the server's sampler at `window.start()`, which under
+/// `--warmup-until-steady` is only known mid-run).
+pub fn run_observed(
     config: LoadConfig,
+    on_window: impl FnOnce(Arc<Window>),
     mut on_second: impl FnMut(&TimelineRow),
 ) -> std::io::Result<LoadReport> {
     let threads = config.threads.clamp(1, config.connections.max(1));
@@ -222,6 +232,7 @@ pub fn run(
     } else {
         Window::fixed(t0, config.warmup, config.duration)
     });
+    on_window(Arc::clone(&window));
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
         let plan = ThreadPlan {
@@ -324,6 +335,10 @@ pub fn run(
     let usage_after = report::process_usage();
 
     let mut latency = new_histogram(3);
+    let mut failed = new_histogram(3);
+    let mut censored = new_histogram(3);
+    let mut unfinished_ages = new_histogram(3);
+    let mut unanswered = new_histogram(3);
     let mut uncorrected: Option<Histogram<u64>> = None;
     let mut errors = ErrorCounts::default();
     let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
@@ -335,7 +350,17 @@ pub fn run(
         unfinished += tally.unfinished;
         unsent += tally.unsent;
         errors.add(&tally.errors);
-        latency.add(&tally.latency).expect("same histogram bounds");
+        for (sum, h) in [
+            (&mut latency, &tally.latency),
+            (&mut failed, &tally.latency_failed),
+            (&mut censored, &tally.censored),
+            (&mut unfinished_ages, &tally.unfinished_ages),
+        ] {
+            sum.add(h).expect("same histogram bounds");
+        }
+        for h in [&tally.unfinished_ages, &tally.timeout_ages] {
+            unanswered.add(h).expect("same histogram bounds");
+        }
         if let Some(h) = &tally.latency_uncorrected {
             uncorrected
                 .get_or_insert_with(|| new_histogram(3))
@@ -366,6 +391,8 @@ pub fn run(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
+    let (headline, lower_bound) = report::headline(&latency, &censored, &unanswered);
+    let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
     let mut generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
     generator.wakeups = stats.wakeups;
     Ok(report::build(report::Parts {
@@ -379,7 +406,10 @@ pub fn run(
         unfinished,
         unsent,
         duration_s,
-        latency: LatencySummary::from_histogram(&latency),
+        latency: LatencySummary::from_histogram(&headline),
+        latency_lower_bound: lower_bound,
+        latency_failed: summary(&failed),
+        latency_unfinished: summary(&unfinished_ages),
         latency_uncorrected: uncorrected.as_ref().map(LatencySummary::from_histogram),
         connections_opened: stats.connections_opened,
         connect_failures: stats.connect_failures,
@@ -391,7 +421,7 @@ pub fn run(
         elapsed_s: ended.saturating_duration_since(t0).as_secs_f64(),
         timeline,
         generator,
-        histogram: &latency,
+        histogram: &headline,
     }))
 }
 

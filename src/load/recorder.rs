@@ -86,6 +86,7 @@ pub struct SecondReport {
     pub span: Duration,
     pub ok: u64,
     pub errors: u64,
+    /// Latency of the OK responses that ended in this second.
     pub latency: Histogram<u64>,
 }
 
@@ -100,10 +101,24 @@ pub struct Tally {
     pub unfinished: u64,
     /// Counted requests due under `--rate` that no connection was free to send.
     pub unsent: u64,
-    /// Latency from the scheduled start (closed loop: from the send).
+    /// Latency of OK responses from the scheduled start (closed loop:
+    /// from the send).
     pub latency: Histogram<u64>,
-    /// Latency from the actual send, kept under `--rate` only.
+    /// Latency of OK responses from the actual send, kept under `--rate`
+    /// only.
     pub latency_uncorrected: Option<Histogram<u64>>,
+    /// Latency of failed requests that got an ending (every failure but a
+    /// refused connection; timeouts count at their timeout).
+    pub latency_failed: Histogram<u64>,
+    /// Ages of unfinished requests older than the median OK latency: lower
+    /// bounds that join the headline so a stall at the end is not hidden.
+    pub censored: Histogram<u64>,
+    /// Ages of every counted unfinished (and unsent) request: the headline
+    /// when few or no requests completed.
+    pub unfinished_ages: Histogram<u64>,
+    /// Timed-out requests at their timeout: unanswered too, only given up
+    /// on earlier. They join the unfinished ages when few completed.
+    pub timeout_ages: Histogram<u64>,
 }
 
 pub struct Recorder {
@@ -145,6 +160,10 @@ impl Recorder {
                 unsent: 0,
                 latency: new_histogram(3),
                 latency_uncorrected: open_loop.then(|| new_histogram(3)),
+                latency_failed: new_histogram(3),
+                censored: new_histogram(3),
+                unfinished_ages: new_histogram(3),
+                timeout_ages: new_histogram(3),
             },
             sec: 0,
             sec_ok: 0,
@@ -191,7 +210,10 @@ impl Recorder {
                 self.errors_seen += 1;
             }
         }
-        if has_latency {
+        // The timeline's latency is the OK responses', like the headline:
+        // a second of instant 503s must not dip to look fast (its errors
+        // are counted beside it).
+        if outcome == Outcome::Ok {
             self.sec_hist.saturating_record(lat);
         }
         if outcome == Outcome::Ok && self.window.counts(now) {
@@ -204,22 +226,35 @@ impl Recorder {
             Outcome::Ok => self.tally.ok += 1,
             Outcome::Failed(kind) => self.tally.errors.bump(kind),
         }
-        if has_latency {
-            self.tally.latency.saturating_record(lat);
-            if let (Some(h), Some(sent)) = (self.tally.latency_uncorrected.as_mut(), sent) {
-                h.saturating_record(micros(now.saturating_duration_since(sent)));
+        // OK responses are the headline; failures (a full queue's instant
+        // 503s, timeouts) have their own histogram so they never pass for
+        // fast answers.
+        match outcome {
+            Outcome::Ok => {
+                self.tally.latency.saturating_record(lat);
+                if let (Some(h), Some(sent)) = (self.tally.latency_uncorrected.as_mut(), sent) {
+                    h.saturating_record(micros(now.saturating_duration_since(sent)));
+                }
             }
+            Outcome::Failed(kind) if has_latency => {
+                self.tally.latency_failed.saturating_record(lat);
+                if kind == Failure::Timeout {
+                    self.tally.timeout_ages.saturating_record(lat);
+                }
+            }
+            Outcome::Failed(_) => {}
         }
     }
 
     /// Records a counted request that was still waiting when the run ended.
     ///
     /// Its age so far is a lower bound of its latency. Ages above the
-    /// median of the completed requests enter the latency figures, so a
-    /// stall at the very end (or a server that never answered) is not
-    /// hidden; younger ones would only drag the low percentiles down with
-    /// numbers that are not latencies, so they are counted but not
-    /// recorded. Call after every completion has been recorded.
+    /// median of the OK responses are kept apart (`censored`) and join the
+    /// latency figures, so a stall at the very end is not hidden; younger
+    /// ones would only drag the low percentiles down with numbers that are
+    /// not latencies. Every age is kept in `unfinished_ages`, which becomes
+    /// the headline when few or no requests completed (see
+    /// `report::headline`). Call after every completion has been recorded.
     pub fn record_unfinished(&mut self, now: Instant, sched: Instant, sent: Option<Instant>) {
         if !self.counts(sched) {
             return;
@@ -235,8 +270,9 @@ impl Recorder {
         });
         let censored = lat >= typical;
         if censored {
-            self.tally.latency.saturating_record(lat);
+            self.tally.censored.saturating_record(lat);
         }
+        self.tally.unfinished_ages.saturating_record(lat);
         // Under --rate a request never sent was due with no connection
         // free; in a closed loop it was waiting for its connection to open,
         // which is just another way of being in flight.

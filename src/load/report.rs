@@ -23,16 +23,36 @@ pub struct LoadReport {
     pub throughput_rps: f64,
     /// Length of the counted window (warm-up excluded).
     pub duration_s: f64,
-    /// Under `--rate`, measured from each request's scheduled start.
+    /// The headline: latency of OK responses (under `--rate` from each
+    /// request's scheduled start), with the ages of requests unfinished at
+    /// the end that were older than the OK median. When few or no
+    /// requests completed (see [`headline`]) the ages of the unanswered
+    /// requests (unfinished, or timed out) join it and
+    /// `latency_lower_bound` is set.
+    /// Failed requests are never in it: they are in `latency_failed_us`.
     pub latency_us: LatencySummary,
-    /// Under `--rate` only: measured from the actual send.
+    /// Set when `latency_us` rests on the ages of unanswered requests:
+    /// every figure is a lower bound ("≥").
+    #[serde(default)]
+    pub latency_lower_bound: bool,
+    /// Latency of failed requests (timeouts at their timeout, error
+    /// statuses, resets; refused connections have none). Absent when none
+    /// failed that way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_failed_us: Option<LatencySummary>,
+    /// Ages of the counted requests still unanswered (or unsent) when the
+    /// run ended: lower bounds. Absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_unfinished_us: Option<LatencySummary>,
+    /// Under `--rate` only: OK responses measured from the actual send.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_uncorrected_us: Option<LatencySummary>,
     /// Under `--rate` only: how well the schedule was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleStats>,
     pub connections: ConnectionStats,
-    /// Latency distribution for plots: (percentile, latency_us) pairs.
+    /// Distribution of the headline latency for plots: (percentile,
+    /// latency_us) pairs.
     pub latency_distribution: Vec<PercentilePoint>,
     pub timeline: Vec<TimelineRow>,
     pub generator: GeneratorCost,
@@ -142,6 +162,7 @@ pub struct TimelineRow {
     pub t_s: u64,
     pub ok: u64,
     pub errors: u64,
+    /// Latency of this second's OK responses (0 when none).
     pub p50_us: u64,
     pub p99_us: u64,
     /// OK responses per second in this row.
@@ -249,6 +270,9 @@ pub(crate) struct Parts<'a> {
     pub unsent: u64,
     pub duration_s: f64,
     pub latency: LatencySummary,
+    pub latency_lower_bound: bool,
+    pub latency_failed: Option<LatencySummary>,
+    pub latency_unfinished: Option<LatencySummary>,
     pub latency_uncorrected: Option<LatencySummary>,
     pub connections_opened: u64,
     pub connect_failures: u64,
@@ -261,6 +285,32 @@ pub(crate) struct Parts<'a> {
     pub timeline: Vec<TimelineRow>,
     pub generator: GeneratorCost,
     pub histogram: &'a Histogram<u64>,
+}
+
+/// Fewer OK responses than this make the headline latency come from the
+/// unfinished requests' ages.
+pub const FEW_RESPONSES: u64 = 10;
+
+/// The headline latency histogram and whether it is a lower bound.
+///
+/// Normally the OK responses plus the `censored` ages (unfinished requests
+/// older than the OK median). When fewer than [`FEW_RESPONSES`] OK
+/// responses came back, or fewer than the requests left unanswered
+/// (`unanswered`: still waiting at the end, or timed out, at their age),
+/// the OK latencies describe the lucky few: the unanswered requests' ages
+/// join them and every figure is a lower bound. A server that answered
+/// nothing in its window thus shows "≥ 1.50s", never 0.
+pub fn headline(
+    ok: &Histogram<u64>,
+    censored: &Histogram<u64>,
+    unanswered: &Histogram<u64>,
+) -> (Histogram<u64>, bool) {
+    let mut h = ok.clone();
+    let few = ok.len() < FEW_RESPONSES || ok.len() < unanswered.len();
+    let lower_bound = few && !unanswered.is_empty();
+    let extra = if lower_bound { unanswered } else { censored };
+    h.add(extra).expect("same histogram bounds");
+    (h, lower_bound)
 }
 
 /// Percentiles plotted on a log scale of "nines": dense near the tail.
@@ -354,6 +404,9 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         },
         duration_s: p.duration_s,
         latency_us: p.latency,
+        latency_lower_bound: p.latency_lower_bound,
+        latency_failed_us: p.latency_failed,
+        latency_unfinished_us: p.latency_unfinished,
         latency_uncorrected_us: p.latency_uncorrected,
         schedule: rate.map(|_| ScheduleStats {
             late_sends: p.late_sends,
@@ -460,26 +513,62 @@ impl LoadReport {
                 self.requests.unfinished, self.requests.unsent
             );
         }
-        let lat = |label: &str, l: &LatencySummary, s: &mut String| {
+        let caveats = super::caveats::Caveats::of(self);
+        let lat = |label: &str,
+                   l: &LatencySummary,
+                   c: Option<&super::caveats::Caveats>,
+                   s: &mut String| {
+            if l.count == 0 {
+                let _ = writeln!(s, "  {label:<12} none");
+                return;
+            }
+            // Only the headline carries marks; the others are plain.
+            let pct = |q: f64, us: u64| match c {
+                Some(c) => c.mark_latency(q, fmt_us(us as f64)),
+                None => fmt_us(us as f64),
+            };
+            let bound = |us: f64| match c {
+                Some(c) if c.lower_bound => format!("≥ {}", fmt_us(us)),
+                _ => fmt_us(us),
+            };
             let _ = writeln!(
                 s,
                 "  {label:<12} min {}  mean {} ± {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
-                fmt_us(l.min as f64),
-                fmt_us(l.mean),
+                bound(l.min as f64),
+                bound(l.mean),
                 fmt_us(l.stdev),
-                fmt_us(l.p50 as f64),
-                fmt_us(l.p90 as f64),
-                fmt_us(l.p99 as f64),
-                fmt_us(l.p999 as f64),
-                fmt_us(l.max as f64),
+                pct(0.5, l.p50),
+                pct(0.9, l.p90),
+                pct(0.99, l.p99),
+                pct(0.999, l.p999),
+                bound(l.max as f64),
             );
         };
-        if let Some(u) = &self.latency_uncorrected_us {
-            lat("latency", &self.latency_us, &mut s);
-            let _ = writeln!(s, "  {:<12} (from each request's scheduled start)", "");
-            lat("uncorrected", u, &mut s);
+        lat("latency", &self.latency_us, Some(&caveats), &mut s);
+        if self.latency_lower_bound {
+            let _ = writeln!(
+                s,
+                "  {:<12} (≥: ages of unanswered requests, too few responses came back)",
+                ""
+            );
+        } else if self.latency_uncorrected_us.is_some() {
+            let _ = writeln!(
+                s,
+                "  {:<12} (OK responses, from each request's scheduled start)",
+                ""
+            );
         } else {
-            lat("latency", &self.latency_us, &mut s);
+            let _ = writeln!(s, "  {:<12} (OK responses)", "");
+        }
+        if let Some(u) = &self.latency_uncorrected_us {
+            lat("uncorrected", u, None, &mut s);
+        }
+        if let Some(f) = &self.latency_failed_us {
+            lat("failed", f, None, &mut s);
+        }
+        let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
+        for note in caveats.notes_for(&shown) {
+            let _ = writeln!(s, "  flag:        {note}");
         }
         if let Some(sch) = &self.schedule {
             let _ = writeln!(

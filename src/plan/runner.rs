@@ -9,6 +9,7 @@ use super::{Expanded, Plan, PlannedTrial};
 use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
 use crate::lab::trial::{run_trial, utc_now, Topology, TrialRecord, TrialSpec};
+use crate::load::caveats::Caveats;
 use crate::load::{LoadConfig, Pacing};
 use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
 use crate::store::{self, ResultsDir};
@@ -107,6 +108,10 @@ pub struct GroupSummary {
     pub pss_peak_bytes: Option<Spread>,
     pub cpu_ms_per_request: Option<Spread>,
     pub errors: u64,
+    /// What the figures cannot be trusted for, over the good runs (the
+    /// worst run decides); every report renders its marks and notes.
+    #[serde(default)]
+    pub caveats: Caveats,
 }
 
 /// Median and range across repeats.
@@ -339,13 +344,7 @@ pub fn run_plan(
                     Outcome::Ok
                 };
                 if opts.progress {
-                    eprintln!(
-                        "        {:.0} req/s, p99 {}, errors {}, RSS peak {}",
-                        rec.load.throughput_rps,
-                        crate::load::report::fmt_us(rec.load.latency_us.p99 as f64),
-                        rec.load.errors.total(),
-                        crate::load::report::fmt_bytes(rec.server_metrics.rss_peak_bytes)
-                    );
+                    eprintln!("        {}", progress_line(&rec));
                 }
                 StoredTrial {
                     schema: STORED_SCHEMA.into(),
@@ -577,9 +576,31 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
                     .collect::<Vec<_>>(),
             ),
             errors: ok.iter().map(|r| r.load.errors.total()).sum(),
+            caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
         });
     }
     Ok(out)
+}
+
+/// One trial's figures for the progress output, with the same marks and
+/// notes as every report (seed 001 printed "19 req/s, p99 18.46ms,
+/// errors 347494" for a server answering 503 at once).
+fn progress_line(rec: &TrialRecord) -> String {
+    use crate::load::report::{fmt_bytes, fmt_us};
+    let c = Caveats::of(&rec.load);
+    let notes = c.notes();
+    format!(
+        "{} req/s, p99 {}, errors {}, RSS peak {}{}",
+        c.mark_throughput(format!("{:.0}", rec.load.throughput_rps)),
+        c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64)),
+        rec.load.errors.total(),
+        fmt_bytes(rec.server_metrics.rss_peak_bytes),
+        if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join("; "))
+        }
+    )
 }
 
 /// The terminal table of a summary.
@@ -589,7 +610,7 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}  notes",
         "server",
         "app",
         "front",
@@ -603,9 +624,10 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
     );
     for g in groups {
         let tp = g.throughput_rps;
+        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
         let _ = writeln!(
             s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}",
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
             g.variant,
             g.app,
             if g.behind == "nginx" {
@@ -615,13 +637,13 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             },
             g.rate
                 .map_or(g.connections.to_string(), |r| format!("{r}/s")),
-            if g.runs > 1 {
+            c.mark_throughput(if g.runs > 1 {
                 format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
             } else {
                 format!("{:.0}", tp.median)
-            },
-            fmt_us(g.latency_p50_us.median),
-            fmt_us(g.latency_p99_us.median),
+            }),
+            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
+            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
             fmt_bytes(g.rss_peak_bytes.median as u64),
             g.pss_peak_bytes
                 .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
@@ -630,6 +652,11 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
                 format!("  ({} failed)", g.failed)
             } else if g.runs == 0 {
                 "  (no run)".into()
+            } else {
+                String::new()
+            },
+            if c.any() {
+                format!("  {}", c.notes().join("; "))
             } else {
                 String::new()
             },

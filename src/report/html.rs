@@ -3,6 +3,7 @@
 
 use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
 use super::{front, front_label, load_label, num, short, Group, Report, Status, TrialRow};
+use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::StoredBreakpoint;
 use std::fmt::Write;
@@ -127,7 +128,7 @@ impl Report {
         let _ = writeln!(s, "{}.</p>", parts.join(", "));
         let _ = writeln!(
             s,
-            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput counts OK responses only; memory is the peak of the whole server process tree over the measured window.</p>"
+            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput and latency count OK responses only (failed requests are in the errors); ≥ marks a latency that is the age of unanswered requests (a lower bound), † a figure resting on too few responses, and a row with more than 1% errors is not a result: the notes say why; memory is the peak of the whole server process tree over the measured window.</p>"
         );
     }
 
@@ -213,16 +214,24 @@ impl Report {
                 );
                 match g.good() {
                     Some(m) => {
+                        let c = g.caveats();
+                        let bound = |us: f64| {
+                            if c.lower_bound {
+                                format!("≥ {}", fmt_us(us))
+                            } else {
+                                fmt_us(us)
+                            }
+                        };
                         let _ = write!(
                             s,
-                            "<td><b>{:.0}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
-                            m.throughput_rps.median,
+                            "<td><b>{}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
+                            esc(&c.mark_throughput(format!("{:.0}", m.throughput_rps.median))),
                             m.throughput_rps.min,
                             m.throughput_rps.max,
-                            fmt_us(m.latency_mean_us.median),
+                            esc(&bound(m.latency_mean_us.median)),
                             fmt_us(m.latency_stdev_us.median),
-                            fmt_us(m.latency_max_us.median),
-                            fmt_us(m.latency_p99_us.median),
+                            esc(&bound(m.latency_max_us.median)),
+                            esc(&c.mark_latency(0.99, fmt_us(m.latency_p99_us.median))),
                             fmt_bytes(m.rss_peak_bytes.median as u64),
                             m.pss_peak_bytes
                                 .map_or("–".into(), |p| fmt_bytes(p.median as u64)),
@@ -325,11 +334,11 @@ impl Report {
                                         }
                                     ),
                                 );
-                                if !g.notes().is_empty() {
+                                if !g.short_notes().is_empty() {
                                     plot.text(
                                         xv,
                                         t.median,
-                                        &format!("  {}", g.notes()),
+                                        &format!("  {}", g.short_notes()),
                                         RED,
                                         "start",
                                     );
@@ -384,7 +393,7 @@ impl Report {
     }
 
     fn latency(&self, s: &mut String, variants: &[String]) {
-        s.push_str("<section class=\"chart\" id=\"latency\"><h2>Latency distribution</h2><p class=\"note\">Every run's full latency distribution, log scale. The x axis is in nines: each step right is ten times rarer (90th, 99th, 99.9th percentile…). Dashed lines are later repeats.</p><div class=\"pair\">");
+        s.push_str("<section class=\"chart\" id=\"latency\"><h2>Latency distribution</h2><p class=\"note\">Every run's full latency distribution (OK responses; a run flagged ≥ shows the ages of unanswered requests, lower bounds), log scale. The x axis is in nines: each step right is ten times rarer (90th, 99th, 99.9th percentile…). Dashed lines are later repeats.</p><div class=\"pair\">");
         let mut keys: Vec<(String, String, String)> = Vec::new();
         for g in &self.groups {
             let k = (
@@ -458,12 +467,17 @@ impl Report {
             let mut plot = Plot::new(570.0, 330.0, x, y).with_left(60.0);
             for (t, pts) in &dists {
                 let c = color(variants, &t.planned.variant);
+                let flags = t
+                    .record
+                    .as_ref()
+                    .and_then(|r| Caveats::of(&r.load).short())
+                    .map_or(String::new(), |f| format!(" ({f})"));
                 plot.line(
                     pts,
                     c,
                     1.8,
                     t.planned.repeat > 1,
-                    &format!("{} repeat {}", t.planned.variant, t.planned.repeat),
+                    &format!("{} repeat {}{flags}", t.planned.variant, t.planned.repeat),
                 );
                 if let Some((_, last)) = pts.last() {
                     let x = pts.last().map_or(0.0, |p| p.0);
@@ -473,7 +487,7 @@ impl Report {
                         2.5,
                         c,
                         &format!(
-                            "{} repeat {}: {}",
+                            "{} repeat {}: {}{flags}",
                             t.planned.variant,
                             t.planned.repeat,
                             fmt_us(*last)
@@ -515,7 +529,7 @@ impl Report {
     }
 
     fn timelines(&self, s: &mut String) {
-        s.push_str("<section class=\"chart\" id=\"timeline\"><h2>Per-second timeline</h2><p class=\"note\">Each run second by second: OK responses per second (top) and the p50 and p99 latency of that second (bottom, log scale). Grey shading is warm-up (not counted); red shading marks seconds with errors, labelled with the count.</p>");
+        s.push_str("<section class=\"chart\" id=\"timeline\"><h2>Per-second timeline</h2><p class=\"note\">Each run second by second: OK responses per second (top) and the p50 and p99 latency of that second's OK responses (bottom, log scale). Grey shading is warm-up (not counted); red shading marks seconds with errors, labelled with the count.</p>");
         let open_all = self.trials.len() <= 12;
         s.push_str("<button type=\"button\" onclick=\"setAll('details.tl', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.tl', false)\">Collapse all</button>");
         let mut drawn = 0;
@@ -775,9 +789,9 @@ impl Report {
                     RED,
                     "start",
                 );
-            } else if !g.notes().is_empty() {
+            } else if !g.short_notes().is_empty() {
                 let w = p.w;
-                p.text_px(w - 20.0, top + row_h / 2.0, &g.notes(), RED, "end");
+                p.text_px(w - 20.0, top + row_h / 2.0, &g.short_notes(), RED, "end");
             }
         }
         p.finish(title, true)
@@ -1008,8 +1022,8 @@ impl Report {
     }
 
     fn errors(&self, s: &mut String) {
-        s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too.</p>");
-        s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th class=\"l\">Seconds with errors</th></tr>");
+        s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too, and the latency of the failed requests (kept out of the headline figures, so fast error answers never pass for fast service).</p>");
+        s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th>failed p50 / p99</th><th class=\"l\">Seconds with errors</th></tr>");
         for t in &self.trials {
             let bad = t.status != Status::Ok || t.errors() > 0;
             let _ = write!(
@@ -1031,7 +1045,7 @@ impl Report {
                         .collect();
                     let _ = write!(
                         s,
-                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
+                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
                         r.load.requests.ok,
                         e.total(),
                         e.connect,
@@ -1042,13 +1056,18 @@ impl Report {
                         e.body,
                         r.load.requests.unfinished,
                         r.load.connections.never_answered,
+                        r.load.latency_failed_us.as_ref().map_or("–".into(), |f| format!(
+                            "{} / {}",
+                            fmt_us(f.p50 as f64),
+                            fmt_us(f.p99 as f64)
+                        )),
                         esc(&secs.join(", "))
                     );
                 }
                 None => {
                     let _ = write!(
                         s,
-                        "<td colspan=\"11\" class=\"l wrap bad-text\">{}</td></tr>",
+                        "<td colspan=\"12\" class=\"l wrap bad-text\">{}</td></tr>",
                         esc(&short(t.reason.as_deref().unwrap_or("no record"), 200))
                     );
                 }

@@ -16,6 +16,7 @@ mod svg;
 mod text;
 
 use crate::lab::trial::TrialRecord;
+use crate::load::caveats::Caveats;
 use crate::plan::runner::{
     summarize, GroupSummary, Manifest, Outcome, StoredBreakpoint, StoredTrial,
 };
@@ -80,8 +81,24 @@ pub struct Group {
 }
 
 impl Group {
-    /// "1 failed, 1 missing", or empty.
+    /// What the good runs' figures cannot be trusted for (see
+    /// `load::caveats`); nothing flagged when no run succeeded.
+    pub fn caveats(&self) -> Caveats {
+        self.good().map_or(Caveats::NONE, |s| s.caveats)
+    }
+
+    /// "1 failed, 1 missing" and the caveats in words, or empty.
     pub fn notes(&self) -> String {
+        self.notes_with(self.caveats().notes())
+    }
+
+    /// [`Group::notes`] with the caveats in a few characters, for labels
+    /// drawn on a chart.
+    pub fn short_notes(&self) -> String {
+        self.notes_with(self.caveats().short().into_iter().collect())
+    }
+
+    fn notes_with(&self, caveats: Vec<String>) -> String {
         let mut v = Vec::new();
         if self.failed > 0 {
             v.push(format!("{} failed", self.failed));
@@ -92,7 +109,13 @@ impl Group {
         if self.missing > 0 {
             v.push(format!("{} missing", self.missing));
         }
-        v.join(", ")
+        let runs = v.join(", ");
+        let mut all: Vec<String> = Vec::new();
+        if !runs.is_empty() {
+            all.push(runs);
+        }
+        all.extend(caveats);
+        all.join("; ")
     }
     /// The good summary, if any run succeeded.
     pub fn good(&self) -> Option<&GroupSummary> {
@@ -462,7 +485,9 @@ impl Report {
                     "error": t.reason,
                     "throughput_rps": r.map(|r| r.load.throughput_rps),
                     "latency_p99_us": r.map(|r| r.load.latency_us.p99),
+                    "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
                     "errors": r.map(|r| r.load.errors.total()),
+                    "notes": r.map(|r| Caveats::of(&r.load).notes()),
                 })
             })
             .collect();

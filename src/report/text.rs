@@ -1,6 +1,7 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
 use super::{front, front_label, load_label, num, short, Report};
+use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::Spread;
 use std::fmt::Write;
@@ -138,14 +139,15 @@ impl Report {
                 runs
             );
             let notes = g.notes();
+            let c = g.caveats();
             match g.good() {
                 Some(sum) => {
                     let _ = writeln!(
                         s,
                         "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}{}",
-                        rps_spread(&sum.throughput_rps),
-                        fmt_us(sum.latency_p50_us.median),
-                        fmt_us(sum.latency_p99_us.median),
+                        c.mark_throughput(rps_spread(&sum.throughput_rps)),
+                        c.mark_latency(0.5, fmt_us(sum.latency_p50_us.median)),
+                        c.mark_latency(0.99, fmt_us(sum.latency_p99_us.median)),
                         fmt_bytes(sum.rss_peak_bytes.median as u64),
                         sum.pss_peak_bytes
                             .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
@@ -212,7 +214,11 @@ impl Report {
             s,
             "\nFigures are medians across the good runs of each trial (min-max in brackets). \
              Latency in milliseconds, memory in MiB (peak over the measured window), \
-             CPU in server milliseconds per OK response.\n"
+             CPU in server milliseconds per OK response. Throughput and latency count OK \
+             responses only; failed requests are in the errors. Marks: ≥ a latency that is the \
+             age of requests still unanswered (too few came back: a lower bound); † a percentile \
+             with fewer than 10 responses beyond it, or a throughput from fewer than 200; a row \
+             with more than 1% errors is not a result. The notes say which.\n"
         );
         for ((app, fr), groups) in self.sections() {
             let _ = writeln!(s, "## {app}, {fr}\n");
@@ -230,22 +236,30 @@ impl Report {
                     g.ok,
                     g.planned_runs
                 );
+                let c = g.caveats();
+                let bound = |us: f64| {
+                    if c.lower_bound {
+                        format!("≥ {}", ms(us))
+                    } else {
+                        ms(us)
+                    }
+                };
                 match g.good() {
                     Some(sum) => {
                         let _ = writeln!(
                             s,
                             "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
-                            rps_spread(&sum.throughput_rps),
-                            ms(sum.latency_mean_us.median),
+                            c.mark_throughput(rps_spread(&sum.throughput_rps)),
+                            bound(sum.latency_mean_us.median),
                             ms(sum.latency_stdev_us.median),
-                            ms(sum.latency_max_us.median),
-                            ms(sum.latency_p99_us.median),
+                            bound(sum.latency_max_us.median),
+                            c.mark_latency(0.99, ms(sum.latency_p99_us.median)),
                             mib(sum.rss_peak_bytes.median),
                             sum.pss_peak_bytes.map_or("-".into(), |p| mib(p.median)),
                             sum.cpu_ms_per_request
                                 .map_or("-".into(), |c| format!("{:.3}", c.median)),
                             sum.errors,
-                            g.notes()
+                            md_cell(&g.notes())
                         );
                     }
                     None => {
@@ -284,7 +298,7 @@ impl Report {
             let _ = writeln!(s, "## Errors\n");
             let _ = writeln!(
                 s,
-                "| Trial | Total | connect | timeout | reset | parse | status | body | Seconds with errors |\n|:--|--:|--:|--:|--:|--:|--:|--:|:--|"
+                "| Trial | Total | connect | timeout | reset | parse | status | body | Failed p50 / p99 (ms) | Seconds with errors |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
             );
             for (t, r) in with_errors {
                 let e = &r.load.errors;
@@ -297,7 +311,7 @@ impl Report {
                     .collect();
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     t.planned.id,
                     e.total(),
                     e.connect,
@@ -306,6 +320,14 @@ impl Report {
                     e.parse,
                     e.status,
                     e.body,
+                    r.load
+                        .latency_failed_us
+                        .as_ref()
+                        .map_or("-".into(), |f| format!(
+                            "{} / {}",
+                            ms(f.p50 as f64),
+                            ms(f.p99 as f64)
+                        )),
                     secs.join(", ")
                 );
             }
@@ -400,6 +422,8 @@ impl Report {
             "pss_peak_bytes",
             "cpu_ms_per_request",
             "errors",
+            "latency_lower_bound",
+            "notes",
         ];
         let mut s = csv_row(&head.map(String::from));
         for g in &self.groups {
@@ -437,9 +461,11 @@ impl Report {
                     opt(m.pss_peak_bytes.map(|p| f1(p.median))),
                     opt(m.cpu_ms_per_request.map(|c| f3(c.median))),
                     m.errors.to_string(),
+                    m.caveats.lower_bound.to_string(),
                 ]),
-                None => row.extend((0..16).map(|_| String::new())),
+                None => row.extend((0..17).map(|_| String::new())),
             }
+            row.push(g.notes());
             s.push_str(&csv_row(&row));
         }
         s
@@ -472,6 +498,8 @@ impl Report {
             "rss_peak_bytes",
             "pss_peak_bytes",
             "cpu_ms_per_request",
+            "latency_lower_bound",
+            "notes",
         ];
         let mut s = csv_row(&head.map(String::from));
         for t in &self.trials {
@@ -506,9 +534,11 @@ impl Report {
                         r.server_metrics.rss_peak_bytes.to_string(),
                         opt(r.server_metrics.pss_peak_bytes),
                         opt(r.server_metrics.cpu_ms_per_request.map(f3)),
+                        r.load.latency_lower_bound.to_string(),
+                        Caveats::of(&r.load).notes().join("; "),
                     ]);
                 }
-                None => row.extend((0..13).map(|_| String::new())),
+                None => row.extend((0..15).map(|_| String::new())),
             }
             s.push_str(&csv_row(&row));
         }

@@ -100,6 +100,10 @@ pub struct SamplerReport {
     pub processes_mean: f64,
     /// Samples in the measured window.
     pub samples: u64,
+    /// When the measured window started, in milliseconds since the
+    /// sampler started (the timeline's clock); None if never marked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_ms: Option<u64>,
     pub interval_ms: u64,
     /// At most one row per second, warm-up included.
     pub timeline: Vec<SampleRow>,
@@ -178,6 +182,8 @@ struct State {
     /// Tree CPU when the window started.
     cpu_mark: Option<Ticks>,
     marked: bool,
+    /// When `mark` was called.
+    marked_at: Option<Instant>,
     all: Stats,
     window: Stats,
     timeline: Vec<SampleRow>,
@@ -193,6 +199,7 @@ impl State {
             cpu_first: None,
             cpu_mark: None,
             marked: false,
+            marked_at: None,
             all: Stats::default(),
             window: Stats::default(),
             timeline: Vec::new(),
@@ -265,6 +272,7 @@ impl State {
         }
         // This sample is the window's first; CPU counts from its reading.
         self.marked = true;
+        self.marked_at = Some(Instant::now());
         self.sample();
         self.cpu_mark = Some(self.cpu.total());
     }
@@ -290,6 +298,9 @@ impl State {
             processes_peak: stats.procs_peak,
             processes_mean: stats.procs_sum as f64 / stats.samples.max(1) as f64,
             samples: stats.samples,
+            window_start_ms: self
+                .marked_at
+                .map(|t| t.saturating_duration_since(self.started).as_millis() as u64),
             interval_ms: interval.as_millis() as u64,
             timeline: self.timeline.clone(),
         }
@@ -341,6 +352,11 @@ impl Sampler {
     /// calls do nothing.
     pub fn mark(&self) {
         lock(&self.state).mark();
+    }
+
+    /// When the measured window started, if [`Sampler::mark`] was called.
+    pub fn marked_at(&self) -> Option<Instant> {
+        lock(&self.state).marked_at
     }
 
     /// Takes a last sample and returns the report. A sampler never marked
