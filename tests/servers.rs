@@ -414,13 +414,20 @@ warmup = "500ms"
         }
         c
     };
-    // Interrupt during the second trial.
+    // Interrupt during the second trial (whichever the shuffle put first).
     let child = run(false).spawn().unwrap();
-    let first = out.join("trials/puma__hello__direct__c4__rep1.json");
+    let trials_dir = out.join("trials");
+    let first_done = || {
+        std::fs::read_dir(&trials_dir)
+            .ok()
+            .and_then(|d| d.flatten().next())
+            .map(|e| e.path())
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !first.exists() && Instant::now() < deadline {
+    while first_done().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
+    let first = first_done().expect("a first trial within 60 s");
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -448,7 +455,8 @@ warmup = "500ms"
             serde_json::from_slice(&std::fs::read(t.path()).unwrap()).unwrap();
         assert_eq!(v["outcome"], "ok", "{}", t.path().display());
     }
-    // Order of the manifest: A B A B.
+    // Order of the manifest: each round runs every server once, in the
+    // order of the seed printed and kept in the manifest.
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     let ids: Vec<&str> = m["trials"]
@@ -457,8 +465,13 @@ warmup = "500ms"
         .iter()
         .map(|t| t["group"].as_str().unwrap())
         .collect();
-    assert_eq!(ids[0], ids[2]);
     assert_ne!(ids[0], ids[1]);
+    assert_ne!(ids[2], ids[3]);
+    let seed = m["seed"].as_u64().expect("the manifest keeps the seed");
+    assert!(
+        err.contains(&format!("--seed {seed}")),
+        "the resume command replays the seed: {err}"
+    );
     let summary = String::from_utf8_lossy(&o.stdout);
     assert!(
         summary.contains("puma") && summary.contains("thin") && summary.contains("req/s"),

@@ -83,6 +83,10 @@ pub struct TrialArgs {
     /// Print one JSON document (rackbench/trial-v1).
     #[arg(long)]
     pub json: bool,
+    /// A threshold the load must meet, e.g. 'p99<200ms', 'errors<1%',
+    /// 'rps>5000' (repeatable); exit status 1 when any is not met.
+    #[arg(long = "check", value_parser = crate::checks::Check::parse)]
+    pub checks: Vec<crate::checks::Check>,
 }
 
 /// The default CPU split: on 2+ cores the generator gets the last core and
@@ -108,7 +112,10 @@ impl ServerOptions {
             usage("name the server: --server puma (see `rackbench servers`)".into())
         })?;
         let server = match &self.command {
-            Some(cmd) => ServerSpec::custom(name, cmd),
+            Some(cmd) => {
+                check_listens(cmd).map_err(usage)?;
+                ServerSpec::custom(name, cmd)
+            }
             None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
         };
         if self.command.is_none() && !server.installed() {
@@ -129,6 +136,7 @@ impl ServerOptions {
             }
             app.path = p.clone();
         }
+        apply_request_flags(&mut app, load, self.app_expect_body.is_some()).map_err(usage)?;
         let (default_server_cpus, default_load_cpus) = if self.no_pin {
             (Vec::new(), Vec::new())
         } else {
@@ -178,6 +186,68 @@ impl ServerOptions {
             stop_on_errors: false,
         })
     }
+}
+
+/// The placeholders that tell a server where to listen.
+const LISTEN_PLACEHOLDERS: &[&str] = &["{{port}}", "{{listen}}", "{{listen_url}}", "{{socket}}"];
+
+/// A `--command` that never says where to listen would only wait out the
+/// start timeout (or, worse, find another process on the port): refused
+/// before anything starts.
+fn check_listens(command: &str) -> Result<(), String> {
+    if LISTEN_PLACEHOLDERS.iter().any(|p| command.contains(p)) {
+        return Ok(());
+    }
+    Err(format!(
+        "--command '{command}' never says where to listen: put {} in it, e.g. puma -b tcp://{{{{host}}}}:{{{{port}}}} {{{{app}}}}",
+        LISTEN_PLACEHOLDERS.join(", ")
+    ))
+}
+
+/// The load flags that shape the request and its expected answer, applied
+/// to the app the lab verifies and loads: -m, -H, --body/--body-file,
+/// --expect-status, --expect-body. A flag the lab cannot honour is
+/// refused, naming what to use instead.
+fn apply_request_flags(
+    app: &mut AppSpec,
+    load: &LoadOptions,
+    app_body: bool,
+) -> Result<(), String> {
+    if let Some(p) = &load.unix_socket {
+        return Err(format!(
+            "--unix-socket {} does not apply to a trial: the lab chooses where the server listens; for a unix socket between nginx and the server use --behind nginx",
+            p.display()
+        ));
+    }
+    app.method = load.method.to_ascii_uppercase();
+    app.headers = load.headers.clone();
+    app.body = match (&load.body, &load.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    if let Some(crate::load::ExpectStatus::Codes(codes)) = &load.expect_status {
+        match codes.as_slice() {
+            [one] => app.expect_status = *one,
+            _ => {
+                return Err(
+                    "a trial verifies its app against one status: give one code, e.g. --expect-status 201"
+                        .into(),
+                )
+            }
+        }
+    }
+    if let Some(b) = &load.expect_body {
+        if app_body {
+            return Err(
+                "--expect-body and --app-expect-body both set the body the app must answer: keep one"
+                    .into(),
+            );
+        }
+        app.expect_body = b.clone();
+    }
+    Ok(())
 }
 
 fn debian_package(server: &str) -> &'static str {
@@ -244,10 +314,16 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     } else {
         print!("{}", render_trial(&record));
     }
+    let checks_met = super::load::print_checks(
+        &crate::checks::evaluate_all(&args.checks, &record.load),
+        args.json,
+    );
     Ok(if record.server_exit.is_some() {
         ExitCode::from(1)
     } else if record.interrupted {
         ExitCode::from(130)
+    } else if !checks_met {
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })

@@ -69,6 +69,32 @@ pub struct Plan {
     /// Find each server's break point instead of (or besides) fixed loads.
     #[serde(default)]
     pub breakpoint: Option<BreakpointSection>,
+    /// Thresholds every fixed-load trial must meet, as `--check` takes
+    /// them: `checks = ["p99<200ms", "errors<1%"]`, or a `[checks]` table
+    /// (`p99 = "<200ms"`). A trial that misses one makes `run` exit 1.
+    #[serde(default, deserialize_with = "checks_list_or_table")]
+    pub checks: Vec<crate::checks::Check>,
+}
+
+/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
+fn checks_list_or_table<'de, D>(d: D) -> Result<Vec<crate::checks::Check>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<String>),
+        Table(BTreeMap<String, String>),
+    }
+    let texts = match Form::deserialize(d)? {
+        Form::List(l) => l,
+        Form::Table(t) => t.into_iter().map(|(k, v)| format!("{k}{v}")).collect(),
+    };
+    texts
+        .iter()
+        .map(|t| crate::checks::Check::parse(t).map_err(serde::de::Error::custom))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -618,6 +644,27 @@ connections = [10]
             .trials
             .iter()
             .all(|t| t.id.ends_with(&format!("rep{}", t.repeat))));
+    }
+
+    #[test]
+    fn checks_come_as_a_list_or_a_table_and_bad_ones_name_the_line() {
+        let list = "name = \"t\"\napps = [\"hello\"]\nchecks = [\"p99<200ms\", \"errors<1%\"]\n";
+        let table =
+            "name = \"t\"\napps = [\"hello\"]\n[checks]\np99 = \"<200ms\"\nerrors = \"<1%\"\n";
+        for text in [list, table] {
+            let plan = Plan::parse(text, "t.toml").unwrap();
+            let got: Vec<String> = plan.checks.iter().map(|c| c.to_string()).collect();
+            assert!(
+                got.contains(&"p99<200ms".to_string()) && got.contains(&"errors<1%".to_string()),
+                "{got:?}"
+            );
+        }
+        let bad = "name = \"t\"\napps = [\"hello\"]\nchecks = [\"p99<200\"]\n";
+        let err = Plan::parse(bad, "t.toml").unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml") && err.contains("line 3") && err.contains("unit"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -43,6 +43,15 @@ pub fn get(
     path: &str,
     timeout: Duration,
 ) -> std::io::Result<Answer> {
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: rackbench-probe\r\nConnection: close\r\n\r\n"
+    );
+    send(endpoint, req.as_bytes(), timeout)
+}
+
+/// Sends one whole rendered request (it should say `Connection: close`)
+/// and reads its answer, giving up after `timeout`.
+pub fn send(endpoint: &Endpoint, request: &[u8], timeout: Duration) -> std::io::Result<Answer> {
     let deadline = Instant::now() + timeout;
     let mut stream: Box<dyn Stream> = match endpoint {
         Endpoint::Tcp(addr) => {
@@ -58,10 +67,7 @@ pub fn get(
             Box::new(s)
         }
     };
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: rackbench-probe\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes())?;
+    stream.write_all(request)?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
