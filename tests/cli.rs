@@ -646,16 +646,58 @@ command = "false {{{{port}}}}"
             .unwrap();
     assert_eq!(m["seed"], 3);
 
-    // All good: exit 0.
-    let plan = plan
-        .replace(", \"broken\"", "")
-        .replace(", \"rps>100000000\"", "");
-    let o = run_plan(&dir.join("b"), &plan, &[]);
+    // Resuming the finished run keeps its failures: still exit 1.
+    let o = run_plan(&dir.join("a"), &plan, &["--resume"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // All good, the server from a servers file: exit 0, the file copied
+    // beside the results and named in the command that resumes the run.
+    let servers = dir.join("servers.toml");
+    std::fs::write(&servers, format!("[good]\ncommand = \"{cmd}\"\n")).unwrap();
+    let plan =
+        "name = \"exit\"\nservers = [\"good\"]\napps = [\"hello\"]\nchecks = [\"errors<1%\"]\n\
+                [load]\nconnections = [2]\nduration = \"500ms\"\nwarmup = \"0s\"\n";
+    let o = run_plan(
+        &dir.join("b"),
+        plan,
+        &["--servers-file", servers.to_str().unwrap()],
+    );
     assert_eq!(
         o.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&o.stderr)
+    );
+    let results = dir.join("b/results");
+    assert_eq!(
+        std::fs::read_to_string(results.join("servers-1.toml")).unwrap(),
+        std::fs::read_to_string(&servers).unwrap()
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(results.join("manifest.json")).unwrap()).unwrap();
+    let command = m["command"].as_str().unwrap();
+    assert!(
+        command.contains(&format!("--servers-file {}", servers.display()))
+            && command.contains(&format!("--seed {}", m["seed"])),
+        "{command}"
+    );
+    // An edited servers file cannot be resumed into the same results.
+    std::fs::write(&servers, format!("[good]\ncommand = \"{cmd} \"\n")).unwrap();
+    let o = run_plan(
+        &dir.join("b"),
+        plan,
+        &["--servers-file", servers.to_str().unwrap(), "--resume"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("differs from the run's copy") && err.contains("line 2 was"),
+        "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -251,6 +251,60 @@ fn a_users_own_command_template_works_like_a_builtin() {
 }
 
 #[test]
+fn a_trial_sends_its_own_method_headers_and_body_and_expects_its_own_answer() {
+    // `trial` used to overwrite -m, -H, --body and --expect-*: the server
+    // got a bare GET and was judged by the app's default answer.
+    if !installed().contains(&"puma".to_string()) {
+        return;
+    }
+    let dir = work_dir("request");
+    std::fs::create_dir_all(&dir).unwrap();
+    let app = dir.join("echo.ru");
+    std::fs::write(
+        &app,
+        "# echo.ru: answers 201 with the method, the X-Token header and the body.\n\
+         run lambda { |env| [201, {\"content-type\" => \"text/plain\"}, \
+         [\"#{env[\"REQUEST_METHOD\"]} #{env[\"HTTP_X_TOKEN\"]} #{env[\"rack.input\"].read}\"]] }\n",
+    )
+    .unwrap();
+    let out = trial(
+        &[
+            "--server",
+            "puma",
+            "--app",
+            app.to_str().unwrap(),
+            "-m",
+            "POST",
+            "-H",
+            "X-Token: secret",
+            "--body",
+            "order=42",
+            "--expect-status",
+            "201",
+            "--expect-body",
+            "POST secret order=42",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ],
+        &dir.join("work"),
+    );
+    let r = record(&out, "POST trial");
+    assert_eq!(r["verify"]["status"], 201, "{}", r["verify"]);
+    assert_eq!(r["verify"]["body"], "POST secret order=42");
+    assert_eq!(r["app"]["method"], "POST");
+    assert_eq!(r["app"]["body"], "order=42");
+    assert_eq!(r["load"]["errors"]["status"], 0, "every answer was 201");
+    assert_eq!(
+        r["load"]["errors"]["body"], 0,
+        "every answer echoed the body"
+    );
+    assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_server_that_will_not_start_fails_clearly_and_leaves_nothing() {
     let dir = work_dir("broken");
     let out = trial(
