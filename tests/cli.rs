@@ -701,3 +701,51 @@ command = "false {{{{port}}}}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_seed_replays_the_order_and_each_round_runs_every_trial_once() {
+    let dir = std::env::temp_dir().join(format!("rackbench-seed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut plan = String::from(
+        "name = \"seed\"\nrepeats = 3\nservers = [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]\napps = [\"hello\"]\n[load]\nconnections = [1]\n",
+    );
+    for s in ["a", "b", "c", "d", "e", "f"] {
+        plan.push_str(&format!(
+            "[server_defs.{s}]\ncommand = \"true {{{{port}}}}\"\n"
+        ));
+    }
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let order = |seed: &str| {
+        let o = rackbench(&["run", file.to_str().unwrap(), "--dry-run", "--seed", seed]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("seed {seed}")));
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let one = order("1");
+    assert_eq!(one, order("1"), "a seed replays its order");
+    assert_ne!(one, order("2"), "another seed, another order");
+    assert_eq!(one.len(), 18);
+    let rounds: Vec<Vec<&str>> = one
+        .chunks(6)
+        .map(|r| r.iter().map(|id| id.split("__").next().unwrap()).collect())
+        .collect();
+    for (i, r) in rounds.iter().enumerate() {
+        assert!(one[i * 6..i * 6 + 6]
+            .iter()
+            .all(|id| id.ends_with(&format!("rep{}", i + 1))));
+        let mut sorted = r.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ["a", "b", "c", "d", "e", "f"], "round {i}: {r:?}");
+    }
+    assert!(
+        rounds[0] != rounds[1] || rounds[1] != rounds[2],
+        "the rounds are shuffled one by one: {rounds:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

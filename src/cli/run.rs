@@ -115,7 +115,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("  skipped: {s}");
     }
     if args.dry_run {
-        for t in &expanded.trials {
+        // The order the run would take with this seed.
+        let mut order: Vec<&crate::plan::PlannedTrial> = expanded.trials.iter().collect();
+        crate::plan::runner::shuffle_rounds(&mut order, |t| t.repeat, seed);
+        eprintln!("seed {seed}");
+        for t in order {
             println!("{}", t.id);
         }
         return Ok(ExitCode::SUCCESS);

@@ -238,6 +238,10 @@ fn apply_request_flags(
             }
         }
     }
+    if app.method == "HEAD" && !app_body {
+        // The answer to a HEAD has no body to hold the app's text.
+        app.expect_body.clear();
+    }
     if let Some(b) = &load.expect_body {
         if app_body {
             return Err(
@@ -273,7 +277,11 @@ pub fn render_trial(r: &TrialRecord) -> String {
         r.server.version.as_deref().unwrap_or(""),
         r.server.workers,
         r.server.threads,
-        r.app.name,
+        if r.app.is_plain_get() {
+            r.app.name.clone()
+        } else {
+            format!("{} ({} {})", r.app.name, r.app.method, r.app.path)
+        },
         match &r.topology.topology {
             Topology::Direct => "direct".to_string(),
             Topology::Nginx { workers, .. } => format!("behind nginx ({workers} workers)"),
@@ -322,6 +330,12 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
         ExitCode::from(1)
     } else if record.interrupted {
         ExitCode::from(130)
+    } else if record.load.requests.ok == 0 {
+        eprintln!(
+            "error: no request succeeded ({} counted); see the errors above",
+            record.load.requests.total
+        );
+        ExitCode::from(1)
     } else if !checks_met {
         ExitCode::from(1)
     } else {
