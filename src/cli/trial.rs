@@ -113,8 +113,10 @@ impl ServerOptions {
         })?;
         let server = match &self.command {
             Some(cmd) => {
-                check_listens(cmd).map_err(usage)?;
-                ServerSpec::custom(name, cmd)
+                let spec = ServerSpec::custom(name, cmd);
+                spec.check_listens()
+                    .map_err(|e| usage(format!("--command: {e}")))?;
+                spec
             }
             None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
         };
@@ -186,22 +188,6 @@ impl ServerOptions {
             stop_on_errors: false,
         })
     }
-}
-
-/// The placeholders that tell a server where to listen.
-const LISTEN_PLACEHOLDERS: &[&str] = &["{{port}}", "{{listen}}", "{{listen_url}}", "{{socket}}"];
-
-/// A `--command` that never says where to listen would only wait out the
-/// start timeout (or, worse, find another process on the port): refused
-/// before anything starts.
-fn check_listens(command: &str) -> Result<(), String> {
-    if LISTEN_PLACEHOLDERS.iter().any(|p| command.contains(p)) {
-        return Ok(());
-    }
-    Err(format!(
-        "--command '{command}' never says where to listen: put {} in it, e.g. puma -b tcp://{{{{host}}}}:{{{{port}}}} {{{{app}}}}",
-        LISTEN_PLACEHOLDERS.join(", ")
-    ))
 }
 
 /// The load flags that shape the request and its expected answer, applied

@@ -304,6 +304,11 @@ impl Plan {
         })?;
         for (name, spec) in plan.server_defs.iter_mut() {
             spec.name = name.clone();
+            spec.check_listens().map_err(|message| PlanError::At {
+                file: file.to_string(),
+                line: line_of(text, &format!("server_defs.{name}")),
+                message,
+            })?;
         }
         Ok(plan)
     }
@@ -675,6 +680,7 @@ connections = [10]
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "unknown field `conections`"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nduration = \"5x\"\n", "line 6: duration"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"mine\"]\n[load]\nconnections = [1]\n[server_defs.mine]\ncommand = \"mine {{app}}\"\n", "line 6: server 'mine': its command 'mine {{app}}' never says where to listen"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nbehind = [\"apache\"]\n[load]\nconnections = [1]\n", "use \"none\" (direct) or \"nginx\""),
         ];
         for (text, want) in cases {
