@@ -14,6 +14,7 @@
 //!
 //! Dependencies point one way: `cli` → `load`; nothing in `load` reaches up.
 
+pub mod checks;
 pub mod cli;
 pub mod lab;
 pub mod load;

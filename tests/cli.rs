@@ -83,6 +83,84 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             &["trial", "--server", "puma", "--app", "helo"],
             "built in: hello",
         ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--app",
+                "helo",
+            ],
+            "--app-expect-body",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--app",
+                "/nonexistent/app.ru",
+            ],
+            "/nonexistent/app.ru: file not found",
+        ),
+        (
+            &["trial", "--server", "x", "--command", "sleep 30"],
+            "never says where to listen: put {{port}}",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--unix-socket",
+                "/tmp/s.sock",
+            ],
+            "--unix-socket /tmp/s.sock does not apply to a trial",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--expect-status",
+                "2xx",
+            ],
+            "--expect-status 201",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--expect-body",
+                "a",
+                "--app-expect-body",
+                "b",
+            ],
+            "keep one",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--check",
+                "p99<",
+            ],
+            "has no threshold",
+        ),
     ];
     for (args, hint) in cases {
         let out = rackbench(args);
@@ -349,4 +427,398 @@ fn servers_lists_every_adapter_as_json() {
             "{s}"
         );
     }
+}
+
+#[test]
+fn load_exits_1_when_no_request_succeeded() {
+    // Every answer lacks the expected body: nothing succeeded, and a
+    // script must be able to tell without parsing the summary.
+    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let out = rackbench(&[
+        "load",
+        &s.url(),
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--expect-body",
+        "no such text",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no request succeeded"), "{err}");
+}
+
+#[test]
+fn checks_print_met_or_not_and_set_the_exit_status() {
+    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let url = s.url();
+    let base = ["load", url.as_str(), "-c", "2", "-n", "200"];
+    let with = |checks: &[&str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        for c in checks {
+            args.extend(["--check", c]);
+        }
+        rackbench(&args)
+    };
+    let out = with(&["p99<10s", "errors<1%", "rps>1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for want in [
+        "check p99<10s: met (p99 ",
+        "check errors<1%: met (errors 0.00%)",
+        "check rps>1: met (rps ",
+    ] {
+        assert!(text.contains(want), "want '{want}' in:\n{text}");
+    }
+    let out = with(&["p99<10s", "rps>100000000"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("check rps>100000000: NOT met (rps "),
+        "{text}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 of 2 check(s) not met"));
+    // Beside --json the lines go to stderr: stdout stays one document.
+    let out = rackbench(&[
+        "load", &url, "-c", "1", "-n", "10", "--json", "--check", "p50<10s",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON document");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("check p50<10s: met"));
+    // A malformed check is bad usage.
+    let out = with(&["p99<200"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("give the latency a unit"), "{err}");
+}
+
+#[test]
+fn resume_is_refused_when_the_plan_changed_unless_forced() {
+    let dir = std::env::temp_dir().join(format!("rackbench-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("results");
+    std::fs::create_dir_all(&out).unwrap();
+    let old = "name = \"r\"\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nconnections = [4]\n";
+    std::fs::write(out.join("plan.toml"), old).unwrap();
+    std::fs::write(out.join("manifest.json"), "{\"seed\": 5}").unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(&plan, old.replace("[4]", "[8]")).unwrap();
+    let servers = dir.join("servers.toml");
+    std::fs::write(&servers, "[mine]\ncommand = \"mine {{port}} {{app}}\"\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+            "--dry-run",
+        ];
+        args.extend(extra);
+        rackbench(&args)
+    };
+    let o = run(&[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 5 was `connections = [4]`, now `connections = [8]`")
+            && err.contains("--force-resume"),
+        "{err}"
+    );
+    let o = run(&["--force-resume"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("resuming anyway"), "{err}");
+    // The same plan, but a servers file the run did not have.
+    std::fs::write(&plan, old).unwrap();
+    let o = run(&["--servers-file", servers.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is new: the run began without it"), "{err}");
+    // A seed other than the run's own would change its order.
+    let o = run(&["--seed", "6"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("differs from the run's seed 5"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A server template for the built-in test server, which answers
+/// "hello world" like the hello app: trials and plans without Ruby.
+fn test_server_command() -> String {
+    format!(
+        "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
+        env!("CARGO_BIN_EXE_rackbench")
+    )
+}
+
+#[test]
+fn a_port_answered_by_another_process_stops_the_trial() {
+    // The "server" only writes down its port and sleeps; this test process
+    // listens there and answers like the hello app. The trial must notice
+    // that the answer comes from outside the server's process tree.
+    use std::io::{Read, Write};
+    let dir = std::env::temp_dir().join(format!("rackbench-stranger-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port_file = dir.join("port");
+    let command = format!(
+        "sh -c 'echo {{{{port}}}} > {}; exec sleep 60'",
+        port_file.display()
+    );
+    let stranger = {
+        let port_file = port_file.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let port: u16 = loop {
+                if let Some(p) = std::fs::read_to_string(&port_file)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                {
+                    break p;
+                }
+                assert!(std::time::Instant::now() < deadline, "no port written");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let mut answered = 0;
+            while std::time::Instant::now() < until {
+                match listener.accept() {
+                    Ok((mut c, _)) => {
+                        c.set_nonblocking(false).unwrap();
+                        let mut buf = [0u8; 4096];
+                        let _ = c.read(&mut buf);
+                        let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nhello world");
+                        answered += 1;
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+                if port_file.with_extension("done").exists() {
+                    break;
+                }
+            }
+            (port, answered)
+        })
+    };
+    let out = rackbench(&[
+        "trial",
+        "--server",
+        "impostor",
+        "--command",
+        &command,
+        "--work-dir",
+        dir.join("work").to_str().unwrap(),
+        "-d",
+        "1s",
+        "--start-timeout",
+        "20s",
+    ]);
+    std::fs::write(port_file.with_extension("done"), "").unwrap();
+    let (port, answered) = stranger.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(answered >= 1, "the stranger was never asked");
+    assert!(
+        err.contains(&format!(
+            "port {port} is served by another process (pid {},",
+            std::process::id()
+        )) && err.contains("not by impostor"),
+        "{err}"
+    );
+    assert!(!err.contains("req/s"), "no load may run: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_trial_on_a_server_of_its_own_passes_the_port_check_and_its_checks() {
+    let dir = std::env::temp_dir().join(format!("rackbench-own-{}", std::process::id()));
+    let cmd = test_server_command();
+    let out = rackbench(&[
+        "trial",
+        "--server",
+        "own",
+        "--command",
+        &cmd,
+        "--work-dir",
+        dir.to_str().unwrap(),
+        "-c",
+        "2",
+        "-d",
+        "500ms",
+        "--warmup",
+        "0s",
+        "--check",
+        "errors<1%",
+        "--check",
+        "rps>100000000",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert!(text.contains("check errors<1%: met"), "{text}");
+    assert!(text.contains("check rps>100000000: NOT met"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn run_plan(dir: &std::path::Path, plan: &str, extra: &[&str]) -> Output {
+    std::fs::create_dir_all(dir).unwrap();
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let out = dir.join("results");
+    let mut args = vec![
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-pin",
+    ];
+    args.extend(extra);
+    rackbench(&args)
+}
+
+#[test]
+fn run_exits_1_when_a_trial_failed_or_missed_a_check() {
+    let dir = std::env::temp_dir().join(format!("rackbench-runexit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cmd = test_server_command();
+    let plan = format!(
+        r#"name = "exit"
+servers = ["good", "broken"]
+apps = ["hello"]
+checks = ["errors<1%", "rps>100000000"]
+[load]
+connections = [2]
+duration = "500ms"
+warmup = "0s"
+[server_defs.good]
+command = "{cmd}"
+[server_defs.broken]
+command = "false {{{{port}}}}"
+"#
+    );
+    let o = run_plan(&dir.join("a"), &plan, &["--seed", "3"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 trial(s) failed"), "{err}");
+    assert!(err.contains("1 trial(s) missed a check"), "{err}");
+    assert!(err.contains("seed 3"), "{err}");
+    let rec: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("a/results/trials/good__hello__direct__c2__rep1.json")).unwrap(),
+    )
+    .unwrap();
+    let checks = rec["checks"].as_array().expect("checks in the record");
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert_eq!(checks[0]["check"], "errors<1%");
+    assert_eq!(checks[0]["met"], true);
+    assert_eq!(checks[1]["met"], false);
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("a/results/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["seed"], 3);
+
+    // Resuming the finished run keeps its failures: still exit 1.
+    let o = run_plan(&dir.join("a"), &plan, &["--resume"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // All good, the server from a servers file: exit 0, the file copied
+    // beside the results and named in the command that resumes the run.
+    let servers = dir.join("servers.toml");
+    std::fs::write(&servers, format!("[good]\ncommand = \"{cmd}\"\n")).unwrap();
+    let plan =
+        "name = \"exit\"\nservers = [\"good\"]\napps = [\"hello\"]\nchecks = [\"errors<1%\"]\n\
+                [load]\nconnections = [2]\nduration = \"500ms\"\nwarmup = \"0s\"\n";
+    let o = run_plan(
+        &dir.join("b"),
+        plan,
+        &["--servers-file", servers.to_str().unwrap()],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let results = dir.join("b/results");
+    assert_eq!(
+        std::fs::read_to_string(results.join("servers-1.toml")).unwrap(),
+        std::fs::read_to_string(&servers).unwrap()
+    );
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(results.join("manifest.json")).unwrap()).unwrap();
+    let command = m["command"].as_str().unwrap();
+    assert!(
+        command.contains(&format!("--servers-file {}", servers.display()))
+            && command.contains(&format!("--seed {}", m["seed"])),
+        "{command}"
+    );
+    // An edited servers file cannot be resumed into the same results.
+    std::fs::write(&servers, format!("[good]\ncommand = \"{cmd} \"\n")).unwrap();
+    let o = run_plan(
+        &dir.join("b"),
+        plan,
+        &["--servers-file", servers.to_str().unwrap(), "--resume"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("differs from the run's copy") && err.contains("line 2 was"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_seed_replays_the_order_and_each_round_runs_every_trial_once() {
+    let dir = std::env::temp_dir().join(format!("rackbench-seed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut plan = String::from(
+        "name = \"seed\"\nrepeats = 3\nservers = [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]\napps = [\"hello\"]\n[load]\nconnections = [1]\n",
+    );
+    for s in ["a", "b", "c", "d", "e", "f"] {
+        plan.push_str(&format!(
+            "[server_defs.{s}]\ncommand = \"true {{{{port}}}}\"\n"
+        ));
+    }
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let order = |seed: &str| {
+        let o = rackbench(&["run", file.to_str().unwrap(), "--dry-run", "--seed", seed]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("seed {seed}")));
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let one = order("1");
+    assert_eq!(one, order("1"), "a seed replays its order");
+    assert_ne!(one, order("2"), "another seed, another order");
+    assert_eq!(one.len(), 18);
+    let rounds: Vec<Vec<&str>> = one
+        .chunks(6)
+        .map(|r| r.iter().map(|id| id.split("__").next().unwrap()).collect())
+        .collect();
+    for (i, r) in rounds.iter().enumerate() {
+        assert!(one[i * 6..i * 6 + 6]
+            .iter()
+            .all(|id| id.ends_with(&format!("rep{}", i + 1))));
+        let mut sorted = r.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ["a", "b", "c", "d", "e", "f"], "round {i}: {r:?}");
+    }
+    assert!(
+        rounds[0] != rounds[1] || rounds[1] != rounds[2],
+        "the rounds are shuffled one by one: {rounds:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

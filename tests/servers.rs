@@ -284,6 +284,60 @@ fn a_users_own_command_template_works_like_a_builtin() {
 }
 
 #[test]
+fn a_trial_sends_its_own_method_headers_and_body_and_expects_its_own_answer() {
+    // `trial` used to overwrite -m, -H, --body and --expect-*: the server
+    // got a bare GET and was judged by the app's default answer.
+    if !have(&["puma"]) {
+        return;
+    }
+    let dir = work_dir("request");
+    std::fs::create_dir_all(&dir).unwrap();
+    let app = dir.join("echo.ru");
+    std::fs::write(
+        &app,
+        "# echo.ru: answers 201 with the method, the X-Token header and the body.\n\
+         run lambda { |env| [201, {\"content-type\" => \"text/plain\"}, \
+         [\"#{env[\"REQUEST_METHOD\"]} #{env[\"HTTP_X_TOKEN\"]} #{env[\"rack.input\"].read}\"]] }\n",
+    )
+    .unwrap();
+    let out = trial(
+        &[
+            "--server",
+            "puma",
+            "--app",
+            app.to_str().unwrap(),
+            "-m",
+            "POST",
+            "-H",
+            "X-Token: secret",
+            "--body",
+            "order=42",
+            "--expect-status",
+            "201",
+            "--expect-body",
+            "POST secret order=42",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ],
+        &dir.join("work"),
+    );
+    let r = record(&out, "POST trial");
+    assert_eq!(r["verify"]["status"], 201, "{}", r["verify"]);
+    assert_eq!(r["verify"]["body"], "POST secret order=42");
+    assert_eq!(r["app"]["method"], "POST");
+    assert_eq!(r["app"]["body"], "order=42");
+    assert_eq!(r["load"]["errors"]["status"], 0, "every answer was 201");
+    assert_eq!(
+        r["load"]["errors"]["body"], 0,
+        "every answer echoed the body"
+    );
+    assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_server_that_will_not_start_fails_clearly_and_leaves_nothing() {
     let dir = work_dir("broken");
     let out = trial(
@@ -448,13 +502,20 @@ warmup = "500ms"
         }
         c
     };
-    // Interrupt during the second trial.
+    // Interrupt during the second trial (whichever the shuffle put first).
     let child = run(false).spawn().unwrap();
-    let first = out.join("trials/puma__hello__direct__c4__rep1.json");
+    let trials_dir = out.join("trials");
+    let first_done = || {
+        std::fs::read_dir(&trials_dir)
+            .ok()
+            .and_then(|d| d.flatten().next())
+            .map(|e| e.path())
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !first.exists() && Instant::now() < deadline {
+    while first_done().is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
+    let first = first_done().expect("a first trial within 60 s");
     std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -483,7 +544,8 @@ warmup = "500ms"
         assert_eq!(v["outcome"], "ok", "{}", t.path().display());
         assert_valid("run-trial-v1", &v, &t.path().display().to_string());
     }
-    // Order of the manifest: A B A B.
+    // Order of the manifest: each round runs every server once, in the
+    // order of the seed printed and kept in the manifest.
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_valid("run-v1", &m, "manifest.json");
@@ -493,8 +555,13 @@ warmup = "500ms"
         .iter()
         .map(|t| t["group"].as_str().unwrap())
         .collect();
-    assert_eq!(ids[0], ids[2]);
     assert_ne!(ids[0], ids[1]);
+    assert_ne!(ids[2], ids[3]);
+    let seed = m["seed"].as_u64().expect("the manifest keeps the seed");
+    assert!(
+        err.contains(&format!("--seed {seed}")),
+        "the resume command replays the seed: {err}"
+    );
     let summary = String::from_utf8_lossy(&o.stdout);
     assert!(
         summary.contains("puma") && summary.contains("thin") && summary.contains("req/s"),

@@ -1,6 +1,7 @@
 //! `rackbench load URL`: one load run against a server that is already up.
 
 use super::{parse, UsageError};
+use crate::checks::{self, Check, CheckResult};
 use crate::load::report::{fmt_us, TimelineRow};
 use crate::load::target::{self, parse_header, render_request, Endpoint, RequestSpec, Url};
 use crate::load::{self, ExpectStatus, IoMode, LoadConfig, Pacing};
@@ -96,6 +97,10 @@ pub struct LoadArgs {
     /// Print one JSON document (rackbench/load-v1) instead of the summary.
     #[arg(long)]
     pub json: bool,
+    /// A threshold the run must meet, e.g. 'p99<200ms', 'errors<1%',
+    /// 'rps>5000' (repeatable); exit status 1 when any is not met.
+    #[arg(long = "check", value_parser = Check::parse)]
+    pub checks: Vec<Check>,
 }
 
 impl LoadOptions {
@@ -245,9 +250,36 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     } else {
         write!(out, "{}", report.render_text())?;
     }
+    drop(out);
+    let checks_met = print_checks(&checks::evaluate_all(&args.checks, &report), args.json);
     Ok(if report.interrupted {
         ExitCode::from(130)
+    } else if report.requests.ok == 0 {
+        eprintln!(
+            "error: no request succeeded ({} counted); see the errors above",
+            report.requests.total
+        );
+        ExitCode::from(1)
+    } else if !checks_met {
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Prints one line per check (on stderr beside a JSON document, so stdout
+/// stays one document) and says whether all were met.
+pub(crate) fn print_checks(results: &[CheckResult], json: bool) -> bool {
+    for r in results {
+        if json {
+            eprintln!("{r}");
+        } else {
+            println!("{r}");
+        }
+    }
+    let failed = results.iter().filter(|r| !r.met).count();
+    if failed > 0 {
+        eprintln!("{failed} of {} check(s) not met", results.len());
+    }
+    failed == 0
 }

@@ -4,6 +4,7 @@ use super::load::stop_on_signals;
 use super::UsageError;
 use crate::plan::runner::{estimate, render_summary, run_plan, RunOptions};
 use crate::plan::{Plan, DEFAULT_PLAN};
+use crate::store::ResultsDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -21,6 +22,13 @@ pub struct RunArgs {
     /// Continue an interrupted run in --out without redoing finished trials.
     #[arg(long, requires = "out")]
     pub resume: bool,
+    /// Resume even though the plan or a servers file changed since the run began.
+    #[arg(long, requires = "resume")]
+    pub force_resume: bool,
+    /// Seed of the shuffle within each round of repeats: replays a run's
+    /// order [default: a fresh seed, printed and kept in manifest.json].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Also read these server definitions.
     #[arg(long)]
     pub servers_file: Vec<PathBuf>,
@@ -63,6 +71,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             out.display()
         )));
     }
+    let results = ResultsDir::new(&out);
+    let mut seed = args.seed;
+    if args.resume {
+        check_resume(&results, &text, &args.servers_file, args.force_resume)?;
+        // The run's own seed, so the remaining trials keep its order.
+        let stored = crate::store::read_json::<serde_json::Value>(&results.manifest())
+            .ok()
+            .and_then(|m| m["seed"].as_u64());
+        if let (Some(given), Some(stored)) = (seed, stored) {
+            if given != stored {
+                return Err(usage(format!(
+                    "--seed {given} differs from the run's seed {stored} in {}: drop --seed to resume it",
+                    results.manifest().display()
+                )));
+            }
+        }
+        seed = seed.or(stored);
+    }
+    let seed = seed.unwrap_or_else(crate::plan::runner::fresh_seed);
     let eta = estimate(&expanded, &plan);
     let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
     let searches = if plan.breakpoint.is_some() {
@@ -88,7 +115,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("  skipped: {s}");
     }
     if args.dry_run {
-        for t in &expanded.trials {
+        // The order the run would take with this seed.
+        let mut order: Vec<&crate::plan::PlannedTrial> = expanded.trials.iter().collect();
+        crate::plan::runner::shuffle_rounds(&mut order, |t| t.repeat, seed);
+        eprintln!("seed {seed}");
+        for t in order {
             println!("{}", t.id);
         }
         return Ok(ExitCode::SUCCESS);
@@ -111,9 +142,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .map_or(String::new(), |p| p.display().to_string()),
         out.display()
     );
+    for f in &args.servers_file {
+        let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+        command.push_str(&format!(" --servers-file {}", abs.display()));
+    }
     if args.no_pin {
         command.push_str(" --no-pin");
     }
+    command.push_str(&format!(" --seed {seed}"));
+    eprintln!("seed {seed} (the order of trials within each round; --seed {seed} replays it)");
+    copy_servers_files(&results, &args.servers_file)?;
     let opts = RunOptions {
         out: out.clone(),
         resume: args.resume,
@@ -122,6 +160,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         load_cpus,
         progress: true,
         command: command.clone(),
+        seed,
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
@@ -151,5 +190,134 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             out.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    if result.checks_missed > 0 {
+        eprintln!(
+            "{} trial(s) missed a check of the plan; their records in {}/trials list each check",
+            result.checks_missed,
+            out.display()
+        );
+    }
+    Ok(if result.failed > 0 || result.checks_missed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Refuses to resume a run whose plan or servers files changed since it
+/// began (its records would mix two experiments), naming the first
+/// difference; `--force-resume` goes through anyway.
+fn check_resume(
+    results: &ResultsDir,
+    plan_text: &str,
+    servers_files: &[PathBuf],
+    force: bool,
+) -> Result<()> {
+    let mut differences = Vec::new();
+    if let Ok(old) = std::fs::read_to_string(results.plan()) {
+        if let Some(d) = first_difference(&old, plan_text) {
+            differences.push(format!(
+                "the plan differs from {}: {d}",
+                results.plan().display()
+            ));
+        }
+    }
+    let mut n = 1;
+    loop {
+        let copy = results.servers_file(n);
+        let old = std::fs::read_to_string(&copy).ok();
+        let new = servers_files.get(n - 1);
+        match (old, new) {
+            (None, None) => break,
+            (Some(_), None) => differences.push(format!(
+                "the run used a servers file (copied to {}), this resume gives none: add --servers-file",
+                copy.display()
+            )),
+            (None, Some(f)) => differences.push(format!(
+                "--servers-file {} is new: the run began without it",
+                f.display()
+            )),
+            (Some(old), Some(f)) => {
+                let new = std::fs::read_to_string(f).map_err(|e| {
+                    UsageError(format!("cannot read --servers-file {}: {e}", f.display()))
+                })?;
+                if let Some(d) = first_difference(&old, &new) {
+                    differences.push(format!(
+                        "--servers-file {} differs from the run's copy {}: {d}",
+                        f.display(),
+                        copy.display()
+                    ));
+                }
+            }
+        }
+        n += 1;
+    }
+    match differences.first() {
+        None => Ok(()),
+        Some(d) if force => {
+            eprintln!("warning: resuming anyway (--force-resume): {d}");
+            Ok(())
+        }
+        Some(d) => Err(UsageError(format!(
+            "cannot resume {}: {d}; resume with what the run began with, or add --force-resume",
+            results.root.display()
+        ))
+        .into()),
+    }
+}
+
+/// "line 7 was `a`, now `b`", or None when the texts agree line by line.
+fn first_difference(old: &str, new: &str) -> Option<String> {
+    let (mut a, mut b) = (old.lines(), new.lines());
+    for line in 1.. {
+        match (a.next(), b.next()) {
+            (None, None) => return None,
+            (x, y) if x.map(str::trim_end) == y.map(str::trim_end) => continue,
+            (x, y) => {
+                let show =
+                    |l: Option<&str>| l.map_or("(nothing)".into(), |l| format!("`{}`", l.trim()));
+                return Some(format!("line {line} was {}, now {}", show(x), show(y)));
+            }
+        }
+    }
+    None
+}
+
+/// Keeps a copy of each servers file beside the results (what the run
+/// used, and what a resume is compared with). A file is rewritten only
+/// when it differs, so naming the copy itself is harmless.
+fn copy_servers_files(results: &ResultsDir, files: &[PathBuf]) -> Result<()> {
+    std::fs::create_dir_all(&results.root)?;
+    for (i, f) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| UsageError(format!("cannot read --servers-file {}: {e}", f.display())))?;
+        let copy = results.servers_file(i + 1);
+        if std::fs::read_to_string(&copy).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&copy, text)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_difference;
+
+    #[test]
+    fn the_first_differing_line_is_named() {
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            ("a\nb\n", "a\nb\n", None),
+            ("a\nb  \n", "a\nb", None),
+            ("a\nb\n", "a\nc\n", Some("line 2 was `b`, now `c`")),
+            ("a\n", "a\nb\n", Some("line 2 was (nothing), now `b`")),
+            ("a\nb\n", "a\n", Some("line 2 was `b`, now (nothing)")),
+        ];
+        for (old, new, want) in cases {
+            assert_eq!(
+                first_difference(old, new).as_deref(),
+                *want,
+                "{old:?} {new:?}"
+            );
+        }
+    }
 }

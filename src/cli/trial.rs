@@ -85,6 +85,10 @@ pub struct TrialArgs {
     /// Print one JSON document (rackbench/trial-v1).
     #[arg(long)]
     pub json: bool,
+    /// A threshold the load must meet, e.g. 'p99<200ms', 'errors<1%',
+    /// 'rps>5000' (repeatable); exit status 1 when any is not met.
+    #[arg(long = "check", value_parser = crate::checks::Check::parse)]
+    pub checks: Vec<crate::checks::Check>,
 }
 
 /// The default CPU split: on 2+ cores the generator gets the last core and
@@ -115,7 +119,12 @@ impl ServerOptions {
             usage("name the server: --server puma (see `rackbench servers`)".into())
         })?;
         let server = match &self.command {
-            Some(cmd) => ServerSpec::custom(name, cmd),
+            Some(cmd) => {
+                let spec = ServerSpec::custom(name, cmd);
+                spec.check_listens()
+                    .map_err(|e| usage(format!("--command: {e}")))?;
+                spec
+            }
             None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
         };
         if self.command.is_none() && !server.installed() {
@@ -136,6 +145,7 @@ impl ServerOptions {
             }
             app.path = p.clone();
         }
+        apply_request_flags(&mut app, load, self.app_expect_body.is_some()).map_err(usage)?;
         let (default_server_cpus, default_load_cpus) = if self.no_pin {
             (Vec::new(), Vec::new())
         } else {
@@ -187,6 +197,56 @@ impl ServerOptions {
     }
 }
 
+/// The load flags that shape the request and its expected answer, applied
+/// to the app the lab verifies and loads: -m, -H, --body/--body-file,
+/// --expect-status, --expect-body. A flag the lab cannot honour is
+/// refused, naming what to use instead.
+fn apply_request_flags(
+    app: &mut AppSpec,
+    load: &LoadOptions,
+    app_body: bool,
+) -> Result<(), String> {
+    if let Some(p) = &load.unix_socket {
+        return Err(format!(
+            "--unix-socket {} does not apply to a trial: the lab chooses where the server listens; for a unix socket between nginx and the server use --behind nginx",
+            p.display()
+        ));
+    }
+    app.method = load.method.to_ascii_uppercase();
+    app.headers = load.headers.clone();
+    app.body = match (&load.body, &load.body_file) {
+        (Some(b), _) => b.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+        (None, None) => Vec::new(),
+    };
+    if let Some(crate::load::ExpectStatus::Codes(codes)) = &load.expect_status {
+        match codes.as_slice() {
+            [one] => app.expect_status = *one,
+            _ => {
+                return Err(
+                    "a trial verifies its app against one status: give one code, e.g. --expect-status 201"
+                        .into(),
+                )
+            }
+        }
+    }
+    if app.method == "HEAD" && !app_body {
+        // The answer to a HEAD has no body to hold the app's text.
+        app.expect_body.clear();
+    }
+    if let Some(b) = &load.expect_body {
+        if app_body {
+            return Err(
+                "--expect-body and --app-expect-body both set the body the app must answer: keep one"
+                    .into(),
+            );
+        }
+        app.expect_body = b.clone();
+    }
+    Ok(())
+}
+
 fn debian_package(server: &str) -> &'static str {
     match server {
         "puma" => "puma",
@@ -210,7 +270,11 @@ pub fn render_trial(r: &TrialRecord) -> String {
         r.server.version.as_deref().unwrap_or(""),
         r.server.workers,
         r.server.threads,
-        r.app.name,
+        if r.app.is_plain_get() {
+            r.app.name.clone()
+        } else {
+            format!("{} ({} {})", r.app.name, r.app.method, r.app.path)
+        },
         match &r.topology.topology {
             Topology::Direct => "direct".to_string(),
             Topology::Nginx { workers, .. } => format!("behind nginx ({workers} workers)"),
@@ -251,10 +315,22 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     } else {
         print!("{}", render_trial(&record));
     }
+    let checks_met = super::load::print_checks(
+        &crate::checks::evaluate_all(&args.checks, &record.load),
+        args.json,
+    );
     Ok(if record.server_exit.is_some() {
         ExitCode::from(1)
     } else if record.interrupted {
         ExitCode::from(130)
+    } else if record.load.requests.ok == 0 {
+        eprintln!(
+            "error: no request succeeded ({} counted); see the errors above",
+            record.load.requests.total
+        );
+        ExitCode::from(1)
+    } else if !checks_met {
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })

@@ -12,8 +12,12 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum AppError {
-    #[error("unknown app '{name}'; built in: {known}; or give a rackup file path (with --expect-body to check its answer)")]
+    #[error("unknown app '{name}'; built in: {known}; or give a rackup file path (with --app-expect-body to check its answer)")]
     Unknown { name: String, known: String },
+    #[error("rackup file {path}: file not found; give the path of an existing .ru file, or a built-in app ({known})")]
+    NotFound { path: String, known: String },
+    #[error("{path} is not a rackup file: give a path ending in .ru")]
+    NotRackup { path: String },
     #[error("cannot write app {name} into {dir}: {source}")]
     Write {
         name: String,
@@ -34,6 +38,34 @@ pub struct AppSpec {
     /// A user's rackup file; None for a built-in app.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
+    /// The request's method, GET unless a trial asked otherwise (`-m`).
+    #[serde(default = "get", skip_serializing_if = "is_get")]
+    pub method: String,
+    /// Extra request headers, "Name: value" (`-H`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
+    /// The request body (`--body`, `--body-file`), as text in records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "lossy_text")]
+    pub body: Vec<u8>,
+}
+
+fn get() -> String {
+    "GET".into()
+}
+fn is_get(m: &String) -> bool {
+    m == "GET"
+}
+
+/// A body stored as text (lossy beyond UTF-8: records are for reading, the
+/// bytes sent come from the command line).
+mod lossy_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(b))
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(String::deserialize(d)?.into_bytes())
+    }
 }
 
 struct Builtin {
@@ -96,10 +128,25 @@ impl AppSpec {
                 expect_status: 200,
                 expect_body: b.expect_body.to_string(),
                 file: None,
+                method: get(),
+                headers: Vec::new(),
+                body: Vec::new(),
             });
         }
         let p = Path::new(name_or_path);
-        if name_or_path.ends_with(".ru") && p.is_file() {
+        let looks_like_path = name_or_path.ends_with(".ru") || name_or_path.contains('/');
+        if looks_like_path && !p.is_file() {
+            return Err(AppError::NotFound {
+                path: name_or_path.to_string(),
+                known: builtin_names().join(", "),
+            });
+        }
+        if looks_like_path && !name_or_path.ends_with(".ru") {
+            return Err(AppError::NotRackup {
+                path: name_or_path.to_string(),
+            });
+        }
+        if looks_like_path {
             let name = p
                 .file_stem()
                 .map_or("app".into(), |s| s.to_string_lossy().into_owned());
@@ -109,12 +156,37 @@ impl AppSpec {
                 expect_status: 200,
                 expect_body: String::new(),
                 file: Some(p.canonicalize().unwrap_or_else(|_| p.to_path_buf())),
+                method: get(),
+                headers: Vec::new(),
+                body: Vec::new(),
             });
         }
         Err(AppError::Unknown {
             name: name_or_path.to_string(),
             known: builtin_names().join(", "),
         })
+    }
+
+    /// The request the lab verifies the app with and loads it with.
+    pub fn request_spec(
+        &self,
+        keep_alive: bool,
+    ) -> Result<crate::load::RequestSpec, crate::load::target::TargetError> {
+        Ok(crate::load::RequestSpec {
+            method: self.method.clone(),
+            headers: self
+                .headers
+                .iter()
+                .map(|h| crate::load::target::parse_header(h))
+                .collect::<Result<_, _>>()?,
+            body: self.body.clone(),
+            keep_alive,
+        })
+    }
+
+    /// Whether the request is a bare GET of the path (the readiness probe's own).
+    pub fn is_plain_get(&self) -> bool {
+        self.method == "GET" && self.headers.is_empty() && self.body.is_empty()
     }
 
     /// Puts the rackup file where the server will load it and returns its
@@ -183,6 +255,27 @@ mod tests {
             err.contains("hello") && err.contains("rackup file"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn unknown_app_points_to_the_flag_that_exists() {
+        let err = AppSpec::resolve("helo").unwrap_err().to_string();
+        assert!(err.contains("--app-expect-body"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_rackup_file_is_not_found_not_an_unknown_app() {
+        for missing in ["/nonexistent/app.ru", "missing.ru", "./nope/config.ru"] {
+            let err = AppSpec::resolve(missing).unwrap_err().to_string();
+            assert!(
+                err.contains("file not found")
+                    && err.contains(missing)
+                    && !err.contains("unknown app"),
+                "{err}"
+            );
+        }
+        let err = AppSpec::resolve("/etc/hostname").unwrap_err().to_string();
+        assert!(err.contains("ending in .ru"), "{err}");
     }
 
     #[test]

@@ -64,6 +64,17 @@ pub enum TrialError {
     NoNginx,
     #[error("load run failed: {0}")]
     Load(std::io::Error),
+    #[error("the trial's request cannot be sent: {0}")]
+    Request(crate::load::target::TargetError),
+    #[error("{server} did not answer the trial's {method} {path}: {source}")]
+    Verify {
+        server: String,
+        method: String,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    PortOwner(#[from] crate::sampler::PortError),
 }
 
 /// Where the load enters.
@@ -419,12 +430,16 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         start_timeout,
         &spec.interrupt,
     )?;
+    let answer = app_answer(&server, &spec.app, &server_endpoint, host, answer)?;
     check_answer(
         &server,
         &spec.app,
         &answer.status,
         &answer.body_snippet(200),
     )?;
+    if let Some(p) = port {
+        crate::sampler::check_port_owner(p, &server_scope(&server), &s.name)?;
+    }
 
     // nginx in front, if asked.
     let mut nginx: Option<Running> = None;
@@ -493,6 +508,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             Duration::from_secs(20),
             &spec.interrupt,
         )?;
+        let a = app_answer(&n, &spec.app, &front, host, a)?;
         check_answer(&n, &spec.app, &a.status, &a.body_snippet(200))?;
         topo.nginx_command = Some(ncmd);
         topo.upstream = Some(upstream);
@@ -513,14 +529,14 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     // The client talks to nginx when there is one, and nginx keeps
     // connections alive whatever the server behind it does.
     let keep_alive = cfg.keep_alive && (s.keep_alive || nginx.is_some());
-    let request_spec = load::RequestSpec {
-        keep_alive,
-        ..load::RequestSpec::default()
-    };
+    let request_spec = spec
+        .app
+        .request_spec(keep_alive)
+        .map_err(TrialError::Request)?;
     cfg.request =
-        load::target::render_request(&parsed, &request_spec).expect("GET of a valid path renders");
+        load::target::render_request(&parsed, &request_spec).map_err(TrialError::Request)?;
     cfg.keep_alive = keep_alive;
-    cfg.head_request = false;
+    cfg.head_request = spec.app.method == "HEAD";
     cfg.url = front_url;
     cfg.endpoint = front;
     cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
@@ -728,6 +744,42 @@ impl WindowMark {
             }
             self.marked = true;
         }
+    }
+}
+
+/// The answer to judge: the readiness probe's own when the app is loaded
+/// with a bare GET, else the answer to the trial's request (method,
+/// headers, body), sent once.
+fn app_answer(
+    server: &Running,
+    app: &AppSpec,
+    endpoint: &Endpoint,
+    host: &str,
+    ready: crate::server::probe::Answer,
+) -> Result<crate::server::probe::Answer, TrialError> {
+    if app.is_plain_get() {
+        return Ok(ready);
+    }
+    let url = load::Url::parse(&format!("http://{host}{}", app.path)).expect("a valid path");
+    let spec = app.request_spec(false).map_err(TrialError::Request)?;
+    let request = load::target::render_request(&url, &spec).map_err(TrialError::Request)?;
+    crate::server::probe::send(endpoint, &request, Duration::from_secs(5)).map_err(|e| {
+        TrialError::Verify {
+            server: server.launch.name.clone(),
+            method: app.method.clone(),
+            path: app.path.clone(),
+            source: e,
+        }
+    })
+}
+
+/// The server's processes: its tree and the helpers it daemonized (ours
+/// as subreaper).
+fn server_scope(server: &Running) -> Scope {
+    Scope {
+        root: server.pid,
+        adopted_by: Some(std::process::id()),
+        exclude: Vec::new(),
     }
 }
 

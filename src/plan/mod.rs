@@ -69,6 +69,32 @@ pub struct Plan {
     /// Find each server's break point instead of (or besides) fixed loads.
     #[serde(default)]
     pub breakpoint: Option<BreakpointSection>,
+    /// Thresholds every fixed-load trial must meet, as `--check` takes
+    /// them: `checks = ["p99<200ms", "errors<1%"]`, or a `[checks]` table
+    /// (`p99 = "<200ms"`). A trial that misses one makes `run` exit 1.
+    #[serde(default, deserialize_with = "checks_list_or_table")]
+    pub checks: Vec<crate::checks::Check>,
+}
+
+/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
+fn checks_list_or_table<'de, D>(d: D) -> Result<Vec<crate::checks::Check>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<String>),
+        Table(BTreeMap<String, String>),
+    }
+    let texts = match Form::deserialize(d)? {
+        Form::List(l) => l,
+        Form::Table(t) => t.into_iter().map(|(k, v)| format!("{k}{v}")).collect(),
+    };
+    texts
+        .iter()
+        .map(|t| crate::checks::Check::parse(t).map_err(serde::de::Error::custom))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -278,6 +304,11 @@ impl Plan {
         })?;
         for (name, spec) in plan.server_defs.iter_mut() {
             spec.name = name.clone();
+            spec.check_listens().map_err(|message| PlanError::At {
+                file: file.to_string(),
+                line: line_of(text, &format!("server_defs.{name}")),
+                message,
+            })?;
         }
         Ok(plan)
     }
@@ -622,6 +653,27 @@ connections = [10]
     }
 
     #[test]
+    fn checks_come_as_a_list_or_a_table_and_bad_ones_name_the_line() {
+        let list = "name = \"t\"\napps = [\"hello\"]\nchecks = [\"p99<200ms\", \"errors<1%\"]\n";
+        let table =
+            "name = \"t\"\napps = [\"hello\"]\n[checks]\np99 = \"<200ms\"\nerrors = \"<1%\"\n";
+        for text in [list, table] {
+            let plan = Plan::parse(text, "t.toml").unwrap();
+            let got: Vec<String> = plan.checks.iter().map(|c| c.to_string()).collect();
+            assert!(
+                got.contains(&"p99<200ms".to_string()) && got.contains(&"errors<1%".to_string()),
+                "{got:?}"
+            );
+        }
+        let bad = "name = \"t\"\napps = [\"hello\"]\nchecks = [\"p99<200\"]\n";
+        let err = Plan::parse(bad, "t.toml").unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml") && err.contains("line 3") && err.contains("unit"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn mistakes_name_the_file_line_and_fix() {
         let cases: &[(&str, &str)] = &[
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [1]\n", "t.toml, line 3: unknown server 'pumma'"),
@@ -629,6 +681,7 @@ connections = [10]
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "unknown field `conections`"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nduration = \"5x\"\n", "line 6: duration"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"mine\"]\n[load]\nconnections = [1]\n[server_defs.mine]\ncommand = \"mine {{app}}\"\n", "line 6: server 'mine': its command 'mine {{app}}' never says where to listen"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nbehind = [\"apache\"]\n[load]\nconnections = [1]\n", "use \"none\" (direct) or \"nginx\""),
         ];
         for (text, want) in cases {

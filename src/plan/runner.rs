@@ -47,6 +47,16 @@ pub struct StoredTrial {
     /// The rackbench/trial-v1 record (absent when the trial failed to start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<TrialRecord>,
+    /// The plan's checks against this trial's load (absent without any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::checks::CheckResult>,
+}
+
+impl StoredTrial {
+    /// Checks this trial did not meet.
+    pub fn checks_missed(&self) -> usize {
+        self.checks.iter().filter(|c| !c.met).count()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,6 +73,10 @@ pub struct Manifest {
     pub environment: Environment,
     /// The command that reproduces this run.
     pub command: String,
+    /// Seed of the shuffle within each round of repeats (`--seed` replays
+    /// the order); absent in runs made before the shuffle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -156,11 +170,16 @@ pub struct RunOptions {
     pub progress: bool,
     /// The command line to print for resuming.
     pub command: String,
+    /// Seed of the shuffle within each round of repeats.
+    pub seed: u64,
 }
 
 pub struct RunResult {
     pub done: usize,
+    /// Trials that failed, those of an earlier part of a resumed run included.
     pub failed: usize,
+    /// Trials that missed at least one of the plan's checks (resumed part included).
+    pub checks_missed: usize,
     pub skipped_existing: usize,
     pub interrupted: bool,
     pub summary: Vec<GroupSummary>,
@@ -248,8 +267,52 @@ fn trial_spec(
     }
 }
 
-fn already_done(path: &std::path::Path) -> bool {
-    store::read_json::<StoredTrial>(path).is_ok_and(|t| t.outcome != Outcome::Interrupted)
+fn already_done(path: &std::path::Path) -> Option<StoredTrial> {
+    store::read_json::<StoredTrial>(path)
+        .ok()
+        .filter(|t| t.outcome != Outcome::Interrupted)
+}
+
+/// Shuffles the trials of each round of repeats (their order within the
+/// round only; round 2 still starts after round 1 ends), so that a slow
+/// drift of the machine — heat, a neighbour's job — cannot line up with
+/// one server the way a fixed A B C order would let it.
+///
+/// The generator is splitmix64, written out here rather than taken from a
+/// crate, so a seed replays the same order in every future version.
+pub fn shuffle_rounds<T>(trials: &mut [T], repeat_of: impl Fn(&T) -> u32, seed: u64) {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut start = 0;
+    while start < trials.len() {
+        let round = repeat_of(&trials[start]);
+        let len = trials[start..]
+            .iter()
+            .take_while(|t| repeat_of(t) == round)
+            .count();
+        let slice = &mut trials[start..start + len];
+        // Fisher-Yates.
+        for i in (1..slice.len()).rev() {
+            let j = (next() % (i as u64 + 1)) as usize;
+            slice.swap(i, j);
+        }
+        start += len;
+    }
+}
+
+/// A seed for a run that was given none: the clock and the pid.
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    // Kept below 2^53 so it survives any JSON reader as an exact number.
+    (nanos ^ (u64::from(std::process::id()) << 32)) & ((1 << 53) - 1)
 }
 
 /// Runs the plan into `opts.out`.
@@ -270,11 +333,12 @@ pub fn run_plan(
         Vec::new()
     };
     let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
-    let trials: Vec<&PlannedTrial> = if fixed {
+    let mut trials: Vec<&PlannedTrial> = if fixed {
         e.trials.iter().collect()
     } else {
         Vec::new()
     };
+    shuffle_rounds(&mut trials, |t| t.repeat, opts.seed);
     let manifest = Manifest {
         schema: RUN_SCHEMA.into(),
         layout: store::LAYOUT.into(),
@@ -287,20 +351,23 @@ pub fn run_plan(
         breakpoints: bp_groups.iter().map(|t| t.group.clone()).collect(),
         environment: Environment::capture(vec![opts.command.clone()]),
         command: opts.command.clone(),
+        seed: Some(opts.seed),
     };
     if !opts.resume || !dir.manifest().exists() {
         store::write_json(&dir.manifest(), &manifest)?;
     }
     let started = Instant::now();
-    let (mut done, mut failed, mut existing) = (0, 0, 0);
+    let (mut done, mut failed, mut existing, mut checks_missed) = (0, 0, 0, 0);
     let total = trials.len() + bp_groups.len();
     for (n, t) in trials.iter().enumerate() {
         if opts.interrupt.load(Ordering::Relaxed) {
             break;
         }
         let path = dir.trial(&t.id);
-        if opts.resume && already_done(&path) {
+        if let Some(old) = opts.resume.then(|| already_done(&path)).flatten() {
             existing += 1;
+            failed += usize::from(old.outcome == Outcome::Failed);
+            checks_missed += usize::from(old.checks_missed() > 0);
             continue;
         }
         if opts.progress {
@@ -354,6 +421,7 @@ pub fn run_plan(
                     outcome,
                     error: rec.server_exit.clone(),
                     planned: (*t).clone(),
+                    checks: crate::checks::evaluate_all(&plan.checks, &rec.load),
                     trial: Some(rec),
                 }
             }
@@ -378,9 +446,16 @@ pub fn run_plan(
                     error: Some(err.to_string()),
                     planned: (*t).clone(),
                     trial: None,
+                    checks: Vec::new(),
                 }
             }
         };
+        if opts.progress {
+            for c in stored.checks.iter().filter(|c| !c.met) {
+                eprintln!("        {c}");
+            }
+        }
+        checks_missed += usize::from(stored.checks_missed() > 0);
         // Written now, whole or not at all: a later crash cannot lose it.
         store::write_json(&path, &stored)?;
         match stored.outcome {
@@ -440,6 +515,7 @@ pub fn run_plan(
     Ok(RunResult {
         done,
         failed,
+        checks_missed,
         skipped_existing: existing,
         interrupted: opts.interrupt.load(Ordering::Relaxed),
         summary,
@@ -668,6 +744,41 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shuffling_keeps_rounds_apart_and_a_seed_replays_its_order() {
+        // (repeat, name): three rounds of eight.
+        let trials: Vec<(u32, u32)> = (1..=3).flat_map(|r| (0..8).map(move |n| (r, n))).collect();
+        let shuffled = |seed| {
+            let mut t = trials.clone();
+            shuffle_rounds(&mut t, |t| t.0, seed);
+            t
+        };
+        let a = shuffled(42);
+        assert_eq!(a, shuffled(42), "the same seed, the same order");
+        assert_ne!(a, shuffled(43), "another seed, another order");
+        assert_ne!(a, trials, "the order changed");
+        for (i, chunk) in a.chunks(8).enumerate() {
+            assert!(
+                chunk.iter().all(|t| t.0 == i as u32 + 1),
+                "round {i}: {chunk:?}"
+            );
+            let mut names: Vec<u32> = chunk.iter().map(|t| t.1).collect();
+            names.sort_unstable();
+            assert_eq!(names, (0..8).collect::<Vec<_>>(), "each trial once");
+        }
+        let orders: Vec<&[(u32, u32)]> = a.chunks(8).collect();
+        assert!(
+            orders[0]
+                .iter()
+                .map(|t| t.1)
+                .ne(orders[1].iter().map(|t| t.1)),
+            "each round has its own order"
+        );
+        // Pinned: a seed must replay the same order in later versions too.
+        let names: Vec<u32> = shuffled(7)[..8].iter().map(|t| t.1).collect();
+        assert_eq!(names, [1, 4, 5, 2, 6, 0, 3, 7], "the generator changed");
+    }
 
     #[test]
     fn spread_is_median_and_range() {

@@ -46,11 +46,13 @@
 
 mod cpu;
 mod procfs;
+mod sockets;
 
 pub use procfs::{
     clock_ticks, direct_children, parse_smaps_rollup, parse_stat, read_process, tree_pids,
     ProcSample, Scope, Stat,
 };
+pub use sockets::{check_port_owner, listeners_on, parse_net_tcp, Listener, PortError};
 
 use cpu::{CpuTracker, Ticks};
 use procfs::{read_memory, ProcTable};

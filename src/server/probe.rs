@@ -43,6 +43,17 @@ pub fn get(
     path: &str,
     timeout: Duration,
 ) -> std::io::Result<Answer> {
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: rackbench-probe\r\nConnection: close\r\n\r\n"
+    );
+    send(endpoint, req.as_bytes(), timeout)
+}
+
+/// Sends one whole rendered request (it should say `Connection: close`)
+/// and reads its answer, giving up after `timeout`.
+pub fn send(endpoint: &Endpoint, request: &[u8], timeout: Duration) -> std::io::Result<Answer> {
+    // The answer to a HEAD has a Content-Length but never a body.
+    let head = request.starts_with(b"HEAD ");
     let deadline = Instant::now() + timeout;
     let mut stream: Box<dyn Stream> = match endpoint {
         Endpoint::Tcp(addr) => {
@@ -58,10 +69,7 @@ pub fn get(
             Box::new(s)
         }
     };
-    let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: rackbench-probe\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(req.as_bytes())?;
+    stream.write_all(request)?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -75,7 +83,7 @@ pub fn get(
             Ok(0) => break,
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
-                if let Some(answer) = complete(&buf) {
+                if let Some(answer) = complete(&buf, head) {
                     return Ok(answer);
                 }
                 if buf.len() > 4 * 1024 * 1024 {
@@ -86,15 +94,15 @@ pub fn get(
             Err(e) => return Err(e),
         }
     }
-    parse(&buf, true)
+    parse(&buf, true, head)
 }
 
 /// The answer, once `buf` holds a whole response framed by length or chunks.
-fn complete(buf: &[u8]) -> Option<Answer> {
-    parse(buf, false).ok()
+fn complete(buf: &[u8], head: bool) -> Option<Answer> {
+    parse(buf, false, head).ok()
 }
 
-fn parse(buf: &[u8], at_eof: bool) -> std::io::Result<Answer> {
+fn parse(buf: &[u8], at_eof: bool, head: bool) -> std::io::Result<Answer> {
     let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut headers);
@@ -104,6 +112,12 @@ fn parse(buf: &[u8], at_eof: bool) -> std::io::Result<Answer> {
         Err(e) => return Err(bad(&format!("not an HTTP response: {e}"))),
     };
     let status = resp.code.unwrap_or(0);
+    if head {
+        return Ok(Answer {
+            status,
+            body: Vec::new(),
+        });
+    }
     let header = |name: &str| {
         resp.headers
             .iter()
@@ -168,7 +182,7 @@ mod tests {
             (b"garbage\r\n\r\n", true, None),
         ];
         for &(wire, eof, want) in cases {
-            let got = parse(wire, eof)
+            let got = parse(wire, eof, false)
                 .ok()
                 .map(|a| (a.status, String::from_utf8(a.body).unwrap()));
             assert_eq!(
@@ -178,6 +192,17 @@ mod tests {
                 String::from_utf8_lossy(wire)
             );
         }
+    }
+
+    #[test]
+    fn the_answer_to_a_head_is_complete_without_its_body() {
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n";
+        assert!(
+            parse(wire, false, false).is_err(),
+            "a GET waits for 11 bytes"
+        );
+        let a = parse(wire, false, true).unwrap();
+        assert_eq!((a.status, a.body.len()), (200, 0));
     }
 
     #[test]

@@ -148,11 +148,32 @@ impl ServerSpec {
         Some(std::fs::read_to_string(path))
     }
 
+    /// A server whose command never says where to listen (and that has no
+    /// config file that could) would only wait out its start timeout, or
+    /// find another process on the port: refused before anything starts.
+    pub fn check_listens(&self) -> Result<(), String> {
+        if self.config_template.is_some()
+            || LISTEN_PLACEHOLDERS.iter().any(|p| self.command.contains(p))
+        {
+            return Ok(());
+        }
+        Err(format!(
+            "server '{}': its command '{}' never says where to listen: put {} in it, e.g. puma -b tcp://{{{{host}}}}:{{{{port}}}} {{{{app}}}}",
+            self.name,
+            self.command,
+            LISTEN_PLACEHOLDERS.join(", ")
+        ))
+    }
+
     /// Whether every required executable is on PATH.
     pub fn installed(&self) -> bool {
         self.requires.iter().all(|exe| which(exe).is_some())
     }
 }
+
+/// The placeholders that tell a server where to listen.
+pub const LISTEN_PLACEHOLDERS: &[&str] =
+    &["{{port}}", "{{listen}}", "{{listen_url}}", "{{socket}}"];
 
 /// Finds an executable on PATH.
 pub fn which(exe: &str) -> Option<std::path::PathBuf> {
@@ -189,6 +210,10 @@ pub fn parse_servers(text: &str, file: &str) -> Result<Vec<ServerSpec>, SpecErro
                 ),
             });
         }
+        spec.check_listens().map_err(|message| SpecError::Parse {
+            file: file.to_string(),
+            message,
+        })?;
         out.push(spec);
     }
     Ok(out)
@@ -298,6 +323,25 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("stop_signal"));
+    }
+
+    #[test]
+    fn a_server_that_never_says_where_to_listen_is_refused() {
+        for s in &Registry::builtin().servers {
+            s.check_listens().unwrap();
+        }
+        let err = parse_servers("[deaf]\ncommand = \"deaf-server {{app}}\"\n", "my.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("'deaf'") && err.contains("{{port}}"),
+            "{err}"
+        );
+        parse_servers(
+            "[ok]\ncommand = \"srv --listen {{listen}} {{app}}\"\n",
+            "my.toml",
+        )
+        .unwrap();
     }
 
     #[test]

@@ -67,6 +67,10 @@ impl ResultsDir {
     pub fn work(&self, id: &str) -> PathBuf {
         self.root.join("work").join(id)
     }
+    /// The copy of the run's `n`th `--servers-file` (from 1).
+    pub fn servers_file(&self, n: usize) -> PathBuf {
+        self.root.join(format!("servers-{n}.toml"))
+    }
 }
 
 #[cfg(test)]
