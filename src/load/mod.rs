@@ -16,7 +16,7 @@ pub(crate) mod uring;
 pub mod window;
 mod worker;
 
-pub use recorder::ErrorCounts;
+pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
 pub use target::{Endpoint, RequestSpec, Url};
 
@@ -310,6 +310,8 @@ pub fn run(
     let mut latency = new_histogram(3);
     let mut uncorrected: Option<Histogram<u64>> = None;
     let mut errors = ErrorCounts::default();
+    let mut status_codes: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut first_failure: Option<recorder::FirstFailure> = None;
     let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
     let mut stats = WorkerStats::default();
     let mut busiest = 0.0f64;
@@ -319,6 +321,14 @@ pub fn run(
         unfinished += tally.unfinished;
         unsent += tally.unsent;
         errors.add(&tally.errors);
+        for (code, n) in &tally.status_codes {
+            *status_codes.entry(*code).or_default() += n;
+        }
+        if let Some(f) = &tally.first_failure {
+            if first_failure.as_ref().is_none_or(|e| f.at_s < e.at_s) {
+                first_failure = Some(f.clone());
+            }
+        }
         latency.add(&tally.latency).expect("same histogram bounds");
         if let Some(h) = &tally.latency_uncorrected {
             uncorrected
@@ -358,6 +368,8 @@ pub fn run(
         ok,
         ok_in_window,
         errors,
+        status_codes,
+        first_failure,
         unfinished,
         unsent,
         duration_s,
