@@ -154,7 +154,11 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         };
         // What "as fast as a clean step" means before any step was clean:
         // one request to the idle server.
-        let mut reference = server.probe(base.timeout).unwrap_or(Duration::ZERO);
+        // If even that fails, a failing probe says nothing about draining:
+        // only the connections are waited for.
+        let idle = server.probe(base.timeout);
+        let probe_tells = idle.is_ok();
+        let mut reference = idle.unwrap_or(Duration::ZERO);
         let mut first = true;
         Box::new(move |level, kind| {
             let mut settle_s = 0.0;
@@ -162,7 +166,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                 let user = Arc::clone(&interrupt);
                 let settled = settle::wait_until(
                     &settle_cfg,
-                    || server.look(reference, &settle_cfg),
+                    || server.look(probe_tells.then_some(reference), &settle_cfg),
                     || user.load(Ordering::Relaxed),
                 );
                 settle_s = settled.waited.as_secs_f64();

@@ -21,6 +21,15 @@ pub struct ServeTestArgs {
     /// Answer 503 on connections beyond this many open at once (0 = no limit).
     #[arg(long, default_value_t = 0)]
     pub max_connections: usize,
+    /// Answer 503 to a request arriving while this many are in progress
+    /// (0 = no limit); admitted requests take --delay even if their client
+    /// left.
+    #[arg(long, default_value_t = 0, conflicts_with = "max_connections")]
+    pub max_in_progress: usize,
+    /// Work on at most this many admitted requests at once, the others
+    /// queued in order (0 = all at once).
+    #[arg(long, default_value_t = 0, conflicts_with = "max_connections")]
+    pub workers: usize,
 }
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
@@ -43,6 +52,8 @@ pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
         bind: Bind::Tcp(args.listen),
         delay: args.delay,
         max_connections: args.max_connections,
+        max_in_progress: args.max_in_progress,
+        workers: args.workers,
         ..Default::default()
     })?;
     Ok(ExitCode::SUCCESS)

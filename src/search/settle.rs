@@ -127,8 +127,10 @@ impl Target {
     }
 
     /// Whether the server has drained: the last step's connections closed
-    /// and one request answered within `2 × reference + floor`.
-    pub fn look(&self, reference: Duration, cfg: &SettleConfig) -> Result<(), String> {
+    /// and one request answered within `2 × reference + floor` (no request
+    /// when there is no reference: the server fails a single request even
+    /// idle, so a failing one would say nothing).
+    pub fn look(&self, reference: Option<Duration>, cfg: &SettleConfig) -> Result<(), String> {
         if let (Endpoint::Tcp(a), Some(base)) = (&self.endpoint, self.baseline_connections) {
             if let Some(open) = server_side_connections(*a) {
                 if open > base {
@@ -139,6 +141,9 @@ impl Target {
                 }
             }
         }
+        let Some(reference) = reference else {
+            return Ok(());
+        };
         let limit = reference * 2 + cfg.floor;
         let took = self.probe(limit.max(Duration::from_secs(1)))?;
         if took > limit {

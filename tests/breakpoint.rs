@@ -1,0 +1,174 @@
+//! `rackbench breakpoint` end to end against the test server with a known
+//! capacity: a fixed pool of workers behind a bounded queue that answers
+//! 503 beyond it, and keeps working off requests whose clients have left
+//! (as unicorn's backlog and puma's queue do). The search must find the
+//! capacity within its resolution whatever the start, the default included.
+
+use rackbench::testserver::{TestServer, TestServerConfig};
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+
+/// A server that takes `capacity` requests at once (`workers` of them
+/// worked on, `delay` each) and answers 503 beyond.
+fn server(capacity: usize, workers: usize, delay_ms: u64) -> TestServer {
+    TestServer::start(TestServerConfig {
+        max_in_progress: capacity,
+        workers,
+        delay: Duration::from_millis(delay_ms),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Runs a search with short steps and returns its JSON document.
+fn breakpoint(url: &str, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "breakpoint",
+            url,
+            "--json",
+            "--probe",
+            "400ms",
+            "-d",
+            "500ms",
+        ])
+        .args(["--max", "1000"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn levels(doc: &Value) -> Vec<String> {
+    doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{}{}",
+                s["level"],
+                if s["clean"] == true { "" } else { "x" }
+            )
+        })
+        .collect()
+}
+
+/// The level found is the capacity, or below it by at most the search's
+/// resolution (5%).
+fn assert_found(doc: &Value, capacity: f64) {
+    let found = doc["connections"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no break point: {:?}", levels(doc)));
+    assert!(
+        found <= capacity && found >= (capacity * 0.95).floor(),
+        "capacity {capacity}: found {found} via {:?}",
+        levels(doc)
+    );
+    assert_eq!(doc["confirmed"], true);
+}
+
+#[test]
+fn a_capacity_above_the_default_start_is_found() {
+    let s = server(160, 16, 10);
+    let doc = breakpoint(&s.url(), &[]);
+    assert_found(&doc, 160.0);
+    assert_eq!(doc["search"]["start"], 100.0);
+}
+
+#[test]
+fn a_capacity_below_the_default_start_is_found_by_searching_down() {
+    // Seed 000's figure: the first step (100) fails; that is no reason to
+    // say "no break point".
+    let s = server(60, 6, 10);
+    let doc = breakpoint(&s.url(), &[]);
+    assert_eq!(doc["steps"][0]["level"], 100.0);
+    assert_eq!(doc["steps"][0]["clean"], false);
+    assert_found(&doc, 60.0);
+    // The failing step says why: the status line of its first failure.
+    let first = &doc["steps"][0];
+    assert_eq!(first["first_failure"]["status"], 503, "{first}");
+    assert_eq!(first["first_failure"]["status_line"], "HTTP/1.1 503 X");
+    assert!(
+        first["status_codes"]["503"].as_u64().unwrap() >= 1,
+        "{first}"
+    );
+    assert!(
+        first["errors_by_kind"]["status"].as_u64().unwrap() >= 1,
+        "{first}"
+    );
+    assert!(
+        first["why"]
+            .as_str()
+            .unwrap()
+            .contains("\"HTTP/1.1 503 X\""),
+        "{first}"
+    );
+}
+
+/// The workers of a slow pool: a failing step leaves up to 60 requests
+/// queued, 0.6 s of work, long after its client has gone.
+fn leaky_server() -> TestServer {
+    server(60, 2, 20)
+}
+
+#[test]
+fn steps_do_not_leak_into_each_other() {
+    // From a low start the search passes the capacity (90 fails) and
+    // bisects back below it; each step must meet a drained server.
+    let s = leaky_server();
+    let doc = breakpoint(&s.url(), &["--start", "10"]);
+    assert_found(&doc, 60.0);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(
+        steps[0]["settle_s"], 0.0,
+        "the first step waits for nothing"
+    );
+    // Every step says how long it waited; the one after a failure waited
+    // for the abandoned requests to be worked off.
+    assert!(steps.iter().all(|s| s["settle_s"].is_f64()));
+    let after_failure = steps
+        .windows(2)
+        .find(|w| w[0]["clean"] == false)
+        .map(|w| w[1]["settle_s"].as_f64().unwrap())
+        .expect("a failing step with one after it");
+    assert!(after_failure > 0.02, "{after_failure}");
+    assert!(doc["settle_seconds"].as_f64().unwrap() >= after_failure);
+}
+
+#[test]
+fn without_settling_the_leak_shows() {
+    // Why settling exists: the same search, each step started at once,
+    // meets the last step's leftovers and reports well below the truth.
+    let s = leaky_server();
+    let doc = breakpoint(&s.url(), &["--start", "10", "--settle-max", "0"]);
+    let found = doc["connections"].as_f64().unwrap_or(0.0);
+    assert!(found < 55.0, "found {found} via {:?}", levels(&doc));
+}
+
+#[test]
+fn no_break_point_only_when_even_one_connection_fails() {
+    let s = TestServer::start(TestServerConfig {
+        fault: rackbench::testserver::Fault::Status(503),
+        ..Default::default()
+    })
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["breakpoint", &s.url(), "--probe", "200ms", "-d", "300ms"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("no break point: even 1 connection failed")
+            && stdout.contains("HTTP/1.1 503 X"),
+        "{stdout}"
+    );
+}
