@@ -271,7 +271,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         rate: if rate_mode { result.level } else { None },
         throughput_rps: result.throughput_rps,
         load_seconds: result.load_seconds,
-        settle_seconds: result.steps.iter().map(|s| s.settle_s).sum(),
+        settle_seconds: result.settle_seconds(),
         failed_at: result.failed_at,
         capped: result.capped,
         confirmed: result.confirmed,
@@ -299,7 +299,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     } else {
         match result.level {
             Some(l) => println!(
-                "break point: {l:.0} {} at {:.0} req/s{}{}; {:.0} load-seconds over {} steps",
+                "break point: {l:.0} {} at {:.0} req/s{}{}; {:.0} load-seconds over {} steps{}{}",
                 if rate_mode {
                     "req/s offered"
                 } else {
@@ -317,7 +317,16 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                     " (interrupted before its full step: a probe's figures)"
                 },
                 result.load_seconds,
-                result.steps.len()
+                result.steps.len(),
+                if result.settle_seconds() >= 0.05 {
+                    format!(" (and {:.1}s settling)", result.settle_seconds())
+                } else {
+                    String::new()
+                },
+                match (result.failed_at, result.why_failed()) {
+                    (Some(at), Some(why)) => format!("\nfirst failing level {at:.0}: {why}"),
+                    _ => String::new(),
+                }
             ),
             None if interrupt.load(Ordering::Relaxed) => {
                 println!("interrupted before any level held")

@@ -150,6 +150,24 @@ fn yes() -> bool {
     true
 }
 
+impl Breakpoint {
+    /// Why the first failing level failed: its step's reason ("4 errors:
+    /// 502 from nginx, upstream closed a kept-alive connection").
+    pub fn why_failed(&self) -> Option<&str> {
+        let at = self.failed_at?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| !s.clean && s.level == at)
+            .and_then(|s| s.why.as_deref())
+    }
+
+    /// Seconds spent waiting for the server to drain between steps.
+    pub fn settle_seconds(&self) -> f64 {
+        self.steps.iter().map(|s| s.settle_s).sum()
+    }
+}
+
 /// Judges a step against the error and latency rules.
 pub fn judge(mut step: StepResult, cfg: &SearchConfig) -> StepResult {
     step.clean = true;
