@@ -172,3 +172,97 @@ fn no_break_point_only_when_even_one_connection_fails() {
         "{stdout}"
     );
 }
+
+/// A lab search whose "server" is the test server with a capacity of 40,
+/// started afresh for each step by the lab, directly or behind nginx.
+fn lab_breakpoint(extra: &[&str]) -> Value {
+    let command = format!(
+        "{} serve-test --listen {{{{listen}}}} --max-in-progress 40 --workers 4 --delay 10ms",
+        env!("CARGO_BIN_EXE_rackbench")
+    );
+    let work = std::env::temp_dir().join(format!(
+        "rackbench-bp-lab-{}-{}",
+        std::process::id(),
+        extra.len()
+    ));
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["breakpoint", "--server", "capped", "--command", &command])
+        .args(["--app", "hello", "--no-pin", "--json"])
+        .args(["--probe", "300ms", "-d", "500ms", "--work-dir"])
+        .arg(&work)
+        .args(extra)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&work);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_lab_finds_a_capacity_below_the_default_start() {
+    let doc = lab_breakpoint(&[]);
+    assert_found(&doc, 40.0);
+    // Each lab step starts its own server: nothing to wait for, said so.
+    assert!(doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["settle_s"] == 0.0));
+    assert_eq!(doc["steps"][0]["first_failure"]["status"], 503);
+}
+
+#[test]
+fn the_lab_finds_it_behind_nginx_too() {
+    if Command::new("nginx").arg("-v").output().is_err() {
+        eprintln!("nginx not installed: skipped");
+        return;
+    }
+    let doc = lab_breakpoint(&["--behind", "nginx"]);
+    assert_found(&doc, 40.0);
+    assert_eq!(doc["steps"][0]["first_failure"]["status"], 503);
+}
+
+#[test]
+fn the_load_report_counts_unexpected_statuses_and_keeps_the_first_failure() {
+    use rackbench::load::{self, LoadConfig};
+    let s = TestServer::start(TestServerConfig {
+        fault: rackbench::testserver::Fault::Status(502),
+        fault_every: 3,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut c = LoadConfig::get(&s.url()).unwrap();
+    c.connections = 2;
+    c.duration = None;
+    c.requests = Some(300);
+    let r = load::run(c, |_| {}).unwrap();
+    assert_eq!(r.errors.status, 100, "{:?}", r.errors);
+    assert_eq!(r.status_codes.get(&502), Some(&100));
+    assert_eq!(r.status_codes.len(), 1);
+    let f = r.first_failure.expect("a first failure");
+    assert_eq!(
+        (f.kind.as_str(), f.status, f.status_line.as_deref()),
+        ("status", Some(502), Some("HTTP/1.1 502 X"))
+    );
+    // In the JSON document under their contract names.
+    let json = serde_json::to_value(
+        load::run(
+            {
+                let mut c = LoadConfig::get(&s.url()).unwrap();
+                c.duration = None;
+                c.requests = Some(3);
+                c.connections = 1;
+                c
+            },
+            |_| {},
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["status_codes"]["502"], 1, "{json}");
+    assert_eq!(json["first_failure"]["status_line"], "HTTP/1.1 502 X");
+}
