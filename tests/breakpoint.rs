@@ -10,7 +10,11 @@ use std::process::Command;
 use std::time::Duration;
 
 /// A server that takes `capacity` requests at once (`workers` of them
-/// worked on, `delay` each) and answers 503 beyond.
+/// worked on, `delay` each) and answers 503 beyond. Its work takes tens of
+/// milliseconds: a closed loop's capacity is crisp only when a request
+/// spends next to no time between its answer and the next send compared
+/// with its time at the server, and a debug build of the generator on a
+/// busy 2-core machine is not quick.
 fn server(capacity: usize, workers: usize, delay_ms: u64) -> TestServer {
     TestServer::start(TestServerConfig {
         max_in_progress: capacity,
@@ -52,23 +56,25 @@ fn levels(doc: &Value) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|s| {
-            format!(
-                "{}{}",
-                s["level"],
-                if s["clean"] == true { "" } else { "x" }
-            )
+            if s["clean"] == true {
+                format!("{} after {}s", s["level"], s["settle_s"])
+            } else {
+                format!("{} after {}s: {}", s["level"], s["settle_s"], s["why"])
+            }
         })
         .collect()
 }
 
-/// The level found is the capacity, or below it by at most the search's
-/// resolution (5%).
+/// The level found is the capacity within the search's resolution (5%).
+/// It may pass the capacity by a little: a closed loop's requests are not
+/// all at the server at every moment (each spends a moment on its way
+/// back and forth), the less so on a busy machine.
 fn assert_found(doc: &Value, capacity: f64) {
     let found = doc["connections"]
         .as_f64()
         .unwrap_or_else(|| panic!("no break point: {:?}", levels(doc)));
     assert!(
-        found <= capacity && found >= (capacity * 0.95).floor(),
+        found <= capacity * 1.05 && found >= (capacity * 0.95).floor() - 1.0,
         "capacity {capacity}: found {found} via {:?}",
         levels(doc)
     );
@@ -77,7 +83,7 @@ fn assert_found(doc: &Value, capacity: f64) {
 
 #[test]
 fn a_capacity_above_the_default_start_is_found() {
-    let s = server(160, 16, 10);
+    let s = server(160, 16, 40);
     let doc = breakpoint(&s.url(), &[]);
     assert_found(&doc, 160.0);
     assert_eq!(doc["search"]["start"], 100.0);
@@ -87,7 +93,7 @@ fn a_capacity_above_the_default_start_is_found() {
 fn a_capacity_below_the_default_start_is_found_by_searching_down() {
     // Seed 000's figure: the first step (100) fails; that is no reason to
     // say "no break point".
-    let s = server(60, 6, 10);
+    let s = server(60, 6, 40);
     let doc = breakpoint(&s.url(), &[]);
     assert_eq!(doc["steps"][0]["level"], 100.0);
     assert_eq!(doc["steps"][0]["clean"], false);
@@ -113,10 +119,19 @@ fn a_capacity_below_the_default_start_is_found_by_searching_down() {
     );
 }
 
+#[test]
+fn the_capacity_is_found_whatever_the_start() {
+    let s = server(60, 6, 40);
+    for start in ["1000", "59", "61", "1"] {
+        let doc = breakpoint(&s.url(), &["--start", start]);
+        assert_found(&doc, 60.0);
+    }
+}
+
 /// The workers of a slow pool: a failing step leaves up to 60 requests
 /// queued, 0.6 s of work, long after its client has gone.
 fn leaky_server() -> TestServer {
-    server(60, 2, 20)
+    server(60, 3, 30)
 }
 
 #[test]
@@ -177,7 +192,7 @@ fn no_break_point_only_when_even_one_connection_fails() {
 /// started afresh for each step by the lab, directly or behind nginx.
 fn lab_breakpoint(extra: &[&str]) -> Value {
     let command = format!(
-        "{} serve-test --listen {{{{listen}}}} --max-in-progress 40 --workers 4 --delay 10ms",
+        "{} serve-test --listen {{{{listen}}}} --max-in-progress 40 --workers 4 --delay 40ms",
         env!("CARGO_BIN_EXE_rackbench")
     );
     let work = std::env::temp_dir().join(format!(
@@ -188,7 +203,7 @@ fn lab_breakpoint(extra: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
         .args(["breakpoint", "--server", "capped", "--command", &command])
         .args(["--app", "hello", "--no-pin", "--json"])
-        .args(["--probe", "300ms", "-d", "500ms", "--work-dir"])
+        .args(["--probe", "500ms", "-d", "600ms", "--work-dir"])
         .arg(&work)
         .args(extra)
         .output()

@@ -678,8 +678,8 @@ impl TrialRecord {
     /// errors all make the step fail, besides the error counts.
     pub fn as_step(&self, level: f64) -> crate::search::StepResult {
         let mut step = crate::search::StepResult::from_load(level, &self.load);
-        if !self.load.stopped_on_error && (self.server_exit.is_some() || self.stopped_on_errors) {
-            step.errors += 1;
+        if self.server_exit.is_some() || self.stopped_on_errors {
+            step.errors = step.errors.max(1);
         }
         step.why = self.server_exit.clone();
         // Each step starts a server of its own: nothing to settle.

@@ -78,14 +78,20 @@ impl StepResult {
         }
     }
 
-    /// A step from a load run at `level`. A connection left unanswered, or
-    /// a load stopped at its first error (warm-up included), fails the
-    /// step besides the counted errors.
+    /// A step from a load run at `level`. A connection left unanswered
+    /// fails the step besides the counted errors, and so does a load
+    /// stopped at its first error even when that error fell in the
+    /// warm-up (not counted): at least one error then.
     pub fn from_load(level: f64, r: &LoadReport) -> StepResult {
+        let counted = r.errors.total() + r.connections.never_answered;
         StepResult {
             level,
             throughput_rps: r.throughput_rps,
-            errors: r.errors.total() + r.connections.never_answered + u64::from(r.stopped_on_error),
+            errors: if r.stopped_on_error {
+                counted.max(1)
+            } else {
+                counted
+            },
             p99_us: r.latency_us.p99,
             load_seconds: r.load_seconds(),
             clean: true,
