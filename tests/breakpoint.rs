@@ -4,6 +4,8 @@
 //! (as unicorn's backlog and puma's queue do). The search must find the
 //! capacity within its resolution whatever the start, the default included.
 
+mod common;
+
 use rackbench::testserver::{TestServer, TestServerConfig};
 use serde_json::Value;
 use std::process::Command;
@@ -280,4 +282,8 @@ fn the_load_report_counts_unexpected_statuses_and_keeps_the_first_failure() {
     .unwrap();
     assert_eq!(json["status_codes"]["502"], 1, "{json}");
     assert_eq!(json["first_failure"]["status_line"], "HTTP/1.1 502 X");
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/load-v1.schema.json")).unwrap();
+    let bad = common::schema::violations(&schema, &json);
+    assert!(bad.is_empty(), "{bad:#?}");
 }
