@@ -287,3 +287,54 @@ fn the_load_report_counts_unexpected_statuses_and_keeps_the_first_failure() {
     let bad = common::schema::violations(&schema, &json);
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+#[test]
+fn a_5xx_nginx_made_itself_is_explained_from_its_error_log() {
+    if Command::new("nginx").arg("-v").output().is_err() {
+        eprintln!("nginx not installed: skipped");
+        return;
+    }
+    // An upstream that resets every 20th request: nginx answers 502 and
+    // says why in nginx-error.log.
+    let command = format!(
+        "{} serve-test --listen {{{{listen}}}} --reset-every 20",
+        env!("CARGO_BIN_EXE_rackbench")
+    );
+    let work = std::env::temp_dir().join(format!("rackbench-bp-reset-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["breakpoint", "--server", "resetting", "--command", &command])
+        .args(["--app", "hello", "--no-pin", "--json", "--behind", "nginx"])
+        .args([
+            "--start", "10", "--max", "30", "--probe", "300ms", "-d", "300ms",
+        ])
+        .arg("--work-dir")
+        .arg(&work)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&work);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["clean"] == false)
+        .unwrap_or_else(|| panic!("no failing step: {:?}", levels(&doc)));
+    let f = &failed["first_failure"];
+    assert_eq!(f["status"], 502, "{failed}");
+    assert!(
+        f["log_line"]
+            .as_str()
+            .is_some_and(|l| l.contains("(104: Connection reset by peer)")),
+        "{failed}"
+    );
+    assert_eq!(f["reason"], "502 from nginx, upstream reset the connection");
+    assert_eq!(
+        failed["why"],
+        "1 error: 502 from nginx, upstream reset the connection"
+    );
+}
