@@ -74,6 +74,7 @@ fn levels(doc: &Value) -> Vec<String> {
 fn assert_found(doc: &Value, capacity: f64) {
     let found = doc["connections"]
         .as_f64()
+        .or(doc["level"].as_f64())
         .unwrap_or_else(|| panic!("no break point: {:?}", levels(doc)));
     assert!(
         found <= capacity * 1.05 && found >= (capacity * 0.95).floor() - 1.0,
@@ -337,4 +338,61 @@ fn a_5xx_nginx_made_itself_is_explained_from_its_error_log() {
         failed["why"],
         "1 error: 502 from nginx, upstream reset the connection"
     );
+}
+
+#[test]
+fn a_plans_break_point_is_found_below_its_start_too() {
+    let dir = std::env::temp_dir().join(format!("rackbench-bp-plan-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("capped.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "capped"
+servers = ["capped"]
+apps = ["hello"]
+[server_defs.capped]
+command = "{} serve-test --listen {{{{listen}}}} --max-in-progress 40 --workers 4 --delay 40ms"
+[load]
+warmup = "200ms"
+[breakpoint]
+start = 100
+step_duration = "600ms"
+probe = "500ms"
+"#,
+            env!("CARGO_BIN_EXE_rackbench")
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join("results");
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--no-pin")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bps: Vec<_> = std::fs::read_dir(out_dir.join("breakpoints"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(bps.len(), 1);
+    let stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(bps[0].path()).unwrap()).unwrap();
+    assert_found(&stored["result"], 40.0);
+    assert_eq!(stored["connections"], stored["result"]["level"]);
+    let first = &stored["result"]["steps"][0];
+    assert_eq!(
+        (first["level"].as_f64(), first["clean"].as_bool()),
+        (Some(100.0), Some(false))
+    );
+    assert_eq!(first["first_failure"]["status"], 503);
+    let _ = std::fs::remove_dir_all(&dir);
 }
