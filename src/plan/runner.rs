@@ -426,6 +426,10 @@ pub fn run_plan(
                     record.load_seconds,
                     record.result.steps.len()
                 );
+                if let (Some(at), Some(why)) = (record.result.failed_at, record.result.why_failed())
+                {
+                    eprintln!("        first failing level {at:.0}: {why}");
+                }
             }
             if !opts.interrupt.load(Ordering::Relaxed) {
                 store::write_json(&path, &record)?;
