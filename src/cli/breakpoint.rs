@@ -160,6 +160,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         let probe_tells = idle.is_ok();
         let mut reference = idle.unwrap_or(Duration::ZERO);
         let mut first = true;
+        let slo = args.slo;
         Box::new(move |level, kind| {
             let mut settle_s = 0.0;
             if !first && !settle_cfg.ceiling.is_zero() {
@@ -207,7 +208,8 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             let mut r = match report {
                 Ok(report) => {
                     let r = StepResult::from_load(level, &report);
-                    if r.errors == 0 && report.latency_us.count > 0 {
+                    let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
+                    if r.errors == 0 && within_slo && report.latency_us.count > 0 {
                         reference = Duration::from_micros(report.latency_us.p50);
                     }
                     r
