@@ -5,7 +5,9 @@
 //! Seed 000 stepped concurrency up by 100 until errors appeared. This grows
 //! the level geometrically until the first failing step, then bisects
 //! between the last clean level and the first failing one until they are
-//! within the stated resolution. The search knows nothing about how a step
+//! within the stated resolution. When the first step already fails, it
+//! bisects downward between 1 and the lowest failing level instead: "no
+//! break point" means even one connection failed. The search knows nothing about how a step
 //! is run: the caller passes a closure that applies one level of load and
 //! says what happened, so it works the same on a URL or on a lab server,
 //! and is tested with a model server.
