@@ -14,7 +14,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,18 @@ pub struct TestServerConfig {
     /// Answer 503 on connections beyond this many open at once (0 = no
     /// limit): a server with a known break point, for the search.
     pub max_connections: usize,
+    /// Answer 503 at once to a request that arrives while this many are
+    /// already in progress (0 = no limit): a server whose capacity is in
+    /// requests, not connections. Admitted requests take their `delay` in
+    /// full even when their client has left, as a real server's workers
+    /// do, so a client that gives up leaves the server busy a while.
+    pub max_in_progress: usize,
+    /// Serve at most this many admitted requests at once; the others wait
+    /// their turn in order (0 = all at once). With `max_in_progress`, a
+    /// fixed pool of workers behind a bounded queue (puma's threads and
+    /// backlog, unicorn's workers and listen queue): abandoned requests
+    /// are worked off one pool-load after another.
+    pub workers: usize,
 }
 
 impl Default for TestServerConfig {
@@ -92,6 +104,8 @@ impl Default for TestServerConfig {
             framing: Framing::ContentLength,
             close_every: 0,
             max_connections: 0,
+            max_in_progress: 0,
+            workers: 0,
         }
     }
 }
@@ -116,6 +130,49 @@ struct Shared {
     accepted: AtomicU64,
     open: AtomicU64,
     service: Mutex<Histogram<u64>>,
+    /// (requests admitted, of which being worked on), with `turn`.
+    pool: Mutex<(usize, usize)>,
+    turn: Condvar,
+}
+
+/// An admitted request's place: in progress until dropped.
+struct Permit<'a> {
+    sh: &'a Shared,
+}
+
+impl Shared {
+    /// Admits a request under `max_in_progress` and waits for a worker
+    /// under `workers`; None when it is to be refused.
+    fn admit(&self) -> Option<Permit<'_>> {
+        let (limit, workers) = (self.cfg.max_in_progress, self.cfg.workers);
+        if limit == 0 && workers == 0 {
+            return Some(Permit { sh: self });
+        }
+        let mut p = self.pool.lock().expect("pool");
+        if limit > 0 && p.0 >= limit {
+            return None;
+        }
+        p.0 += 1;
+        while workers > 0 && p.1 >= workers {
+            p = self.turn.wait(p).expect("pool");
+        }
+        p.1 += 1;
+        Some(Permit { sh: self })
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        let (limit, workers) = (self.sh.cfg.max_in_progress, self.sh.cfg.workers);
+        if limit == 0 && workers == 0 {
+            return;
+        }
+        let mut p = self.sh.pool.lock().expect("pool");
+        p.0 -= 1;
+        p.1 -= 1;
+        drop(p);
+        self.sh.turn.notify_one();
+    }
 }
 
 enum Listener {
@@ -164,6 +221,8 @@ impl TestServer {
             accepted: AtomicU64::new(0),
             open: AtomicU64::new(0),
             service: Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds")),
+            pool: Mutex::new((0, 0)),
+            turn: Condvar::new(),
             cfg,
         });
         if shared.cfg.fault == Fault::NeverAccept {
@@ -358,7 +417,10 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 (true, Some(d)) => d,
                 _ => cfg.delay,
             };
-            if !delay.is_zero() {
+            // Released before the answer is written, so the client's next
+            // request finds its place free.
+            let permit = sh.admit();
+            if permit.is_some() && !delay.is_zero() {
                 std::thread::sleep(delay);
             }
             if let Some((from, to)) = cfg.stall {
@@ -393,6 +455,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 (true, Fault::Status(s)) => (s, b"fault"),
                 (true, Fault::WrongBody) => (200, b"something else entirely"),
                 _ if over_limit => (503, b"over the connection limit"),
+                _ if permit.is_none() => (503, b"over capacity"),
                 _ => match path.as_str() {
                     "/204" => (204, b""),
                     "/304" => (304, b""),
@@ -457,6 +520,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             // Counted before the write, so the count is never behind what
             // a client has already read; taken back if the write fails.
             sh.answered.fetch_add(1, Ordering::SeqCst);
+            drop(permit);
             if conn.write_all(&out).is_err() {
                 sh.answered.fetch_sub(1, Ordering::SeqCst);
                 return;
@@ -684,6 +748,74 @@ mod tests {
         let mut b = [0u8; 16];
         assert!(c.read(&mut b).is_err(), "no answer expected");
         assert_eq!(s.stats().accepted_connections, 0);
+    }
+
+    fn status_of(out: &[u8]) -> String {
+        String::from_utf8_lossy(out)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    #[test]
+    fn abandoned_requests_keep_their_place_until_their_work_is_done() {
+        let s = TestServer::start(TestServerConfig {
+            max_in_progress: 1,
+            delay: Duration::from_millis(400),
+            ..Default::default()
+        })
+        .unwrap();
+        // A client asks and leaves at once; the server works on regardless.
+        let mut gone = TcpStream::connect(s.addr()).unwrap();
+        gone.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        drop(gone);
+        std::thread::sleep(Duration::from_millis(100));
+        let req = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        assert_eq!(status_of(&exchange(&s, req)), "HTTP/1.1 503 X");
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        let out = exchange(&s, req);
+        assert_eq!(status_of(&out), "HTTP/1.1 200 X");
+        assert!(
+            t.elapsed() >= Duration::from_millis(400),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_worker_pool_serves_admitted_requests_in_turn() {
+        let s = TestServer::start(TestServerConfig {
+            max_in_progress: 3,
+            workers: 1,
+            delay: Duration::from_millis(100),
+            ..Default::default()
+        })
+        .unwrap();
+        let req = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let t = Instant::now();
+        let answers: Vec<String> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..4)
+                .map(|i| {
+                    let s = &s;
+                    sc.spawn(move || {
+                        std::thread::sleep(Duration::from_millis(20 * i));
+                        status_of(&exchange(s, req))
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        // Three admitted, served one after another; the fourth refused.
+        assert_eq!(answers.iter().filter(|a| a.contains("200")).count(), 3);
+        assert_eq!(answers[3], "HTTP/1.1 503 X", "{answers:?}");
+        assert!(
+            t.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]

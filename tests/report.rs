@@ -210,7 +210,14 @@ fn seed(dir: &Path) {
         {"level": 12.0, "throughput_rps": 12500.0, "errors": 0, "p99_us": 1900, "load_seconds": 3.0, "clean": true},
         {"level": 36.0, "throughput_rps": 9000.0, "errors": 12, "p99_us": 9000, "load_seconds": 1.2, "clean": false, "why": "12 errors"},
         {"level": 20.0, "throughput_rps": 12800.0, "errors": 0, "p99_us": 2500, "load_seconds": 3.0, "clean": true},
-        {"level": 27.0, "throughput_rps": 9500.0, "errors": 4, "p99_us": 8000, "load_seconds": 1.1, "clean": false, "why": "4 errors"}
+        {"level": 27.0, "throughput_rps": 9500.0, "errors": 4, "p99_us": 8000, "load_seconds": 1.1, "clean": false,
+         "why": "4 errors: 502 from nginx, upstream closed a kept-alive connection", "settle_s": 0.4,
+         "errors_by_kind": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0, "status": 4, "body": 0},
+         "status_codes": {"502": 4},
+         "first_failure": {"kind": "status", "status": 502, "status_line": "HTTP/1.1 502 Bad Gateway",
+            "detail": "the status was not one of those expected", "at_s": 0.2,
+            "log_line": "2026/01/02 03:04:05 [error] 7#7: *9 upstream prematurely closed connection while reading response header from upstream",
+            "reason": "502 from nginx, upstream closed a kept-alive connection"}}
     ]);
     let bp = json!({
         "schema": "rackbench/breakpoint-v1", "group": "puma__hello__direct__c4",
@@ -319,6 +326,14 @@ fn failed_and_missing_trials_are_marked_everywhere() {
     assert_eq!(json["counts"]["failed"], 1);
     assert_eq!(json["counts"]["ok"], 6);
     assert_eq!(json["breakpoints"][0]["level"], 20.0);
+    assert_eq!(
+        json["breakpoints"][0]["why_failed"],
+        "4 errors: 502 from nginx, upstream closed a kept-alive connection"
+    );
+    assert!(
+        term.contains("first failing 27: puma: 4 errors: 502 from nginx, upstream closed a kept-alive connection"),
+        "{term}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -363,6 +378,12 @@ fn html_is_self_contained_with_a_chart_per_section() {
         "errors in the timeline"
     );
     assert!(html.contains("break point 20"));
+    // Why the first failing level failed, with nginx's own line.
+    assert!(
+        html.contains("puma: 4 errors: 502 from nginx, upstream closed a kept-alive connection"),
+        "the reason of the first failing level"
+    );
+    assert!(html.contains("<code>2026/01/02 03:04:05 [error] 7#7: *9 upstream prematurely closed"));
     // Environment and exact commands.
     assert!(html.contains("rackbench run fixture.toml --out results/fixture"));
     assert!(html.contains("rackbench load http://127.0.0.1:9000/ -c 16"));

@@ -6,6 +6,7 @@ use super::trial::ServerOptions;
 use super::UsageError;
 use crate::lab::trial::run_trial;
 use crate::load::{self, Pacing};
+use crate::search::settle::{self, SettleConfig};
 use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
 use anyhow::Result;
 use clap::Args;
@@ -53,6 +54,11 @@ pub struct BreakpointArgs {
     /// Search linearly in steps of this size instead (seed 000's method, for comparison).
     #[arg(long)]
     pub linear: Option<f64>,
+    /// Before each step on a URL, wait at most this long for the server to
+    /// drain what the step before left it (its connections closed, one
+    /// request answered as fast as in a clean step); 0 does not wait.
+    #[arg(long, default_value = "10s", value_parser = crate::units::duration)]
+    pub settle_max: Duration,
     /// Print one JSON document (rackbench/breakpoint-v1).
     #[arg(long)]
     pub json: bool,
@@ -69,6 +75,8 @@ struct Output<'a> {
     rate: Option<f64>,
     throughput_rps: f64,
     load_seconds: f64,
+    /// Seconds spent waiting for the server to drain between steps.
+    settle_seconds: f64,
     failed_at: Option<f64>,
     capped: bool,
     confirmed: bool,
@@ -80,7 +88,7 @@ struct Output<'a> {
 /// One line per step on stderr, as the search goes.
 fn print_step(r: &StepResult, kind: StepKind) {
     eprintln!(
-        "  {:>8.0}{}: {:>9.0} req/s, p99 {:>9}, errors {}",
+        "  {:>8.0}{}: {:>9.0} req/s, p99 {:>9}, errors {}{}{}",
         r.level,
         if kind == StepKind::Probe {
             " probe"
@@ -89,7 +97,13 @@ fn print_step(r: &StepResult, kind: StepKind) {
         },
         r.throughput_rps,
         crate::load::report::fmt_us(r.p99_us as f64),
-        r.errors
+        r.errors,
+        r.cause().map_or(String::new(), |c| format!(" ({c})")),
+        if r.settle_s >= 0.05 {
+            format!(", after {:.1}s settling", r.settle_s)
+        } else {
+            String::new()
+        }
     );
 }
 
@@ -127,7 +141,44 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         target = url.clone();
         let base = args.load.to_config(url, args.load_threads)?;
         let interrupt = Arc::clone(&interrupt);
+        let parsed = load::Url::parse(url)?;
+        let server = settle::Target::new(
+            base.endpoint.clone(),
+            parsed.host.clone(),
+            parsed.path.clone(),
+            base.expect_status.clone(),
+        );
+        let settle_cfg = SettleConfig {
+            ceiling: args.settle_max,
+            ..SettleConfig::default()
+        };
+        // What "as fast as a clean step" means before any step was clean:
+        // one request to the idle server.
+        // If even that fails, a failing probe says nothing about draining:
+        // only the connections are waited for.
+        let idle = server.probe(base.timeout);
+        let probe_tells = idle.is_ok();
+        let mut reference = idle.unwrap_or(Duration::ZERO);
+        let mut first = true;
+        let slo = args.slo;
         Box::new(move |level, kind| {
+            let mut settle_s = 0.0;
+            if !first && !settle_cfg.ceiling.is_zero() {
+                let user = Arc::clone(&interrupt);
+                let settled = settle::wait_until(
+                    &settle_cfg,
+                    || server.look(probe_tells.then_some(reference), &settle_cfg),
+                    || user.load(Ordering::Relaxed),
+                );
+                settle_s = settled.waited.as_secs_f64();
+                if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
+                    eprintln!(
+                        "  (the server had not drained after {:.1}s: {why}; stepping on)",
+                        settle_s
+                    );
+                }
+            }
+            first = false;
             let mut c = base.clone();
             if rate_mode {
                 c.pacing = Pacing::Rate(level);
@@ -154,23 +205,18 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                     flag.store(true, Ordering::Relaxed);
                 }
             });
-            let r = match report {
-                Ok(r) => StepResult {
-                    level,
-                    throughput_rps: r.throughput_rps,
-                    // A connection left unanswered is a failure too: the
-                    // server stopped taking connections at this level.
-                    errors: r.errors.total()
-                        + r.connections.never_answered
-                        + u64::from(r.stopped_on_error),
-                    p99_us: r.latency_us.p99,
-                    load_seconds: r.load_seconds(),
-                    clean: true,
-                    why: None,
-                    probe: false,
-                },
+            let mut r = match report {
+                Ok(report) => {
+                    let r = StepResult::from_load(level, &report);
+                    let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
+                    if r.errors == 0 && within_slo && report.latency_us.count > 0 {
+                        reference = Duration::from_micros(report.latency_us.p50);
+                    }
+                    r
+                }
                 Err(e) => StepResult::failed(level, e.to_string()),
             };
+            r.settle_s = settle_s;
             if !quiet {
                 print_step(&r, kind);
             }
@@ -227,6 +273,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         rate: if rate_mode { result.level } else { None },
         throughput_rps: result.throughput_rps,
         load_seconds: result.load_seconds,
+        settle_seconds: result.settle_seconds(),
         failed_at: result.failed_at,
         capped: result.capped,
         confirmed: result.confirmed,
@@ -254,7 +301,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     } else {
         match result.level {
             Some(l) => println!(
-                "break point: {l:.0} {} at {:.0} req/s{}{}; {:.0} load-seconds over {} steps",
+                "break point: {l:.0} {} at {:.0} req/s{}{}; {:.0} load-seconds over {} steps{}{}",
                 if rate_mode {
                     "req/s offered"
                 } else {
@@ -272,14 +319,32 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                     " (interrupted before its full step: a probe's figures)"
                 },
                 result.load_seconds,
-                result.steps.len()
+                result.steps.len(),
+                if result.settle_seconds() >= 0.05 {
+                    format!(" (and {:.1}s settling)", result.settle_seconds())
+                } else {
+                    String::new()
+                },
+                match (result.failed_at, result.why_failed()) {
+                    (Some(at), Some(why)) => format!("\nfirst failing level {at:.0}: {why}"),
+                    _ => String::new(),
+                }
             ),
             None if interrupt.load(Ordering::Relaxed) => {
                 println!("interrupted before any level held")
             }
             None => println!(
-                "no clean level: the first step ({:.0}) already failed; lower --start",
-                args.start
+                "no break point: even {} failed{}",
+                if rate_mode {
+                    format!("{} req/s", search::FLOOR)
+                } else {
+                    format!("{} connection", search::FLOOR)
+                },
+                result
+                    .steps
+                    .last()
+                    .and_then(|s| s.why.as_ref())
+                    .map_or(String::new(), |w| format!(" ({w})"))
             ),
         }
     }

@@ -3,7 +3,9 @@
 //! generator's p50 against the server's own service time and wrk's.
 
 use super::parse;
-use crate::testserver::{serve_forever, serve_with_connection_limit, Bind, TestServerConfig};
+use crate::testserver::{
+    serve_forever, serve_with_connection_limit, Bind, Fault, TestServerConfig,
+};
 use anyhow::Result;
 use clap::Args;
 use std::net::SocketAddr;
@@ -21,6 +23,19 @@ pub struct ServeTestArgs {
     /// Answer 503 on connections beyond this many open at once (0 = no limit).
     #[arg(long, default_value_t = 0)]
     pub max_connections: usize,
+    /// Answer 503 to a request arriving while this many are in progress
+    /// (0 = no limit); admitted requests take --delay even if their client
+    /// left.
+    #[arg(long, default_value_t = 0, conflicts_with = "max_connections")]
+    pub max_in_progress: usize,
+    /// Work on at most this many admitted requests at once, the others
+    /// queued in order (0 = all at once).
+    #[arg(long, default_value_t = 0, conflicts_with = "max_connections")]
+    pub workers: usize,
+    /// Reset the connection instead of answering every Nth request (0 =
+    /// never): a server that drops connections, e.g. behind nginx.
+    #[arg(long, default_value_t = 0, conflicts_with = "max_connections")]
+    pub reset_every: u64,
 }
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
@@ -43,6 +58,14 @@ pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
         bind: Bind::Tcp(args.listen),
         delay: args.delay,
         max_connections: args.max_connections,
+        max_in_progress: args.max_in_progress,
+        workers: args.workers,
+        fault: if args.reset_every > 0 {
+            Fault::Reset
+        } else {
+            Fault::None
+        },
+        fault_every: args.reset_every.max(1),
         ..Default::default()
     })?;
     Ok(ExitCode::SUCCESS)

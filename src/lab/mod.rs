@@ -3,4 +3,5 @@
 
 pub mod apps;
 pub mod environment;
+pub mod failure;
 pub mod trial;

@@ -603,6 +603,9 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         })
     };
     cfg.stop_on_error = spec.stop_on_errors;
+    // nginx's error log from here on says why it answered a 5xx itself.
+    let nginx_log = dir.join("nginx-error.log");
+    let nginx_log_offset = super::failure::log_offset(&nginx_log);
     let report = load::run_observed(
         cfg,
         |w| {
@@ -639,7 +642,16 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     killed.extend(server.stop());
     // Helpers the server daemonized (now ours, as subreaper) go too.
     killed.extend(supervisor::stop_adopted(&[], spec.grace));
-    let report = report.map_err(TrialError::Load)?;
+    let mut report = report.map_err(TrialError::Load)?;
+    if let Some(f) = report.first_failure.as_mut() {
+        let front = behind_nginx.then(|| {
+            (
+                "nginx",
+                super::failure::first_error_line(&nginx_log, nginx_log_offset),
+            )
+        });
+        super::failure::explain(f, &s.name, front);
+    }
     let stopped_on_errors = report.stopped_on_error;
     topo.nginx_metrics = nginx_samples;
 
@@ -694,22 +706,14 @@ impl TrialRecord {
     /// unanswered, a server that died, or a load stopped at its first
     /// errors all make the step fail, besides the error counts.
     pub fn as_step(&self, level: f64) -> crate::search::StepResult {
-        crate::search::StepResult {
-            level,
-            throughput_rps: self.load.throughput_rps,
-            errors: self.load.errors.total()
-                + self.load.connections.never_answered
-                + u64::from(
-                    self.server_exit.is_some()
-                        || self.stopped_on_errors
-                        || self.load.stopped_on_error,
-                ),
-            p99_us: self.load.latency_us.p99,
-            load_seconds: self.load.load_seconds(),
-            clean: true,
-            why: self.server_exit.clone(),
-            probe: false,
+        let mut step = crate::search::StepResult::from_load(level, &self.load);
+        if self.server_exit.is_some() || self.stopped_on_errors {
+            step.errors = step.errors.max(1);
         }
+        step.why = self.server_exit.clone();
+        // Each step starts a server of its own: nothing to settle.
+        step.settle_s = 0.0;
+        step
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) mod uring;
 pub mod window;
 mod worker;
 
-pub use recorder::ErrorCounts;
+pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
 pub use target::{Endpoint, RequestSpec, Url};
 
@@ -341,6 +341,8 @@ pub fn run_observed(
     let mut unanswered = new_histogram(3);
     let mut uncorrected: Option<Histogram<u64>> = None;
     let mut errors = ErrorCounts::default();
+    let mut status_codes: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut first_failure: Option<recorder::FirstFailure> = None;
     let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
     let mut stats = WorkerStats::default();
     let mut busiest = 0.0f64;
@@ -360,6 +362,14 @@ pub fn run_observed(
         }
         for h in [&tally.unfinished_ages, &tally.timeout_ages] {
             unanswered.add(h).expect("same histogram bounds");
+        }
+        for (code, n) in &tally.status_codes {
+            *status_codes.entry(*code).or_default() += n;
+        }
+        if let Some(f) = &tally.first_failure {
+            if first_failure.as_ref().is_none_or(|e| f.at_s < e.at_s) {
+                first_failure = Some(f.clone());
+            }
         }
         if let Some(h) = &tally.latency_uncorrected {
             uncorrected
@@ -403,6 +413,8 @@ pub fn run_observed(
         ok,
         ok_in_window,
         errors,
+        status_codes,
+        first_failure,
         unfinished,
         unsent,
         duration_s,

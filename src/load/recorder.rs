@@ -5,9 +5,11 @@
 //! hands each finished second to the collector over a channel and keeps
 //! only the second it is in, so memory stays flat however long the run.
 
+use super::response::ResponseParser;
 use super::window::Window;
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,6 +62,58 @@ impl ErrorCounts {
             Failure::Body => self.body += 1,
         }
     }
+}
+
+impl Failure {
+    /// The `ErrorCounts` field this failure is counted under.
+    pub fn name(self) -> &'static str {
+        match self {
+            Failure::Connect => "connect",
+            Failure::Timeout => "timeout",
+            Failure::Reset => "reset",
+            Failure::Parse => "parse",
+            Failure::Status => "status",
+            Failure::Body => "body",
+        }
+    }
+
+    /// What the kind means, in a few words.
+    pub fn detail(self) -> &'static str {
+        match self {
+            Failure::Connect => "the connection could not be made",
+            Failure::Timeout => "no complete response within the timeout",
+            Failure::Reset => "the connection was closed or reset mid-exchange",
+            Failure::Parse => "the response was not valid HTTP/1.x",
+            Failure::Status => "the status was not one of those expected",
+            Failure::Body => "the body lacked the expected text",
+        }
+    }
+}
+
+/// The first request that failed in a run, warm-up included: what a
+/// break-point step reports as the reason its level failed. Field names
+/// are part of the load-v1 JSON contract.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct FirstFailure {
+    /// The `errors` field it was counted under: "connect", "timeout",
+    /// "reset", "parse", "status" or "body".
+    pub kind: String,
+    /// The response's status, when there was a response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The response's status line, e.g. "HTTP/1.1 503 Service Unavailable".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_line: Option<String>,
+    /// What the kind means, in a few words.
+    pub detail: String,
+    /// Seconds from the start of the run (warm-up included).
+    pub at_s: f64,
+    /// The matching line of a front end's error log (set by the lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_line: Option<String>,
+    /// Why, in words, when a known pattern explains it (set by the lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// How one request ended.
@@ -119,6 +173,10 @@ pub struct Tally {
     /// Timed-out requests at their timeout: unanswered too, only given up
     /// on earlier. They join the unfinished ages when few completed.
     pub timeout_ages: Histogram<u64>,
+    /// Counted responses with an unexpected status, by status.
+    pub status_codes: BTreeMap<u16, u64>,
+    /// The first failure this thread saw, warm-up included.
+    pub first_failure: Option<FirstFailure>,
 }
 
 pub struct Recorder {
@@ -164,6 +222,8 @@ impl Recorder {
                 censored: new_histogram(3),
                 unfinished_ages: new_histogram(3),
                 timeout_ages: new_histogram(3),
+                status_codes: BTreeMap::new(),
+                first_failure: None,
             },
             sec: 0,
             sec_ok: 0,
@@ -205,9 +265,12 @@ impl Recorder {
         let lat = micros(now.saturating_duration_since(sched));
         match outcome {
             Outcome::Ok => self.sec_ok += 1,
-            Outcome::Failed(_) => {
+            Outcome::Failed(kind) => {
                 self.sec_errors += 1;
                 self.errors_seen += 1;
+                if self.tally.first_failure.is_none() {
+                    self.note_first_failure(now, kind);
+                }
             }
         }
         // The timeline's latency is the OK responses', like the headline:
@@ -243,6 +306,57 @@ impl Recorder {
                 }
             }
             Outcome::Failed(_) => {}
+        }
+    }
+
+    /// Records a finished request that got a complete response: as
+    /// `record`, and for a failed one also its status (counted by code)
+    /// and, for the run's first failure, the status line.
+    #[inline]
+    pub fn record_response(
+        &mut self,
+        now: Instant,
+        sched: Instant,
+        sent: Option<Instant>,
+        outcome: Outcome,
+        status: u16,
+        parser: &ResponseParser,
+    ) {
+        let first = self.tally.first_failure.is_none();
+        self.record(now, sched, sent, outcome);
+        if let Outcome::Failed(kind) = outcome {
+            self.note_failed_response(first, sched, kind, status, parser);
+        }
+    }
+
+    #[cold]
+    fn note_first_failure(&mut self, now: Instant, kind: Failure) {
+        self.tally.first_failure = Some(FirstFailure {
+            kind: kind.name().into(),
+            status: None,
+            status_line: None,
+            detail: kind.detail().into(),
+            at_s: now.saturating_duration_since(self.t0).as_secs_f64(),
+            log_line: None,
+            reason: None,
+        });
+    }
+
+    #[cold]
+    fn note_failed_response(
+        &mut self,
+        first: bool,
+        sched: Instant,
+        kind: Failure,
+        status: u16,
+        parser: &ResponseParser,
+    ) {
+        if kind == Failure::Status && self.counts(sched) {
+            *self.tally.status_codes.entry(status).or_default() += 1;
+        }
+        if let (true, Some(f)) = (first, self.tally.first_failure.as_mut()) {
+            f.status = Some(status);
+            f.status_line = parser.status_line();
         }
     }
 

@@ -3,10 +3,11 @@
 //! Field names here are a contract other tools read: add fields freely,
 //! rename none. The committed schema is `schema/load-v1.schema.json`.
 
-use super::recorder::{ErrorCounts, SecondReport};
+use super::recorder::{ErrorCounts, FirstFailure, SecondReport};
 use super::{LoadConfig, Pacing};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub const SCHEMA: &str = "rackbench/load-v1";
@@ -66,6 +67,13 @@ pub struct LoadReport {
     /// connection to the end (0 in records older than the field).
     #[serde(default)]
     pub elapsed_s: f64,
+    /// Counted responses with an unexpected status, by status code (the
+    /// codes behind `errors.status`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status_codes: BTreeMap<u16, u64>,
+    /// The first request that failed, warm-up included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<FirstFailure>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -266,6 +274,8 @@ pub(crate) struct Parts<'a> {
     pub warmup_steady: Option<bool>,
     pub ok: u64,
     pub errors: ErrorCounts,
+    pub status_codes: BTreeMap<u16, u64>,
+    pub first_failure: Option<FirstFailure>,
     pub unfinished: u64,
     pub unsent: u64,
     pub duration_s: f64,
@@ -425,6 +435,8 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         interrupted: p.interrupted,
         stopped_on_error: p.stopped_on_error,
         elapsed_s: p.elapsed_s,
+        status_codes: p.status_codes,
+        first_failure: p.first_failure,
     }
 }
 

@@ -200,6 +200,16 @@ impl ResponseParser {
         self.matcher = BodyMatcher::default();
     }
 
+    /// The status line of the last response head, e.g. "HTTP/1.1 503
+    /// Service Unavailable" (None when that head was too long to keep).
+    pub fn status_line(&self) -> Option<String> {
+        if self.last.map(|h| h.status) != Some(self.status) {
+            return None;
+        }
+        let line = self.last_head.split(|&b| b == b'\r' || b == b'\n').next()?;
+        Some(String::from_utf8_lossy(line).into_owned())
+    }
+
     /// True when no byte of the current response has been consumed.
     pub fn is_idle(&self) -> bool {
         self.phase == Phase::Head

@@ -793,7 +793,14 @@ impl Worker {
                     let ended = arrived.max(p.sent.unwrap_or(p.sched));
                     let lat = ended.saturating_duration_since(p.sched).as_secs_f64() * 1e6;
                     self.recent_latency_us += (lat - self.recent_latency_us) / 32.0;
-                    self.rec.record(ended, p.sched, p.sent, outcome);
+                    self.rec.record_response(
+                        ended,
+                        p.sched,
+                        p.sent,
+                        outcome,
+                        response.status,
+                        &c.parser,
+                    );
                     if !response.keep_alive || !cfg.keep_alive {
                         self.close(i, now, Duration::ZERO);
                         return false;
@@ -835,7 +842,14 @@ impl Worker {
                         self.inflight -= 1;
                     }
                     let outcome = judge(&self.plan.config.expect_status, &response);
-                    self.rec.record(now, p.sched, p.sent, outcome);
+                    self.rec.record_response(
+                        now,
+                        p.sched,
+                        p.sent,
+                        outcome,
+                        response.status,
+                        &c.parser,
+                    );
                 }
                 self.close(i, now, Duration::ZERO);
             }

@@ -500,6 +500,10 @@ pub fn run_plan(
                     record.load_seconds,
                     record.result.steps.len()
                 );
+                if let (Some(at), Some(why)) = (record.result.failed_at, record.result.why_failed())
+                {
+                    eprintln!("        first failing level {at:.0}: {why}");
+                }
             }
             if !opts.interrupt.load(Ordering::Relaxed) {
                 store::write_json(&path, &record)?;
@@ -520,6 +524,45 @@ pub fn run_plan(
         interrupted: opts.interrupt.load(Ordering::Relaxed),
         summary,
     })
+}
+
+/// One step of a plan's break-point search.
+struct BreakpointStep {
+    level: f64,
+    kind: StepKind,
+    rate_mode: bool,
+    step_duration: Duration,
+    probe: Duration,
+}
+
+impl BreakpointStep {
+    /// The trial that applies this step: the plan's trial at this level,
+    /// ended at its first error.
+    fn spec(
+        &self,
+        t: &PlannedTrial,
+        e: &Expanded,
+        plan: &Plan,
+        opts: &RunOptions,
+        dir: PathBuf,
+    ) -> TrialSpec {
+        let shape = if self.rate_mode {
+            (plan.load.rate_connections, Some(self.level))
+        } else {
+            (self.level as usize, None)
+        };
+        let mut spec = trial_spec(t, e, plan, opts, dir, Some(shape));
+        // A full step warms up as the plan's [load] says (trial_spec took
+        // it from there), like every other trial of the plan.
+        spec.load.duration = Some(self.step_duration);
+        if self.kind == StepKind::Probe {
+            spec.load.duration = Some(self.probe);
+            spec.load.warmup = Duration::ZERO;
+            spec.load.warmup_until_steady = false;
+        }
+        spec.stop_on_errors = true;
+        spec
+    }
 }
 
 fn run_breakpoint(
@@ -546,28 +589,15 @@ fn run_breakpoint(
         &cfg,
         |level, kind| {
             n += 1;
-            let shape = if rate_mode {
-                (plan.load.rate_connections, Some(level))
-            } else {
-                (level as usize, None)
+            let step = BreakpointStep {
+                level,
+                kind,
+                rate_mode,
+                step_duration,
+                probe: Duration::from_secs_f64(cfg.probe_s),
             };
-            let mut spec = trial_spec(
-                t,
-                e,
-                plan,
-                opts,
-                dir.work(&format!("{}__bp{n}", t.group)),
-                Some(shape),
-            );
-            spec.load.duration = Some(step_duration);
-            spec.load.warmup = Duration::from_secs(1);
-            if kind == StepKind::Probe {
-                spec.load.duration = Some(Duration::from_secs_f64(cfg.probe_s));
-                spec.load.warmup = Duration::ZERO;
-                spec.load.warmup_until_steady = false;
-            }
-            spec.stop_on_errors = true;
-            match run_trial(spec) {
+            let dir = dir.work(&format!("{}__bp{n}", t.group));
+            match run_trial(step.spec(t, e, plan, opts, dir)) {
                 Ok(rec) => rec.as_step(level),
                 Err(err) => StepResult::failed(level, err.to_string()),
             }
@@ -778,6 +808,49 @@ mod tests {
         // Pinned: a seed must replay the same order in later versions too.
         let names: Vec<u32> = shuffled(7)[..8].iter().map(|t| t.1).collect();
         assert_eq!(names, [1, 4, 5, 2, 6, 0, 3, 7], "the generator changed");
+    }
+
+    #[test]
+    fn full_break_point_steps_warm_up_as_the_plans_load_says() {
+        let text = "name = \"b\"\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nwarmup = \"3s\"\n[breakpoint]\nstart = 50\n";
+        let plan = Plan::parse(text, "b.toml").unwrap();
+        let e = plan
+            .expand(text, "b.toml", &crate::server::spec::Registry::builtin())
+            .unwrap();
+        let groups = breakpoint_groups(&e);
+        if !crate::require::require(
+            "puma",
+            !groups.is_empty(),
+            "apt-get install puma, or scripts/deps.sh test",
+        ) {
+            return;
+        }
+        let t = groups.into_iter().next().expect("checked above");
+        let opts = RunOptions {
+            out: std::env::temp_dir(),
+            resume: false,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            server_cpus: Vec::new(),
+            load_cpus: Vec::new(),
+            progress: false,
+            command: String::new(),
+            seed: 0,
+        };
+        let step = |kind| BreakpointStep {
+            level: 40.0,
+            kind,
+            rate_mode: false,
+            step_duration: Duration::from_secs(5),
+            probe: Duration::from_millis(500),
+        };
+        let full = step(StepKind::Full).spec(&t, &e, &plan, &opts, "d".into());
+        assert_eq!(full.load.warmup, Duration::from_secs(3));
+        assert_eq!(full.load.duration, Some(Duration::from_secs(5)));
+        assert_eq!(full.load.connections, 40);
+        assert!(full.stop_on_errors);
+        let probe = step(StepKind::Probe).spec(&t, &e, &plan, &opts, "d".into());
+        assert_eq!(probe.load.warmup, Duration::ZERO);
+        assert_eq!(probe.load.duration, Some(Duration::from_millis(500)));
     }
 
     #[test]

@@ -947,6 +947,14 @@ impl Report {
             };
             let levels: Vec<f64> = b.result.steps.iter().map(|st| st.level).collect();
             let _ = write!(s, "<div><h3>{}</h3>", esc(&t));
+            if let (Some(at), Some(why)) = (b.result.failed_at, b.result.why_failed()) {
+                let _ = write!(
+                    s,
+                    "<p class=\"wrap\">First failing level {}: <span class=\"bad-text\">{}</span></p>",
+                    num(at),
+                    esc(&format!("{}: {why}", b.variant))
+                );
+            }
             if levels.is_empty() {
                 s.push_str("<p class=\"bad-text\">No steps recorded.</p><svg width=\"0\" height=\"0\"></svg></div>");
                 continue;
@@ -1001,11 +1009,11 @@ impl Report {
             p.legend("clean", GREEN, false);
             p.legend("failed", RED, false);
             s.push_str(&p.finish(&t, true));
-            s.push_str("<table><tr><th>Step</th><th class=\"l\">Kind</th><th>Level</th><th>req/s</th><th>Errors</th><th>p99</th><th class=\"l\">Result</th></tr>");
+            s.push_str("<table><tr><th>Step</th><th class=\"l\">Kind</th><th>Level</th><th>req/s</th><th>Errors</th><th>p99</th><th>Settle</th><th class=\"l\">Result</th></tr>");
             for (i, st) in b.result.steps.iter().enumerate() {
                 let _ = write!(
                     s,
-                    "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
+                    "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{:.2}s</td><td class=\"l wrap\">{}</td></tr>",
                     if st.clean { "" } else { " class=\"bad\"" },
                     i + 1,
                     if st.probe { "probe" } else { "full" },
@@ -1013,7 +1021,9 @@ impl Report {
                     st.throughput_rps,
                     st.errors,
                     fmt_us(st.p99_us as f64),
+                    st.settle_s,
                     if st.clean { "clean".into() } else { esc(&format!("failed: {}", st.why.as_deref().unwrap_or(""))) }
+                        + &st.first_failure.as_ref().and_then(|f| f.log_line.as_ref()).map_or(String::new(), |l| format!("<br><code>{}</code>", esc(l)))
                 );
             }
             s.push_str("</table></div>");

@@ -509,6 +509,8 @@ impl Report {
                     "confirmed": b.result.confirmed,
                     "steps": b.result.steps.len(),
                     "load_seconds": b.load_seconds,
+                    "settle_seconds": b.result.settle_seconds(),
+                    "why_failed": b.result.why_failed(),
                 })
             })
             .collect();

@@ -99,6 +99,16 @@ impl Report {
                         ""
                     }
                 );
+                if let (Some(at), Some(why)) = (b.result.failed_at, b.result.why_failed()) {
+                    let _ = writeln!(
+                        s,
+                        "  {:<24} first failing {}: {}: {}",
+                        "",
+                        num(at),
+                        b.variant,
+                        short(why, 120)
+                    );
+                }
             }
         }
         for id in &self.missing_breakpoints {
@@ -337,12 +347,12 @@ impl Report {
             let _ = writeln!(s, "## Break points\n");
             let _ = writeln!(
                 s,
-                "| Server | App | Front | Mode | Break point | Throughput (req/s) | First failing | Steps | Load (s) |\n|:--|:--|:--|:--|--:|--:|--:|--:|--:|"
+                "| Server | App | Front | Mode | Break point | Throughput (req/s) | First failing | Steps | Load (s) | Why it failed |\n|:--|:--|:--|:--|--:|--:|--:|--:|--:|:--|"
             );
             for b in &self.breakpoints {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} |",
+                    "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} | {} |",
                     md_cell(&b.variant),
                     b.app,
                     front_label(&b.behind),
@@ -363,11 +373,14 @@ impl Report {
                         num
                     ),
                     b.result.steps.len(),
-                    b.load_seconds
+                    b.load_seconds,
+                    b.result
+                        .why_failed()
+                        .map_or(String::new(), |w| md_cell(&format!("{}: {w}", b.variant)))
                 );
             }
             for id in &self.missing_breakpoints {
-                let _ = writeln!(s, "| {id} | | | | **missing** | | | | |");
+                let _ = writeln!(s, "| {id} | | | | **missing** | | | | | |");
             }
             s.push('\n');
         }

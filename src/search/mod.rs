@@ -5,7 +5,9 @@
 //! Seed 000 stepped concurrency up by 100 until errors appeared. This grows
 //! the level geometrically until the first failing step, then bisects
 //! between the last clean level and the first failing one until they are
-//! within the stated resolution. The search knows nothing about how a step
+//! within the stated resolution. When the first step already fails, it
+//! bisects downward between 1 and the lowest failing level instead: "no
+//! break point" means even one connection failed. The search knows nothing about how a step
 //! is run: the caller passes a closure that applies one level of load and
 //! says what happened, so it works the same on a URL or on a lab server,
 //! and is tested with a model server.
@@ -18,12 +20,16 @@
 //! any other: the search goes on below it with full steps only, so the
 //! reported break point has always held for a full step.
 
+use crate::load::{ErrorCounts, FirstFailure, LoadReport};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub mod settle;
 
 pub const SCHEMA: &str = "rackbench/breakpoint-v1";
 
 /// What one step of load showed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepResult {
     pub level: f64,
     pub throughput_rps: f64,
@@ -38,6 +44,20 @@ pub struct StepResult {
     /// A short probe rather than a full step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probe: bool,
+    /// Seconds waited before this step for the server to drain what the
+    /// step before left it (see `settle`): 0 for the first step, and for a
+    /// lab step, which starts a fresh server.
+    #[serde(default)]
+    pub settle_s: f64,
+    /// Counted failures by kind (the load-v1 `errors`).
+    #[serde(default)]
+    pub errors_by_kind: ErrorCounts,
+    /// Counted responses with an unexpected status, by code.
+    #[serde(default)]
+    pub status_codes: BTreeMap<u16, u64>,
+    /// The step's first failure, warm-up included: why the level failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<FirstFailure>,
 }
 
 /// How long a step runs: the caller maps these to durations.
@@ -54,14 +74,46 @@ impl StepResult {
     pub fn failed(level: f64, why: String) -> StepResult {
         StepResult {
             level,
-            throughput_rps: 0.0,
             errors: 1,
-            p99_us: 0,
-            load_seconds: 0.0,
-            clean: false,
             why: Some(why),
-            probe: false,
+            ..StepResult::default()
         }
+    }
+
+    /// A step from a load run at `level`. A connection left unanswered
+    /// fails the step besides the counted errors, and so does a load
+    /// stopped at its first error even when that error fell in the
+    /// warm-up (not counted): at least one error then.
+    pub fn from_load(level: f64, r: &LoadReport) -> StepResult {
+        let counted = r.errors.total() + r.connections.never_answered;
+        StepResult {
+            level,
+            throughput_rps: r.throughput_rps,
+            errors: if r.stopped_on_error {
+                counted.max(1)
+            } else {
+                counted
+            },
+            p99_us: r.latency_us.p99,
+            load_seconds: r.load_seconds(),
+            clean: true,
+            errors_by_kind: r.errors,
+            status_codes: r.status_codes.clone(),
+            first_failure: r.first_failure.clone(),
+            ..StepResult::default()
+        }
+    }
+
+    /// Why the step failed, in a few words: the first failure's known
+    /// reason, else its status line, else its kind.
+    pub fn cause(&self) -> Option<String> {
+        let f = self.first_failure.as_ref()?;
+        Some(match (&f.reason, &f.status_line, f.status) {
+            (Some(r), _, _) => r.clone(),
+            (None, Some(line), _) => format!("\"{line}\""),
+            (None, None, Some(code)) => format!("status {code}"),
+            (None, None, None) => format!("{} ({})", f.kind, f.detail),
+        })
     }
 }
 
@@ -106,12 +158,35 @@ fn yes() -> bool {
     true
 }
 
+impl Breakpoint {
+    /// Why the first failing level failed: its step's reason ("4 errors:
+    /// 502 from nginx, upstream closed a kept-alive connection").
+    pub fn why_failed(&self) -> Option<&str> {
+        let at = self.failed_at?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| !s.clean && s.level == at)
+            .and_then(|s| s.why.as_deref())
+    }
+
+    /// Seconds spent waiting for the server to drain between steps.
+    pub fn settle_seconds(&self) -> f64 {
+        self.steps.iter().map(|s| s.settle_s).sum()
+    }
+}
+
 /// Judges a step against the error and latency rules.
 pub fn judge(mut step: StepResult, cfg: &SearchConfig) -> StepResult {
     step.clean = true;
     if step.errors > 0 {
         step.clean = false;
-        step.why = Some(format!("{} errors", step.errors));
+        let n = step.errors;
+        let errors = format!("{n} error{}", if n == 1 { "" } else { "s" });
+        step.why = Some(match step.why.take().or_else(|| step.cause()) {
+            Some(cause) => format!("{errors}: {cause}"),
+            None => errors,
+        });
     } else if let Some(slo) = cfg.slo_p99_us {
         if step.p99_us > slo {
             step.clean = false;
@@ -123,6 +198,10 @@ pub fn judge(mut step: StepResult, cfg: &SearchConfig) -> StepResult {
     }
     step
 }
+
+/// The lowest level a search tries: one connection, or one request a
+/// second. When even this fails, there is no break point.
+pub const FLOOR: f64 = 1.0;
 
 fn round(level: f64, cfg: &SearchConfig) -> f64 {
     let l = level.min(cfg.max);
@@ -186,6 +265,23 @@ pub fn find_breakpoint(
         level = next;
     }
     loop {
+        // Nothing held yet: search downward, bisecting between the lowest
+        // level (1) and the lowest failing one, until a level holds or even
+        // the lowest fails. A first step that fails says only that the
+        // start was too high, not that there is no break point.
+        while let (None, Some(b)) = (good, bad) {
+            if stop() || b <= FLOOR {
+                break;
+            }
+            let mut mid = round(FLOOR + (b - FLOOR) / 2.0, cfg);
+            if mid >= b || (b - FLOOR) / FLOOR <= cfg.resolution {
+                mid = FLOOR;
+            }
+            match run(mid, kind, &mut steps) {
+                Some(m) => good = Some(m),
+                None => bad = Some(mid),
+            }
+        }
         // Bisect between the last clean level and the first failing one.
         while let (Some(g), Some(b)) = (good, bad) {
             if stop() || (b - g.level) / g.level <= cfg.resolution {
@@ -312,8 +408,7 @@ mod tests {
                 p99_us: (level * 100.0) as u64,
                 load_seconds: if level > limit { 0.1 } else { clean_s },
                 clean: true,
-                why: None,
-                probe: false,
+                ..StepResult::default()
             }
         }
     }
@@ -396,10 +491,68 @@ mod tests {
             .position(|s| !s.probe && !s.clean)
             .expect("a confirmation failed");
         assert!(r.steps[first_full_fail..].iter().all(|s| !s.probe));
-        // Even when nothing below held for a full step, the search ends
-        // with no level rather than a probed one.
+        // When nothing probed below held for a full step, the search goes
+        // on downward in full steps rather than ending with a probed level.
         let r = find_breakpoint(&cfg(), slow_model(900.0, 50.0), || false);
-        assert_eq!(r.level, None, "{:?}", r.steps);
+        let found = r.level.unwrap();
+        assert!((47.5..=50.0).contains(&found), "{found}: {:?}", r.steps);
+        assert!(r.confirmed);
+    }
+
+    #[test]
+    fn a_first_step_that_fails_searches_downward() {
+        // Seed 000's server at 73, from the default start and others.
+        for start in [100.0, 1000.0, 74.0, 10.0, 73.0] {
+            for limit in [73.0, 5.0, 2.0, 1.0, 150.0] {
+                let c = SearchConfig { start, ..cfg() };
+                let r = find_breakpoint(&c, model(limit), || false);
+                let found = r.level.unwrap_or_else(|| panic!("{start} {limit}: {r:?}"));
+                assert!(
+                    found <= limit && found >= (limit * 0.95).floor(),
+                    "start {start}, limit {limit}: found {found} in {:?}",
+                    r.steps.iter().map(|s| s.level).collect::<Vec<_>>()
+                );
+                assert!(r.confirmed && r.failed_at.is_some_and(|f| f > found));
+            }
+        }
+        // Rates too: not whole numbers, bisected down to the resolution.
+        let c = SearchConfig {
+            integer: false,
+            start: 500.0,
+            ..cfg()
+        };
+        let r = find_breakpoint(&c, model(33.0), || false);
+        let found = r.level.unwrap();
+        assert!((31.3..=33.0).contains(&found), "{found}");
+    }
+
+    #[test]
+    fn none_only_when_even_the_lowest_level_fails_and_says_why() {
+        let failing = |level, _| StepResult {
+            level,
+            errors: 3,
+            first_failure: Some(FirstFailure {
+                kind: "status".into(),
+                status: Some(503),
+                status_line: Some("HTTP/1.1 503 Busy".into()),
+                detail: "the status was not one of those expected".into(),
+                at_s: 0.01,
+                log_line: None,
+                reason: None,
+            }),
+            ..StepResult::default()
+        };
+        let r = find_breakpoint(&cfg(), failing, || false);
+        assert_eq!((r.level, r.failed_at), (None, Some(FLOOR)));
+        let last = r.steps.last().unwrap();
+        assert_eq!(last.level, FLOOR);
+        assert_eq!(
+            last.why.as_deref(),
+            Some("3 errors: \"HTTP/1.1 503 Busy\""),
+            "the reason travels with the step"
+        );
+        // Halving from 100 to 1 takes few steps, not a hundred.
+        assert!(r.steps.len() <= 9, "{:?}", r.steps);
     }
 
     #[test]
@@ -418,9 +571,9 @@ mod tests {
 
     #[test]
     fn edge_cases() {
-        // Fails at the very first step.
+        // Fails at the very first step: found below it.
         let r = find_breakpoint(&cfg(), model(5.0), || false);
-        assert_eq!((r.level, r.failed_at), (None, Some(100.0)));
+        assert_eq!((r.level, r.failed_at), (Some(5.0), Some(6.0)));
         // Never fails: stops at the cap, confirmed by a full step there.
         let mut c = cfg();
         c.max = 300.0;

@@ -1,0 +1,296 @@
+//! Settling between break-point steps on a running server: wait until the
+//! server has worked off what the step before left it.
+//!
+//! A step that fails ends at its first error and abandons its requests,
+//! but the server does not know that: unicorn's workers take the queued
+//! connections from the backlog one by one, puma works off its queue, each
+//! request at full cost. A step started at once meets those leftovers and
+//! fails whatever its own level, and so does every step after it (a test
+//! server taking 73 requests at a time was reported at 38 that way). So
+//! before each step but the first the search waits, polling, until
+//!
+//! 1. the server-side ends of the last step's connections are gone (read
+//!    from `/proc/net/tcp{,6}`: loopback only, so both ends are ours to
+//!    see; a connection still queued or being worked on sits in
+//!    CLOSE_WAIT), and
+//! 2. one request is answered, with an expected status, within about the
+//!    latency of a clean step: twice the p50 of the last clean step (or of
+//!    an idle request before the search) plus a small floor,
+//!
+//! or until a ceiling, and records the wait per step (`settle_s`). This
+//! module probes and waits; it never applies load.
+
+use crate::load::{Endpoint, ExpectStatus};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// How long and how often to wait.
+#[derive(Debug, Clone, Copy)]
+pub struct SettleConfig {
+    /// Give up waiting after this long (the step then runs anyway).
+    pub ceiling: Duration,
+    /// Between two looks at the server.
+    pub poll: Duration,
+    /// Added to twice the reference latency: a probe answered within that
+    /// is "as fast as a clean step".
+    pub floor: Duration,
+}
+
+impl Default for SettleConfig {
+    fn default() -> Self {
+        SettleConfig {
+            ceiling: Duration::from_secs(10),
+            poll: Duration::from_millis(20),
+            floor: Duration::from_millis(10),
+        }
+    }
+}
+
+/// What a wait came to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    pub waited: Duration,
+    /// False when the ceiling ended the wait.
+    pub drained: bool,
+    /// What the last look saw, when the server had not drained.
+    pub last_busy: Option<String>,
+}
+
+/// Polls `look` until it says the server is ready (`Ok`), `stop()` says
+/// to give up (Ctrl-C), or `cfg.ceiling` passes. `look` says why not ready
+/// with `Err`.
+pub fn wait_until(
+    cfg: &SettleConfig,
+    mut look: impl FnMut() -> Result<(), String>,
+    stop: impl Fn() -> bool,
+) -> Settled {
+    let t0 = Instant::now();
+    loop {
+        match look() {
+            Ok(()) => {
+                return Settled {
+                    waited: t0.elapsed(),
+                    drained: true,
+                    last_busy: None,
+                }
+            }
+            Err(why) => {
+                if t0.elapsed() >= cfg.ceiling || stop() {
+                    return Settled {
+                        waited: t0.elapsed(),
+                        drained: false,
+                        last_busy: Some(why),
+                    };
+                }
+            }
+        }
+        std::thread::sleep(cfg.poll);
+    }
+}
+
+/// The running server a URL-mode search settles.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub endpoint: Endpoint,
+    pub host: String,
+    pub path: String,
+    pub expect: ExpectStatus,
+    /// Server-side connections open before the search (other clients').
+    pub baseline_connections: Option<usize>,
+}
+
+impl Target {
+    pub fn new(endpoint: Endpoint, host: String, path: String, expect: ExpectStatus) -> Target {
+        let baseline_connections = match &endpoint {
+            Endpoint::Tcp(a) => server_side_connections(*a),
+            Endpoint::Unix(_) => None,
+        };
+        Target {
+            endpoint,
+            host,
+            path,
+            expect,
+            baseline_connections,
+        }
+    }
+
+    /// One request, timed; an unexpected status is an error.
+    pub fn probe(&self, timeout: Duration) -> Result<Duration, String> {
+        let t = Instant::now();
+        let answer = crate::server::probe::get(&self.endpoint, &self.host, &self.path, timeout)
+            .map_err(|e| format!("a single request failed: {e}"))?;
+        let took = t.elapsed();
+        if !self.expect.matches(answer.status) {
+            return Err(format!("a single request was answered {}", answer.status));
+        }
+        Ok(took)
+    }
+
+    /// Whether the server has drained: the last step's connections closed
+    /// and one request answered within `2 × reference + floor` (no request
+    /// when there is no reference: the server fails a single request even
+    /// idle, so a failing one would say nothing).
+    pub fn look(&self, reference: Option<Duration>, cfg: &SettleConfig) -> Result<(), String> {
+        if let (Endpoint::Tcp(a), Some(base)) = (&self.endpoint, self.baseline_connections) {
+            if let Some(open) = server_side_connections(*a) {
+                if open > base {
+                    return Err(format!(
+                        "{} connection(s) of the last step still open on the server",
+                        open - base
+                    ));
+                }
+            }
+        }
+        let Some(reference) = reference else {
+            return Ok(());
+        };
+        let limit = reference * 2 + cfg.floor;
+        let took = self.probe(limit.max(Duration::from_secs(1)))?;
+        if took > limit {
+            return Err(format!(
+                "a single request took {:.1} ms (a clean step's: under {:.1} ms)",
+                took.as_secs_f64() * 1e3,
+                limit.as_secs_f64() * 1e3
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Sockets on the server's side of `addr` (local address and port equal
+/// to it) that are not listening and not in TIME_WAIT: connections the
+/// server still holds. None when /proc/net/tcp cannot be read.
+pub fn server_side_connections(addr: SocketAddr) -> Option<usize> {
+    let mut n = 0;
+    let mut read_any = false;
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        read_any = true;
+        n += count_server_side(&text, addr);
+    }
+    read_any.then_some(n)
+}
+
+/// `/proc/net/tcp` states that are no connection the server holds.
+const LISTEN: &str = "0A";
+const TIME_WAIT: &str = "06";
+const CLOSE: &str = "07";
+
+fn count_server_side(text: &str, addr: SocketAddr) -> usize {
+    text.lines()
+        .skip(1)
+        .filter(|line| {
+            let mut f = line.split_whitespace();
+            let (Some(_), Some(local), Some(_), Some(state)) =
+                (f.next(), f.next(), f.next(), f.next())
+            else {
+                return false;
+            };
+            ![LISTEN, TIME_WAIT, CLOSE].contains(&state) && parse_addr(local) == Some(addr)
+        })
+        .count()
+}
+
+/// "0100007F:1F90" (address words in host order, port big-endian hex).
+fn parse_addr(s: &str) -> Option<SocketAddr> {
+    let (ip, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |h: &str| u32::from_str_radix(h, 16).ok().map(u32::to_ne_bytes);
+    let ip = match ip.len() {
+        8 => IpAddr::V4(Ipv4Addr::from(word(ip)?)),
+        32 => {
+            let mut b = [0u8; 16];
+            for i in 0..4 {
+                b[i * 4..i * 4 + 4].copy_from_slice(&word(&ip[i * 8..i * 8 + 8])?);
+            }
+            let v6 = Ipv6Addr::from(b);
+            // A v4 client of a dual-stack socket shows as ::ffff:a.b.c.d.
+            v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn proc_net_tcp_counts_only_the_servers_open_connections() {
+        // 127.0.0.1:8080 listening, two accepted (one in CLOSE_WAIT), one
+        // in TIME_WAIT, a client socket whose remote end is the server,
+        // and a connection to another port.
+        let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 1 1 0 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000  1000        0 2 1 0 20 4 30 10 -1
+   2: 0100007F:1F90 0100007F:D432 08 00000000:00000000 00:00000000 00000000  1000        0 3 1 0 20 4 30 10 -1
+   3: 0100007F:1F90 0100007F:D433 06 00000000:00000000 00:00000000 00000000  1000        0 0 1 0 20 4 30 10 -1
+   4: 0100007F:D431 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4 1 0 20 4 30 10 -1
+   5: 0100007F:1F91 0100007F:D434 01 00000000:00000000 00:00000000 00000000  1000        0 5 1 0 20 4 30 10 -1
+";
+        let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(count_server_side(text, a), 2);
+        assert_eq!(count_server_side("header only\n", a), 0);
+        assert_eq!(
+            parse_addr("00000000000000000000000001000000:1F90"),
+            Some("[::1]:8080".parse().unwrap())
+        );
+        assert_eq!(parse_addr("0000000000000000FFFF00000100007F:1F90"), Some(a));
+        assert_eq!(parse_addr("zz:1F90"), None);
+    }
+
+    #[test]
+    fn the_kernel_shows_an_accepted_connection_until_it_is_closed() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        assert_eq!(server_side_connections(addr), Some(0));
+        let client = std::net::TcpStream::connect(addr).unwrap();
+        let (served, _) = listener.accept().unwrap();
+        assert_eq!(server_side_connections(addr), Some(1));
+        // The client leaves; the server has not closed yet (CLOSE_WAIT).
+        drop(client);
+        assert_eq!(server_side_connections(addr), Some(1));
+        drop(served);
+        let closed = wait_until(
+            &SettleConfig::default(),
+            || match server_side_connections(addr) {
+                Some(0) => Ok(()),
+                n => Err(format!("{n:?} open")),
+            },
+            || false,
+        );
+        assert!(closed.drained, "{closed:?}");
+    }
+
+    #[test]
+    fn waiting_ends_when_ready_at_the_ceiling_or_on_stop() {
+        let cfg = SettleConfig {
+            ceiling: Duration::from_millis(200),
+            poll: Duration::from_millis(5),
+            floor: Duration::ZERO,
+        };
+        let looks = Cell::new(0);
+        let s = wait_until(
+            &cfg,
+            || {
+                looks.set(looks.get() + 1);
+                if looks.get() >= 3 {
+                    Ok(())
+                } else {
+                    Err("busy".into())
+                }
+            },
+            || false,
+        );
+        assert!(s.drained && looks.get() == 3, "{s:?}");
+        let s = wait_until(&cfg, || Err("still busy".into()), || false);
+        assert!(!s.drained && s.waited >= cfg.ceiling, "{s:?}");
+        assert_eq!(s.last_busy.as_deref(), Some("still busy"));
+        let s = wait_until(&cfg, || Err("busy".into()), || true);
+        assert!(!s.drained && s.waited < cfg.ceiling, "{s:?}");
+    }
+}
