@@ -3,4 +3,5 @@
 
 pub mod apps;
 pub mod environment;
+pub mod front;
 pub mod trial;

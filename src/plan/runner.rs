@@ -83,6 +83,10 @@ pub struct StoredBreakpoint {
     pub load_seconds: f64,
     pub search: SearchConfig,
     pub result: Breakpoint,
+    /// The trial the search ran over (server variant, front and its
+    /// knobs), for labels; absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<PlannedTrial>,
 }
 
 /// Figures of one group (a trial and its repeats).
@@ -189,6 +193,8 @@ pub fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
             t.app.clone(),
             t.behind.clone(),
             t.nginx_workers,
+            t.nginx_keepalive,
+            t.nginx_http,
         );
         if !seen.contains(&key) {
             seen.push(key);
@@ -228,6 +234,9 @@ fn trial_spec(
             Topology::Nginx {
                 workers: t.nginx_workers.max(1),
                 unix_socket: true,
+                keepalive: t.nginx_keepalive,
+                http_version: t.nginx_http,
+                instances: t.instances.unwrap_or(1),
             }
         } else {
             Topology::Direct
@@ -310,11 +319,7 @@ pub fn run_plan(
                 total,
                 t.variant,
                 t.app,
-                if t.behind == "nginx" {
-                    format!("nginx×{}", t.nginx_workers)
-                } else {
-                    "direct".into()
-                },
+                t.front(),
                 t.shape
                     .rate
                     .map_or(format!("{} connections", t.shape.connections), |r| format!(
@@ -513,6 +518,7 @@ fn run_breakpoint(
         load_seconds: result.load_seconds,
         search: cfg,
         result,
+        planned: Some(t.clone()),
     })
 }
 
@@ -641,6 +647,37 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_planned_trial_starts_behind_the_nginx_it_names() {
+        let text = "name = \"t\"\napps = [\"ip\"]\nbehind = [\"nginx\"]\nnginx_workers = [2]\nnginx_keepalive = [\"off\"]\nnginx_http = [\"1.0\"]\n[[server]]\nname = \"thin\"\ninstances = [4]\n[load]\nconnections = [10]\n";
+        let mut reg = crate::server::spec::Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        let plan = Plan::parse(text, "t.toml").unwrap();
+        let e = plan.expand(text, "t.toml", &reg).unwrap();
+        let opts = RunOptions {
+            out: PathBuf::from("/nonexistent"),
+            resume: false,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            server_cpus: Vec::new(),
+            load_cpus: Vec::new(),
+            progress: false,
+            command: String::new(),
+        };
+        let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+        assert_eq!(
+            spec.topology,
+            Topology::Nginx {
+                workers: 2,
+                unix_socket: true,
+                keepalive: 0,
+                http_version: crate::lab::front::HttpVersion::V1_0,
+                instances: 4,
+            }
+        );
+    }
 
     #[test]
     fn spread_is_median_and_range() {

@@ -168,11 +168,11 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
     Ok(written)
 }
 
-fn sort_key(p: &PlannedTrial) -> (String, String, u32, bool, usize, u64, String) {
+fn sort_key(p: &PlannedTrial) -> (String, String, String, bool, usize, u64, String) {
     (
         p.app.clone(),
         p.behind.clone(),
-        p.nginx_workers,
+        p.front(),
         p.shape.rate.is_some(),
         p.shape.connections,
         p.shape.rate.map_or(0, |r| (r * 1000.0) as u64),
@@ -180,13 +180,18 @@ fn sort_key(p: &PlannedTrial) -> (String, String, u32, bool, usize, u64, String)
     )
 }
 
-/// "direct" or "nginx×2".
+/// "direct" or "nginx×2", then any nginx knob off its default
+/// ("nginx×1 http/1.0 keepalive off").
 pub fn front(p: &PlannedTrial) -> String {
-    if p.behind == "nginx" {
-        format!("nginx×{}", p.nginx_workers.max(1))
-    } else {
-        "direct".into()
-    }
+    p.front()
+}
+
+/// A break-point search's front: the full label when the record carries
+/// its planned trial, "nginx" or "direct" for older records.
+pub fn breakpoint_front(b: &StoredBreakpoint) -> String {
+    b.planned
+        .as_ref()
+        .map_or_else(|| front_label(&b.behind).to_string(), PlannedTrial::front)
 }
 
 /// "nginx" or "direct", for a break-point search's topology.
@@ -438,6 +443,10 @@ impl Report {
                     "app": g.planned.app,
                     "behind": g.planned.behind,
                     "nginx_workers": g.planned.nginx_workers,
+                    "nginx_keepalive": g.planned.nginx_keepalive,
+                    "nginx_http": g.planned.nginx_http,
+                    "instances": g.planned.instances.unwrap_or(1),
+                    "front": g.planned.front(),
                     "connections": g.planned.shape.connections,
                     "rate": g.planned.shape.rate,
                     "planned_runs": g.planned_runs,
