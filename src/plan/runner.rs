@@ -415,7 +415,7 @@ pub fn run_plan(
                     total,
                     t.variant,
                     t.app,
-                    t.behind
+                    t.front()
                 );
             }
             let record = run_breakpoint(t, e, plan, bp, opts, &dir)?;

@@ -540,3 +540,36 @@ fn stem(p: &Path) -> String {
     p.file_stem()
         .map_or(String::new(), |s| s.to_string_lossy().into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(keepalive: u32, http: &str) -> PlannedTrial {
+        serde_json::from_value(serde_json::json!({
+            "id": "t__rep1", "group": "t", "server": "thin", "variant": "thin-x4",
+            "workers": null, "threads": null, "settings": {}, "env": {},
+            "app": "ip", "behind": "nginx", "nginx_workers": 1,
+            "nginx_keepalive": keepalive, "nginx_http": http, "instances": 4,
+            "shape": { "connections": 10 }, "repeat": 1
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn fronts_that_differ_in_an_nginx_knob_have_different_labels() {
+        let seed = planned(0, "1.0");
+        let default = planned(64, "1.1");
+        assert_eq!(front(&seed), "nginx×1 http/1.0 keepalive off");
+        assert_eq!(front(&default), "nginx×1");
+        assert_ne!(sort_key(&seed), sort_key(&default));
+        // A planned trial stored before the knobs existed reads as the
+        // default front it ran behind.
+        let mut old = serde_json::to_value(&default).unwrap();
+        for k in ["nginx_keepalive", "nginx_http", "instances"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let old: PlannedTrial = serde_json::from_value(old).unwrap();
+        assert_eq!(front(&old), "nginx×1");
+    }
+}
