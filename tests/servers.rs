@@ -302,6 +302,72 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
 }
 
 #[test]
+fn an_instance_that_will_not_start_stops_the_others_and_tcp_instances_get_a_port_each() {
+    if !installed().contains(&"thin".to_string())
+        || Command::new("nginx").arg("-v").output().is_err()
+    {
+        eprintln!("skipping: needs thin and nginx");
+        return;
+    }
+    // The third copy refuses to start: the trial fails naming it, and the
+    // two already serving are stopped (trial() checks for survivors).
+    let dir = work_dir("instances-fail");
+    let cmd = "sh -c 'if [ {{instance}} = 2 ]; then echo copy two refuses; exit 3; fi; \
+               exec thin start --rackup {{app}} --socket {{socket}} --environment production'";
+    let out = trial(
+        &[
+            "--server",
+            "mythin",
+            "--command",
+            cmd,
+            "--behind",
+            "nginx",
+            "--instances",
+            "3",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ],
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("mythin instance 2 exited") && err.contains("copy two refuses"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Over TCP each copy has a port of its own.
+    let dir = work_dir("instances-tcp");
+    let args = [
+        "--server",
+        "thin",
+        "--behind",
+        "nginx",
+        "--nginx-tcp",
+        "--instances",
+        "2",
+        "-c",
+        "4",
+        "-d",
+        "1s",
+    ];
+    let r = record(&trial(&args, &dir), "thin x2 over TCP");
+    let ups: Vec<&str> = r["topology"]["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    assert_eq!(ups.len(), 2, "{ups:?}");
+    assert!(ups.iter().all(|u| u.starts_with("127.0.0.1:")), "{ups:?}");
+    assert_ne!(ups[0], ups[1]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_deep_work_dir_does_not_break_unix_sockets() {
     // A unix socket path holds at most 107 bytes: sockets must not live in
     // the trial directory, which can be deep (passenger's agent sockets
