@@ -606,6 +606,9 @@ impl Plan {
                 }
             }
         }
+        // A reason found once per app or front is listed once.
+        let mut seen = std::collections::HashSet::new();
+        skipped.retain(|s| seen.insert(s.clone()));
         let mut trials = Vec::new();
         for r in 1..=self.repeats {
             for c in &combos {
@@ -693,9 +696,7 @@ impl Plan {
             }
         }
     }
-}
 
-impl Plan {
     /// The load shapes of one app: its own connection counts, if the plan
     /// gives it some, in place of the plan's; rates as for every app.
     fn shapes_of(&self, app: &str, shapes: &[Shape]) -> Vec<Shape> {
@@ -889,7 +890,7 @@ connections = [10]
     fn nginx_knobs_expand_and_impossible_fronts_are_skipped() {
         let text = r#"
 name = "k"
-apps = ["hello"]
+apps = ["hello", "ip"]
 behind = ["none", "nginx"]
 nginx_keepalive = ["off", 16]
 nginx_http = ["1.0", "1.1"]
@@ -906,6 +907,7 @@ connections = [10]
         let fronts: Vec<(String, String)> = e
             .trials
             .iter()
+            .filter(|t| t.app == "hello")
             .map(|t| (t.variant.clone(), t.front()))
             .collect();
         let want = [
@@ -930,6 +932,8 @@ connections = [10]
             skipped.contains("thin-x3 direct: several instances need nginx"),
             "{skipped}"
         );
+        // Once each, though both apps meet them.
+        assert_eq!(skipped.matches("several instances").count(), 1, "{skipped}");
         assert_eq!(skipped.matches("needs HTTP/1.1").count(), 2, "{skipped}");
         // Without the knobs, group names stay as they were.
         let plain = expand(
