@@ -230,6 +230,178 @@ fn behind_nginx_over_a_unix_socket_and_over_tcp() {
 }
 
 #[test]
+fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
+    // Seed 000: four thin on four unix sockets as one nginx upstream,
+    // proxied over HTTP/1.0 with no upstream keep-alive. Every instance is
+    // started, answers, is sampled, and is gone afterwards.
+    if !installed().contains(&"thin".to_string())
+        || Command::new("nginx").arg("-v").output().is_err()
+    {
+        eprintln!("skipping: needs thin and nginx");
+        return;
+    }
+    let dir = work_dir("thin-x4");
+    let args = [
+        "--server",
+        "thin",
+        "--app",
+        "ip",
+        "--behind",
+        "nginx",
+        "--instances",
+        "4",
+        "--nginx-keepalive",
+        "off",
+        "--nginx-http",
+        "1.0",
+        "-c",
+        "16",
+        "-d",
+        "2s",
+        "--warmup",
+        "500ms",
+    ];
+    let r = record(&trial(&args, &dir), "thin x4 behind nginx");
+    assert_sane(&r, "thin x4 behind nginx");
+    let topo = &r["topology"];
+    assert_eq!(topo["kind"], "nginx");
+    assert_eq!(topo["instances"], 4, "{topo}");
+    assert_eq!(topo["keepalive"], 0, "{topo}");
+    assert_eq!(topo["http_version"], "1.0", "{topo}");
+    let upstreams: Vec<&str> = topo["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    assert_eq!(upstreams.len(), 4, "{upstreams:?}");
+    let mut distinct = upstreams.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "one socket each: {upstreams:?}");
+    assert!(
+        upstreams.iter().all(|u| u.starts_with("unix:")),
+        "{upstreams:?}"
+    );
+    assert_eq!(r["server"]["instances"], 4);
+    assert_eq!(r["server"]["commands"].as_array().unwrap().len(), 4);
+    // thin is one process per instance: all four sampled as the server.
+    assert!(
+        r["server_metrics"]["processes_peak"].as_u64().unwrap() >= 4,
+        "{}",
+        r["server_metrics"]["processes_peak"]
+    );
+    let conf = std::fs::read_to_string(dir.join("nginx.conf")).unwrap();
+    assert!(conf.contains("proxy_http_version 1.0;"), "{conf}");
+    let pool = conf
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .any(|l| l.contains(" keepalive "));
+    assert!(!pool, "no upstream pool: {conf}");
+    for u in &upstreams {
+        assert!(
+            conf.contains(&format!("server {u} fail_timeout=0;")),
+            "{conf}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Keep-alive over HTTP/1.0 is refused before anything starts.
+    let dir = work_dir("thin-ka10");
+    let out = trial(
+        &[
+            "--server",
+            "thin",
+            "--behind",
+            "nginx",
+            "--nginx-keepalive",
+            "16",
+            "--nginx-http",
+            "1.0",
+        ],
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--nginx-keepalive off"), "{err}");
+    // Several instances with nobody to balance them: a usage error too.
+    let out = trial(&["--server", "thin", "--instances", "4"], &dir);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_instance_that_will_not_start_stops_the_others_and_tcp_instances_get_a_port_each() {
+    if !installed().contains(&"thin".to_string())
+        || Command::new("nginx").arg("-v").output().is_err()
+    {
+        eprintln!("skipping: needs thin and nginx");
+        return;
+    }
+    // The third copy refuses to start: the trial fails naming it, and the
+    // two already serving are stopped (trial() checks for survivors).
+    let dir = work_dir("instances-fail");
+    let cmd = "sh -c 'if [ {{instance}} = 2 ]; then echo copy two refuses; exit 3; fi; \
+               exec thin start --rackup {{app}} --socket {{socket}} --environment production'";
+    let out = trial(
+        &[
+            "--server",
+            "mythin",
+            "--command",
+            cmd,
+            "--behind",
+            "nginx",
+            "--instances",
+            "3",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ],
+        &dir,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("mythin instance 2 exited") && err.contains("copy two refuses"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Over TCP each copy has a port of its own.
+    let dir = work_dir("instances-tcp");
+    let args = [
+        "--server",
+        "thin",
+        "--behind",
+        "nginx",
+        "--nginx-tcp",
+        "--instances",
+        "2",
+        "-c",
+        "4",
+        "-d",
+        "1s",
+    ];
+    let r = record(&trial(&args, &dir), "thin x2 over TCP");
+    let ups: Vec<&str> = r["topology"]["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    assert_eq!(ups.len(), 2, "{ups:?}");
+    assert!(ups.iter().all(|u| u.starts_with("127.0.0.1:")), "{ups:?}");
+    assert_ne!(ups[0], ups[1]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_deep_work_dir_does_not_break_unix_sockets() {
     // A unix socket path holds at most 107 bytes: sockets must not live in
     // the trial directory, which can be deep (passenger's agent sockets

@@ -3,6 +3,7 @@
 use super::load::{stop_on_signals, LoadOptions};
 use super::{parse, UsageError};
 use crate::lab::apps::AppSpec;
+use crate::lab::front::{self, HttpVersion};
 use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::server::spec::ServerSpec;
@@ -21,7 +22,7 @@ pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
     pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, fib, primes) or a rackup file path.
+    /// Built-in app (hello, ip, sleep, fib, primes, rails, rails-fib) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
     /// Body substring a user's app must answer with.
@@ -57,6 +58,16 @@ pub struct ServerOptions {
     /// Behind nginx, connect over TCP even when the server can use a unix socket.
     #[arg(long)]
     pub nginx_tcp: bool,
+    /// nginx's upstream keep-alive: off, or the pool size per worker [default: 64].
+    #[arg(long, value_name = "off|N", requires = "behind", value_parser = crate::lab::front::parse_keepalive)]
+    pub nginx_keepalive: Option<u32>,
+    /// HTTP version nginx speaks to the server: 1.0 (no keep-alive) or 1.1 [default: 1.1].
+    #[arg(long, value_name = "1.0|1.1", requires = "behind")]
+    pub nginx_http: Option<HttpVersion>,
+    /// Copies of the server behind nginx, each on its own socket or port,
+    /// balanced as one upstream (seed 000: four thin) [default: 1].
+    #[arg(long, value_name = "N", requires = "behind")]
+    pub instances: Option<u32>,
     /// Pin the server to these CPUs [default: all but the last core on machines with 2+ cores].
     #[arg(long, value_parser = parse::cpu_list)]
     // The full path keeps clap from reading `Vec` as "the flag repeated"
@@ -174,13 +185,7 @@ impl ServerOptions {
             threads: self.threads,
             settings: self.settings.iter().cloned().collect::<BTreeMap<_, _>>(),
             env: self.env.clone(),
-            topology: match self.behind.as_deref() {
-                Some("nginx") => Topology::Nginx {
-                    workers: self.nginx_workers.max(1),
-                    unix_socket: !self.nginx_tcp,
-                },
-                _ => Topology::Direct,
-            },
+            topology: self.topology()?,
             load: cfg,
             server_cpus: if self.no_pin {
                 Vec::new()
@@ -247,6 +252,35 @@ fn apply_request_flags(
     Ok(())
 }
 
+impl ServerOptions {
+    /// Where the load enters, from --behind and the nginx knobs.
+    fn topology(&self) -> Result<Topology> {
+        if self.behind.as_deref() != Some("nginx") {
+            return Ok(Topology::Direct);
+        }
+        let keepalive = self.nginx_keepalive.unwrap_or(front::DEFAULT_KEEPALIVE);
+        let http_version = self.nginx_http.unwrap_or_default();
+        if let Some(why) = front::conflict(keepalive, http_version) {
+            let fix = if self.nginx_keepalive.is_some() {
+                "add --nginx-keepalive off or use --nginx-http 1.1"
+            } else {
+                "add --nginx-keepalive off"
+            };
+            return Err(UsageError(format!("--nginx-http {http_version}: {why} ({fix})")).into());
+        }
+        if self.instances == Some(0) {
+            return Err(UsageError("--instances 0: give 1 or more".into()).into());
+        }
+        Ok(Topology::Nginx {
+            workers: self.nginx_workers.max(1),
+            unix_socket: !self.nginx_tcp,
+            keepalive,
+            http_version,
+            instances: self.instances.unwrap_or(1),
+        })
+    }
+}
+
 fn debian_package(server: &str) -> &'static str {
     match server {
         "puma" => "puma",
@@ -277,7 +311,15 @@ pub fn render_trial(r: &TrialRecord) -> String {
         },
         match &r.topology.topology {
             Topology::Direct => "direct".to_string(),
-            Topology::Nginx { workers, .. } => format!("behind nginx ({workers} workers)"),
+            t @ Topology::Nginx { instances, .. } => format!(
+                "behind {}{}",
+                t.label(),
+                if *instances > 1 {
+                    format!(" · {instances} instances")
+                } else {
+                    String::new()
+                }
+            ),
         }
     );
     s.push_str(&r.load.render_text());

@@ -4,4 +4,5 @@
 pub mod apps;
 pub mod environment;
 pub mod failure;
+pub mod front;
 pub mod trial;

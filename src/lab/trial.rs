@@ -14,8 +14,10 @@
 use super::apps::AppSpec;
 use super::environment::Environment;
 use crate::load::window::Window;
+use super::front::{self, HttpVersion, NginxConf};
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
 use crate::sampler::{Sampler, SamplerReport, Scope};
+use crate::server::probe::Answer;
 use crate::server::spec::{read_version, ServerSpec};
 use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
 use crate::server::template::{self, Vars};
@@ -87,7 +89,59 @@ pub enum Topology {
     Nginx {
         workers: u32,
         unix_socket: bool,
+        /// Upstream keep-alive pool per nginx worker; 0 is off.
+        #[serde(default = "default_keepalive")]
+        keepalive: u32,
+        /// The HTTP version nginx speaks to the server: "1.0" or "1.1".
+        #[serde(default)]
+        http_version: HttpVersion,
+        /// Copies of the server, each on its own socket or port, that
+        /// nginx balances as one upstream (seed 000's four thin).
+        #[serde(default = "one_instance")]
+        instances: u32,
     },
+}
+
+fn default_keepalive() -> u32 {
+    super::front::DEFAULT_KEEPALIVE
+}
+fn one_instance() -> u32 {
+    1
+}
+
+impl Topology {
+    /// nginx in front with rackbench's defaults: a unix socket when the
+    /// server has one, a keep-alive pool of 64 over HTTP/1.1, one instance.
+    pub fn nginx(workers: u32) -> Topology {
+        Topology::Nginx {
+            workers,
+            unix_socket: true,
+            keepalive: default_keepalive(),
+            http_version: HttpVersion::default(),
+            instances: 1,
+        }
+    }
+
+    /// How many copies of the server this topology runs.
+    pub fn instances(&self) -> u32 {
+        match self {
+            Topology::Direct => 1,
+            Topology::Nginx { instances, .. } => (*instances).max(1),
+        }
+    }
+
+    /// "direct", or the front's label ("nginx×1 http/1.0 keepalive off").
+    pub fn label(&self) -> String {
+        match self {
+            Topology::Direct => "direct".into(),
+            Topology::Nginx {
+                workers,
+                keepalive,
+                http_version,
+                ..
+            } => super::front::label(*workers, *keepalive, *http_version),
+        }
+    }
 }
 
 /// Everything one trial needs.
@@ -129,6 +183,13 @@ pub struct ServerInfo {
     /// The rendered config file, when the server uses one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_file: Option<String>,
+    /// Copies of the server run side by side behind nginx (`command` is
+    /// the first one's; all are in `commands`).
+    #[serde(default = "one_instance")]
+    pub instances: u32,
+    /// Every instance's command line, when there is more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -153,8 +214,12 @@ pub struct TopologyInfo {
     pub topology: Topology,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nginx_command: Option<String>,
+    /// The first (or only) upstream server; all of them in `upstreams`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
+    /// Every upstream server nginx balances over, one per instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nginx_metrics: Option<SamplerReport>,
 }
@@ -312,6 +377,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             });
         }
     }
+    check_front(&spec.topology, s)?;
     supervisor::become_subreaper();
     let dir = &spec.dir;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -333,113 +399,31 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         return Err(TrialError::NoNginx);
     }
 
-    // Where the server listens.
+    // The server: one instance, or several behind nginx.
     let host = "127.0.0.1";
     let run_dir = RunDir::new().map_err(io_err(&std::env::temp_dir()))?;
-    let socket = run_dir.0.join("server.sock");
-    let port = if use_socket {
-        None
-    } else {
-        Some(free_port().map_err(TrialError::Port)?)
-    };
-    let mut vars = Vars::default();
-    vars.set("host", host)
-        .set("port", port.map_or(String::new(), |p| p.to_string()))
-        .set(
-            "socket",
-            if use_socket {
-                socket.display().to_string()
-            } else {
-                String::new()
-            },
-        )
-        .set("workers", workers)
-        .set("threads", threads)
-        .set("app", app_file.display())
-        .set("app_dir", app_dir.display())
-        .set("dir", dir.display())
-        .set("run_dir", run_dir.0.display())
-        .set("pidfile", dir.join("server.pid").display())
-        .set("rackbench_home", rackbench_home().display());
-    let (listen, listen_url) = match port {
-        Some(p) => (format!("{host}:{p}"), format!("tcp://{host}:{p}")),
-        None => (
-            socket.display().to_string(),
-            format!("unix://{}", socket.display()),
-        ),
-    };
-    vars.set("listen", &listen)
-        .set("bind", &listen)
-        .set("listen_url", &listen_url);
     let mut settings = s.settings.clone();
     settings.extend(spec.settings.clone());
-    for (k, v) in &settings {
-        vars.set(k, v);
-    }
-    let template_err = |e| TrialError::Template {
-        server: s.name.clone(),
-        source: e,
-    };
-    let mut config_file = None;
-    if let Some(text) = s.config_text(None) {
-        let text = text.map_err(io_err(&dir))?;
-        let rendered = template::render(&text, &vars).map_err(template_err)?;
-        let name = s
-            .config_template
-            .as_deref()
-            .and_then(|t| Path::new(t).file_name())
-            .map_or("server.conf".into(), |n| n.to_string_lossy().into_owned());
-        let path = dir.join(name);
-        std::fs::write(&path, &rendered).map_err(io_err(&dir))?;
-        vars.set("config", path.display());
-        config_file = Some(rendered);
-    } else {
-        vars.set("config", "");
-    }
-    let command = template::render(&s.command, &vars).map_err(template_err)?;
     let mut env: BTreeMap<String, String> = s.env.clone();
     env.extend(spec.env.iter().cloned());
-    let mut commands = vec![command.clone()];
-
-    let start_timeout = spec
-        .start_timeout
-        .unwrap_or(Duration::from_secs_f64(s.start_timeout_s));
-    let mut server = supervisor::spawn(Launch {
-        name: s.name.clone(),
-        command: command.clone(),
-        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        cwd: app_dir.clone(),
-        log: dir.join("server.log"),
-        cpus: spec.server_cpus.clone(),
-        stop_signal: s.stop_signal_number().unwrap_or(libc::SIGTERM),
-        grace: spec.grace,
+    let mut started = start_instances(&Instances {
+        spec: &spec,
+        count: spec.topology.instances(),
+        workers,
+        threads,
+        settings: &settings,
+        env: &env,
+        app_file: &app_file,
+        app_dir: &app_dir,
+        dir: &dir,
+        run_dir: &run_dir.0,
+        use_socket,
+        host,
     })?;
-    let server_endpoint = match port {
-        Some(p) => Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], p))),
-        None => Endpoint::Unix(socket.clone()),
-    };
-    let probe_timeout = Duration::from_secs(5);
-    let answer = supervisor::wait_ready(
-        &mut server,
-        &Probe {
-            endpoint: server_endpoint.clone(),
-            host: host.into(),
-            path: spec.app.path.clone(),
-            timeout: probe_timeout,
-        },
-        start_timeout,
-        &spec.interrupt,
-    )?;
-    let answer = app_answer(&server, &spec.app, &server_endpoint, host, answer)?;
-    check_answer(
-        &server,
-        &spec.app,
-        &answer.status,
-        &answer.body_snippet(200),
-    )?;
-    if let Some(p) = port {
-        crate::sampler::check_port_owner(p, &server_scope(&server), &s.name)?;
-    }
+    let command = started.commands[0].clone();
+    let config_file = started.config_file.clone();
+    let answer = started.answer.clone();
+    let mut commands = started.commands.clone();
 
     // nginx in front, if asked.
     let mut nginx: Option<Running> = None;
@@ -447,75 +431,43 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         topology: spec.topology.clone(),
         nginx_command: None,
         upstream: None,
+        upstreams: Vec::new(),
         nginx_metrics: None,
     };
     let front = if let Topology::Nginx {
         workers: nginx_workers,
+        keepalive,
+        http_version,
         ..
     } = spec.topology
     {
-        let front_port = free_port().map_err(TrialError::Port)?;
-        let upstream = match &server_endpoint {
-            Endpoint::Tcp(a) => a.to_string(),
-            Endpoint::Unix(p) => format!("unix:{}", p.display()),
-        };
-        let mut nv = Vars::default();
-        nv.set("nginx_workers", nginx_workers)
-            .set("dir", dir.display())
-            .set("upstream", &upstream)
-            .set("host", host)
-            .set("port", front_port);
-        let conf_text = crate::server::spec::BUILTIN_TEMPLATES
+        let upstreams: Vec<String> = started
+            .endpoints
             .iter()
-            .find(|(n, _)| *n == "nginx.conf")
-            .expect("built in")
-            .1;
-        let conf = template::render(conf_text, &nv).map_err(|e| TrialError::Template {
-            server: "nginx".into(),
-            source: e,
-        })?;
-        let conf_path = dir.join("nginx.conf");
-        std::fs::write(&conf_path, conf).map_err(io_err(&dir))?;
-        // nginx workers run as nobody when the master is root.
-        let _ = std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755));
-        // -e: otherwise nginx opens /var/log/nginx/error.log before
-        // reading the config.
-        let ncmd = format!(
-            "nginx -p {0} -e {0}/nginx-error.log -c {1}",
-            dir.display(),
-            conf_path.display()
-        );
+            .map(|e| match e {
+                Endpoint::Tcp(a) => a.to_string(),
+                Endpoint::Unix(p) => format!("unix:{}", p.display()),
+            })
+            .collect();
+        let front_port = free_port().map_err(TrialError::Port)?;
+        let conf = NginxConf {
+            workers: nginx_workers,
+            keepalive,
+            http: http_version,
+            upstreams: &upstreams,
+            dir: &dir.display().to_string(),
+            host,
+            port: front_port,
+        };
+        let (n, ncmd) = start_nginx(&spec, &conf, &dir)?;
         commands.push(ncmd.clone());
-        let mut n = supervisor::spawn(Launch {
-            name: "nginx".into(),
-            command: ncmd.clone(),
-            env: Vec::new(),
-            cwd: dir.clone(),
-            log: dir.join("nginx.log"),
-            cpus: spec.server_cpus.clone(),
-            stop_signal: libc::SIGQUIT,
-            grace: spec.grace,
-        })?;
-        let front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], front_port)));
-        let a = supervisor::wait_ready(
-            &mut n,
-            &Probe {
-                endpoint: front.clone(),
-                host: host.into(),
-                path: spec.app.path.clone(),
-                timeout: probe_timeout,
-            },
-            Duration::from_secs(20),
-            &spec.interrupt,
-        )?;
-        let a = app_answer(&n, &spec.app, &front, host, a)?;
-        check_answer(&n, &spec.app, &a.status, &a.body_snippet(200))?;
         topo.nginx_command = Some(ncmd);
-        topo.upstream = Some(upstream);
+        topo.upstream = upstreams.first().cloned();
+        topo.upstreams = upstreams;
         nginx = Some(n);
-        front
+        Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], front_port)))
     } else {
-        server_endpoint.clone()
+        started.endpoints[0].clone()
     };
 
     // The load: warm-up flows straight into the counted window.
@@ -558,8 +510,10 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         if keep_alive { "" } else { " --no-keepalive" }
     ));
 
+    // Further instances are rackbench's children too: `adopted_by` takes
+    // them in, so the sampled "server" is every instance's tree.
     let scope = Scope {
-        root: server.pid,
+        root: started.running[0].pid,
         adopted_by: Some(std::process::id()),
         exclude: nginx.iter().map(|n| n.pid).collect(),
     };
@@ -586,14 +540,14 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             Arc::clone(&load_flag),
             Arc::clone(&spec.interrupt),
         );
-        let pid = server.pid;
+        let pids = started.pids();
         std::thread::spawn(move || {
             while !load_done.load(Ordering::Relaxed) {
                 mark.poll(Instant::now());
                 if user_stop.load(Ordering::Relaxed) {
                     interrupt.store(true, Ordering::Relaxed);
                 }
-                if !supervisor::is_alive(pid) {
+                if !pids.iter().all(|&p| supervisor::is_alive(p)) {
                     died.store(true, Ordering::Relaxed);
                     interrupt.store(true, Ordering::Relaxed);
                     return;
@@ -623,15 +577,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let nginx_samples =
         nginx_sampler.map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
     let server_exit = if server_died {
-        Some(format!(
-            "{} exited during the run ({}); last lines of its log {}:\n{}",
-            s.name,
-            server
-                .exit_status()
-                .unwrap_or_else(|| "unknown status".into()),
-            server.launch.log.display(),
-            server.log_tail(20)
-        ))
+        Some(started.exit_report(&s.name))
     } else {
         None
     };
@@ -639,7 +585,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     if let Some(mut n) = nginx.take() {
         killed.extend(n.stop());
     }
-    killed.extend(server.stop());
+    killed.extend(started.stop());
     // Helpers the server daemonized (now ours, as subreaper) go too.
     killed.extend(supervisor::stop_adopted(&[], spec.grace));
     let mut report = report.map_err(TrialError::Load)?;
@@ -682,6 +628,12 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             env,
             settings,
             config_file,
+            instances: started.running.len() as u32,
+            commands: if started.running.len() > 1 {
+                started.commands.clone()
+            } else {
+                Vec::new()
+            },
         },
         app: spec.app.clone(),
         topology: topo,
@@ -699,6 +651,296 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         interrupted,
         dir: dir.display().to_string(),
     })
+}
+
+/// Refuses a front-end that cannot work, before anything starts.
+fn check_front(topology: &Topology, s: &ServerSpec) -> Result<(), TrialError> {
+    let Topology::Nginx {
+        keepalive,
+        http_version,
+        instances,
+        ..
+    } = *topology
+    else {
+        return Ok(());
+    };
+    let unsupported = |what: String, fix: String| TrialError::Unsupported {
+        server: s.name.clone(),
+        what,
+        fix,
+    };
+    if instances == 0 {
+        return Err(unsupported(
+            "0 instances".into(),
+            "give --instances 1 or more".into(),
+        ));
+    }
+    if let Some(why) = front::conflict(keepalive, http_version) {
+        return Err(unsupported(
+            format!("nginx HTTP/{http_version} with keep-alive {keepalive}"),
+            why,
+        ));
+    }
+    Ok(())
+}
+
+/// What `start_instances` needs to start the server under test.
+struct Instances<'a> {
+    spec: &'a TrialSpec,
+    /// Copies of the server, each on its own socket or port.
+    count: u32,
+    workers: u32,
+    threads: u32,
+    /// The server's settings with the trial's overrides applied.
+    settings: &'a BTreeMap<String, String>,
+    env: &'a BTreeMap<String, String>,
+    app_file: &'a Path,
+    app_dir: &'a Path,
+    dir: &'a Path,
+    run_dir: &'a Path,
+    use_socket: bool,
+    host: &'a str,
+}
+
+/// The server under test, started and verified: one or several instances.
+/// Dropping it stops them all (each `Running` stops its tree).
+struct Started {
+    running: Vec<Running>,
+    endpoints: Vec<Endpoint>,
+    commands: Vec<String>,
+    /// The first instance's rendered config file.
+    config_file: Option<String>,
+    /// The first instance's answer to the app's request.
+    answer: Answer,
+}
+
+impl Started {
+    fn pids(&self) -> Vec<u32> {
+        self.running.iter().map(|r| r.pid).collect()
+    }
+
+    /// Which instance exited, how, and the end of its log.
+    fn exit_report(&mut self, name: &str) -> String {
+        let n = self.running.len();
+        let (i, status) = self
+            .running
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, r)| r.exit_status().map(|st| (i, st)))
+            .unwrap_or((0, "unknown status".into()));
+        let r = &self.running[i];
+        format!(
+            "{name}{} exited during the run ({status}); last lines of its log {}:\n{}",
+            if n > 1 {
+                format!(" (instance {i} of {n})")
+            } else {
+                String::new()
+            },
+            r.launch.log.display(),
+            r.log_tail(20)
+        )
+    }
+
+    /// Stops every instance; returns the PIDs that needed SIGKILL.
+    fn stop(&mut self) -> Vec<u32> {
+        self.running.iter_mut().flat_map(|r| r.stop()).collect()
+    }
+}
+
+/// `server.sock` for a lone instance, `server.2.sock` for the third of
+/// several (seed 000's thin.0.sock … thin.3.sock).
+fn instance_file(name: &str, i: u32, count: u32) -> String {
+    if count <= 1 {
+        return name.to_string();
+    }
+    match name.rsplit_once('.') {
+        Some((stem, ext)) => format!("{stem}.{i}.{ext}"),
+        None => format!("{name}.{i}"),
+    }
+}
+
+/// Starts `count` copies of the server and waits for every one to give
+/// the app's answer. All are launched first, then waited on, so slow
+/// starters (passenger) start side by side. Any failure stops those
+/// already running, since they are dropped.
+///
+/// rackbench starts the copies itself rather than through a server's own
+/// cluster option (`thin --servers N`): those daemonize, leaving no process
+/// to supervise, and exist for few servers; this works for any template.
+fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
+    let spec = ctx.spec;
+    let s = &spec.server;
+    let template_err = |e| TrialError::Template {
+        server: s.name.clone(),
+        source: e,
+    };
+    let start_timeout = spec
+        .start_timeout
+        .unwrap_or(Duration::from_secs_f64(s.start_timeout_s));
+    let mut started = Started {
+        running: Vec::new(),
+        endpoints: Vec::new(),
+        commands: Vec::new(),
+        config_file: None,
+        answer: Answer {
+            status: 0,
+            body: Vec::new(),
+        },
+    };
+    for i in 0..ctx.count {
+        let file = |name: &str| instance_file(name, i, ctx.count);
+        let socket = ctx.run_dir.join(file("server.sock"));
+        let port = if ctx.use_socket {
+            None
+        } else {
+            Some(free_port().map_err(TrialError::Port)?)
+        };
+        let host = ctx.host;
+        let mut vars = Vars::default();
+        vars.set("host", host)
+            .set("port", port.map_or(String::new(), |p| p.to_string()))
+            .set(
+                "socket",
+                if ctx.use_socket {
+                    socket.display().to_string()
+                } else {
+                    String::new()
+                },
+            )
+            .set("workers", ctx.workers)
+            .set("threads", ctx.threads)
+            .set("instance", i)
+            .set("instances", ctx.count)
+            .set("app", ctx.app_file.display())
+            .set("app_dir", ctx.app_dir.display())
+            .set("dir", ctx.dir.display())
+            .set("run_dir", ctx.run_dir.display())
+            .set("pidfile", ctx.dir.join(file("server.pid")).display())
+            .set("rackbench_home", rackbench_home().display());
+        let (listen, listen_url) = match port {
+            Some(p) => (format!("{host}:{p}"), format!("tcp://{host}:{p}")),
+            None => (
+                socket.display().to_string(),
+                format!("unix://{}", socket.display()),
+            ),
+        };
+        vars.set("listen", &listen)
+            .set("bind", &listen)
+            .set("listen_url", &listen_url);
+        for (k, v) in ctx.settings {
+            vars.set(k, v);
+        }
+        if let Some(text) = s.config_text(None) {
+            let text = text.map_err(io_err(ctx.dir))?;
+            let rendered = template::render(&text, &vars).map_err(template_err)?;
+            let name = s
+                .config_template
+                .as_deref()
+                .and_then(|t| Path::new(t).file_name())
+                .map_or("server.conf".into(), |n| n.to_string_lossy().into_owned());
+            let path = ctx.dir.join(file(&name));
+            std::fs::write(&path, &rendered).map_err(io_err(ctx.dir))?;
+            vars.set("config", path.display());
+            started.config_file.get_or_insert(rendered);
+        } else {
+            vars.set("config", "");
+        }
+        let command = template::render(&s.command, &vars).map_err(template_err)?;
+        started.running.push(supervisor::spawn(Launch {
+            name: if ctx.count > 1 {
+                format!("{} instance {i}", s.name)
+            } else {
+                s.name.clone()
+            },
+            command: command.clone(),
+            env: ctx
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            cwd: ctx.app_dir.to_path_buf(),
+            log: ctx.dir.join(file("server.log")),
+            cpus: spec.server_cpus.clone(),
+            stop_signal: s.stop_signal_number().unwrap_or(libc::SIGTERM),
+            grace: spec.grace,
+        })?);
+        started.commands.push(command);
+        started.endpoints.push(match port {
+            Some(p) => Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], p))),
+            None => Endpoint::Unix(socket),
+        });
+    }
+    for (i, server) in started.running.iter_mut().enumerate() {
+        let answer = supervisor::wait_ready(
+            server,
+            &Probe {
+                endpoint: started.endpoints[i].clone(),
+                host: ctx.host.into(),
+                path: spec.app.path.clone(),
+                timeout: Duration::from_secs(5),
+            },
+            start_timeout,
+            &spec.interrupt,
+        )?;
+        let answer = app_answer(server, &spec.app, &started.endpoints[i], ctx.host, answer)?;
+        check_answer(server, &spec.app, &answer.status, &answer.body_snippet(200))?;
+        if let Endpoint::Tcp(a) = &started.endpoints[i] {
+            crate::sampler::check_port_owner(a.port(), &server_scope(server), &s.name)?;
+        }
+        if i == 0 {
+            started.answer = answer;
+        }
+    }
+    Ok(started)
+}
+
+/// Renders nginx.conf into the trial directory, starts nginx and waits
+/// for the app's answer through it. Returns nginx and its command line.
+fn start_nginx(
+    spec: &TrialSpec,
+    conf: &NginxConf,
+    dir: &Path,
+) -> Result<(Running, String), TrialError> {
+    let text = conf.render().map_err(|e| TrialError::Template {
+        server: "nginx".into(),
+        source: e,
+    })?;
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(&conf_path, text).map_err(io_err(dir))?;
+    // nginx workers run as nobody when the master is root.
+    let _ = std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755));
+    // -e: otherwise nginx opens /var/log/nginx/error.log before
+    // reading the config.
+    let ncmd = format!(
+        "nginx -p {0} -e {0}/nginx-error.log -c {1}",
+        dir.display(),
+        conf_path.display()
+    );
+    let mut n = supervisor::spawn(Launch {
+        name: "nginx".into(),
+        command: ncmd.clone(),
+        env: Vec::new(),
+        cwd: dir.to_path_buf(),
+        log: dir.join("nginx.log"),
+        cpus: spec.server_cpus.clone(),
+        stop_signal: libc::SIGQUIT,
+        grace: spec.grace,
+    })?;
+    let front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], conf.port)));
+    let a = supervisor::wait_ready(
+        &mut n,
+        &Probe {
+            endpoint: front.clone(),
+            host: conf.host.into(),
+            path: spec.app.path.clone(),
+            timeout: Duration::from_secs(5),
+        },
+        Duration::from_secs(20),
+        &spec.interrupt,
+    )?;
+    let a = app_answer(&n, &spec.app, &front, conf.host, a)?;
+    check_answer(&n, &spec.app, &a.status, &a.body_snippet(200))?;
+    Ok((n, ncmd))
 }
 
 impl TrialRecord {

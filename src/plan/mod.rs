@@ -9,6 +9,7 @@
 pub mod runner;
 
 use crate::lab::apps::AppSpec;
+use crate::lab::front::{self, HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
 use crate::server::spec::{Registry, ServerSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -60,6 +61,12 @@ pub struct Plan {
     pub behind: Vec<String>,
     #[serde(default = "one_list")]
     pub nginx_workers: Vec<u32>,
+    /// nginx's upstream keep-alive: "off" or a pool size per worker.
+    #[serde(default = "default_keepalive_list")]
+    pub nginx_keepalive: Vec<Keepalive>,
+    /// The HTTP version nginx speaks to the server: "1.0" or "1.1".
+    #[serde(default = "default_http_list")]
+    pub nginx_http: Vec<HttpVersion>,
     /// Environment for every server.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -108,6 +115,9 @@ pub struct ServerEntry {
     pub workers: Vec<u32>,
     #[serde(default)]
     pub threads: Vec<u32>,
+    /// Copies of the server behind nginx, balanced as one upstream.
+    #[serde(default)]
+    pub instances: Vec<u32>,
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
     #[serde(default)]
@@ -120,6 +130,11 @@ pub struct LoadSection {
     /// Closed-loop connection counts.
     #[serde(default)]
     pub connections: Vec<usize>,
+    /// Per app, closed-loop connection counts that replace `connections`
+    /// for that app (seed 001 ran Rails at 10 clients only):
+    /// `app_connections = { hello = [10, 100] }`.
+    #[serde(default)]
+    pub app_connections: BTreeMap<String, Vec<usize>>,
     /// Open-loop rates (requests per second), each with `rate_connections`.
     #[serde(default)]
     pub rates: Vec<f64>,
@@ -145,6 +160,7 @@ impl Default for LoadSection {
     fn default() -> Self {
         LoadSection {
             connections: Vec::new(),
+            app_connections: BTreeMap::new(),
             rates: Vec::new(),
             rate_connections: default_rate_connections(),
             duration: default_duration(),
@@ -197,6 +213,15 @@ fn one_list() -> Vec<u32> {
 }
 fn yes() -> bool {
     true
+}
+fn default_keepalive_list() -> Vec<Keepalive> {
+    vec![Keepalive(DEFAULT_KEEPALIVE)]
+}
+fn default_http_list() -> Vec<HttpVersion> {
+    vec![HttpVersion::default()]
+}
+fn default_keepalive() -> u32 {
+    DEFAULT_KEEPALIVE
 }
 fn direct() -> Vec<String> {
     vec!["none".into()]
@@ -261,6 +286,15 @@ pub struct PlannedTrial {
     /// "none" or "nginx".
     pub behind: String,
     pub nginx_workers: u32,
+    /// Behind nginx: the upstream keep-alive pool (0 is off).
+    #[serde(default = "default_keepalive")]
+    pub nginx_keepalive: u32,
+    /// Behind nginx: the HTTP version to the server.
+    #[serde(default)]
+    pub nginx_http: HttpVersion,
+    /// Copies of the server behind nginx (None: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
     pub shape: Shape,
     pub repeat: u32,
     #[serde(skip)]
@@ -361,9 +395,30 @@ impl Plan {
         for app in &self.apps {
             AppSpec::resolve(app).map_err(|e| at(&format!("\"{app}\""), e.to_string()))?;
         }
+        for (app, conns) in &self.load.app_connections {
+            if !self.apps.contains(app) {
+                return Err(at(
+                    "app_connections",
+                    format!("app_connections names \"{app}\", which is not in apps: add it to apps or drop it"),
+                ));
+            }
+            if conns.is_empty() || conns.contains(&0) {
+                return Err(at(
+                    "app_connections",
+                    format!(
+                        "app_connections for \"{app}\": give one or more counts, each at least 1"
+                    ),
+                ));
+            }
+        }
+        let every_app_has_its_own = self
+            .apps
+            .iter()
+            .all(|a| self.load.app_connections.contains_key(a));
         if self.load.connections.is_empty()
             && self.load.rates.is_empty()
             && self.breakpoint.is_none()
+            && !every_app_has_its_own
         {
             return Err(at(
                 "[load]",
@@ -394,6 +449,18 @@ impl Plan {
                     format!("behind = \"{b}\": use \"none\" (direct) or \"nginx\""),
                 ));
             }
+        }
+        if self.nginx_keepalive.is_empty() || self.nginx_http.is_empty() {
+            return Err(at(
+                "nginx_",
+                "nginx_keepalive and nginx_http need at least one value each, e.g. nginx_keepalive = [\"off\"] and nginx_http = [\"1.0\"]".into(),
+            ));
+        }
+        if let Some(e) = self.server.iter().find(|e| e.instances.contains(&0)) {
+            return Err(at(
+                "instances",
+                format!("server {}: instances 0: each must be at least 1", e.name),
+            ));
         }
         if let Some(bp) = &self.breakpoint {
             if bp.mode != "connections" && bp.mode != "rate" {
@@ -505,6 +572,11 @@ impl Plan {
             } else {
                 e.threads.iter().map(|&t| Some(t)).collect()
             };
+            let instances: Vec<Option<u32>> = if e.instances.is_empty() {
+                vec![None]
+            } else {
+                e.instances.iter().map(|&n| Some(n)).collect()
+            };
             for &w in &workers {
                 for &t in &threads {
                     if w.is_some_and(|w| w > 1) && !spec.processes {
@@ -523,62 +595,51 @@ impl Plan {
                         ));
                         continue;
                     }
-                    let mut variant = e.label.clone().unwrap_or_else(|| e.name.clone());
-                    if e.label.is_none() {
-                        if let Some(w) = w {
-                            variant.push_str(&format!("-w{w}"));
-                        }
-                        if let Some(t) = t {
-                            variant.push_str(&format!("-t{t}"));
-                        }
-                        for (k, v) in &e.settings {
-                            variant.push_str(&format!("-{k}={v}"));
-                        }
-                    }
-                    for app in &self.apps {
-                        for behind in &self.behind {
-                            let nginx_levels: Vec<u32> = if behind == "nginx" {
-                                self.nginx_workers.clone()
-                            } else {
-                                vec![0]
-                            };
-                            for &nw in &nginx_levels {
-                                for shape in &shapes {
-                                    let mut env = self.env.clone();
-                                    env.extend(e.env.clone());
-                                    let topo = if behind == "nginx" {
-                                        format!("nginx{nw}")
-                                    } else {
-                                        "direct".into()
-                                    };
-                                    let load = match shape.rate {
-                                        Some(r) => format!("r{r}"),
-                                        None => format!("c{}", shape.connections),
-                                    };
-                                    let group = slug(&format!("{variant}__{app}__{topo}__{load}"));
-                                    combos.push(PlannedTrial {
-                                        id: String::new(),
-                                        group,
-                                        server: e.name.clone(),
-                                        variant: variant.clone(),
-                                        workers: w,
-                                        threads: t,
-                                        settings: e.settings.clone(),
-                                        env,
-                                        app: app.clone(),
-                                        behind: behind.clone(),
-                                        nginx_workers: nw,
-                                        shape: *shape,
-                                        repeat: 0,
-                                        spec: Some(spec.clone()),
-                                    });
-                                }
+                    for &n in &instances {
+                        let mut variant = e.label.clone().unwrap_or_else(|| e.name.clone());
+                        if e.label.is_none() {
+                            if let Some(w) = w {
+                                variant.push_str(&format!("-w{w}"));
+                            }
+                            if let Some(t) = t {
+                                variant.push_str(&format!("-t{t}"));
+                            }
+                            if let Some(n) = n {
+                                variant.push_str(&format!("-x{n}"));
+                            }
+                            for (k, v) in &e.settings {
+                                variant.push_str(&format!("-{k}={v}"));
                             }
                         }
+                        let mut env = self.env.clone();
+                        env.extend(e.env.clone());
+                        let base = PlannedTrial {
+                            id: String::new(),
+                            group: String::new(),
+                            server: e.name.clone(),
+                            variant,
+                            workers: w,
+                            threads: t,
+                            settings: e.settings.clone(),
+                            env,
+                            app: String::new(),
+                            behind: String::new(),
+                            nginx_workers: 0,
+                            nginx_keepalive: DEFAULT_KEEPALIVE,
+                            nginx_http: HttpVersion::default(),
+                            instances: n,
+                            shape: shapes[0],
+                            repeat: 0,
+                            spec: Some(spec.clone()),
+                        };
+                        self.expand_fronts(&base, &shapes, &mut combos, &mut skipped);
                     }
                 }
             }
         }
+        // A reason found once per app or front is listed once.
+        let mut seen = std::collections::HashSet::new();
+        skipped.retain(|s| seen.insert(s.clone()));
         let mut trials = Vec::new();
         for r in 1..=self.repeats {
             for c in &combos {
@@ -598,6 +659,104 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// One server variant across apps, fronts (direct, or nginx with each
+    /// of its knobs) and load shapes. Combinations that cannot work are
+    /// listed in `skipped`: several instances with nobody to balance them,
+    /// keep-alive over HTTP/1.0.
+    fn expand_fronts(
+        &self,
+        base: &PlannedTrial,
+        shapes: &[Shape],
+        combos: &mut Vec<PlannedTrial>,
+        skipped: &mut Vec<String>,
+    ) {
+        for app in &self.apps {
+            let shapes = self.shapes_of(app, shapes);
+            for behind in &self.behind {
+                let nginx = behind == "nginx";
+                if !nginx && base.instances.is_some_and(|n| n > 1) {
+                    skipped.push(format!(
+                        "{} direct: several instances need nginx in front",
+                        base.variant
+                    ));
+                    continue;
+                }
+                // (workers, keep-alive, HTTP version) of each front.
+                let mut fronts = Vec::new();
+                if nginx {
+                    for &nw in &self.nginx_workers {
+                        for &Keepalive(ka) in &self.nginx_keepalive {
+                            for &http in &self.nginx_http {
+                                match front::conflict(ka, http) {
+                                    Some(why) => skipped.push(format!(
+                                        "{} behind {}: {why}",
+                                        base.variant,
+                                        front::label(nw, ka, http)
+                                    )),
+                                    None => fronts.push((nw, ka, http)),
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    fronts.push((0, DEFAULT_KEEPALIVE, HttpVersion::default()));
+                }
+                for &(nw, ka, http) in &fronts {
+                    for shape in &shapes {
+                        let topo = if nginx {
+                            format!("nginx{nw}{}", front::slug(ka, http))
+                        } else {
+                            "direct".into()
+                        };
+                        let load = match shape.rate {
+                            Some(r) => format!("r{r}"),
+                            None => format!("c{}", shape.connections),
+                        };
+                        let mut t = base.clone();
+                        t.group = slug(&format!("{}__{app}__{topo}__{load}", base.variant));
+                        t.app = app.clone();
+                        t.behind = behind.clone();
+                        t.nginx_workers = nw;
+                        t.nginx_keepalive = ka;
+                        t.nginx_http = http;
+                        t.shape = *shape;
+                        combos.push(t);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The load shapes of one app: its own connection counts, if the plan
+    /// gives it some, in place of the plan's; rates as for every app.
+    fn shapes_of(&self, app: &str, shapes: &[Shape]) -> Vec<Shape> {
+        let Some(conns) = self.load.app_connections.get(app) else {
+            return shapes.to_vec();
+        };
+        let mut own: Vec<Shape> = conns
+            .iter()
+            .map(|&c| Shape {
+                connections: c,
+                rate: None,
+            })
+            .collect();
+        own.extend(shapes.iter().filter(|s| s.rate.is_some()));
+        own
+    }
+}
+
+impl PlannedTrial {
+    /// "direct", or the nginx front's label ("nginx×1 http/1.0 keepalive off").
+    pub fn front(&self) -> String {
+        if self.behind == "nginx" {
+            front::label(self.nginx_workers, self.nginx_keepalive, self.nginx_http)
+        } else {
+            "direct".into()
+        }
+    }
+}
+
 impl ServerEntry {
     fn plain(name: &str) -> ServerEntry {
         ServerEntry {
@@ -605,6 +764,7 @@ impl ServerEntry {
             label: None,
             workers: Vec::new(),
             threads: Vec::new(),
+            instances: Vec::new(),
             settings: BTreeMap::new(),
             env: BTreeMap::new(),
         }
@@ -704,6 +864,164 @@ connections = [10]
             .count();
         assert_eq!(runner::breakpoint_groups(&e).len(), installed * 2);
         assert!(e.trials.iter().all(|t| t.shape.connections == 50));
+    }
+
+    /// Every built-in server counts as installed, so the seeds' matrices
+    /// are checked on any machine.
+    fn all_installed() -> Registry {
+        let mut reg = Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        reg
+    }
+
+    fn shipped(name: &str) -> Expanded {
+        let file = format!("{}/plans/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        Plan::parse(&text, &file)
+            .unwrap()
+            .expand(&text, &file, &all_installed())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn laas_2010_runs_seed_000s_topology() {
+        let e = shipped("laas-2010.toml");
+        let groups = runner::breakpoint_groups(&e);
+        let by = |server: &str| {
+            groups
+                .iter()
+                .find(|t| t.server == server)
+                .unwrap_or_else(|| panic!("no {server} in {groups:#?}"))
+        };
+        assert_eq!(groups.len(), 3, "{groups:#?}");
+        for t in &groups {
+            assert_eq!(t.app, "ip");
+            assert_eq!(t.behind, "nginx");
+            assert_eq!(t.nginx_keepalive, 0, "{}: no upstream keep-alive", t.id);
+            assert_eq!(t.nginx_http, HttpVersion::V1_0, "{}", t.id);
+            assert_eq!(t.front(), "nginx×1 http/1.0 keepalive off");
+        }
+        let thin = by("thin");
+        assert_eq!(thin.instances, Some(4), "four thin on four sockets");
+        let unicorn = by("unicorn");
+        assert_eq!(unicorn.workers, Some(4));
+        assert_eq!(unicorn.settings["backlog"], "512");
+        let passenger = by("passenger");
+        assert_eq!(passenger.settings["min_instances"], "4");
+        assert_eq!(passenger.workers, Some(6), "passenger's default pool");
+    }
+
+    #[test]
+    fn speedmetal_2011_runs_seed_001s_whole_study() {
+        let e = shipped("speedmetal-2011.toml");
+        let servers: std::collections::BTreeSet<&str> =
+            e.trials.iter().map(|t| t.server.as_str()).collect();
+        assert!(servers.len() >= 5, "{servers:?}");
+        for server in servers {
+            let mut got: Vec<(&str, usize)> = e
+                .trials
+                .iter()
+                .filter(|t| t.server == server)
+                .map(|t| (t.app.as_str(), t.shape.connections))
+                .collect();
+            got.sort();
+            assert_eq!(
+                got,
+                [
+                    ("hello", 10),
+                    ("hello", 100),
+                    ("rails", 10),
+                    ("rails-fib", 10),
+                    ("sleep", 100),
+                    ("sleep", 250),
+                    ("sleep", 500),
+                ],
+                "{server}"
+            );
+        }
+    }
+
+    #[test]
+    fn nginx_knobs_expand_and_impossible_fronts_are_skipped() {
+        let text = r#"
+name = "k"
+apps = ["hello", "ip"]
+behind = ["none", "nginx"]
+nginx_keepalive = ["off", 16]
+nginx_http = ["1.0", "1.1"]
+[[server]]
+name = "thin"
+instances = [1, 3]
+[load]
+connections = [10]
+"#;
+        let e = Plan::parse(text, "k.toml")
+            .unwrap()
+            .expand(text, "k.toml", &all_installed())
+            .unwrap();
+        let fronts: Vec<(String, String)> = e
+            .trials
+            .iter()
+            .filter(|t| t.app == "hello")
+            .map(|t| (t.variant.clone(), t.front()))
+            .collect();
+        let want = [
+            ("thin-x1", "direct"),
+            ("thin-x1", "nginx×1 http/1.0 keepalive off"),
+            ("thin-x1", "nginx×1 keepalive off"),
+            ("thin-x1", "nginx×1 keepalive 16"),
+            ("thin-x3", "nginx×1 http/1.0 keepalive off"),
+            ("thin-x3", "nginx×1 keepalive off"),
+            ("thin-x3", "nginx×1 keepalive 16"),
+        ];
+        assert_eq!(
+            fronts,
+            want.map(|(a, b)| (a.to_string(), b.to_string())),
+            "{fronts:#?}"
+        );
+        let mut groups: Vec<&str> = e.trials.iter().map(|t| t.group.as_str()).collect();
+        groups.dedup();
+        assert_eq!(groups.len(), e.trials.len(), "group names must differ");
+        let skipped = e.skipped.join("\n");
+        assert!(
+            skipped.contains("thin-x3 direct: several instances need nginx"),
+            "{skipped}"
+        );
+        // Once each, though both apps meet them.
+        assert_eq!(skipped.matches("several instances").count(), 1, "{skipped}");
+        assert_eq!(skipped.matches("needs HTTP/1.1").count(), 2, "{skipped}");
+        // Without the knobs, group names stay as they were.
+        let plain = expand(
+            "name = \"p\"\napps = [\"hello\"]\nservers = [\"puma\"]\nbehind = [\"nginx\"]\n[load]\nconnections = [5]\n",
+        )
+        .unwrap();
+        if let Some(t) = plain.trials.first() {
+            assert_eq!(t.group, "puma__hello__nginx1__c5");
+            assert_eq!(t.front(), "nginx×1");
+        }
+    }
+
+    #[test]
+    fn nginx_knob_and_per_app_load_mistakes_name_the_line_and_fix() {
+        let head = "name = \"t\"\napps = [\"hello\"]\nbehind = [\"nginx\"]\n";
+        let cases: &[(&str, &str)] = &[
+            ("nginx_keepalive = [\"on\"]\nservers = [\"thin\"]\n[load]\nconnections = [1]\n", "use off or a pool size"),
+            ("nginx_http = [\"2\"]\nservers = [\"thin\"]\n[load]\nconnections = [1]\n", "use 1.0 or 1.1"),
+            ("[[server]]\nname = \"thin\"\ninstances = [0]\n[load]\nconnections = [1]\n", "line 6: server thin: instances 0"),
+            ("servers = [\"thin\"]\n[load]\nconnections = [1]\napp_connections = { sleep = [5] }\n", "line 7: app_connections names \"sleep\", which is not in apps"),
+            ("servers = [\"thin\"]\n[load]\napp_connections = { hello = [] }\n", "give one or more counts"),
+        ];
+        for (tail, want) in cases {
+            let text = format!("{head}{tail}");
+            let err = Plan::parse(&text, "t.toml")
+                .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "want '{want}' in: {err}");
+            assert!(err.starts_with("t.toml"), "{err}");
+        }
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct StoredBreakpoint {
     pub load_seconds: f64,
     pub search: SearchConfig,
     pub result: Breakpoint,
+    /// The trial the search ran over (server variant, front and its
+    /// knobs), for labels; absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<PlannedTrial>,
 }
 
 /// Figures of one group (a trial and its repeats).
@@ -213,6 +217,8 @@ pub fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
             t.app.clone(),
             t.behind.clone(),
             t.nginx_workers,
+            t.nginx_keepalive,
+            t.nginx_http,
         );
         if !seen.contains(&key) {
             seen.push(key);
@@ -252,6 +258,9 @@ fn trial_spec(
             Topology::Nginx {
                 workers: t.nginx_workers.max(1),
                 unix_socket: true,
+                keepalive: t.nginx_keepalive,
+                http_version: t.nginx_http,
+                instances: t.instances.unwrap_or(1),
             }
         } else {
             Topology::Direct
@@ -382,11 +391,7 @@ pub fn run_plan(
                 total,
                 t.variant,
                 t.app,
-                if t.behind == "nginx" {
-                    format!("nginx×{}", t.nginx_workers)
-                } else {
-                    "direct".into()
-                },
+                t.front(),
                 t.shape
                     .rate
                     .map_or(format!("{} connections", t.shape.connections), |r| format!(
@@ -484,7 +489,7 @@ pub fn run_plan(
                     total,
                     t.variant,
                     t.app,
-                    t.behind
+                    t.front()
                 );
             }
             let record = run_breakpoint(t, e, plan, bp, opts, &dir)?;
@@ -618,6 +623,7 @@ fn run_breakpoint(
         load_seconds: result.load_seconds,
         search: cfg,
         result,
+        planned: Some(t.clone()),
     })
 }
 
@@ -851,6 +857,38 @@ mod tests {
         let probe = step(StepKind::Probe).spec(&t, &e, &plan, &opts, "d".into());
         assert_eq!(probe.load.warmup, Duration::ZERO);
         assert_eq!(probe.load.duration, Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn a_planned_trial_starts_behind_the_nginx_it_names() {
+        let text = "name = \"t\"\napps = [\"ip\"]\nbehind = [\"nginx\"]\nnginx_workers = [2]\nnginx_keepalive = [\"off\"]\nnginx_http = [\"1.0\"]\n[[server]]\nname = \"thin\"\ninstances = [4]\n[load]\nconnections = [10]\n";
+        let mut reg = crate::server::spec::Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        let plan = Plan::parse(text, "t.toml").unwrap();
+        let e = plan.expand(text, "t.toml", &reg).unwrap();
+        let opts = RunOptions {
+            out: PathBuf::from("/nonexistent"),
+            resume: false,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            server_cpus: Vec::new(),
+            load_cpus: Vec::new(),
+            progress: false,
+            command: String::new(),
+            seed: 0,
+        };
+        let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+        assert_eq!(
+            spec.topology,
+            Topology::Nginx {
+                workers: 2,
+                unix_socket: true,
+                keepalive: 0,
+                http_version: crate::lab::front::HttpVersion::V1_0,
+                instances: 4,
+            }
+        );
     }
 
     #[test]

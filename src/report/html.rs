@@ -2,7 +2,9 @@
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
 use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
-use super::{front, front_label, load_label, num, short, Group, Report, Status, TrialRow};
+use super::{
+    breakpoint_front, front, front_label, load_label, num, short, Group, Report, Status, TrialRow,
+};
 use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::StoredBreakpoint;
@@ -937,7 +939,7 @@ impl Report {
                 "Break point, {} · {} · {}: {} {}",
                 b.variant,
                 b.app,
-                front_label(&b.behind),
+                breakpoint_front(b),
                 b.mode,
                 b.result.level.map_or("none".into(), num)
             ) + if b.result.confirmed {

@@ -191,11 +191,11 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
     Ok(written)
 }
 
-fn sort_key(p: &PlannedTrial) -> (String, String, u32, bool, usize, u64, String) {
+fn sort_key(p: &PlannedTrial) -> (String, String, String, bool, usize, u64, String) {
     (
         p.app.clone(),
         p.behind.clone(),
-        p.nginx_workers,
+        p.front(),
         p.shape.rate.is_some(),
         p.shape.connections,
         p.shape.rate.map_or(0, |r| (r * 1000.0) as u64),
@@ -203,13 +203,18 @@ fn sort_key(p: &PlannedTrial) -> (String, String, u32, bool, usize, u64, String)
     )
 }
 
-/// "direct" or "nginx×2".
+/// "direct" or "nginx×2", then any nginx knob off its default
+/// ("nginx×1 http/1.0 keepalive off").
 pub fn front(p: &PlannedTrial) -> String {
-    if p.behind == "nginx" {
-        format!("nginx×{}", p.nginx_workers.max(1))
-    } else {
-        "direct".into()
-    }
+    p.front()
+}
+
+/// A break-point search's front: the full label when the record carries
+/// its planned trial, "nginx" or "direct" for older records.
+pub fn breakpoint_front(b: &StoredBreakpoint) -> String {
+    b.planned
+        .as_ref()
+        .map_or_else(|| front_label(&b.behind).to_string(), PlannedTrial::front)
 }
 
 /// "nginx" or "direct", for a break-point search's topology.
@@ -461,6 +466,10 @@ impl Report {
                     "app": g.planned.app,
                     "behind": g.planned.behind,
                     "nginx_workers": g.planned.nginx_workers,
+                    "nginx_keepalive": g.planned.nginx_keepalive,
+                    "nginx_http": g.planned.nginx_http,
+                    "instances": g.planned.instances.unwrap_or(1),
+                    "front": g.planned.front(),
                     "connections": g.planned.shape.connections,
                     "rate": g.planned.shape.rate,
                     "planned_runs": g.planned_runs,
@@ -557,4 +566,37 @@ fn json_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 fn stem(p: &Path) -> String {
     p.file_stem()
         .map_or(String::new(), |s| s.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(keepalive: u32, http: &str) -> PlannedTrial {
+        serde_json::from_value(serde_json::json!({
+            "id": "t__rep1", "group": "t", "server": "thin", "variant": "thin-x4",
+            "workers": null, "threads": null, "settings": {}, "env": {},
+            "app": "ip", "behind": "nginx", "nginx_workers": 1,
+            "nginx_keepalive": keepalive, "nginx_http": http, "instances": 4,
+            "shape": { "connections": 10 }, "repeat": 1
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn fronts_that_differ_in_an_nginx_knob_have_different_labels() {
+        let seed = planned(0, "1.0");
+        let default = planned(64, "1.1");
+        assert_eq!(front(&seed), "nginx×1 http/1.0 keepalive off");
+        assert_eq!(front(&default), "nginx×1");
+        assert_ne!(sort_key(&seed), sort_key(&default));
+        // A planned trial stored before the knobs existed reads as the
+        // default front it ran behind.
+        let mut old = serde_json::to_value(&default).unwrap();
+        for k in ["nginx_keepalive", "nginx_http", "instances"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let old: PlannedTrial = serde_json::from_value(old).unwrap();
+        assert_eq!(front(&old), "nginx×1");
+    }
 }

@@ -1,6 +1,6 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
-use super::{front, front_label, load_label, num, short, Report};
+use super::{breakpoint_front, front, front_label, load_label, num, short, Report};
 use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::Spread;
@@ -85,7 +85,7 @@ impl Report {
                     "  {:<24} {:<8} {:<8} {} {} at {:.0} req/s ({} steps, {:.0} load-seconds){}",
                     b.variant,
                     b.app,
-                    front_label(&b.behind),
+                    breakpoint_front(b),
                     b.mode,
                     b.result.level.map_or("none".into(), num),
                     b.throughput_rps,
@@ -355,7 +355,7 @@ impl Report {
                     "| {} | {} | {} | {} | {} | {:.0} | {} | {} | {:.1} | {} |",
                     md_cell(&b.variant),
                     b.app,
-                    front_label(&b.behind),
+                    breakpoint_front(b),
                     b.mode,
                     b.result.level.map_or("none".into(), num)
                         + if b.result.confirmed {

@@ -345,6 +345,53 @@ mod tests {
     }
 
     #[test]
+    fn seed_000s_passenger_and_unicorn_settings_reach_their_command_lines() {
+        use crate::server::template::{render, Vars};
+        let r = Registry::builtin();
+        let render_with = |name: &str, text: &str, extra: &[(&str, &str)]| {
+            let s = r.get(name).unwrap();
+            let mut v = Vars::default();
+            for k in [
+                "host", "port", "socket", "app", "dir", "run_dir", "pidfile", "config",
+            ] {
+                v.set(k, "x");
+            }
+            v.set("workers", 6).set("listen", "/s.sock");
+            for (k, val) in &s.settings {
+                v.set(k, val);
+            }
+            for (k, val) in extra {
+                v.set(k, val);
+            }
+            render(text, &v).unwrap()
+        };
+        let p = r.get("passenger").unwrap().command.clone();
+        let default = render_with("passenger", &p, &[]);
+        assert!(default.contains("--min-instances 6 "), "{default}");
+        assert!(
+            default.contains("--max-request-queue-size 100 "),
+            "{default}"
+        );
+        let seed = render_with(
+            "passenger",
+            &p,
+            &[("min_instances", "4"), ("max_request_queue_size", "0")],
+        );
+        assert!(
+            seed.contains("--max-pool-size 6 --min-instances 4 --max-request-queue-size 0 "),
+            "{seed}"
+        );
+        let unicorn = r
+            .get("unicorn")
+            .unwrap()
+            .config_text(None)
+            .unwrap()
+            .unwrap();
+        let conf = render_with("unicorn", &unicorn, &[("backlog", "512")]);
+        assert!(conf.contains("listen \"/s.sock\", backlog: 512"), "{conf}");
+    }
+
+    #[test]
     fn unknown_server_lists_the_known_ones() {
         let err = Registry::builtin().get("pumma").unwrap_err().to_string();
         assert!(

@@ -1,10 +1,14 @@
 # rails/config.ru - a minimal Rails app in one file: one controller that
-# renders "hello world" at /. It measures the cost of the Rails stack
-# (Rack middleware, routing, ActionController::Base) on top of the server.
+# renders "hello world" at /, and one that computes a Fibonacci number at
+# /fib (seed 001's Rails Fibonacci; the built-in app "rails-fib"). It
+# measures the cost of the Rails stack (Rack middleware, routing,
+# ActionController::Base) on top of the server.
 # Needs Debian's ruby-railties (apt-get install --no-install-recommends
 # ruby-railties); no bundler, no network, writes no files.
-# Knobs: none. Always runs in the production environment.
-# Known-good answer: GET / -> 200, body "hello world".
+# Knobs: /fib?n=N (default 25, at most 35). Always runs in the production
+# environment.
+# Known-good answers: GET / -> 200, body "hello world";
+# GET /fib -> 200, body "fib(25) = 75025".
 ENV["RAILS_ENV"] = "production"
 
 require "logger"
@@ -31,9 +35,22 @@ class HelloController < ActionController::Base
   end
 end
 
+# The same naive recursion as fib.ru, inside a Rails action.
+class FibController < ActionController::Base
+  def self.fib(n)
+    n < 2 ? n : fib(n - 1) + fib(n - 2)
+  end
+
+  def show
+    n = params.fetch(:n, "25").to_i.clamp(0, 35)
+    render plain: "fib(#{n}) = #{FibController.fib(n)}"
+  end
+end
+
 RackbenchRails.initialize!
 RackbenchRails.routes.draw do
   root "hello#index"
+  get "fib", to: "fib#show"
 end
 
 # Rails 6.1 sends no Content-Length; without one thin and uwsgi close the
