@@ -234,10 +234,7 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
     // Seed 000: four thin on four unix sockets as one nginx upstream,
     // proxied over HTTP/1.0 with no upstream keep-alive. Every instance is
     // started, answers, is sampled, and is gone afterwards.
-    if !installed().contains(&"thin".to_string())
-        || Command::new("nginx").arg("-v").output().is_err()
-    {
-        eprintln!("skipping: needs thin and nginx");
+    if !(have(&["thin"]) && have_nginx()) {
         return;
     }
     let dir = work_dir("thin-x4");
@@ -337,10 +334,7 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
 
 #[test]
 fn an_instance_that_will_not_start_stops_the_others_and_tcp_instances_get_a_port_each() {
-    if !installed().contains(&"thin".to_string())
-        || Command::new("nginx").arg("-v").output().is_err()
-    {
-        eprintln!("skipping: needs thin and nginx");
+    if !(have(&["thin"]) && have_nginx()) {
         return;
     }
     // The third copy refuses to start: the trial fails naming it, and the
