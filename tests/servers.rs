@@ -907,39 +907,49 @@ fn a_plan_writes_documents_that_keep_their_contracts() {
 /// its window at the warm-up ceiling, not where the load's counted window
 /// began; and `started_at` was stamped when the trial ended. The server
 /// here is rackbench's own test server behind a user command template, so
-/// this runs without Ruby; its 10 ms service time makes throughput steady
-/// within seconds, long before the 30 s ceiling.
+/// this runs without Ruby. Its 50 ms service time, slept rather than
+/// computed, makes throughput steady within seconds, long before the 30 s
+/// ceiling, even on a busy machine (at 10 ms the scheduler's jitter on a
+/// loaded two-core box kept it from settling).
 #[test]
 fn the_server_is_measured_over_the_load_window_and_the_trial_is_timed_truthfully() {
     let dir = work_dir("window");
     let command = format!(
-        "{} serve-test --listen {{{{host}}}}:{{{{port}}}} --delay 10ms",
+        "{} serve-test --listen {{{{host}}}}:{{{{port}}}} --delay 50ms",
         env!("CARGO_BIN_EXE_rackbench")
     );
-    let before = rackbench::lab::trial::utc_now();
     let args = [
         "--server",
         "test-server",
         "--command",
         &command,
         "-c",
-        "2",
+        "4",
         "-d",
         "2s",
         "--warmup",
-        "30s",
+        "15s",
         "--warmup-until-steady",
     ];
-    let r = record(&trial(&args, &dir), "steady warm-up");
-    let after = rackbench::lab::trial::utc_now();
+    // Whether throughput settles is the machine's to decide: a busy one
+    // gets three tries before the test gives up on its precondition.
+    let mut tries = Vec::new();
+    let (r, before, after) = loop {
+        let before = rackbench::lab::trial::utc_now();
+        let r = record(&trial(&args, &dir), "steady warm-up");
+        let after = rackbench::lab::trial::utc_now();
+        if r["load"]["config"]["warmup_until_steady"] == true {
+            break (r, before, after);
+        }
+        tries.push(r["load"]["timeline"].to_string());
+        assert!(
+            tries.len() < 3,
+            "throughput never settled, so this test means nothing here: {tries:?}"
+        );
+    };
     let load = &r["load"];
-    assert_eq!(
-        load["config"]["warmup_until_steady"], true,
-        "throughput must settle for this test to mean anything: {}",
-        load["timeline"]
-    );
     let warmup_ms = load["config"]["warmup_s"].as_f64().unwrap() * 1000.0;
-    assert!(warmup_ms < 20_000.0, "warm-up {warmup_ms} ms");
+    assert!(warmup_ms < 14_000.0, "warm-up {warmup_ms} ms");
     let samples = &r["server_metrics"]["samples"];
     let window_ms = samples["window_start_ms"]
         .as_f64()
