@@ -75,6 +75,7 @@ module RackbenchTelemetry
       @thread = nil
       @seq = 0
       @gc_base = nil
+      @due = Process.clock_gettime(Process::CLOCK_MONOTONIC) + flush_s
       clear
     end
 
@@ -100,6 +101,10 @@ module RackbenchTelemetry
         end
       end
       start_flusher unless @thread&.alive?
+      # A server whose Ruby runs only inside requests (uWSGI's plugin
+      # holds the VM while it waits in C) never schedules the flusher
+      # thread: the request that finds a flush overdue does it.
+      flush(false) if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= @due
     end
 
     def start_flusher
@@ -124,6 +129,7 @@ module RackbenchTelemetry
         gc = gc_snapshot
         base = @gc_base || gc
         @gc_base = gc
+        @due = Process.clock_gettime(Process::CLOCK_MONOTONIC) + @flush_s
         next if @requests.zero? && !final
         @seq += 1
         line = {
@@ -205,6 +211,22 @@ module RackbenchTelemetry
   self.dir = ENV[DIR_ENV]
   self.flush_s = (ENV[FLUSH_ENV] || "1").to_f.clamp(0.05, 60)
   at_exit { RackbenchTelemetry.at_exit_flush }
+
+  # uWSGI's Ruby plugin runs Ruby only inside requests and skips at_exit
+  # when it stops workers, so neither the flusher thread nor the exit
+  # flush can be relied on there. Its own timer does the flusher's job:
+  # the master raises a uWSGI signal every second and each idle worker
+  # runs the handler. (Signal number RACKBENCH_TELEMETRY_UWSGI_SIGNAL,
+  # default 97, in case the app uses that one.)
+  if defined?(::UWSGI) && ::UWSGI.respond_to?(:register_signal)
+    begin
+      sig = (ENV["RACKBENCH_TELEMETRY_UWSGI_SIGNAL"] || "97").to_i
+      ::UWSGI.register_signal(sig, "workers", proc { |_| s = @state; s.flush(false) if s && s.pid == Process.pid })
+      ::UWSGI.add_timer(sig, [flush_s.round, 1].max)
+    rescue StandardError => e
+      warn "rackbench telemetry: no uWSGI timer (#{e.class}: #{e.message}); the last second of each worker may be missing"
+    end
+  end
 
   class Middleware
     def initialize(app, dir: nil)
