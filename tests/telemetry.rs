@@ -559,3 +559,58 @@ fn every_server_reports_telemetry_and_uwsgi_collects_garbage_per_request() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[test]
+fn a_forked_child_reports_its_own_requests_and_not_its_parents() {
+    if !have("ruby", "apt-get install ruby") {
+        return;
+    }
+    let dir = work_dir("fork");
+    let w = wrap(&dir, &app_file("hello.ru"));
+    // The middleware alone, around a lambda: 3 requests in the parent, a
+    // fork, 2 in the child (which must not inherit the parent's 3), 1 more
+    // in the parent after the child has gone.
+    let script = format!(
+        r#"
+        require "rack"
+        require_relative {mw:?}
+        app = RackbenchTelemetry::Middleware.new(->(_e) {{ [200, {{}}, ["ok"]] }})
+        3.times {{ app.call({{}}) }}
+        pid = fork {{ 2.times {{ app.call({{}}) }} }}
+        Process.wait(pid)
+        app.call({{}})
+        puts pid
+        "#,
+        mw = w
+            .rackup
+            .with_file_name("rackbench_telemetry")
+            .display()
+            .to_string()
+    );
+    let out = Command::new("ruby")
+        .args(["-e", &script])
+        .envs(w.env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let t = telemetry::read(&w.data_dir, ReadOptions::default()).unwrap();
+    let by_pid: Vec<(u32, u64, bool)> = t
+        .per_worker
+        .iter()
+        .map(|p| (p.pid, p.requests, p.exited_cleanly))
+        .collect();
+    assert_eq!(t.requests, 6, "{by_pid:?}");
+    let c = t
+        .per_worker
+        .iter()
+        .find(|p| p.pid == child)
+        .expect("the child's own file");
+    assert_eq!(c.requests, 2, "{by_pid:?}");
+    assert!(t.per_worker.iter().all(|p| p.exited_cleanly), "{by_pid:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
