@@ -614,3 +614,85 @@ fn a_forked_child_reports_its_own_requests_and_not_its_parents() {
     assert!(t.per_worker.iter().all(|p| p.exited_cleanly), "{by_pid:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn behind_nginx_one_unicorn_worker_under_8_connections_queues_about_7_times_the_app_time() {
+    if !have("unicorn", "apt-get install unicorn") || !have("nginx", "apt-get install nginx-light")
+    {
+        return;
+    }
+    let dir = work_dir("nginx");
+    let w = wrap(&dir, &app_file("sleep.ru"));
+    let app_port = free_port();
+    let app = Server::start(
+        &dir,
+        app_port,
+        &unicorn(&dir, &format!("127.0.0.1:{app_port}"), &w.rackup, 1),
+        &w.env,
+        libc::SIGQUIT,
+    );
+    let ngx_dir = dir.join("nginx");
+    std::fs::create_dir_all(&ngx_dir).unwrap();
+    let port = free_port();
+    let d = ngx_dir.display();
+    // The stamp the lab's front must add when telemetry is on.
+    let conf = format!(
+        "worker_processes 1; daemon off; master_process on; pid {d}/nginx.pid;
+error_log {d}/error.log warn; events {{ worker_connections 1024; }}
+http {{ access_log off; client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  server {{ listen 127.0.0.1:{port}; location / {{
+    proxy_pass http://127.0.0.1:{app_port};
+    proxy_set_header X-Request-Start \"t=${{msec}}\"; }} }} }}\n"
+    );
+    std::fs::write(ngx_dir.join("nginx.conf"), conf).unwrap();
+    let ngx = Server::start(
+        &ngx_dir,
+        port,
+        &format!("nginx -p {d} -e {d}/error.log -c {d}/nginx.conf"),
+        &[],
+        libc::SIGQUIT,
+    );
+    let started = Instant::now();
+    let until = started + Duration::from_secs(3);
+    let done = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while Instant::now() < until {
+                    assert!(get(port, "/?ms=20", &[]).is_some(), "request failed");
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let elapsed_us = started.elapsed().as_micros() as f64;
+    let done = done.into_inner();
+    let t = telemetry_for(&w.data_dir, done + 1, Duration::from_secs(5));
+    ngx.stop();
+    let log = app.stop();
+    let q = t.queue_us.expect("nginx's stamp gives queue_us");
+    assert!(
+        (18_000.0..40_000.0).contains(&t.app_us.p50),
+        "app p50 {} µs, expected about 20 ms\n{log}",
+        t.app_us.p50
+    );
+    // Each request waits for the 7 ahead of it. On an idle machine a turn
+    // is the app's 20 ms; on a busy one unicorn's own work adds to it, so
+    // the turn is measured: the one worker's time per request served.
+    let turn_us = elapsed_us / done as f64;
+    assert!(
+        (0.6 * 7.0 * turn_us..1.4 * 7.0 * turn_us).contains(&q.p50),
+        "queue p50 {} µs, expected about 7 turns of {turn_us:.0} µs ({} stamped of {})",
+        q.p50,
+        t.queue_requests,
+        t.requests
+    );
+    assert!(
+        q.p50 > 5.0 * t.app_us.p50,
+        "queue p50 {} µs should be several app times ({} µs)",
+        q.p50,
+        t.app_us.p50
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
