@@ -115,7 +115,10 @@ print()
 print(f"Median on/off throughput ratio: **{st.median(ratios):.3f}** "
       f"(mean {st.mean(ratios):.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}, {len(ratios)} pairs).")
 worse = sum(r < 1 for r in ratios)
-print(f"Pairs where telemetry was slower: {worse} of {len(ratios)} "
-      "(a sign test: all 5 of 5 would be needed for p < 0.07 two-sided).")
+from math import comb
+n = len(ratios)
+k = max(worse, n - worse)
+p = min(1.0, 2 * sum(comb(n, i) for i in range(k, n + 1)) / 2 ** n)
+print(f"Pairs where telemetry was slower: {worse} of {n} (two-sided sign test p = {p:.2f}).")
 EOF
 cat "$out/summary.md"

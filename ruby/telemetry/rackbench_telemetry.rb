@@ -41,9 +41,12 @@ module RackbenchTelemetry
   # width from the key alone.
   def self.bucket(us)
     return 0 if us <= 0
-    return us if us < 100
-    m = 10**(us.to_s.size - 2)
-    (us / m) * m
+    m = 1
+    while us >= 100 # no string, no Float: this runs per request
+      us /= 10
+      m *= 10
+    end
+    us * m
   end
 
   # X-Request-Start as nginx, New Relic and Heroku write it: "t=<seconds>"
@@ -238,15 +241,16 @@ module RackbenchTelemetry
     end
 
     def call(env)
-      arrived = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond)
+      stamp = env["HTTP_X_REQUEST_START"]
+      arrived = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond) if stamp
       t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)
       begin
         @app.call(env)
       ensure
         app_us = Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond) - t0
         begin
-          stamp = RackbenchTelemetry.parse_request_start(env["HTTP_X_REQUEST_START"])
-          queue_us = stamp ? [arrived - stamp, 0].max : nil
+          start = stamp && RackbenchTelemetry.parse_request_start(stamp)
+          queue_us = start ? [arrived - start, 0].max : nil
           RackbenchTelemetry.state.record(app_us, queue_us)
         rescue StandardError => e
           warn "rackbench telemetry: #{e.class}: #{e.message}" unless @warned
