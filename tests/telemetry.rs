@@ -5,6 +5,8 @@
 //! the merged figures checked. Also the kernel's accept queue under a
 //! single-worker server.
 
+mod common;
+
 use rackbench::require::require;
 use rackbench::telemetry::{self, Listen, ReadOptions, Telemetry};
 use std::io::{Read, Write};
@@ -257,6 +259,11 @@ fn an_app_that_sleeps_20_ms_shows_app_p50_near_20_ms_and_a_stamp_shows_queue_tim
     );
     assert_eq!(t.per_worker.len(), 1);
     assert!(t.per_worker[0].rss_bytes.unwrap() > 1_000_000);
+    let doc = serde_json::to_value(&t).unwrap();
+    common::schema::assert_valid("telemetry-v1", &doc, "telemetry of sleep.ru on puma");
+    let mut broken = doc.clone();
+    broken["app_us"].as_object_mut().unwrap().remove("p50");
+    common::schema::assert_invalid("telemetry-v1", &broken, "/app_us", "p50");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -441,6 +448,7 @@ fn one_unicorn_worker_under_8_connections_holds_about_7_in_the_accept_queue() {
             aq.samples
         );
         assert!(!aq.timeline.is_empty());
+        accept_queue_holds_its_schema(&serde_json::to_value(&aq).unwrap());
         let t = telemetry_for(&w.data_dir, 2, Duration::from_secs(5));
         assert!(
             (18_000.0..40_000.0).contains(&t.app_us.p50),
@@ -449,6 +457,26 @@ fn one_unicorn_worker_under_8_connections_holds_about_7_in_the_accept_queue() {
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// `server_metrics.accept_queue` against its definition in
+/// schema/telemetry-v1.schema.json.
+fn accept_queue_holds_its_schema(doc: &serde_json::Value) {
+    let path = common::schema::dir().join("telemetry-v1.schema.json");
+    let loc = format!("{}#/$defs/accept_queue", path.display());
+    let mut schemas = boon::Schemas::new();
+    let index = boon::Compiler::new()
+        .compile(&loc, &mut schemas)
+        .unwrap_or_else(|e| panic!("{loc}: {e:#}"));
+    if let Err(e) = schemas.validate(doc, index) {
+        panic!("accept queue breaks {loc}:\n{e}\n{doc}");
+    }
+    let mut broken = doc.clone();
+    broken.as_object_mut().unwrap().remove("max");
+    assert!(
+        schemas.validate(&broken, index).is_err(),
+        "{loc} accepts no max"
+    );
 }
 
 fn unix_get(sock: &Path, path: &str) -> bool {
