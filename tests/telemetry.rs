@@ -113,13 +113,20 @@ impl Server {
     fn kill_all(&mut self) {
         unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         let _ = self.child.wait();
-        // Daemonized children (passenger) leave the group; they run in dir.
+        // Daemonized children (passenger's agents) leave the group; they
+        // run in dir or name it on their command line.
+        let needle = self.dir.display().to_string();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
                 continue;
             };
             let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
-            if cwd.starts_with(&self.dir) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let named = cmdline
+                .split(' ')
+                .any(|a| a == needle || a.starts_with(&format!("{needle}/")));
+            if cwd.starts_with(&self.dir) || named {
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }
         }
