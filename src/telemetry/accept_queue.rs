@@ -33,6 +33,19 @@ pub enum Listen {
     Unix(PathBuf),
 }
 
+impl Listen {
+    /// From a trial's `{{listen}}` value: "host:port" (or "[::1]:port")
+    /// is TCP, anything else a unix socket path. None when a "host:port"
+    /// has no valid port.
+    pub fn from_listen(listen: &str) -> Option<Listen> {
+        if listen.starts_with('/') || listen.starts_with('.') {
+            return Some(Listen::Unix(PathBuf::from(listen)));
+        }
+        let (_, port) = listen.rsplit_once(':')?;
+        port.parse().ok().map(Listen::Tcp)
+    }
+}
+
 /// The listening socket's current accept-queue length: connections the
 /// kernel has completed that no worker has accepted yet. `None` when no
 /// socket listens there (not started yet, or gone). Several listeners on
@@ -389,6 +402,20 @@ mod tests {
         );
         drop(l);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_trials_listen_value_names_the_socket_to_watch() {
+        assert_eq!(
+            Listen::from_listen("127.0.0.1:8080"),
+            Some(Listen::Tcp(8080))
+        );
+        assert_eq!(Listen::from_listen("[::1]:9"), Some(Listen::Tcp(9)));
+        assert_eq!(
+            Listen::from_listen("/tmp/rb-1/app.sock"),
+            Some(Listen::Unix(PathBuf::from("/tmp/rb-1/app.sock")))
+        );
+        assert_eq!(Listen::from_listen("localhost:http"), None);
     }
 
     #[test]
