@@ -25,5 +25,6 @@ pub mod sampler;
 pub mod search;
 pub mod server;
 pub mod store;
+pub mod telemetry;
 pub mod testserver;
 pub mod units;

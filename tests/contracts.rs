@@ -37,6 +37,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
         &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
     ),
     ("report-v1", &["report-v1.json"]),
+    ("telemetry-v1", &["telemetry-v1.json"]),
 ];
 
 #[test]
@@ -330,6 +331,20 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/groups/0/summary/runs",
             Set(json!(-1)),
             "must be >=0",
+        ),
+        (
+            "telemetry-v1",
+            "telemetry-v1.json",
+            "/gc_runs_per_1k_requests",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "telemetry-v1",
+            "telemetry-v1.json",
+            "/per_worker/0/pid",
+            Remove,
+            "missing properties 'pid'",
         ),
     ];
     for (schema, file, at, how, says) in cases {

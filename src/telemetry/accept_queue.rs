@@ -1,0 +1,439 @@
+//! The kernel's view of queueing: how many connections wait in a
+//! listening socket's accept queue for a worker to take them.
+//!
+//! This is the figure people get from `ss -lnt` (Recv-Q on a LISTEN line)
+//! or from unicorn's raindrops, and the reason a preforking server's
+//! latency climbs once connections outnumber workers: the surplus waits in
+//! the kernel, invisible to the app. For TCP the count is the rx_queue
+//! column of the LISTEN (state 0A) line in `/proc/net/tcp` and
+//! `/proc/net/tcp6`; for a unix socket `/proc/net/unix` has no queue
+//! length, so it comes from netlink sock_diag (`UNIX_DIAG_RQLEN`), matched
+//! on the socket's path.
+//!
+//! Only reads the kernel's tables: it never connects to the socket, so
+//! reading does not change the queue it measures. Aggregation
+//! ([`AcceptQueueRecorder`]) is plain data; [`AcceptQueueSampler`] is a
+//! thread that samples on its own for callers without a sampling loop.
+
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where a server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// A TCP port on any local address (IPv4 and IPv6).
+    Tcp(u16),
+    /// A unix stream socket at this path.
+    Unix(PathBuf),
+}
+
+impl Listen {
+    /// From a trial's `{{listen}}` value: "host:port" (or "[::1]:port")
+    /// is TCP, anything else a unix socket path. None when a "host:port"
+    /// has no valid port.
+    pub fn from_listen(listen: &str) -> Option<Listen> {
+        if listen.starts_with('/') || listen.starts_with('.') {
+            return Some(Listen::Unix(PathBuf::from(listen)));
+        }
+        let (_, port) = listen.rsplit_once(':')?;
+        port.parse().ok().map(Listen::Tcp)
+    }
+}
+
+/// The listening socket's current accept-queue length: connections the
+/// kernel has completed that no worker has accepted yet. `None` when no
+/// socket listens there (not started yet, or gone). Several listeners on
+/// one port (SO_REUSEPORT, IPv4 and IPv6) are summed.
+pub fn accept_queue_len(listen: &Listen) -> io::Result<Option<u32>> {
+    match listen {
+        Listen::Tcp(port) => {
+            let mut found = None;
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                let text = match std::fs::read_to_string(table) {
+                    Ok(t) => t,
+                    // No IPv6 in this kernel or namespace.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                if let Some(n) = tcp_listen_queue(&text, *port) {
+                    found = Some(found.unwrap_or(0) + n);
+                }
+            }
+            Ok(found)
+        }
+        Listen::Unix(path) => unix_listen_queue(path),
+    }
+}
+
+/// The summed rx_queue of LISTEN lines for `port` in one /proc/net/tcp*
+/// table, or None when there is none.
+fn tcp_listen_queue(table: &str, port: u16) -> Option<u32> {
+    let mut found = None;
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 5 || f[3] != "0A" {
+            continue;
+        }
+        let Some((_, p)) = f[1].rsplit_once(':') else {
+            continue;
+        };
+        if u16::from_str_radix(p, 16) != Ok(port) {
+            continue;
+        }
+        let Some((_, rx)) = f[4].split_once(':') else {
+            continue;
+        };
+        if let Ok(n) = u32::from_str_radix(rx, 16) {
+            found = Some(found.unwrap_or(0) + n);
+        }
+    }
+    found
+}
+
+// From linux/sock_diag.h and linux/unix_diag.h (not all in the libc crate).
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const UDIAG_SHOW_NAME: u32 = 0x01;
+const UDIAG_SHOW_RQLEN: u32 = 0x10;
+const UNIX_DIAG_NAME: u16 = 0;
+const UNIX_DIAG_RQLEN: u16 = 4;
+const TCP_LISTEN: u32 = 10;
+const NLMSG_HDR: usize = 16;
+const UNIX_DIAG_MSG: usize = 16;
+
+/// Dumps the listening unix sockets over netlink sock_diag and returns the
+/// receive-queue length (pending connections) of the one bound to `path`.
+fn unix_listen_queue(path: &Path) -> io::Result<Option<u32>> {
+    let mut wanted = vec![path.as_os_str().as_bytes().to_vec()];
+    if let Ok(c) = path.canonicalize() {
+        wanted.push(c.as_os_str().as_bytes().to_vec());
+    }
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            libc::NETLINK_SOCK_DIAG,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    struct Fd(libc::c_int);
+    impl Drop for Fd {
+        fn drop(&mut self) {
+            unsafe { libc::close(self.0) };
+        }
+    }
+    let fd = Fd(fd);
+
+    // nlmsghdr then unix_diag_req, native endian.
+    let mut req = Vec::with_capacity(NLMSG_HDR + 24);
+    req.extend_from_slice(&((NLMSG_HDR + 24) as u32).to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes()); // seq
+    req.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel
+    req.push(libc::AF_UNIX as u8); // sdiag_family
+    req.push(0); // sdiag_protocol
+    req.extend_from_slice(&0u16.to_ne_bytes()); // pad
+    req.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes()); // udiag_states
+    req.extend_from_slice(&0u32.to_ne_bytes()); // udiag_ino
+    req.extend_from_slice(&(UDIAG_SHOW_NAME | UDIAG_SHOW_RQLEN).to_ne_bytes());
+    req.extend_from_slice(&[0xff; 8]); // udiag_cookie: none
+    let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    kernel.nl_family = libc::AF_NETLINK as u16;
+    let sent = unsafe {
+        libc::sendto(
+            fd.0,
+            req.as_ptr().cast(),
+            req.len(),
+            0,
+            (&kernel as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as u32,
+        )
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+
+    let mut found: Option<u32> = None;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = unsafe { libc::recv(fd.0, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let mut msgs = &buf[..n as usize];
+        while msgs.len() >= NLMSG_HDR {
+            let len = u32::from_ne_bytes(msgs[0..4].try_into().unwrap()) as usize;
+            let kind = u16::from_ne_bytes(msgs[4..6].try_into().unwrap());
+            if len < NLMSG_HDR || len > msgs.len() {
+                return Err(io::Error::other("sock_diag: truncated netlink message"));
+            }
+            match kind as i32 {
+                libc::NLMSG_DONE => return Ok(found),
+                libc::NLMSG_ERROR => {
+                    let code = i32::from_ne_bytes(msgs[16..20].try_into().unwrap());
+                    return Err(io::Error::from_raw_os_error(-code));
+                }
+                _ => {}
+            }
+            if let Some((name, rq)) = unix_diag_entry(&msgs[NLMSG_HDR..len]) {
+                if wanted.contains(&name) {
+                    found = Some(found.unwrap_or(0) + rq);
+                }
+            }
+            let step = (len + 3) & !3;
+            msgs = &msgs[step.min(msgs.len())..];
+        }
+    }
+}
+
+/// The path and receive-queue length of one unix_diag_msg and its
+/// attributes.
+fn unix_diag_entry(msg: &[u8]) -> Option<(Vec<u8>, u32)> {
+    let mut attrs = msg.get(UNIX_DIAG_MSG..)?;
+    let (mut name, mut rq) = (None, None);
+    while attrs.len() >= 4 {
+        let len = u16::from_ne_bytes(attrs[0..2].try_into().unwrap()) as usize;
+        let kind = u16::from_ne_bytes(attrs[2..4].try_into().unwrap());
+        if len < 4 || len > attrs.len() {
+            break;
+        }
+        let data = &attrs[4..len];
+        match kind {
+            UNIX_DIAG_NAME => {
+                // A path name may carry its terminating NUL; an abstract
+                // name starts with one and is kept whole.
+                let mut n = data.to_vec();
+                if n.first() != Some(&0) {
+                    while n.last() == Some(&0) {
+                        n.pop();
+                    }
+                }
+                name = Some(n)
+            }
+            UNIX_DIAG_RQLEN if data.len() >= 4 => {
+                rq = Some(u32::from_ne_bytes(data[0..4].try_into().unwrap()))
+            }
+            _ => {}
+        }
+        let step = (len + 3) & !3;
+        attrs = &attrs[step.min(attrs.len())..];
+    }
+    Some((name?, rq?))
+}
+
+/// `server_metrics.accept_queue`: the accept-queue length over a trial.
+/// Field names are a contract.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AcceptQueue {
+    /// The longest queue seen in any sample.
+    pub max: u32,
+    /// The mean over all samples.
+    pub mean: f64,
+    /// How many samples found the socket.
+    pub samples: u64,
+    /// Per second from the recorder's origin.
+    pub timeline: Vec<AcceptQueueSecond>,
+}
+
+/// One second of [`AcceptQueue::timeline`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcceptQueueSecond {
+    /// Whole seconds since the origin the samples were timed from.
+    pub t_s: u64,
+    pub max: u32,
+    pub mean: f64,
+    pub samples: u64,
+}
+
+/// Collects samples of the queue length, timed in seconds from an origin
+/// of the caller's choosing (the load's start, for a trial).
+#[derive(Debug, Clone, Default)]
+pub struct AcceptQueueRecorder {
+    samples: Vec<(f64, u32)>,
+}
+
+impl AcceptQueueRecorder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One sample: the queue held `len` connections `t_s` seconds after the
+    /// origin. Samples before the origin (negative) are dropped.
+    pub fn record(&mut self, t_s: f64, len: u32) {
+        if t_s >= 0.0 {
+            self.samples.push((t_s, len));
+        }
+    }
+
+    pub fn summary(&self) -> AcceptQueue {
+        let n = self.samples.len() as u64;
+        if n == 0 {
+            return AcceptQueue::default();
+        }
+        let mut timeline: Vec<AcceptQueueSecond> = Vec::new();
+        let mut sorted = self.samples.clone();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (t, len) in sorted {
+            let s = t.floor() as u64;
+            match timeline.last_mut() {
+                Some(last) if last.t_s == s => {
+                    last.max = last.max.max(len);
+                    last.mean += f64::from(len);
+                    last.samples += 1;
+                }
+                _ => timeline.push(AcceptQueueSecond {
+                    t_s: s,
+                    max: len,
+                    mean: f64::from(len),
+                    samples: 1,
+                }),
+            }
+        }
+        for sec in &mut timeline {
+            sec.mean /= sec.samples as f64;
+        }
+        AcceptQueue {
+            max: self.samples.iter().map(|s| s.1).max().unwrap_or(0),
+            mean: self.samples.iter().map(|s| f64::from(s.1)).sum::<f64>() / n as f64,
+            samples: n,
+            timeline,
+        }
+    }
+}
+
+/// A thread that samples one listener's accept queue every `interval`
+/// until stopped, timed from its own start.
+pub struct AcceptQueueSampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<io::Result<AcceptQueueRecorder>>,
+}
+
+impl AcceptQueueSampler {
+    pub fn start(listen: Listen, interval: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let origin = Instant::now();
+            let mut rec = AcceptQueueRecorder::new();
+            while !flag.load(Ordering::Relaxed) {
+                if let Some(len) = accept_queue_len(&listen)? {
+                    rec.record(origin.elapsed().as_secs_f64(), len);
+                }
+                std::thread::sleep(interval);
+            }
+            Ok(rec)
+        });
+        Self { stop, handle }
+    }
+
+    /// Stops the thread and returns what it saw, or the error that stopped
+    /// it (netlink refused, /proc unreadable).
+    pub fn finish(self) -> io::Result<AcceptQueue> {
+        self.stop.store(true, Ordering::Relaxed);
+        let rec = self
+            .handle
+            .join()
+            .map_err(|_| io::Error::other("accept-queue sampler panicked"))??;
+        Ok(rec.summary())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::unix::net::{UnixListener, UnixStream};
+
+    #[test]
+    fn a_listener_nobody_accepts_from_shows_each_waiting_connection() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let listen = Listen::Tcp(port);
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(0));
+        let held: Vec<TcpStream> = (0..3)
+            .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(3));
+        let (_one, _) = l.accept().unwrap();
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(2));
+        drop(held);
+        drop(l);
+        assert_eq!(accept_queue_len(&listen).unwrap(), None);
+    }
+
+    #[test]
+    fn a_unix_listener_is_found_by_its_path_over_sock_diag() {
+        let dir = std::env::temp_dir().join(format!("rb-aq-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.sock");
+        let _ = std::fs::remove_file(&path);
+        let other = dir.join("other.sock");
+        let _ = std::fs::remove_file(&other);
+        let l = UnixListener::bind(&path).unwrap();
+        let _o = UnixListener::bind(&other).unwrap();
+        let _busy: Vec<UnixStream> = (0..2)
+            .map(|_| UnixStream::connect(&other).unwrap())
+            .collect();
+        let listen = Listen::Unix(path.clone());
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(0));
+        let mut held: Vec<UnixStream> = (0..4)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        held[0].write_all(b"x").unwrap();
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(4));
+        let _taken = l.accept().unwrap();
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(3));
+        assert_eq!(
+            accept_queue_len(&Listen::Unix(dir.join("absent.sock"))).unwrap(),
+            None
+        );
+        drop(l);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_trials_listen_value_names_the_socket_to_watch() {
+        assert_eq!(
+            Listen::from_listen("127.0.0.1:8080"),
+            Some(Listen::Tcp(8080))
+        );
+        assert_eq!(Listen::from_listen("[::1]:9"), Some(Listen::Tcp(9)));
+        assert_eq!(
+            Listen::from_listen("/tmp/rb-1/app.sock"),
+            Some(Listen::Unix(PathBuf::from("/tmp/rb-1/app.sock")))
+        );
+        assert_eq!(Listen::from_listen("localhost:http"), None);
+    }
+
+    #[test]
+    fn the_recorder_gives_max_mean_and_a_per_second_timeline() {
+        let mut r = AcceptQueueRecorder::new();
+        for (t, n) in [(0.1, 2), (0.6, 4), (1.2, 7), (1.7, 5), (3.0, 0), (-0.5, 99)] {
+            r.record(t, n);
+        }
+        let s = r.summary();
+        assert_eq!(s.max, 7);
+        assert_eq!(s.samples, 5);
+        assert!((s.mean - 18.0 / 5.0).abs() < 1e-9);
+        let secs: Vec<(u64, u32, f64)> =
+            s.timeline.iter().map(|x| (x.t_s, x.max, x.mean)).collect();
+        assert_eq!(secs, vec![(0, 4, 3.0), (1, 7, 6.0), (3, 0, 0.0)]);
+        let v = serde_json::to_value(&s).unwrap();
+        for k in ["max", "mean", "timeline"] {
+            assert!(v.get(k).is_some(), "{k} missing from {v}");
+        }
+    }
+}
