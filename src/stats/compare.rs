@@ -9,7 +9,7 @@
 
 use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
 use super::significance::{holm, mann_whitney_p, smallest_p};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ pub const METRICS: &[(&str, &str, bool)] = &[
 
 /// One side of a comparison: a results directory, maybe narrowed to one
 /// server or variant.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Side {
     pub dir: PathBuf,
     /// `key=value` narrowing the trials (server, variant or label).
@@ -214,7 +214,7 @@ fn figures(trial: &Value) -> Vec<(&'static str, f64)> {
 }
 
 /// One metric of one group pair.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     pub group: String,
     pub metric: String,
@@ -236,17 +236,17 @@ pub struct Row {
     pub p_adjusted: f64,
     /// Whether the change is an improvement ("better"), a regression
     /// ("worse") or neither ("same"); "same" whenever not significant.
-    pub direction: &'static str,
+    pub direction: String,
 }
 
 /// A whole comparison, the body of compare-v1.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
-    pub schema: &'static str,
+    pub schema: String,
     pub a: Side,
     pub b: Side,
     pub alpha: f64,
-    pub method: &'static str,
+    pub method: String,
     pub seed: u64,
     pub rows: Vec<Row>,
     /// Groups found on one side only.
@@ -294,7 +294,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
                 verdict: String::new(),
                 p_value: mann_whitney_p(xa, xb),
                 p_adjusted: 1.0,
-                direction: "same",
+                direction: "same".into(),
             });
         }
     }
@@ -309,12 +309,13 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
     let verdicts = pair_verdicts(&rows);
     let verdict = overall(&rows);
     Ok(Comparison {
-        schema: "rackbench/compare-v1",
+        schema: "rackbench/compare-v1".into(),
         a: a.clone(),
         b: b.clone(),
         alpha: ALPHA,
         method: "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
-                 two-sided Mann-Whitney U, Holm-adjusted over all rows",
+                 two-sided Mann-Whitney U, Holm-adjusted over all rows"
+            .into(),
         seed,
         rows,
         unpaired,
@@ -346,7 +347,8 @@ pub fn judge(rows: &mut [Row]) {
                 "better"
             } else {
                 "worse"
-            };
+            }
+            .into();
         }
         row.verdict = row_verdict(row);
     }
@@ -548,7 +550,7 @@ mod tests {
             verdict: String::new(),
             p_value: mann_whitney_p(xa, xb),
             p_adjusted: 1.0,
-            direction: "same",
+            direction: "same".into(),
         }
     }
 
