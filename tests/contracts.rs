@@ -37,6 +37,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
         &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
     ),
     ("report-v1", &["report-v1.json"]),
+    ("compare-v1", &["compare-v1.json"]),
 ];
 
 #[test]

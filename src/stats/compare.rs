@@ -276,7 +276,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
             let (Some(xa), Some(xb)) = (fa.get(metric), fb.get(metric)) else {
                 continue;
             };
-            let stream = seed.wrapping_add(rows.len() as u64 * 0x9E37_79B9_7F4A_7C15);
+            let stream = seed.wrapping_add((rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
             let (ma, mb) = (median(xa), median(xb));
             let change = (ma != 0.0).then(|| change_pct(xa, xb));
             let ci = change.and(change_ci_pct(xa, xb, 1.0 - ALPHA, RESAMPLES, stream));
@@ -329,6 +329,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
 /// out zero, so the two methods must agree before a change is claimed.
 pub fn judge(rows: &mut [Row]) {
     let adjusted = holm(&rows.iter().map(|r| r.p_value).collect::<Vec<_>>());
+    let m = rows.len();
     for (row, p) in rows.iter_mut().zip(adjusted) {
         row.p_adjusted = p;
         let excludes_zero = match (row.ci_low_pct, row.ci_high_pct) {
@@ -350,7 +351,7 @@ pub fn judge(rows: &mut [Row]) {
             }
             .into();
         }
-        row.verdict = row_verdict(row);
+        row.verdict = row_verdict(row, m);
     }
 }
 
@@ -367,25 +368,36 @@ fn interval(row: &Row) -> String {
 
 /// A percentage with a sign and sensible precision.
 pub fn pct(x: f64) -> String {
-    if x.abs() >= 10.0 {
+    if x.abs() >= 100.0 {
         format!("{x:+.0}%")
     } else {
         format!("{x:+.1}%")
     }
 }
 
-fn row_verdict(row: &Row) -> String {
+/// Whether a row *could* come out significant among `m` Holm-adjusted
+/// rows: even the most extreme ranks give p ≥ 2/C(n_a+n_b, n_a), and Holm
+/// multiplies the smallest p by m.
+fn resolvable(row: &Row, m: usize) -> bool {
+    row.n_a >= 2 && row.n_b >= 2 && smallest_p(row.n_a, row.n_b) * (m as f64) < ALPHA
+}
+
+/// The fewest repeats per side that can show a difference among `m` rows.
+pub fn repeats_needed(m: usize) -> usize {
+    (2..200)
+        .find(|&k| smallest_p(k, k) * (m as f64) < ALPHA)
+        .unwrap_or(200)
+}
+
+fn row_verdict(row: &Row, m: usize) -> String {
     let what = words(&row.metric);
-    if row.n_a < 2 || row.n_b < 2 {
+    if !row.significant && !resolvable(row, m) {
         return format!(
-            "{what}: cannot tell from one run per side (n={}+{}); run with repeats = 5 or more",
-            row.n_a, row.n_b
-        );
-    }
-    if !row.significant && smallest_p(row.n_a, row.n_b) >= ALPHA {
-        return format!(
-            "{what}: too few repeats to show a difference (n={}+{}; a rank test needs 4+4)",
-            row.n_a, row.n_b
+            "{what}: too few repeats to show a difference (n={}+{}; {} comparisons need {} repeats a side)",
+            row.n_a,
+            row.n_b,
+            m,
+            repeats_needed(m)
         );
     }
     let change = row
@@ -434,9 +446,7 @@ fn pair_verdicts(rows: &[Row]) -> Vec<String> {
                 .collect();
             let same: Vec<&str> = rs
                 .iter()
-                .filter(|r| {
-                    !r.significant && r.n_a >= 2 && r.n_b >= 2 && smallest_p(r.n_a, r.n_b) < ALPHA
-                })
+                .filter(|r| !r.significant && resolvable(r, rows.len()))
                 .map(|r| words(&r.metric))
                 .collect();
             if !same.is_empty() {
@@ -447,16 +457,16 @@ fn pair_verdicts(rows: &[Row]) -> Vec<String> {
             }
             let unknown: Vec<&str> = rs
                 .iter()
-                .filter(|r| {
-                    !r.significant && (r.n_a < 2 || r.n_b < 2 || smallest_p(r.n_a, r.n_b) >= ALPHA)
-                })
+                .filter(|r| !r.significant && !resolvable(r, rows.len()))
                 .map(|r| words(&r.metric))
                 .collect();
             if !unknown.is_empty() {
                 let (na, nb) = (rs[0].n_a, rs[0].n_b);
                 parts.push(format!(
-                    "{} cannot be judged from n={na}+{nb} repeats (run 5 or more)",
-                    unknown.join(", ")
+                    "{} cannot be judged from n={na}+{nb} repeats ({} comparisons need {} a side)",
+                    unknown.join(", "),
+                    rows.len(),
+                    repeats_needed(rows.len())
                 ));
             }
             format!("{g}: {}", parts.join("; "))
@@ -601,7 +611,22 @@ mod tests {
         );
         let mut one = vec![row("p50", &[100.0], &[200.0])];
         judge(&mut one);
-        assert!(!one[0].significant && one[0].verdict.contains("one run per side"));
+        assert!(!one[0].significant && one[0].verdict.contains("too few repeats"));
+        // Five a side can show a difference in one metric (2/252 < 5%),
+        // not among eight Holm-adjusted ones (8 · 2/252 > 5%): say so.
+        assert_eq!(repeats_needed(1), 4);
+        assert_eq!(repeats_needed(8), 6);
+        let five_a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let five_b = [200.0, 201.0, 199.0, 200.5, 199.5];
+        let mut eight: Vec<Row> = (0..8).map(|_| row("p50", &five_a, &five_b)).collect();
+        judge(&mut eight);
+        assert!(
+            eight
+                .iter()
+                .all(|r| !r.significant && r.verdict.contains("need 6 repeats")),
+            "{:?}",
+            eight[0].verdict
+        );
     }
 
     #[test]
