@@ -93,6 +93,14 @@ fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
         "p50 interval {lo}..{hi} misses 15%: {p50}"
     );
     assert_eq!(p50["n_a"], 6);
+    // The trial records keep their latency histograms; merged, they agree.
+    let merged = p50["merged_change_pct"]
+        .as_f64()
+        .expect("histograms stored and merged");
+    assert!(
+        (merged - p50["change_pct"].as_f64().unwrap()).abs() < 3.0,
+        "{p50}"
+    );
     // Closed loop with 8 connections: throughput falls by 1 − 1/1.15 = 13%,
     // give or take the whole rounds of 50 ms that fit in 700 ms (quantised,
     // so only the direction and rough size are asserted).

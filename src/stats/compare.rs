@@ -8,7 +8,9 @@
 //! it. It must not run anything: `rackbench run --aa` runs, then calls this.
 
 use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
+use super::histogram;
 use super::significance::{holm, mann_whitney_p, smallest_p};
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -73,9 +75,9 @@ impl Side {
 /// A group's per-repeat figures, by metric name.
 type Figures = BTreeMap<&'static str, Vec<f64>>;
 
-/// One side loaded: group label → (variant, figures).
+/// One side loaded: group label → (variant, figures, latency histograms).
 struct Loaded {
-    groups: BTreeMap<String, (String, Figures)>,
+    groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)>,
 }
 
 /// Read a side's finished trials. Errors are for the user (a missing
@@ -101,7 +103,7 @@ fn load(side: &Side) -> Result<Loaded, String> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     entries.sort();
-    let mut groups: BTreeMap<String, (String, Figures)> = BTreeMap::new();
+    let mut groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)> = BTreeMap::new();
     let mut variants_seen = Vec::new();
     for path in entries {
         let text = std::fs::read_to_string(&path)
@@ -128,7 +130,7 @@ fn load(side: &Side) -> Result<Loaded, String> {
         let group = group_label(planned);
         let entry = groups
             .entry(group.clone())
-            .or_insert_with(|| (variant.clone(), Figures::new()));
+            .or_insert_with(|| (variant.clone(), Figures::new(), Vec::new()));
         if entry.0 != variant {
             return Err(format!(
                 "{} holds group `{group}` for both `{}` and `{variant}`: pick one with {}:variant=NAME",
@@ -139,6 +141,12 @@ fn load(side: &Side) -> Result<Loaded, String> {
         }
         for (name, value) in figures(&doc["trial"]) {
             entry.1.entry(name).or_default().push(value);
+        }
+        if let Some(h) = doc["trial"]["load"]["latency_histogram"]
+            .as_str()
+            .and_then(histogram::decode)
+        {
+            entry.2.push(h);
         }
     }
     if groups.is_empty() {
@@ -234,6 +242,20 @@ pub struct Row {
     pub p_value: f64,
     /// Holm-adjusted p over all rows of this comparison.
     pub p_adjusted: f64,
+    /// Latency rows: the percentile of all runs' requests merged per side
+    /// (µs), its change, and a within-run 95% interval (requests as
+    /// independent draws; it leaves out run-to-run noise, so it never makes
+    /// a row significant). Null without stored histograms.
+    #[serde(default)]
+    pub merged_a_us: Option<f64>,
+    #[serde(default)]
+    pub merged_b_us: Option<f64>,
+    #[serde(default)]
+    pub merged_change_pct: Option<f64>,
+    #[serde(default)]
+    pub merged_ci_low_pct: Option<f64>,
+    #[serde(default)]
+    pub merged_ci_high_pct: Option<f64>,
     /// Whether the change is an improvement ("better"), a regression
     /// ("worse") or neither ("same"); "same" whenever not significant.
     pub direction: String,
@@ -268,10 +290,18 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
             unpaired.push(g.clone());
         }
     }
-    for (group, (_, fa)) in &la.groups {
-        let Some((_, fb)) = lb.groups.get(group) else {
+    for (group, (_, fa, ha)) in &la.groups {
+        let Some((_, fb, hb)) = lb.groups.get(group) else {
             continue;
         };
+        // Every run of the side must have its histogram, or the merge
+        // would weigh some runs and not others.
+        let merged = |hs: &Vec<Histogram<u64>>, f: &Figures| {
+            (hs.len() == f.get("p50").map_or(0, Vec::len))
+                .then(|| histogram::merge(hs))
+                .flatten()
+        };
+        let (mha, mhb) = (merged(ha, fa), merged(hb, fb));
         for &(metric, _, _) in METRICS {
             let (Some(xa), Some(xb)) = (fa.get(metric), fb.get(metric)) else {
                 continue;
@@ -280,6 +310,18 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
             let (ma, mb) = (median(xa), median(xb));
             let change = (ma != 0.0).then(|| change_pct(xa, xb));
             let ci = change.and(change_ci_pct(xa, xb, 1.0 - ALPHA, RESAMPLES, stream));
+            let q = match metric {
+                "p50" => Some(0.5),
+                "p90" => Some(0.9),
+                "p99" => Some(0.99),
+                _ => None,
+            };
+            let (mut merged_a, mut merged_b, mut merged_change) = (None, None, None);
+            if let (Some(q), Some(ha), Some(hb)) = (q, &mha, &mhb) {
+                merged_a = Some(ha.value_at_quantile(q) as f64);
+                merged_b = Some(hb.value_at_quantile(q) as f64);
+                merged_change = histogram::quantile_change(ha, hb, q, 2000, stream);
+            }
             rows.push(Row {
                 group: group.clone(),
                 metric: metric.to_string(),
@@ -295,6 +337,11 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
                 p_value: mann_whitney_p(xa, xb),
                 p_adjusted: 1.0,
                 direction: "same".into(),
+                merged_a_us: merged_a,
+                merged_b_us: merged_b,
+                merged_change_pct: merged_change.map(|c| c.0),
+                merged_ci_low_pct: merged_change.map(|c| c.1),
+                merged_ci_high_pct: merged_change.map(|c| c.2),
             });
         }
     }
@@ -392,6 +439,22 @@ pub fn repeats_needed(m: usize) -> usize {
 fn row_verdict(row: &Row, m: usize) -> String {
     let what = words(&row.metric);
     if !row.significant && !resolvable(row, m) {
+        if let (Some(c), Some(lo), Some(hi)) = (
+            row.merged_change_pct,
+            row.merged_ci_low_pct,
+            row.merged_ci_high_pct,
+        ) {
+            return format!(
+                "{what}: {} in the merged histograms of {}+{} runs (within-run 95% CI {} to {}, which leaves out run-to-run noise); too few repeats to call it significant ({} comparisons need {} a side)",
+                pct(c),
+                row.n_a,
+                row.n_b,
+                pct(lo),
+                pct(hi),
+                m,
+                repeats_needed(m)
+            );
+        }
         return format!(
             "{what}: too few repeats to show a difference (n={}+{}; {} comparisons need {} repeats a side)",
             row.n_a,
@@ -561,6 +624,11 @@ mod tests {
             p_value: mann_whitney_p(xa, xb),
             p_adjusted: 1.0,
             direction: "same".into(),
+            merged_a_us: None,
+            merged_b_us: None,
+            merged_change_pct: None,
+            merged_ci_low_pct: None,
+            merged_ci_high_pct: None,
         }
     }
 
@@ -664,5 +732,88 @@ mod tests {
         assert_eq!(s.selector.as_deref(), Some("server=puma-w4"));
         assert!(Side::parse("results/x").unwrap().selector.is_none());
         assert!(Side::parse("results/x:colour=red").is_err());
+    }
+
+    /// A results directory written by hand: two variants, `runs` repeats
+    /// each, with latency histograms whose median differs by 15%.
+    fn results_dir(name: &str, runs: u32) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rackbench-cmp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        std::fs::write(dir.join("manifest.json"), "{}").unwrap();
+        for (variant, base) in [("fast", 10_000u64), ("slow", 11_500)] {
+            for r in 1..=runs {
+                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+                for i in 0..4000u64 {
+                    h.record(base + (i * 7919 + r as u64 * 13) % (base / 5))
+                        .unwrap();
+                }
+                let doc = serde_json::json!({
+                    "outcome": "ok",
+                    "planned": {"variant": variant, "server": variant, "app": "hello",
+                                "behind": "none", "shape": {"connections": 4}},
+                    "trial": {"load": {
+                        "throughput_rps": 400.0 * 10_000.0 / base as f64 + r as f64,
+                        "latency_us": {"p50": h.value_at_quantile(0.5), "p90": h.value_at_quantile(0.9),
+                                       "p99": h.value_at_quantile(0.99)},
+                        "requests": {"total": 4000}, "errors": {"connect": 0},
+                        "latency_histogram": histogram::encode(&h).unwrap()}}
+                });
+                std::fs::write(
+                    dir.join("trials").join(format!("{variant}__rep{r}.json")),
+                    doc.to_string(),
+                )
+                .unwrap();
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn few_repeats_compare_latency_from_merged_histograms() {
+        let dir = results_dir("merged", 2);
+        let side = |v: &str| Side {
+            dir: dir.clone(),
+            selector: Some(format!("variant={v}")),
+        };
+        let c = compare(&side("fast"), &side("slow"), 1).unwrap();
+        let p50 = c.rows.iter().find(|r| r.metric == "p50").unwrap();
+        assert_eq!((p50.n_a, p50.n_b), (2, 2));
+        let (m, lo, hi) = (
+            p50.merged_change_pct.unwrap(),
+            p50.merged_ci_low_pct.unwrap(),
+            p50.merged_ci_high_pct.unwrap(),
+        );
+        assert!((m - 15.0).abs() < 1.0, "{p50:?}");
+        assert!(lo <= 15.0 && 15.0 <= hi, "{p50:?}");
+        // Two runs a side cannot show run-to-run noise: never significant.
+        assert!(!p50.significant);
+        assert!(
+            p50.verdict.contains("in the merged histograms of 2+2 runs"),
+            "{}",
+            p50.verdict
+        );
+        // Throughput has no histogram: it says how many repeats it needs.
+        let t = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
+        assert!(t.merged_change_pct.is_none() && t.verdict.contains("too few repeats"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn sides_must_pick_one_variant_per_group() {
+        let dir = results_dir("ambiguous", 1);
+        let whole = Side {
+            dir: dir.clone(),
+            selector: None,
+        };
+        let err = compare(&whole, &whole, 1).unwrap_err();
+        assert!(err.contains("variant=NAME"), "{err}");
+        let none = Side {
+            dir: dir.clone(),
+            selector: Some("server=nope".into()),
+        };
+        let err = compare(&none, &whole, 1).unwrap_err();
+        assert!(err.contains("its variants are: fast, slow"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -9,5 +9,6 @@
 
 pub mod bootstrap;
 pub mod compare;
+pub mod histogram;
 pub mod significance;
 pub mod usl;
