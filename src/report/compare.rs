@@ -39,6 +39,7 @@ fn mark(r: &Row) -> &'static str {
     match r.direction.as_str() {
         "better" => "better",
         "worse" => "WORSE",
+        _ if !r.judged => "?",
         _ => "~",
     }
 }
@@ -84,7 +85,7 @@ pub fn terminal(c: &Comparison) -> String {
     for r in &rows {
         line(&mut s, r);
     }
-    s.push_str("\n~ no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too)\n\n");
+    s.push_str("\n~ no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too); ? too few repeats to tell\n\n");
     for v in &c.verdicts {
         let _ = writeln!(s, "{v}");
     }
@@ -107,7 +108,7 @@ pub fn markdown(c: &Comparison) -> String {
     for r in &c.rows {
         let _ = writeln!(s, "| {} |", cells(r).join(" | "));
     }
-    s.push_str("\n`~` no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too).\n\n");
+    s.push_str("\n`~` no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too); `?` too few repeats to tell.\n\n");
     for v in &c.verdicts {
         let _ = writeln!(s, "- {v}");
     }

@@ -29,8 +29,10 @@ pub fn change_pct(a: &[f64], b: &[f64]) -> f64 {
 
 /// A percentile-bootstrap `level` interval (e.g. 0.95) of the change of
 /// medians B over A in percent: each side resampled with replacement on its
-/// own, `resamples` times. `None` when either side has fewer than two
-/// values or a resampled A median is zero (a change from zero has no size).
+/// own, `resamples` times. A resample whose A median is zero has no
+/// relative change and is dropped; `None` when either side has fewer than
+/// two values or more than 2.5% of resamples were dropped (then a tail of
+/// the interval itself is undefined).
 pub fn change_ci_pct(
     a: &[f64],
     b: &[f64],
@@ -53,10 +55,12 @@ pub fn change_ci_pct(
             *x = b[rng.gen_range(0..b.len())];
         }
         let ma = median(&ra);
-        if ma == 0.0 {
-            return None;
+        if ma != 0.0 {
+            changes.push((median(&rb) / ma - 1.0) * 100.0);
         }
-        changes.push((median(&rb) / ma - 1.0) * 100.0);
+    }
+    if (changes.len() as f64) < resamples as f64 * 0.975 {
+        return None;
     }
     changes.sort_by(f64::total_cmp);
     let tail = (1.0 - level) / 2.0;
@@ -106,5 +110,18 @@ mod tests {
     #[test]
     fn no_interval_from_one_value() {
         assert_eq!(change_ci_pct(&[1.0], &[1.0, 2.0], 0.95, 100, 1), None);
+    }
+
+    #[test]
+    fn a_rare_zero_drops_resamples_a_common_one_the_interval() {
+        // One zero in eleven: a resampled median is zero only when six or
+        // more of eleven draws hit it, which almost never happens.
+        let mut a = vec![0.0];
+        a.extend((0..10).map(|i| 0.1 + i as f64 * 0.001));
+        let b: Vec<f64> = a.iter().map(|x| x * 1.1 + 0.01).collect();
+        assert!(change_ci_pct(&a, &b, 0.95, 2000, 3).is_some());
+        // Half zeros: the A median is zero in about half the resamples.
+        let half = [0.0, 0.0, 0.0, 0.1, 0.1, 0.1];
+        assert_eq!(change_ci_pct(&half, &b[..6], 0.95, 2000, 3), None);
     }
 }

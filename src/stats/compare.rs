@@ -242,6 +242,10 @@ pub struct Row {
     pub p_value: f64,
     /// Holm-adjusted p over all rows of this comparison.
     pub p_adjusted: f64,
+    /// False when the repeats are too few for this row to ever come out
+    /// significant among the comparison's rows (see `repeats_needed`).
+    #[serde(default)]
+    pub judged: bool,
     /// Latency rows: the percentile of all runs' requests merged per side
     /// (µs), its change, and a within-run 95% interval (requests as
     /// independent draws; it leaves out run-to-run noise, so it never makes
@@ -337,6 +341,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
                 p_value: mann_whitney_p(xa, xb),
                 p_adjusted: 1.0,
                 direction: "same".into(),
+                judged: false,
                 merged_a_us: merged_a,
                 merged_b_us: merged_b,
                 merged_change_pct: merged_change.map(|c| c.0),
@@ -398,6 +403,7 @@ pub fn judge(rows: &mut [Row]) {
             }
             .into();
         }
+        row.judged = row.significant || resolvable(row, m);
         row.verdict = row_verdict(row, m);
     }
 }
@@ -624,6 +630,7 @@ mod tests {
             p_value: mann_whitney_p(xa, xb),
             p_adjusted: 1.0,
             direction: "same".into(),
+            judged: false,
             merged_a_us: None,
             merged_b_us: None,
             merged_change_pct: None,
@@ -651,7 +658,7 @@ mod tests {
             "{}",
             rows[0].verdict
         );
-        assert!(!rows[1].significant);
+        assert!(!rows[1].significant && rows[1].judged);
         assert!(
             rows[1]
                 .verdict
@@ -671,7 +678,7 @@ mod tests {
             &[200.0, 201.0, 199.0],
         )];
         judge(&mut rows);
-        assert!(!rows[0].significant);
+        assert!(!rows[0].significant && !rows[0].judged);
         assert!(
             rows[0].verdict.contains("too few repeats"),
             "{}",
