@@ -134,7 +134,7 @@ pub fn forest_svg(rows: &[Row]) -> String {
     let x = |v: f64| label_w + (v.clamp(-extent, extent) + extent) / (2.0 * extent) * plot_w;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{h}\" role=\"img\" aria-label=\"Change of B against A per metric, with 95% intervals\" font-family=\"sans-serif\" font-size=\"12\">",
-        label_w + plot_w + 80.0
+        label_w + plot_w + 130.0
     );
     let _ = write!(
         s,
@@ -143,8 +143,20 @@ pub fn forest_svg(rows: &[Row]) -> String {
         top - 8.0,
         h - 26.0
     );
-    for t in [-1.0, -0.5, 0.5, 1.0] {
-        let v = t * extent / 1.1;
+    // Ticks at a round step, two or three each side of zero.
+    let raw = extent / 1.1 / 2.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * mag);
+    let ticks: Vec<f64> = (1..=3)
+        .map(|i| i as f64 * step)
+        .filter(|&v| v <= extent)
+        .flat_map(|v| [-v, v])
+        .collect();
+    for v in ticks {
         let _ = write!(
             s,
             "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#ddd\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>",
@@ -152,7 +164,7 @@ pub fn forest_svg(rows: &[Row]) -> String {
             top - 8.0,
             h - 26.0,
             h - 10.0,
-            esc(&pct(v))
+            esc(&format!("{v:+}%"))
         );
     }
     let _ = write!(
@@ -215,7 +227,7 @@ pub fn section(c: &Comparison) -> String {
     let mut s = String::from("<section class=\"chart\" id=\"comparison\"><h2>Comparison</h2>");
     let _ = write!(
         s,
-        "<p class=\"note\">A: {} · B: {}. Each row is one metric of one group: the dot is the change of B's median against A's, the line its 95% bootstrap interval. Green is a significant improvement, red a significant regression, grey no significant difference (Mann–Whitney U, Holm-adjusted over all rows at 5%, and an interval that leaves out 0). A hollow dot has no interval (too few repeats).</p>",
+        "<p class=\"note\">A: {} · B: {}. Each row is one metric of one group: the dot is the change of B's median against A's, the line its 95% bootstrap interval. Green is a significant improvement, red a significant regression, grey no significant difference (Mann–Whitney U, Holm-adjusted over all rows at 5%, and an interval that leaves out 0). A hollow dot has no interval (too few repeats, or a zero baseline).</p>",
         esc(&c.a.label()),
         esc(&c.b.label())
     );
