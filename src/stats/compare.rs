@@ -544,16 +544,64 @@ fn pair_verdicts(rows: &[Row]) -> Vec<String> {
 }
 
 fn overall(rows: &[Row]) -> String {
-    let better = rows.iter().filter(|r| r.direction == "better").count();
-    let worse = rows.iter().filter(|r| r.direction == "worse").count();
-    if better + worse == 0 {
+    let groups = {
+        let mut g: Vec<&str> = rows.iter().map(|r| r.group.as_str()).collect();
+        g.sort();
+        g.dedup();
+        g.len()
+    };
+    // "throughput (2 of 3 groups)", or just "throughput" with one group.
+    let list = |direction: &str| -> Vec<String> {
+        METRICS
+            .iter()
+            .filter_map(|&(metric, words, _)| {
+                let n = rows
+                    .iter()
+                    .filter(|r| r.metric == metric && r.direction == direction)
+                    .count();
+                (n > 0).then(|| {
+                    if groups > 1 {
+                        format!("{words} ({n} of {groups} groups)")
+                    } else {
+                        words.to_string()
+                    }
+                })
+            })
+            .collect()
+    };
+    let (better, worse) = (list("better"), list("worse"));
+    let unjudged = rows.iter().filter(|r| !r.judged).count();
+    let rest = rows.len() - rows.iter().filter(|r| r.significant).count();
+    let tail = if unjudged > 0 {
+        format!(
+            "; {unjudged} of {} comparisons cannot be judged with these repeats ({} a side needed)",
+            rows.len(),
+            repeats_needed(rows.len())
+        )
+    } else {
+        String::new()
+    };
+    if better.is_empty() && worse.is_empty() {
         return format!(
-            "no significant difference in any of {} comparisons (Holm-adjusted, 5% level)",
+            "no significant difference in any of {} comparisons (Holm-adjusted, 5% level){tail}",
             rows.len()
         );
     }
+    let mut parts = Vec::new();
+    if !worse.is_empty() {
+        parts.push(format!("B is worse in {}", worse.join(", ")));
+    }
+    if !better.is_empty() {
+        let who = if worse.is_empty() {
+            "B is better in"
+        } else {
+            "better in"
+        };
+        parts.push(format!("{who} {}", better.join(", ")));
+    }
     format!(
-        "B is significantly better in {better} and worse in {worse} of {} comparisons; the rest show no significant difference",
+        "{}; no significant difference in the other {rest} of {} comparisons{tail}",
+        parts.join(", "),
         rows.len()
     )
 }
@@ -668,6 +716,10 @@ mod tests {
         );
         let pair = pair_verdicts(&rows);
         assert!(pair[0].contains("p99 latency unchanged"), "{pair:?}");
+        assert_eq!(
+            overall(&rows),
+            "B is better in throughput; no significant difference in the other 1 of 2 comparisons"
+        );
     }
 
     #[test]
