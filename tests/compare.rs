@@ -199,3 +199,43 @@ fn aa_run_of_one_configuration_finds_no_difference() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
+    let dir = std::env::temp_dir().join(format!("rackbench-aa-dry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let plan = write_plan(&dir);
+    let o = bin()
+        .arg("run")
+        .arg(&plan)
+        .args(["--aa", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    assert_eq!(
+        ids.iter()
+            .filter(|i| i.starts_with("base-aa1__hello"))
+            .count(),
+        6
+    );
+    assert_eq!(
+        ids.iter()
+            .filter(|i| i.starts_with("base-aa2__hello"))
+            .count(),
+        6
+    );
+    let o = bin()
+        .arg("run")
+        .arg(&plan)
+        .args(["--aa", "--control", "nope", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("it has: base, slow"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
