@@ -38,6 +38,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ),
     ("report-v1", &["report-v1.json"]),
     ("telemetry-v1", &["telemetry-v1.json"]),
+    ("compare-v1", &["compare-v1.json"]),
 ];
 
 #[test]

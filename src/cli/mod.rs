@@ -5,6 +5,7 @@
 //! header that cannot work; the message names the fix).
 
 mod breakpoint;
+mod compare;
 mod load;
 mod parse;
 mod report;
@@ -41,6 +42,8 @@ enum Command {
     Breakpoint(Box<breakpoint::BreakpointArgs>),
     /// Write terminal, Markdown, CSV, JSON and HTML reports from a results directory.
     Report(report::ReportArgs),
+    /// Compare two results directories (or two variants of one): change, 95% interval, significance.
+    Compare(compare::CompareArgs),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Breakpoint(args) => breakpoint::run(*args),
         Command::Report(args) => report::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::ServeTest(args) => serve_test::run(args),
     };
     match result {

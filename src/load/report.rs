@@ -55,6 +55,10 @@ pub struct LoadReport {
     /// Distribution of the headline latency for plots: (percentile,
     /// latency_us) pairs.
     pub latency_distribution: Vec<PercentilePoint>,
+    /// The headline latency histogram (µs) as HdrHistogram V2 + deflate,
+    /// base64, so `rackbench compare` can merge runs exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
     pub timeline: Vec<TimelineRow>,
     pub generator: GeneratorCost,
     pub warnings: Vec<String>,
@@ -429,6 +433,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
             never_answered: p.never_answered,
         },
         latency_distribution: distribution,
+        latency_histogram: crate::stats::histogram::encode(p.histogram),
         timeline: p.timeline,
         generator: p.generator,
         warnings,

@@ -318,7 +318,7 @@ fn line_of(text: &str, needle: &str) -> usize {
         .map_or(1, |i| i + 1)
 }
 
-fn slug(s: &str) -> String {
+pub fn slug(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {

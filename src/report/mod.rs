@@ -11,6 +11,7 @@
 //! Output is deterministic (sorted, no clock reads) so reports can be
 //! compared and snapshot-tested.
 
+pub mod compare;
 mod html;
 mod svg;
 mod text;
@@ -187,7 +188,7 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    write(&written.html, report.html())?;
+    write(&written.html, compare::with_section(report.html(), dir))?;
     Ok(written)
 }
 

@@ -1,0 +1,269 @@
+//! How a comparison (compare-v1) is shown: a terminal table, Markdown, and
+//! an HTML section with a forest plot (one row per group and metric: the
+//! change as a dot, its 95% interval as a line, zero as a dashed rule).
+//!
+//! It renders a `Comparison` it is given and reads nothing but `compare.json`
+//! beside a report; the statistics live in `stats::compare`.
+
+use super::svg::esc;
+use crate::stats::compare::{pct, Comparison, Row, METRICS};
+use std::fmt::Write;
+use std::path::Path;
+
+/// A figure in the metric's own unit, short.
+fn figure(metric: &str, v: f64) -> String {
+    match metric {
+        "throughput" => format!("{v:.0} rps"),
+        "p50" | "p90" | "p99" => {
+            if v >= 10_000.0 {
+                format!("{:.1} ms", v / 1000.0)
+            } else {
+                format!("{v:.0} µs")
+            }
+        }
+        "rss_peak" | "pss_peak" => format!("{:.1} MiB", v / 1048576.0),
+        "cpu_per_request" => format!("{v:.3} ms"),
+        "error_rate" => format!("{:.2}%", v * 100.0),
+        _ => format!("{v}"),
+    }
+}
+
+fn ci(r: &Row) -> String {
+    match (r.ci_low_pct, r.ci_high_pct) {
+        (Some(lo), Some(hi)) => format!("{} … {}", pct(lo), pct(hi)),
+        _ => "–".into(),
+    }
+}
+
+fn mark(r: &Row) -> &'static str {
+    match r.direction.as_str() {
+        "better" => "better",
+        "worse" => "WORSE",
+        _ if !r.judged => "?",
+        _ => "~",
+    }
+}
+
+fn cells(r: &Row) -> [String; 8] {
+    [
+        r.group.clone(),
+        r.metric.clone(),
+        figure(&r.metric, r.a),
+        figure(&r.metric, r.b),
+        r.change_pct.map(pct).unwrap_or_else(|| "–".into()),
+        ci(r),
+        format!("{}+{}", r.n_a, r.n_b),
+        mark(r).to_string(),
+    ]
+}
+
+const HEAD: [&str; 8] = ["group", "metric", "A", "B", "change", "95% CI", "n", ""];
+
+/// The terminal table, then one verdict line per group and the overall one.
+pub fn terminal(c: &Comparison) -> String {
+    let rows: Vec<[String; 8]> = c.rows.iter().map(cells).collect();
+    let mut width = HEAD.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, cell) in width.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut s = format!("A: {}\nB: {}\n\n", c.a.label(), c.b.label());
+    let line = |s: &mut String, cols: &[String]| {
+        for (i, (cell, w)) in cols.iter().zip(width).enumerate() {
+            let pad = w - cell.chars().count();
+            if (2..7).contains(&i) {
+                let _ = write!(s, "{}{cell}  ", " ".repeat(pad));
+            } else {
+                let _ = write!(s, "{cell}{}  ", " ".repeat(pad));
+            }
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+    };
+    line(&mut s, &HEAD.map(String::from));
+    for r in &rows {
+        line(&mut s, r);
+    }
+    s.push_str("\n~ no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too); ? too few repeats to tell\n\n");
+    for v in &c.verdicts {
+        let _ = writeln!(s, "{v}");
+    }
+    for g in &c.unpaired {
+        let _ = writeln!(s, "{g}: on one side only, not compared");
+    }
+    let _ = writeln!(s, "\nOverall: {}", c.verdict);
+    s
+}
+
+/// The same as a Markdown document.
+pub fn markdown(c: &Comparison) -> String {
+    let mut s = format!(
+        "# rackbench compare\n\nA: `{}`  \nB: `{}`\n\n| {} |\n|{}|\n",
+        c.a.label(),
+        c.b.label(),
+        HEAD.join(" | "),
+        "---|".repeat(HEAD.len())
+    );
+    for r in &c.rows {
+        let _ = writeln!(s, "| {} |", cells(r).join(" | "));
+    }
+    s.push_str("\n`~` no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too); `?` too few repeats to tell.\n\n");
+    for v in &c.verdicts {
+        let _ = writeln!(s, "- {v}");
+    }
+    let _ = writeln!(s, "\n**Overall:** {}", c.verdict);
+    s
+}
+
+/// The forest plot: one row per group and metric.
+pub fn forest_svg(rows: &[Row]) -> String {
+    let label_w = 330.0;
+    let plot_w = 420.0;
+    let row_h = 20.0;
+    let top = 24.0;
+    let h = top + row_h * rows.len() as f64 + 30.0;
+    let extent = rows
+        .iter()
+        .flat_map(|r| [r.change_pct, r.ci_low_pct, r.ci_high_pct])
+        .flatten()
+        .map(f64::abs)
+        .fold(5.0f64, f64::max)
+        .min(200.0)
+        * 1.1;
+    let x = |v: f64| label_w + (v.clamp(-extent, extent) + extent) / (2.0 * extent) * plot_w;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{h}\" role=\"img\" aria-label=\"Change of B against A per metric, with 95% intervals\" font-family=\"sans-serif\" font-size=\"12\">",
+        label_w + plot_w + 130.0
+    );
+    let _ = write!(
+        s,
+        "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#444\" stroke-dasharray=\"4 3\"/>",
+        x(0.0),
+        top - 8.0,
+        h - 26.0
+    );
+    // Ticks at a round step, two or three each side of zero.
+    let raw = extent / 1.1 / 2.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * mag);
+    let ticks: Vec<f64> = (1..=3)
+        .map(|i| i as f64 * step)
+        .filter(|&v| v <= extent)
+        .flat_map(|v| [-v, v])
+        .collect();
+    for v in ticks {
+        let _ = write!(
+            s,
+            "<line x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#ddd\"/><text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>",
+            x(v),
+            top - 8.0,
+            h - 26.0,
+            h - 10.0,
+            esc(&format!("{v:+}%"))
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">0</text><text x=\"{}\" y=\"12\" text-anchor=\"middle\">change of B against A (95% CI)</text>",
+        x(0.0),
+        h - 10.0,
+        label_w + plot_w / 2.0
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + row_h * i as f64 + row_h / 2.0;
+        let colour = match r.direction.as_str() {
+            "better" => "#2ca02c",
+            "worse" => "#d62728",
+            _ => "#777",
+        };
+        let words = METRICS
+            .iter()
+            .find(|m| m.0 == r.metric)
+            .map_or("?", |m| m.1);
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} · {}</text>",
+            label_w - 8.0,
+            y + 4.0,
+            esc(&r.group),
+            esc(words)
+        );
+        if let (Some(lo), Some(hi)) = (r.ci_low_pct, r.ci_high_pct) {
+            let _ = write!(
+                s,
+                "<line x1=\"{}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                x(lo),
+                x(hi)
+            );
+        }
+        if let Some(c) = r.change_pct {
+            let fill = if r.ci_low_pct.is_some() {
+                colour
+            } else {
+                "white"
+            };
+            let _ = write!(
+                s,
+                "<circle cx=\"{}\" cy=\"{y}\" r=\"4\" fill=\"{fill}\" stroke=\"{colour}\"><title>{}</title></circle><text x=\"{}\" y=\"{}\">{}</text>",
+                x(c),
+                esc(&r.verdict),
+                label_w + plot_w + 8.0,
+                y + 4.0,
+                esc(&format!("{} {}", pct(c), mark(r)))
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The comparison section of an HTML report.
+pub fn section(c: &Comparison) -> String {
+    let mut s = String::from("<section class=\"chart\" id=\"comparison\"><h2>Comparison</h2>");
+    let _ = write!(
+        s,
+        "<p class=\"note\">A: {} · B: {}. Each row is one metric of one group: the dot is the change of B's median against A's, the line its 95% bootstrap interval. Green is a significant improvement, red a significant regression, grey no significant difference (Mann–Whitney U, Holm-adjusted over all rows at 5%, and an interval that leaves out 0). A hollow dot has no interval (too few repeats, or a zero baseline).</p>",
+        esc(&c.a.label()),
+        esc(&c.b.label())
+    );
+    s.push_str(&forest_svg(&c.rows));
+    s.push_str("<ul>");
+    for v in &c.verdicts {
+        let _ = write!(s, "<li>{}</li>", esc(v));
+    }
+    let _ = write!(
+        s,
+        "</ul><p><b>Overall:</b> {}</p></section>",
+        esc(&c.verdict)
+    );
+    s
+}
+
+/// A self-contained page holding only the comparison section.
+pub fn page(c: &Comparison) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rackbench compare</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}.note{{color:#555}}</style></head><body><h1>rackbench compare</h1>{}</body></html>\n",
+        section(c)
+    )
+}
+
+/// Put the comparison section of `dir/compare.json` (written by
+/// `rackbench run --aa`) into a report page, before its errors section.
+pub fn with_section(html: String, dir: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(dir.join("compare.json")) else {
+        return html;
+    };
+    let Ok(c) = serde_json::from_str::<Comparison>(&text) else {
+        return html;
+    };
+    let sec = section(&c);
+    match html.find("<section id=\"errors\">") {
+        Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
+        None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
+    }
+}

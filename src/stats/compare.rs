@@ -1,0 +1,878 @@
+//! A against B: two results directories (or two selections of one), trial
+//! groups paired by app, topology and load shape, and for each pair and
+//! metric the medians, the relative change, a bootstrap 95% interval, a
+//! Holm-adjusted rank test, and a verdict in words.
+//!
+//! It reads results directories through its own small view of the JSON
+//! (only the fields it needs), so record types may move without breaking
+//! it. It must not run anything: `rackbench run --aa` runs, then calls this.
+
+use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
+use super::histogram;
+use super::significance::{holm, mann_whitney_p, smallest_p};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The level of every test and the complement of every interval.
+pub const ALPHA: f64 = 0.05;
+
+/// Metrics compared, in table order: (name in compare-v1, words, higher is better).
+pub const METRICS: &[(&str, &str, bool)] = &[
+    ("throughput", "throughput", true),
+    ("p50", "p50 latency", false),
+    ("p90", "p90 latency", false),
+    ("p99", "p99 latency", false),
+    ("rss_peak", "RSS peak", false),
+    ("pss_peak", "PSS peak", false),
+    ("cpu_per_request", "server CPU per request", false),
+    ("error_rate", "error rate", false),
+];
+
+/// One side of a comparison: a results directory, maybe narrowed to one
+/// server or variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Side {
+    pub dir: PathBuf,
+    /// `key=value` narrowing the trials (server, variant or label).
+    pub selector: Option<String>,
+}
+
+impl Side {
+    /// Parse `DIR` or `DIR:key=value`.
+    pub fn parse(arg: &str) -> Result<Side, String> {
+        if let Some((dir, sel)) = arg.rsplit_once(':') {
+            if sel.contains('=') && !Path::new(arg).exists() {
+                let (key, value) = sel.split_once('=').expect("has =");
+                if !matches!(key, "server" | "variant" | "label") || value.is_empty() {
+                    return Err(format!(
+                        "selector `{sel}` in `{arg}`: use DIR:server=NAME, DIR:variant=NAME or DIR:label=NAME"
+                    ));
+                }
+                return Ok(Side {
+                    dir: PathBuf::from(dir),
+                    selector: Some(sel.to_string()),
+                });
+            }
+        }
+        Ok(Side {
+            dir: PathBuf::from(arg),
+            selector: None,
+        })
+    }
+
+    /// How the side is shown: `DIR` or `DIR:key=value`.
+    pub fn label(&self) -> String {
+        match &self.selector {
+            Some(s) => format!("{}:{s}", self.dir.display()),
+            None => self.dir.display().to_string(),
+        }
+    }
+}
+
+/// A group's per-repeat figures, by metric name.
+type Figures = BTreeMap<&'static str, Vec<f64>>;
+
+/// One side loaded: group label → (variant, figures, latency histograms).
+struct Loaded {
+    groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)>,
+}
+
+/// Read a side's finished trials. Errors are for the user (a missing
+/// directory, a selector matching nothing, two variants in one group).
+fn load(side: &Side) -> Result<Loaded, String> {
+    let trials_dir = side.dir.join("trials");
+    if !side.dir.join("manifest.json").exists() || !trials_dir.is_dir() {
+        return Err(format!(
+            "{} is not a results directory (no manifest.json and trials/): give a directory `rackbench run` wrote",
+            side.dir.display()
+        ));
+    }
+    let (key, want) = match &side.selector {
+        Some(s) => {
+            let (k, v) = s.split_once('=').expect("parsed selector");
+            (Some(if k == "label" { "variant" } else { k }), v)
+        }
+        None => (None, ""),
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&trials_dir)
+        .map_err(|e| format!("cannot read {}: {e}", trials_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    entries.sort();
+    let mut groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)> = BTreeMap::new();
+    let mut variants_seen = Vec::new();
+    for path in entries {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let doc: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        if doc["outcome"] != "ok" {
+            continue;
+        }
+        let planned = &doc["planned"];
+        let variant = planned["variant"]
+            .as_str()
+            .or(planned["server"].as_str())
+            .unwrap_or("?")
+            .to_string();
+        if !variants_seen.contains(&variant) {
+            variants_seen.push(variant.clone());
+        }
+        if let Some(k) = key {
+            if planned[k].as_str() != Some(want) {
+                continue;
+            }
+        }
+        let group = group_label(planned);
+        let entry = groups
+            .entry(group.clone())
+            .or_insert_with(|| (variant.clone(), Figures::new(), Vec::new()));
+        if entry.0 != variant {
+            return Err(format!(
+                "{} holds group `{group}` for both `{}` and `{variant}`: pick one with {}:variant=NAME",
+                side.dir.display(),
+                entry.0,
+                side.dir.display()
+            ));
+        }
+        for (name, value) in figures(&doc["trial"]) {
+            entry.1.entry(name).or_default().push(value);
+        }
+        if let Some(h) = doc["trial"]["load"]["latency_histogram"]
+            .as_str()
+            .and_then(histogram::decode)
+        {
+            entry.2.push(h);
+        }
+    }
+    if groups.is_empty() {
+        return Err(match &side.selector {
+            Some(s) => format!(
+                "no finished trial in {} matches {s}; its variants are: {}",
+                side.dir.display(),
+                variants_seen.join(", ")
+            ),
+            None => format!("{} holds no finished trial", side.dir.display()),
+        });
+    }
+    Ok(Loaded { groups })
+}
+
+/// The pairing key shown to users: app, topology and load shape.
+fn group_label(planned: &Value) -> String {
+    let app = planned["app"].as_str().unwrap_or("?");
+    let mut topo = planned["behind"].as_str().unwrap_or("none").to_string();
+    if topo == "none" {
+        topo = "direct".into();
+    } else {
+        for k in ["nginx_workers", "nginx_keepalive", "nginx_http"] {
+            if let Some(v) = planned.get(k) {
+                topo.push_str(&format!(
+                    " {}={}",
+                    k.trim_start_matches("nginx_"),
+                    v.to_string().trim_matches('"')
+                ));
+            }
+        }
+    }
+    let shape = match &planned["shape"] {
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    format!("{app} {topo} {shape}").trim().to_string()
+}
+
+/// A trial's figures by metric (absent ones left out).
+fn figures(trial: &Value) -> Vec<(&'static str, f64)> {
+    let load = &trial["load"];
+    let sm = &trial["server_metrics"];
+    let mut out = Vec::new();
+    let mut put = |name: &'static str, v: Option<f64>| {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            out.push((name, v));
+        }
+    };
+    put("throughput", load["throughput_rps"].as_f64());
+    put("p50", load["latency_us"]["p50"].as_f64());
+    put("p90", load["latency_us"]["p90"].as_f64());
+    put("p99", load["latency_us"]["p99"].as_f64());
+    put("rss_peak", sm["rss_peak_bytes"].as_f64());
+    put("pss_peak", sm["pss_peak_bytes"].as_f64());
+    put("cpu_per_request", sm["cpu_ms_per_request"].as_f64());
+    let total = load["requests"]["total"].as_f64();
+    let errors: Option<f64> = load["errors"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_f64).sum());
+    put(
+        "error_rate",
+        match (total, errors) {
+            (Some(t), Some(e)) if t > 0.0 => Some(e / t),
+            _ => None,
+        },
+    );
+    out
+}
+
+/// One metric of one group pair.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub group: String,
+    pub metric: String,
+    /// Median of A's repeats.
+    pub a: f64,
+    /// Median of B's repeats.
+    pub b: f64,
+    /// (median B / median A − 1) × 100; null when A's median is zero.
+    pub change_pct: Option<f64>,
+    pub ci_low_pct: Option<f64>,
+    pub ci_high_pct: Option<f64>,
+    pub significant: bool,
+    pub n_a: usize,
+    pub n_b: usize,
+    pub verdict: String,
+    /// Two-sided Mann–Whitney p, before adjustment.
+    pub p_value: f64,
+    /// Holm-adjusted p over all rows of this comparison.
+    pub p_adjusted: f64,
+    /// False when the repeats are too few for this row to ever come out
+    /// significant among the comparison's rows (see `repeats_needed`).
+    #[serde(default)]
+    pub judged: bool,
+    /// Latency rows: the percentile of all runs' requests merged per side
+    /// (µs), its change, and a within-run 95% interval (requests as
+    /// independent draws; it leaves out run-to-run noise, so it never makes
+    /// a row significant). Null without stored histograms.
+    #[serde(default)]
+    pub merged_a_us: Option<f64>,
+    #[serde(default)]
+    pub merged_b_us: Option<f64>,
+    #[serde(default)]
+    pub merged_change_pct: Option<f64>,
+    #[serde(default)]
+    pub merged_ci_low_pct: Option<f64>,
+    #[serde(default)]
+    pub merged_ci_high_pct: Option<f64>,
+    /// Whether the change is an improvement ("better"), a regression
+    /// ("worse") or neither ("same"); "same" whenever not significant.
+    pub direction: String,
+}
+
+/// A whole comparison, the body of compare-v1.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    pub schema: String,
+    pub a: Side,
+    pub b: Side,
+    pub alpha: f64,
+    pub method: String,
+    pub seed: u64,
+    pub rows: Vec<Row>,
+    /// Groups found on one side only.
+    pub unpaired: Vec<String>,
+    /// One line per group pair, then the overall line.
+    pub verdicts: Vec<String>,
+    pub verdict: String,
+}
+
+/// Compare two sides. `seed` seeds the bootstrap (each row its own stream).
+pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
+    let la = load(a)?;
+    let lb = load(b)?;
+    let mut rows = Vec::new();
+    let mut unpaired = Vec::new();
+    for g in la.groups.keys().chain(lb.groups.keys()) {
+        let paired = la.groups.contains_key(g) && lb.groups.contains_key(g);
+        if !paired && !unpaired.contains(g) {
+            unpaired.push(g.clone());
+        }
+    }
+    for (group, (_, fa, ha)) in &la.groups {
+        let Some((_, fb, hb)) = lb.groups.get(group) else {
+            continue;
+        };
+        // Every run of the side must have its histogram, or the merge
+        // would weigh some runs and not others.
+        let merged = |hs: &Vec<Histogram<u64>>, f: &Figures| {
+            (hs.len() == f.get("p50").map_or(0, Vec::len))
+                .then(|| histogram::merge(hs))
+                .flatten()
+        };
+        let (mha, mhb) = (merged(ha, fa), merged(hb, fb));
+        for &(metric, _, _) in METRICS {
+            let (Some(xa), Some(xb)) = (fa.get(metric), fb.get(metric)) else {
+                continue;
+            };
+            let stream = seed.wrapping_add((rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let (ma, mb) = (median(xa), median(xb));
+            let change = (ma != 0.0).then(|| change_pct(xa, xb));
+            let ci = change.and(change_ci_pct(xa, xb, 1.0 - ALPHA, RESAMPLES, stream));
+            let q = match metric {
+                "p50" => Some(0.5),
+                "p90" => Some(0.9),
+                "p99" => Some(0.99),
+                _ => None,
+            };
+            let (mut merged_a, mut merged_b, mut merged_change) = (None, None, None);
+            if let (Some(q), Some(ha), Some(hb)) = (q, &mha, &mhb) {
+                merged_a = Some(ha.value_at_quantile(q) as f64);
+                merged_b = Some(hb.value_at_quantile(q) as f64);
+                merged_change = histogram::quantile_change(ha, hb, q, 2000, stream);
+            }
+            rows.push(Row {
+                group: group.clone(),
+                metric: metric.to_string(),
+                a: ma,
+                b: mb,
+                change_pct: change,
+                ci_low_pct: ci.map(|c| c.0),
+                ci_high_pct: ci.map(|c| c.1),
+                significant: false,
+                n_a: xa.len(),
+                n_b: xb.len(),
+                verdict: String::new(),
+                p_value: mann_whitney_p(xa, xb),
+                p_adjusted: 1.0,
+                direction: "same".into(),
+                judged: false,
+                merged_a_us: merged_a,
+                merged_b_us: merged_b,
+                merged_change_pct: merged_change.map(|c| c.0),
+                merged_ci_low_pct: merged_change.map(|c| c.1),
+                merged_ci_high_pct: merged_change.map(|c| c.2),
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(format!(
+            "{} and {} share no group (app, topology and load shape): compare runs of the same plan",
+            a.label(),
+            b.label()
+        ));
+    }
+    judge(&mut rows);
+    let verdicts = pair_verdicts(&rows);
+    let verdict = overall(&rows);
+    Ok(Comparison {
+        schema: "rackbench/compare-v1".into(),
+        a: a.clone(),
+        b: b.clone(),
+        alpha: ALPHA,
+        method: "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
+                 two-sided Mann-Whitney U, Holm-adjusted over all rows"
+            .into(),
+        seed,
+        rows,
+        unpaired,
+        verdicts,
+        verdict,
+    })
+}
+
+/// Holm-adjust, decide significance and write each row's verdict.
+/// Significant means: adjusted p under ALPHA *and* an interval that leaves
+/// out zero, so the two methods must agree before a change is claimed.
+pub fn judge(rows: &mut [Row]) {
+    let adjusted = holm(&rows.iter().map(|r| r.p_value).collect::<Vec<_>>());
+    let m = rows.len();
+    for (row, p) in rows.iter_mut().zip(adjusted) {
+        row.p_adjusted = p;
+        let excludes_zero = match (row.ci_low_pct, row.ci_high_pct) {
+            (Some(lo), Some(hi)) => lo > 0.0 || hi < 0.0,
+            // Without an interval (a zero baseline), the rank test decides.
+            _ => row.n_a >= 2 && row.n_b >= 2,
+        };
+        row.significant = p < ALPHA && excludes_zero;
+        let higher_better = METRICS
+            .iter()
+            .find(|m| m.0 == row.metric)
+            .is_some_and(|m| m.2);
+        if row.significant {
+            let up = row.b > row.a;
+            row.direction = if up == higher_better {
+                "better"
+            } else {
+                "worse"
+            }
+            .into();
+        }
+        row.judged = row.significant || resolvable(row, m);
+        row.verdict = row_verdict(row, m);
+    }
+}
+
+fn words(metric: &str) -> &'static str {
+    METRICS.iter().find(|m| m.0 == metric).map_or("?", |m| m.1)
+}
+
+fn interval(row: &Row) -> String {
+    match (row.ci_low_pct, row.ci_high_pct) {
+        (Some(lo), Some(hi)) => format!("95% CI {} to {}", pct(lo), pct(hi)),
+        _ => "no interval".to_string(),
+    }
+}
+
+/// A percentage with a sign and sensible precision.
+pub fn pct(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:+.0}%")
+    } else {
+        format!("{x:+.1}%")
+    }
+}
+
+/// Whether a row *could* come out significant among `m` Holm-adjusted
+/// rows: even the most extreme ranks give p ≥ 2/C(n_a+n_b, n_a), and Holm
+/// multiplies the smallest p by m.
+fn resolvable(row: &Row, m: usize) -> bool {
+    row.n_a >= 2 && row.n_b >= 2 && smallest_p(row.n_a, row.n_b) * (m as f64) < ALPHA
+}
+
+/// The fewest repeats per side that can show a difference among `m` rows.
+pub fn repeats_needed(m: usize) -> usize {
+    (2..200)
+        .find(|&k| smallest_p(k, k) * (m as f64) < ALPHA)
+        .unwrap_or(200)
+}
+
+fn row_verdict(row: &Row, m: usize) -> String {
+    let what = words(&row.metric);
+    if !row.significant && !resolvable(row, m) {
+        if let (Some(c), Some(lo), Some(hi)) = (
+            row.merged_change_pct,
+            row.merged_ci_low_pct,
+            row.merged_ci_high_pct,
+        ) {
+            return format!(
+                "{what}: {} in the merged histograms of {}+{} runs (within-run 95% CI {} to {}, which leaves out run-to-run noise); too few repeats to call it significant ({} comparisons need {} a side)",
+                pct(c),
+                row.n_a,
+                row.n_b,
+                pct(lo),
+                pct(hi),
+                m,
+                repeats_needed(m)
+            );
+        }
+        return format!(
+            "{what}: too few repeats to show a difference (n={}+{}; {} comparisons need {} repeats a side)",
+            row.n_a,
+            row.n_b,
+            m,
+            repeats_needed(m)
+        );
+    }
+    let change = row
+        .change_pct
+        .map(pct)
+        .unwrap_or_else(|| "from zero".into());
+    if !row.significant {
+        return format!(
+            "{what} unchanged (no significant difference: {change}, {})",
+            interval(row)
+        );
+    }
+    let size = row
+        .change_pct
+        .map(|c| format!("{:.0}%", c.abs()))
+        .unwrap_or_default();
+    let moved = if row.b > row.a { "higher" } else { "lower" };
+    if row.metric == "throughput" {
+        let word = if row.b > row.a { "faster" } else { "slower" };
+        format!("B is {size} {word} in throughput ({})", interval(row))
+    } else {
+        format!(
+            "B's {what} is {size} {moved} ({}; {})",
+            interval(row),
+            row.direction
+        )
+    }
+}
+
+/// One line per group pair: significant changes first, then what did not move.
+fn pair_verdicts(rows: &[Row]) -> Vec<String> {
+    let mut groups: Vec<&str> = Vec::new();
+    for r in rows {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let rs: Vec<&Row> = rows.iter().filter(|r| r.group == g).collect();
+            let mut parts: Vec<String> = rs
+                .iter()
+                .filter(|r| r.significant)
+                .map(|r| r.verdict.clone())
+                .collect();
+            let same: Vec<&str> = rs
+                .iter()
+                .filter(|r| !r.significant && resolvable(r, rows.len()))
+                .map(|r| words(&r.metric))
+                .collect();
+            if !same.is_empty() {
+                parts.push(format!(
+                    "{} unchanged (no significant difference)",
+                    same.join(", ")
+                ));
+            }
+            let unknown: Vec<&str> = rs
+                .iter()
+                .filter(|r| !r.significant && !resolvable(r, rows.len()))
+                .map(|r| words(&r.metric))
+                .collect();
+            if !unknown.is_empty() {
+                let (na, nb) = (rs[0].n_a, rs[0].n_b);
+                parts.push(format!(
+                    "{} cannot be judged from n={na}+{nb} repeats ({} comparisons need {} a side)",
+                    unknown.join(", "),
+                    rows.len(),
+                    repeats_needed(rows.len())
+                ));
+            }
+            format!("{g}: {}", parts.join("; "))
+        })
+        .collect()
+}
+
+fn overall(rows: &[Row]) -> String {
+    let groups = {
+        let mut g: Vec<&str> = rows.iter().map(|r| r.group.as_str()).collect();
+        g.sort();
+        g.dedup();
+        g.len()
+    };
+    // "throughput (2 of 3 groups)", or just "throughput" with one group.
+    let list = |direction: &str| -> Vec<String> {
+        METRICS
+            .iter()
+            .filter_map(|&(metric, words, _)| {
+                let n = rows
+                    .iter()
+                    .filter(|r| r.metric == metric && r.direction == direction)
+                    .count();
+                (n > 0).then(|| {
+                    if groups > 1 {
+                        format!("{words} ({n} of {groups} groups)")
+                    } else {
+                        words.to_string()
+                    }
+                })
+            })
+            .collect()
+    };
+    let (better, worse) = (list("better"), list("worse"));
+    let unjudged = rows.iter().filter(|r| !r.judged).count();
+    let rest = rows.len() - rows.iter().filter(|r| r.significant).count();
+    let tail = if unjudged > 0 {
+        format!(
+            "; {unjudged} of {} comparisons cannot be judged with these repeats ({} a side needed)",
+            rows.len(),
+            repeats_needed(rows.len())
+        )
+    } else {
+        String::new()
+    };
+    if better.is_empty() && worse.is_empty() {
+        return format!(
+            "no significant difference in any of {} comparisons (Holm-adjusted, 5% level){tail}",
+            rows.len()
+        );
+    }
+    let mut parts = Vec::new();
+    if !worse.is_empty() {
+        parts.push(format!("B is worse in {}", worse.join(", ")));
+    }
+    if !better.is_empty() {
+        let who = if worse.is_empty() {
+            "B is better in"
+        } else {
+            "better in"
+        };
+        parts.push(format!("{who} {}", better.join(", ")));
+    }
+    format!(
+        "{}; no significant difference in the other {rest} of {} comparisons{tail}",
+        parts.join(", "),
+        rows.len()
+    )
+}
+
+/// A `--fail-if` rule: `METRIC>+5%` or `METRIC<-3%`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailIf {
+    pub metric: String,
+    /// true for `>`, false for `<`.
+    pub above: bool,
+    pub threshold_pct: f64,
+}
+
+impl FailIf {
+    pub fn parse(s: &str) -> Result<FailIf, String> {
+        let bad = || {
+            format!(
+                "--fail-if `{s}`: write METRIC>+N% or METRIC<-N% (e.g. 'p99>+5%', 'throughput<-3%'); metrics: {}",
+                METRICS.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let (metric, rest, above) = if let Some((m, r)) = s.split_once('>') {
+            (m, r, true)
+        } else if let Some((m, r)) = s.split_once('<') {
+            (m, r, false)
+        } else {
+            return Err(bad());
+        };
+        let metric = metric.trim();
+        if !METRICS.iter().any(|m| m.0 == metric) {
+            return Err(bad());
+        }
+        let number = rest.trim().strip_suffix('%').ok_or_else(bad)?;
+        let threshold_pct: f64 = number.trim().parse().map_err(|_| bad())?;
+        Ok(FailIf {
+            metric: metric.to_string(),
+            above,
+            threshold_pct,
+        })
+    }
+
+    /// Rows whose *significant* change crosses this line.
+    pub fn breaches<'a>(&self, rows: &'a [Row]) -> Vec<&'a Row> {
+        rows.iter()
+            .filter(|r| r.metric == self.metric && r.significant)
+            .filter(|r| match r.change_pct {
+                Some(c) if self.above => c > self.threshold_pct,
+                Some(c) => c < self.threshold_pct,
+                // A significant rise from zero crosses any "more than" line.
+                None => self.above && r.b > r.a,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(metric: &str, xa: &[f64], xb: &[f64]) -> Row {
+        let ci = change_ci_pct(xa, xb, 0.95, 2000, 1);
+        Row {
+            group: "hello direct connections=2".into(),
+            metric: metric.into(),
+            a: median(xa),
+            b: median(xb),
+            change_pct: Some(change_pct(xa, xb)),
+            ci_low_pct: ci.map(|c| c.0),
+            ci_high_pct: ci.map(|c| c.1),
+            significant: false,
+            n_a: xa.len(),
+            n_b: xb.len(),
+            verdict: String::new(),
+            p_value: mann_whitney_p(xa, xb),
+            p_adjusted: 1.0,
+            direction: "same".into(),
+            judged: false,
+            merged_a_us: None,
+            merged_b_us: None,
+            merged_change_pct: None,
+            merged_ci_low_pct: None,
+            merged_ci_high_pct: None,
+        }
+    }
+
+    #[test]
+    fn verdicts_read_like_seed_002() {
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.12).collect();
+        let p99a = [900.0, 950.0, 920.0, 980.0, 910.0, 940.0];
+        let p99b = [930.0, 905.0, 960.0, 915.0, 945.0, 925.0];
+        let mut rows = vec![row("throughput", &a, &b), row("p99", &p99a, &p99b)];
+        judge(&mut rows);
+        assert!(
+            rows[0].significant && rows[0].direction == "better",
+            "{rows:?}"
+        );
+        assert!(
+            rows[0]
+                .verdict
+                .starts_with("B is 12% faster in throughput (95% CI"),
+            "{}",
+            rows[0].verdict
+        );
+        assert!(!rows[1].significant && rows[1].judged);
+        assert!(
+            rows[1]
+                .verdict
+                .starts_with("p99 latency unchanged (no significant difference"),
+            "{}",
+            rows[1].verdict
+        );
+        let pair = pair_verdicts(&rows);
+        assert!(pair[0].contains("p99 latency unchanged"), "{pair:?}");
+        assert_eq!(
+            overall(&rows),
+            "B is better in throughput; no significant difference in the other 1 of 2 comparisons"
+        );
+    }
+
+    #[test]
+    fn few_repeats_are_never_significant_and_say_so() {
+        let mut rows = vec![row(
+            "throughput",
+            &[100.0, 101.0, 99.0],
+            &[200.0, 201.0, 199.0],
+        )];
+        judge(&mut rows);
+        assert!(!rows[0].significant && !rows[0].judged);
+        assert!(
+            rows[0].verdict.contains("too few repeats"),
+            "{}",
+            rows[0].verdict
+        );
+        let mut one = vec![row("p50", &[100.0], &[200.0])];
+        judge(&mut one);
+        assert!(!one[0].significant && one[0].verdict.contains("too few repeats"));
+        // Five a side can show a difference in one metric (2/252 < 5%),
+        // not among eight Holm-adjusted ones (8 · 2/252 > 5%): say so.
+        assert_eq!(repeats_needed(1), 4);
+        assert_eq!(repeats_needed(8), 6);
+        let five_a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let five_b = [200.0, 201.0, 199.0, 200.5, 199.5];
+        let mut eight: Vec<Row> = (0..8).map(|_| row("p50", &five_a, &five_b)).collect();
+        judge(&mut eight);
+        assert!(
+            eight
+                .iter()
+                .all(|r| !r.significant && r.verdict.contains("need 6 repeats")),
+            "{:?}",
+            eight[0].verdict
+        );
+    }
+
+    #[test]
+    fn fail_if_parses_and_only_fires_on_significant_crossings() {
+        let f = FailIf::parse("p99>+5%").unwrap();
+        assert_eq!(
+            f,
+            FailIf {
+                metric: "p99".into(),
+                above: true,
+                threshold_pct: 5.0
+            }
+        );
+        let g = FailIf::parse("throughput<-3%").unwrap();
+        assert!(!g.above && g.threshold_pct == -3.0);
+        for bad in ["p99>5", "p98>+5%", "p99=+5%", "throughput<-x%"] {
+            assert!(FailIf::parse(bad).is_err(), "{bad}");
+        }
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
+        let worse: Vec<f64> = a.iter().map(|x| x * 1.10).collect();
+        let mut rows = vec![row("p99", &a, &worse)];
+        judge(&mut rows);
+        assert_eq!(f.breaches(&rows).len(), 1);
+        assert_eq!(FailIf::parse("p99>+15%").unwrap().breaches(&rows).len(), 0);
+        // The same 10% from two runs per side is noise as far as we know: no failure.
+        let mut noisy = vec![row("p99", &a[..2], &worse[..2])];
+        judge(&mut noisy);
+        assert!(f.breaches(&noisy).is_empty());
+    }
+
+    #[test]
+    fn selectors_parse() {
+        let s = Side::parse("results/x:server=puma-w4").unwrap();
+        assert_eq!(s.dir, PathBuf::from("results/x"));
+        assert_eq!(s.selector.as_deref(), Some("server=puma-w4"));
+        assert!(Side::parse("results/x").unwrap().selector.is_none());
+        assert!(Side::parse("results/x:colour=red").is_err());
+    }
+
+    /// A results directory written by hand: two variants, `runs` repeats
+    /// each, with latency histograms whose median differs by 15%.
+    fn results_dir(name: &str, runs: u32) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rackbench-cmp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        std::fs::write(dir.join("manifest.json"), "{}").unwrap();
+        for (variant, base) in [("fast", 10_000u64), ("slow", 11_500)] {
+            for r in 1..=runs {
+                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+                for i in 0..4000u64 {
+                    h.record(base + (i * 7919 + r as u64 * 13) % (base / 5))
+                        .unwrap();
+                }
+                let doc = serde_json::json!({
+                    "outcome": "ok",
+                    "planned": {"variant": variant, "server": variant, "app": "hello",
+                                "behind": "none", "shape": {"connections": 4}},
+                    "trial": {"load": {
+                        "throughput_rps": 400.0 * 10_000.0 / base as f64 + r as f64,
+                        "latency_us": {"p50": h.value_at_quantile(0.5), "p90": h.value_at_quantile(0.9),
+                                       "p99": h.value_at_quantile(0.99)},
+                        "requests": {"total": 4000}, "errors": {"connect": 0},
+                        "latency_histogram": histogram::encode(&h).unwrap()}}
+                });
+                std::fs::write(
+                    dir.join("trials").join(format!("{variant}__rep{r}.json")),
+                    doc.to_string(),
+                )
+                .unwrap();
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn few_repeats_compare_latency_from_merged_histograms() {
+        let dir = results_dir("merged", 2);
+        let side = |v: &str| Side {
+            dir: dir.clone(),
+            selector: Some(format!("variant={v}")),
+        };
+        let c = compare(&side("fast"), &side("slow"), 1).unwrap();
+        let p50 = c.rows.iter().find(|r| r.metric == "p50").unwrap();
+        assert_eq!((p50.n_a, p50.n_b), (2, 2));
+        let (m, lo, hi) = (
+            p50.merged_change_pct.unwrap(),
+            p50.merged_ci_low_pct.unwrap(),
+            p50.merged_ci_high_pct.unwrap(),
+        );
+        assert!((m - 15.0).abs() < 1.0, "{p50:?}");
+        assert!(lo <= 15.0 && 15.0 <= hi, "{p50:?}");
+        // Two runs a side cannot show run-to-run noise: never significant.
+        assert!(!p50.significant);
+        assert!(
+            p50.verdict.contains("in the merged histograms of 2+2 runs"),
+            "{}",
+            p50.verdict
+        );
+        // Throughput has no histogram: it says how many repeats it needs.
+        let t = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
+        assert!(t.merged_change_pct.is_none() && t.verdict.contains("too few repeats"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn sides_must_pick_one_variant_per_group() {
+        let dir = results_dir("ambiguous", 1);
+        let whole = Side {
+            dir: dir.clone(),
+            selector: None,
+        };
+        let err = compare(&whole, &whole, 1).unwrap_err();
+        assert!(err.contains("variant=NAME"), "{err}");
+        let none = Side {
+            dir: dir.clone(),
+            selector: Some("server=nope".into()),
+        };
+        let err = compare(&none, &whole, 1).unwrap_err();
+        assert!(err.contains("its variants are: fast, slow"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

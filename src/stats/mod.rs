@@ -1,0 +1,14 @@
+//! Statistics for comparing runs: medians and bootstrap intervals
+//! (`bootstrap`), rank tests and multiple-comparison control
+//! (`significance`), the Universal Scalability Law fit and the knee of a
+//! sweep (`usl`), and the A-versus-B comparison of two results directories
+//! (`compare`). Methods and assumptions: docs/STATISTICS.md.
+//!
+//! Nothing here starts a server or drives load: it reads numbers (and, for
+//! `compare`, results directories) and returns numbers and words.
+
+pub mod bootstrap;
+pub mod compare;
+pub mod histogram;
+pub mod significance;
+pub mod usl;

@@ -1,0 +1,241 @@
+//! `rackbench compare` and `rackbench run --aa` end to end against the test
+//! server, whose service time is known: an A/A run must find no significant
+//! difference on any metric, and a real 15% longer service time must be
+//! found, with an interval that covers 15%. Also --fail-if's exit codes and
+//! the compare-v1 contract.
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rackbench"))
+}
+
+/// A plan with two test servers: `base` (50 ms per request) and `slow`
+/// (57.5 ms, 15% longer), 6 repeats each of a short fixed load. The service
+/// time is long so that the server's fixed overhead (a few hundred µs of
+/// wake-up and parsing, the same on both sides) dilutes the 15% by under a
+/// tenth of a point.
+fn write_plan(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let plan = dir.join("plan.toml");
+    let exe = env!("CARGO_BIN_EXE_rackbench");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"name = "service-time"
+repeats = 6
+servers = ["base", "slow"]
+apps = ["hello"]
+[server_defs.base]
+command = "{exe} serve-test --listen {{{{listen}}}} --delay 50ms"
+[server_defs.slow]
+command = "{exe} serve-test --listen {{{{listen}}}} --delay 57500us"
+[load]
+connections = [8]
+duration = "700ms"
+warmup = "150ms"
+"#
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+fn run(args: &[&str], plan: &Path, out: &Path) -> std::process::Output {
+    let o = bin()
+        .arg("run")
+        .arg(plan)
+        .arg("--out")
+        .arg(out)
+        .args(["--no-pin", "--seed", "14"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+fn row<'a>(doc: &'a Value, metric: &str) -> &'a Value {
+    doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} row in {doc}"))
+}
+
+#[test]
+fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
+    let dir = std::env::temp_dir().join(format!("rackbench-compare-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let plan = write_plan(&dir);
+    let out = dir.join("results");
+    run(&[], &plan, &out);
+    let a = format!("{}:server=base", out.display());
+    let b = format!("{}:server=slow", out.display());
+    let o = bin().args(["compare", &a, &b, "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    common::schema::assert_valid("compare-v1", &doc, "compare output");
+
+    let p50 = row(&doc, "p50");
+    assert_eq!(p50["significant"], true, "{p50}");
+    let (lo, hi) = (
+        p50["ci_low_pct"].as_f64().unwrap(),
+        p50["ci_high_pct"].as_f64().unwrap(),
+    );
+    assert!(
+        lo <= 15.0 && 15.0 <= hi,
+        "p50 interval {lo}..{hi} misses 15%: {p50}"
+    );
+    assert_eq!(p50["n_a"], 6);
+    // The trial records keep their latency histograms; merged, they agree.
+    let merged = p50["merged_change_pct"]
+        .as_f64()
+        .expect("histograms stored and merged");
+    assert!(
+        (merged - p50["change_pct"].as_f64().unwrap()).abs() < 3.0,
+        "{p50}"
+    );
+    // Closed loop with 8 connections: throughput falls by 1 − 1/1.15 = 13%,
+    // give or take the whole rounds of 50 ms that fit in 700 ms (quantised,
+    // so only the direction and rough size are asserted).
+    let tput = row(&doc, "throughput");
+    assert_eq!(tput["significant"], true, "{tput}");
+    let change = tput["change_pct"].as_f64().unwrap();
+    assert!((-20.0..=-8.0).contains(&change), "{tput}");
+    assert!(tput["ci_high_pct"].as_f64().unwrap() < 0.0, "{tput}");
+    let verdict = tput["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("B is 1") && verdict.contains("% slower in throughput (95% CI"),
+        "{tput}"
+    );
+
+    // A significant p50 rise over 5% fails the build; over 30% it does not.
+    let gate = |rule: &str| {
+        bin()
+            .args(["compare", &a, &b, "--fail-if", rule])
+            .output()
+            .unwrap()
+    };
+    let failing = gate("p50>+5%");
+    assert_eq!(
+        failing.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&failing.stderr)
+    );
+    assert!(String::from_utf8_lossy(&failing.stderr).contains("fail-if p50>5%"));
+    assert_eq!(gate("p50>+30%").status.code(), Some(0));
+    assert_eq!(gate("throughput<-5%").status.code(), Some(1));
+    let bad = gate("p50 > 5");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("METRIC>+N%"));
+
+    // Markdown and the HTML page carry the same comparison.
+    let md = bin()
+        .args(["compare", &a, &b, "--markdown"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&md.stdout).contains("| hello direct connections=8 | p50 |"));
+    let html = dir.join("cmp.html");
+    let o = bin()
+        .args(["compare", &a, &b, "--html"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains("hello direct connections=8 · p50 latency"));
+
+    // A selector that matches nothing names the variants there are.
+    let o = bin()
+        .args(["compare", &a, &format!("{}:server=nope", out.display())])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("its variants are: base, slow"));
+    // Without a selector each side holds two variants per group: refused.
+    let whole = out.display().to_string();
+    let o = bin().args(["compare", &whole, &whole]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("variant=NAME"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn aa_run_of_one_configuration_finds_no_difference() {
+    let dir = std::env::temp_dir().join(format!("rackbench-aa-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let plan = write_plan(&dir);
+    let out = dir.join("results");
+    let o = run(&["--aa", "--control", "base"], &plan, &out);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("A/A comparison"), "{stdout}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    common::schema::assert_valid("compare-v1", &doc, "compare.json");
+    let rows = doc["rows"].as_array().unwrap();
+    assert!(rows.len() >= 6, "{doc}");
+    for r in rows {
+        assert_eq!(r["significant"], false, "A/A found a difference: {r}");
+        assert_eq!(r["n_a"], 6, "{r}");
+    }
+    assert!(doc["verdict"]
+        .as_str()
+        .unwrap()
+        .starts_with("no significant difference"));
+    // Only the control ran, as two variants.
+    let trials = std::fs::read_dir(out.join("trials")).unwrap().count();
+    assert_eq!(trials, 12);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("id=\"comparison\""),
+        "the report shows the A/A comparison"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
+    let dir = std::env::temp_dir().join(format!("rackbench-aa-dry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let plan = write_plan(&dir);
+    let o = bin()
+        .arg("run")
+        .arg(&plan)
+        .args(["--aa", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    assert_eq!(
+        ids.iter()
+            .filter(|i| i.starts_with("base-aa1__hello"))
+            .count(),
+        6
+    );
+    assert_eq!(
+        ids.iter()
+            .filter(|i| i.starts_with("base-aa2__hello"))
+            .count(),
+        6
+    );
+    let o = bin()
+        .arg("run")
+        .arg(&plan)
+        .args(["--aa", "--control", "nope", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("it has: base, slow"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
