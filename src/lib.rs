@@ -16,6 +16,7 @@
 
 pub mod checks;
 pub mod cli;
+pub mod host;
 pub mod lab;
 pub mod load;
 pub mod plan;

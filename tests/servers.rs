@@ -234,10 +234,7 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
     // Seed 000: four thin on four unix sockets as one nginx upstream,
     // proxied over HTTP/1.0 with no upstream keep-alive. Every instance is
     // started, answers, is sampled, and is gone afterwards.
-    if !installed().contains(&"thin".to_string())
-        || Command::new("nginx").arg("-v").output().is_err()
-    {
-        eprintln!("skipping: needs thin and nginx");
+    if !(have(&["thin"]) && have_nginx()) {
         return;
     }
     let dir = work_dir("thin-x4");
@@ -337,10 +334,7 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
 
 #[test]
 fn an_instance_that_will_not_start_stops_the_others_and_tcp_instances_get_a_port_each() {
-    if !installed().contains(&"thin".to_string())
-        || Command::new("nginx").arg("-v").output().is_err()
-    {
-        eprintln!("skipping: needs thin and nginx");
+    if !(have(&["thin"]) && have_nginx()) {
         return;
     }
     // The third copy refuses to start: the trial fails naming it, and the
@@ -922,7 +916,7 @@ fn the_server_is_measured_over_the_load_window_and_the_trial_is_timed_truthfully
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}} --delay 10ms",
         env!("CARGO_BIN_EXE_rackbench")
     );
-    let before = rackbench::lab::trial::utc_now();
+    let before = rackbench::host::utc_now();
     let args = [
         "--server",
         "test-server",
@@ -937,7 +931,7 @@ fn the_server_is_measured_over_the_load_window_and_the_trial_is_timed_truthfully
         "--warmup-until-steady",
     ];
     let r = record(&trial(&args, &dir), "steady warm-up");
-    let after = rackbench::lab::trial::utc_now();
+    let after = rackbench::host::utc_now();
     let load = &r["load"];
     assert_eq!(
         load["config"]["warmup_until_steady"], true,

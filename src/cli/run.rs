@@ -58,7 +58,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;
     let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = crate::lab::trial::utc_now()
+        let stamp = crate::host::utc_now()
             .replace([':', '-'], "")
             .replace('T', "-")
             .trim_end_matches('Z')

@@ -13,8 +13,9 @@
 
 use super::apps::AppSpec;
 use super::environment::Environment;
-use crate::load::window::Window;
 use super::front::{self, HttpVersion, NginxConf};
+use crate::host::{free_port, rackbench_home, utc_now};
+use crate::load::window::Window;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
 use crate::sampler::{Sampler, SamplerReport, Scope};
 use crate::server::probe::Answer;
@@ -23,7 +24,7 @@ use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
 use crate::server::template::{self, Vars};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -260,44 +261,6 @@ pub struct TrialRecord {
     pub interrupted: bool,
     /// Where the server's log and rendered files are.
     pub dir: String,
-}
-
-/// Where rackbench's own files are (scripts/, ruby/): `RACKBENCH_HOME`, or
-/// the source tree the binary was built from. Templates see it as
-/// `{{rackbench_home}}`.
-pub fn rackbench_home() -> PathBuf {
-    std::env::var_os("RACKBENCH_HOME")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
-}
-
-/// Binds port 0 to learn a free port. The tiny race until the server binds
-/// it is caught by the start-up check, which names the port.
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// UTC time as RFC 3339, without a date crate.
-pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// A short directory for a trial's unix sockets and runtime files, removed
@@ -1094,13 +1057,5 @@ mod tests {
         let r = Arc::try_unwrap(sampler).ok().expect("one owner").stop();
         let at = r.window_start_ms.expect("window recorded");
         assert!((250..2000).contains(&at), "{at} ms");
-    }
-
-    #[test]
-    fn utc_now_is_rfc3339() {
-        let t = utc_now();
-        assert_eq!(t.len(), 20, "{t}");
-        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
-        assert!(t.as_str() > "2024-01-01", "{t}");
     }
 }

@@ -6,9 +6,10 @@
 //! record already written, and the caller prints how to resume.
 
 use super::{Expanded, Plan, PlannedTrial};
+use crate::host::utc_now;
 use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
-use crate::lab::trial::{run_trial, utc_now, Topology, TrialRecord, TrialSpec};
+use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
 use crate::load::caveats::Caveats;
 use crate::load::{LoadConfig, Pacing};
 use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};

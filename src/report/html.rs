@@ -2,9 +2,7 @@
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
 use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
-use super::{
-    breakpoint_front, front, front_label, load_label, num, short, Group, Report, Status, TrialRow,
-};
+use super::{breakpoint_front, front, load_label, num, short, Group, Report, Status, TrialRow};
 use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::StoredBreakpoint;

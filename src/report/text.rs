@@ -1,6 +1,6 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
-use super::{breakpoint_front, front, front_label, load_label, num, short, Report};
+use super::{breakpoint_front, front, load_label, num, short, Report};
 use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
 use crate::plan::runner::Spread;

@@ -274,7 +274,7 @@ impl Registry {
 /// Runs a server's version command and keeps the first line with a digit.
 pub fn read_version(spec: &ServerSpec) -> Option<String> {
     let cmd = spec.version_command.as_deref()?;
-    let home = crate::lab::trial::rackbench_home();
+    let home = crate::host::rackbench_home();
     let cmd = cmd.replace("{{rackbench_home}}", &home.display().to_string());
     let out = std::process::Command::new("/bin/sh")
         .arg("-c")
