@@ -25,6 +25,7 @@ pub mod require;
 pub mod sampler;
 pub mod search;
 pub mod server;
+pub mod stats;
 pub mod store;
 pub mod testserver;
 pub mod units;

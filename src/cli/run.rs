@@ -2,8 +2,9 @@
 
 use super::load::stop_on_signals;
 use super::UsageError;
-use crate::plan::runner::{estimate, render_summary, run_plan, RunOptions};
+use crate::plan::runner::{estimate, run_plan, RunOptions};
 use crate::plan::{Plan, DEFAULT_PLAN};
+use crate::report::render_summary;
 use crate::store::ResultsDir;
 use anyhow::Result;
 use clap::Args;

@@ -8,6 +8,8 @@
 
 pub mod runner;
 
+pub use crate::store::records::{PlannedTrial, Shape};
+
 use crate::lab::apps::AppSpec;
 use crate::lab::front::{self, HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
 use crate::server::spec::{Registry, ServerSpec};
@@ -220,9 +222,6 @@ fn default_keepalive_list() -> Vec<Keepalive> {
 fn default_http_list() -> Vec<HttpVersion> {
     vec![HttpVersion::default()]
 }
-fn default_keepalive() -> u32 {
-    DEFAULT_KEEPALIVE
-}
 fn direct() -> Vec<String> {
     vec!["none".into()]
 }
@@ -258,47 +257,6 @@ fn default_step() -> String {
 }
 fn default_probe() -> String {
     "500ms".into()
-}
-
-/// One load shape: closed loop at N connections or open loop at a rate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Shape {
-    pub connections: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<f64>,
-}
-
-/// One trial to run, fully resolved.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlannedTrial {
-    /// Stable name of the trial, the repeat included; the file name of its record.
-    pub id: String,
-    /// The same name without the repeat: trials that are repeats of each other share it.
-    pub group: String,
-    pub server: String,
-    /// Server label: the name plus its variant.
-    pub variant: String,
-    pub workers: Option<u32>,
-    pub threads: Option<u32>,
-    pub settings: BTreeMap<String, String>,
-    pub env: BTreeMap<String, String>,
-    pub app: String,
-    /// "none" or "nginx".
-    pub behind: String,
-    pub nginx_workers: u32,
-    /// Behind nginx: the upstream keep-alive pool (0 is off).
-    #[serde(default = "default_keepalive")]
-    pub nginx_keepalive: u32,
-    /// Behind nginx: the HTTP version to the server.
-    #[serde(default)]
-    pub nginx_http: HttpVersion,
-    /// Copies of the server behind nginx (None: one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instances: Option<u32>,
-    pub shape: Shape,
-    pub repeat: u32,
-    #[serde(skip)]
-    pub spec: Option<ServerSpec>,
 }
 
 /// The expanded plan.
@@ -743,17 +701,6 @@ impl Plan {
             .collect();
         own.extend(shapes.iter().filter(|s| s.rate.is_some()));
         own
-    }
-}
-
-impl PlannedTrial {
-    /// "direct", or the nginx front's label ("nginx×1 http/1.0 keepalive off").
-    pub fn front(&self) -> String {
-        if self.behind == "nginx" {
-            front::label(self.nginx_workers, self.nginx_keepalive, self.nginx_http)
-        } else {
-            "direct".into()
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Runs an expanded plan: one trial after another, each record written to
 //! the results directory the moment it ends; break-point searches when the
-//! plan asks; a summary with the spread across repeats at the end.
+//! plan asks; a summary with the spread across repeats at the end. The
+//! records themselves are `store::records`, the summary `store::summary`.
 //!
 //! Ctrl-C stops the current server (the trial's own cleanup), keeps every
 //! record already written, and the caller prints how to resume.
@@ -12,157 +13,16 @@ use crate::lab::environment::Environment;
 use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
 use crate::load::caveats::Caveats;
 use crate::load::{LoadConfig, Pacing};
-use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
+use crate::search::{self, SearchConfig, StepKind, StepResult};
+use crate::store::records::{
+    Manifest, Outcome, StoredBreakpoint, StoredTrial, RUN_SCHEMA, STORED_SCHEMA, SUMMARY_SCHEMA,
+};
+use crate::store::summary::{summarize, GroupSummary};
 use crate::store::{self, ResultsDir};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub const RUN_SCHEMA: &str = "rackbench/run-v1";
-pub const STORED_SCHEMA: &str = "rackbench/run-trial-v1";
-pub const SUMMARY_SCHEMA: &str = "rackbench/summary-v1";
-
-/// How a planned trial ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Ok,
-    Failed,
-    Interrupted,
-}
-
-/// One file in `trials/`: the plan's view of the trial plus its record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredTrial {
-    pub schema: String,
-    pub id: String,
-    pub group: String,
-    pub repeat: u32,
-    pub outcome: Outcome,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub planned: PlannedTrial,
-    /// The rackbench/trial-v1 record (absent when the trial failed to start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trial: Option<TrialRecord>,
-    /// The plan's checks against this trial's load (absent without any).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<crate::checks::CheckResult>,
-}
-
-impl StoredTrial {
-    /// Checks this trial did not meet.
-    pub fn checks_missed(&self) -> usize {
-        self.checks.iter().filter(|c| !c.met).count()
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Manifest {
-    pub schema: String,
-    pub layout: String,
-    pub plan: String,
-    pub follows: Option<String>,
-    pub started_at: String,
-    pub repeats: u32,
-    pub trials: Vec<PlannedTrial>,
-    pub skipped: Vec<String>,
-    pub breakpoints: Vec<String>,
-    pub environment: Environment,
-    /// The command that reproduces this run.
-    pub command: String,
-    /// Seed of the shuffle within each round of repeats (`--seed` replays
-    /// the order); absent in runs made before the shuffle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredBreakpoint {
-    pub schema: String,
-    pub group: String,
-    pub server: String,
-    pub variant: String,
-    pub app: String,
-    pub behind: String,
-    /// "connections" or "rate".
-    pub mode: String,
-    /// The break point: the highest clean level (connections or rate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<f64>,
-    pub throughput_rps: f64,
-    pub load_seconds: f64,
-    pub search: SearchConfig,
-    pub result: Breakpoint,
-    /// The trial the search ran over (server variant, front and its
-    /// knobs), for labels; absent in older records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub planned: Option<PlannedTrial>,
-}
-
-/// Figures of one group (a trial and its repeats).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GroupSummary {
-    pub group: String,
-    pub server: String,
-    pub variant: String,
-    pub app: String,
-    pub behind: String,
-    pub connections: usize,
-    pub rate: Option<f64>,
-    pub runs: usize,
-    pub failed: usize,
-    pub throughput_rps: Spread,
-    pub latency_mean_us: Spread,
-    pub latency_stdev_us: Spread,
-    pub latency_p50_us: Spread,
-    pub latency_p99_us: Spread,
-    pub latency_max_us: Spread,
-    pub rss_peak_bytes: Spread,
-    pub pss_peak_bytes: Option<Spread>,
-    pub cpu_ms_per_request: Option<Spread>,
-    pub errors: u64,
-    /// What the figures cannot be trusted for, over the good runs (the
-    /// worst run decides); every report renders its marks and notes.
-    #[serde(default)]
-    pub caveats: Caveats,
-}
-
-/// Median and range across repeats.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: usize,
-}
-
-impl Spread {
-    pub fn of(values: &[f64]) -> Option<Spread> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut v = values.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-            n,
-        })
-    }
-}
 
 /// What the runner needs besides the plan.
 pub struct RunOptions {
@@ -628,73 +488,6 @@ fn run_breakpoint(
     })
 }
 
-/// Reads every stored trial and groups repeats: median and range.
-pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
-    let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
-    let trials_dir = dir.root.join("trials");
-    if trials_dir.exists() {
-        for entry in std::fs::read_dir(&trials_dir)?.flatten() {
-            if entry.path().extension().is_some_and(|x| x == "json") {
-                if let Ok(t) = store::read_json::<StoredTrial>(&entry.path()) {
-                    groups.entry(t.group.clone()).or_default().push(t);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (group, trials) in groups {
-        let ok: Vec<&TrialRecord> = trials
-            .iter()
-            .filter(|t| t.outcome == Outcome::Ok)
-            .filter_map(|t| t.trial.as_ref())
-            .collect();
-        let p = &trials[0].planned;
-        let f = |get: &dyn Fn(&TrialRecord) -> f64| {
-            Spread::of(&ok.iter().map(|r| get(r)).collect::<Vec<_>>())
-        };
-        let zero = Spread {
-            median: 0.0,
-            min: 0.0,
-            max: 0.0,
-            n: 0,
-        };
-        out.push(GroupSummary {
-            group,
-            server: p.server.clone(),
-            variant: p.variant.clone(),
-            app: p.app.clone(),
-            behind: p.behind.clone(),
-            connections: p.shape.connections,
-            rate: p.shape.rate,
-            runs: ok.len(),
-            failed: trials
-                .iter()
-                .filter(|t| t.outcome == Outcome::Failed)
-                .count(),
-            throughput_rps: f(&|r| r.load.throughput_rps).unwrap_or(zero),
-            latency_mean_us: f(&|r| r.load.latency_us.mean).unwrap_or(zero),
-            latency_stdev_us: f(&|r| r.load.latency_us.stdev).unwrap_or(zero),
-            latency_p50_us: f(&|r| r.load.latency_us.p50 as f64).unwrap_or(zero),
-            latency_p99_us: f(&|r| r.load.latency_us.p99 as f64).unwrap_or(zero),
-            latency_max_us: f(&|r| r.load.latency_us.max as f64).unwrap_or(zero),
-            rss_peak_bytes: f(&|r| r.server_metrics.rss_peak_bytes as f64).unwrap_or(zero),
-            pss_peak_bytes: if ok.iter().all(|r| r.server_metrics.pss_peak_bytes.is_some()) {
-                f(&|r| r.server_metrics.pss_peak_bytes.unwrap_or(0) as f64)
-            } else {
-                None
-            },
-            cpu_ms_per_request: Spread::of(
-                &ok.iter()
-                    .filter_map(|r| r.server_metrics.cpu_ms_per_request)
-                    .collect::<Vec<_>>(),
-            ),
-            errors: ok.iter().map(|r| r.load.errors.total()).sum(),
-            caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
-        });
-    }
-    Ok(out)
-}
-
 /// One trial's figures for the progress output, with the same marks and
 /// notes as every report (seed 001 printed "19 req/s, p99 18.46ms,
 /// errors 347494" for a server answering 503 at once).
@@ -714,68 +507,6 @@ fn progress_line(rec: &TrialRecord) -> String {
             format!("  ({})", notes.join("; "))
         }
     )
-}
-
-/// The terminal table of a summary.
-pub fn render_summary(groups: &[GroupSummary]) -> String {
-    use crate::load::report::{fmt_bytes, fmt_us};
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}  notes",
-        "server",
-        "app",
-        "front",
-        "conns",
-        "req/s (min-max)",
-        "p50",
-        "p99",
-        "RSS peak",
-        "PSS peak",
-        "errors"
-    );
-    for g in groups {
-        let tp = g.throughput_rps;
-        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
-        let _ = writeln!(
-            s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
-            g.variant,
-            g.app,
-            if g.behind == "nginx" {
-                "nginx"
-            } else {
-                "direct"
-            },
-            g.rate
-                .map_or(g.connections.to_string(), |r| format!("{r}/s")),
-            c.mark_throughput(if g.runs > 1 {
-                format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
-            } else {
-                format!("{:.0}", tp.median)
-            }),
-            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
-            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
-            fmt_bytes(g.rss_peak_bytes.median as u64),
-            g.pss_peak_bytes
-                .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
-            g.errors,
-            if g.failed > 0 {
-                format!("  ({} failed)", g.failed)
-            } else if g.runs == 0 {
-                "  (no run)".into()
-            } else {
-                String::new()
-            },
-            if c.any() {
-                format!("  {}", c.notes().join("; "))
-            } else {
-                String::new()
-            },
-        );
-    }
-    s
 }
 
 #[cfg(test)]
@@ -890,20 +621,5 @@ mod tests {
                 instances: 4,
             }
         );
-    }
-
-    #[test]
-    fn spread_is_median_and_range() {
-        assert_eq!(
-            Spread::of(&[3.0, 1.0, 2.0]).unwrap(),
-            Spread {
-                median: 2.0,
-                min: 1.0,
-                max: 3.0,
-                n: 3
-            }
-        );
-        assert_eq!(Spread::of(&[4.0, 1.0]).unwrap().median, 2.5);
-        assert!(Spread::of(&[]).is_none());
     }
 }

@@ -5,7 +5,7 @@ use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
 use super::{breakpoint_front, front, load_label, num, short, Group, Report, Status, TrialRow};
 use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
-use crate::plan::runner::StoredBreakpoint;
+use crate::store::records::StoredBreakpoint;
 use std::fmt::Write;
 
 const GREEN: &str = "#2ca02c";

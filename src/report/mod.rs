@@ -15,12 +15,12 @@ mod html;
 mod svg;
 mod text;
 
+pub use text::render_summary;
+
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
-use crate::plan::runner::{
-    summarize, GroupSummary, Manifest, Outcome, StoredBreakpoint, StoredTrial,
-};
-use crate::plan::PlannedTrial;
+use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
+use crate::store::summary::{summarize, GroupSummary};
 use crate::store::{self, ResultsDir};
 use anyhow::{bail, Context};
 use serde::Serialize;

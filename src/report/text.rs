@@ -3,7 +3,8 @@
 use super::{breakpoint_front, front, load_label, num, short, Report};
 use crate::load::caveats::Caveats;
 use crate::load::report::{fmt_bytes, fmt_us};
-use crate::plan::runner::Spread;
+use crate::stats::spread::Spread;
+use crate::store::summary::GroupSummary;
 use std::fmt::Write;
 
 fn ms(us: f64) -> String {
@@ -557,4 +558,66 @@ impl Report {
         }
         s
     }
+}
+
+/// The terminal table of a summary (what `run` prints at its end).
+pub fn render_summary(groups: &[GroupSummary]) -> String {
+    use crate::load::report::{fmt_bytes, fmt_us};
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}  notes",
+        "server",
+        "app",
+        "front",
+        "conns",
+        "req/s (min-max)",
+        "p50",
+        "p99",
+        "RSS peak",
+        "PSS peak",
+        "errors"
+    );
+    for g in groups {
+        let tp = g.throughput_rps;
+        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
+        let _ = writeln!(
+            s,
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
+            g.variant,
+            g.app,
+            if g.behind == "nginx" {
+                "nginx"
+            } else {
+                "direct"
+            },
+            g.rate
+                .map_or(g.connections.to_string(), |r| format!("{r}/s")),
+            c.mark_throughput(if g.runs > 1 {
+                format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
+            } else {
+                format!("{:.0}", tp.median)
+            }),
+            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
+            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
+            fmt_bytes(g.rss_peak_bytes.median as u64),
+            g.pss_peak_bytes
+                .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
+            g.errors,
+            if g.failed > 0 {
+                format!("  ({} failed)", g.failed)
+            } else if g.runs == 0 {
+                "  (no run)".into()
+            } else {
+                String::new()
+            },
+            if c.any() {
+                format!("  {}", c.notes().join("; "))
+            } else {
+                String::new()
+            },
+        );
+    }
+    s
 }
