@@ -5,9 +5,9 @@ use super::load::{stop_on_signals, LoadOptions};
 use super::trial::ServerOptions;
 use super::UsageError;
 use crate::lab::trial::run_trial;
-use crate::load::{self, Pacing};
+use crate::load;
 use crate::search::settle::{self, SettleConfig};
-use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
+use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepLoad, StepResult};
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -114,7 +114,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             "give either a URL or --server (and --app), not both".into(),
         ));
     }
-    if !(args.growth > 1.0 && args.resolution > 0.0 && args.start > 0.0 && args.max >= args.start) {
+    if !search::knobs_are_sane(args.start, args.max, args.growth, args.resolution) {
         return Err(usage(
             "the search needs --start > 0, --max >= --start, --growth > 1 and --resolution > 0"
                 .into(),
@@ -133,10 +133,14 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     super::raise_fd_limit();
-    let step_len = args.load.duration.unwrap_or(Duration::from_secs(5));
+    let step_load = StepLoad {
+        rate_mode,
+        step: args.load.duration.unwrap_or(Duration::from_secs(5)),
+        probe: args.probe,
+        rate_connections: None,
+    };
     let quiet = args.json;
     let target;
-    let probe_len = args.probe;
     let mut step: Box<dyn FnMut(f64, StepKind) -> StepResult> = if let Some(url) = &args.url {
         target = url.clone();
         let base = args.load.to_config(url, args.load_threads)?;
@@ -180,23 +184,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             }
             first = false;
             let mut c = base.clone();
-            if rate_mode {
-                c.pacing = Pacing::Rate(level);
-            } else {
-                c.connections = level as usize;
-            }
-            c.duration = Some(step_len);
-            if kind == StepKind::Probe {
-                c.duration = Some(probe_len);
-                c.warmup = Duration::ZERO;
-                c.warmup_until_steady = false;
-            }
-            c.requests = None;
-            // A failing level is known at its first error, warm-up
-            // included: the step ends there, so a failure costs next to
-            // nothing. Those errors count even when their requests were
-            // sent during the warm-up.
-            c.stop_on_error = true;
+            step_load.apply(level, kind, &mut c);
             let flag = Arc::new(AtomicBool::new(false));
             c.interrupt = Arc::clone(&flag);
             let user = Arc::clone(&interrupt);
@@ -230,21 +218,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         let mut n = 0;
         Box::new(move |level, kind| {
             n += 1;
-            let mut s = spec.clone();
-            if rate_mode {
-                s.load.pacing = Pacing::Rate(level);
-            } else {
-                s.load.connections = level as usize;
-            }
-            s.load.duration = Some(step_len);
-            if kind == StepKind::Probe {
-                s.load.duration = Some(probe_len);
-                s.load.warmup = Duration::ZERO;
-                s.load.warmup_until_steady = false;
-            }
-            s.load.requests = None;
-            s.stop_on_errors = true;
-            s.dir = spec.dir.join(format!("step{n}"));
+            let s = spec.at_step(&step_load, level, kind, spec.dir.join(format!("step{n}")));
             let r = match run_trial(s) {
                 Ok(rec) => rec.as_step(level),
                 Err(e) => StepResult::failed(level, e.to_string()),

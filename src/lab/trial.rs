@@ -1017,6 +1017,25 @@ fn verify(
     Ok(answer)
 }
 
+impl TrialSpec {
+    /// This trial as step `n` of a break-point search at `level`: a fresh
+    /// server, the step's load (`StepLoad::apply`), ended at its first
+    /// error, in its own directory.
+    pub fn at_step(
+        &self,
+        step: &crate::search::StepLoad,
+        level: f64,
+        kind: crate::search::StepKind,
+        dir: PathBuf,
+    ) -> TrialSpec {
+        let mut s = self.clone();
+        step.apply(level, kind, &mut s.load);
+        s.stop_on_errors = true;
+        s.dir = dir;
+        s
+    }
+}
+
 impl TrialRecord {
     /// This trial as one step of a break-point search. A connection left
     /// unanswered, a server that died, or a load stopped at its first

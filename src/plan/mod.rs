@@ -430,9 +430,7 @@ impl Plan {
                     ),
                 ));
             }
-            let sane =
-                bp.growth > 1.0 && bp.resolution > 0.0 && bp.start > 0.0 && bp.max >= bp.start;
-            if !sane {
+            if !crate::search::knobs_are_sane(bp.start, bp.max, bp.growth, bp.resolution) {
                 return Err(at(
                     "[breakpoint]",
                     "breakpoint needs start > 0, max >= start, growth > 1 and resolution > 0"

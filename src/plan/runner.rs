@@ -13,7 +13,7 @@ use crate::lab::environment::Environment;
 use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
 use crate::load::caveats::Caveats;
 use crate::load::{LoadConfig, Pacing};
-use crate::search::{self, SearchConfig, StepKind, StepResult};
+use crate::search::{self, SearchConfig, StepLoad, StepResult};
 use crate::store::records::{
     Manifest, Outcome, StoredBreakpoint, StoredTrial, RUN_SCHEMA, STORED_SCHEMA, SUMMARY_SCHEMA,
 };
@@ -392,43 +392,20 @@ pub fn run_plan(
     })
 }
 
-/// One step of a plan's break-point search.
-struct BreakpointStep {
-    level: f64,
-    kind: StepKind,
-    rate_mode: bool,
-    step_duration: Duration,
-    probe: Duration,
-}
-
-impl BreakpointStep {
-    /// The trial that applies this step: the plan's trial at this level,
-    /// ended at its first error.
-    fn spec(
-        &self,
-        t: &PlannedTrial,
-        e: &Expanded,
-        plan: &Plan,
-        opts: &RunOptions,
-        dir: PathBuf,
-    ) -> TrialSpec {
-        let shape = if self.rate_mode {
-            (plan.load.rate_connections, Some(self.level))
-        } else {
-            (self.level as usize, None)
-        };
-        let mut spec = trial_spec(t, e, plan, opts, dir, Some(shape));
-        // A full step warms up as the plan's [load] says (trial_spec took
-        // it from there), like every other trial of the plan.
-        spec.load.duration = Some(self.step_duration);
-        if self.kind == StepKind::Probe {
-            spec.load.duration = Some(self.probe);
-            spec.load.warmup = Duration::ZERO;
-            spec.load.warmup_until_steady = false;
-        }
-        spec.stop_on_errors = true;
-        spec
-    }
+/// The trial every step of a plan's break-point search starts from
+/// (`TrialSpec::at_step` makes each step of it). A full step warms up as
+/// the plan's [load] says (trial_spec takes it from there), like every
+/// other trial of the plan; the loop is closed unless the step sets a
+/// rate, whatever shape the representative trial had.
+fn breakpoint_base(t: &PlannedTrial, e: &Expanded, plan: &Plan, opts: &RunOptions) -> TrialSpec {
+    trial_spec(
+        t,
+        e,
+        plan,
+        opts,
+        PathBuf::new(),
+        Some((t.shape.connections, None)),
+    )
 }
 
 fn run_breakpoint(
@@ -449,21 +426,20 @@ fn run_breakpoint(
         slo_p99_us: bp.slo.as_deref().and_then(|s| search::parse_slo(s).ok()),
         probe_s: crate::units::duration(&bp.probe).map_or(1.0, |d| d.as_secs_f64()),
     };
-    let step_duration = crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5));
+    let step_load = StepLoad {
+        rate_mode,
+        step: crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5)),
+        probe: Duration::from_secs_f64(cfg.probe_s),
+        rate_connections: Some(plan.load.rate_connections),
+    };
+    let base = breakpoint_base(t, e, plan, opts);
     let mut n = 0;
     let result = search::find_breakpoint(
         &cfg,
         |level, kind| {
             n += 1;
-            let step = BreakpointStep {
-                level,
-                kind,
-                rate_mode,
-                step_duration,
-                probe: Duration::from_secs_f64(cfg.probe_s),
-            };
             let dir = dir.work(&format!("{}__bp{n}", t.group));
-            match run_trial(step.spec(t, e, plan, opts, dir)) {
+            match run_trial(base.at_step(&step_load, level, kind, dir)) {
                 Ok(rec) => rec.as_step(level),
                 Err(err) => StepResult::failed(level, err.to_string()),
             }
@@ -512,6 +488,7 @@ fn progress_line(rec: &TrialRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::StepKind;
 
     #[test]
     fn shuffling_keeps_rounds_apart_and_a_seed_replays_its_order() {
@@ -574,19 +551,19 @@ mod tests {
             command: String::new(),
             seed: 0,
         };
-        let step = |kind| BreakpointStep {
-            level: 40.0,
-            kind,
+        let step = StepLoad {
             rate_mode: false,
-            step_duration: Duration::from_secs(5),
+            step: Duration::from_secs(5),
             probe: Duration::from_millis(500),
+            rate_connections: Some(plan.load.rate_connections),
         };
-        let full = step(StepKind::Full).spec(&t, &e, &plan, &opts, "d".into());
+        let base = breakpoint_base(&t, &e, &plan, &opts);
+        let full = base.at_step(&step, 40.0, StepKind::Full, "d".into());
         assert_eq!(full.load.warmup, Duration::from_secs(3));
         assert_eq!(full.load.duration, Some(Duration::from_secs(5)));
         assert_eq!(full.load.connections, 40);
         assert!(full.stop_on_errors);
-        let probe = step(StepKind::Probe).spec(&t, &e, &plan, &opts, "d".into());
+        let probe = base.at_step(&step, 40.0, StepKind::Probe, "d".into());
         assert_eq!(probe.load.warmup, Duration::ZERO);
         assert_eq!(probe.load.duration, Some(Duration::from_millis(500)));
     }
