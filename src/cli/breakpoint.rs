@@ -96,7 +96,7 @@ fn print_step(r: &StepResult, kind: StepKind) {
             "  full"
         },
         r.throughput_rps,
-        crate::load::report::fmt_us(r.p99_us as f64),
+        crate::units::fmt_us(r.p99_us as f64),
         r.errors,
         r.cause().map_or(String::new(), |c| format!(" ({c})")),
         if r.settle_s >= 0.05 {

@@ -468,7 +468,7 @@ fn run_breakpoint(
 /// notes as every report (seed 001 printed "19 req/s, p99 18.46ms,
 /// errors 347494" for a server answering 503 at once).
 fn progress_line(rec: &TrialRecord) -> String {
-    use crate::load::report::{fmt_bytes, fmt_us};
+    use crate::units::{fmt_bytes, fmt_us};
     let c = Caveats::of(&rec.load);
     let notes = c.notes();
     format!(

@@ -1,11 +1,12 @@
 //! The self-contained HTML report: inline CSS, inline SVG charts, a few
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
-use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
-use super::{breakpoint_front, front, load_label, num, short, Group, Report, Status, TrialRow};
+use super::svg::{esc, Axis, Plot, PALETTE, RED};
+use super::{breakpoint_front, front, load_label, short, Group, Report, Status, TrialRow};
 use crate::load::caveats::Caveats;
-use crate::load::report::{fmt_bytes, fmt_us};
 use crate::store::records::StoredBreakpoint;
+use crate::units::{fmt_bytes, fmt_us};
+use crate::units::{fmt_count, fmt_us_short, mib, num};
 use std::fmt::Write;
 
 const GREEN: &str = "#2ca02c";
@@ -49,10 +50,6 @@ function setAll(sel, open) {
 fn color(variants: &[String], v: &str) -> &'static str {
     let i = variants.iter().position(|x| x == v).unwrap_or(0);
     PALETTE[i % PALETTE.len()]
-}
-
-fn mib(b: f64) -> f64 {
-    b / (1024.0 * 1024.0)
 }
 
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
