@@ -10,7 +10,7 @@ use super::{Expanded, Plan, PlannedTrial};
 use crate::host::utc_now;
 use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
-use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
+use crate::lab::trial::{run_trial, TrialRecord, TrialSpec};
 use crate::load::caveats::Caveats;
 use crate::load::{LoadConfig, Pacing};
 use crate::search::{self, SearchConfig, StepLoad, StepResult};
@@ -115,17 +115,7 @@ fn trial_spec(
         threads: t.threads,
         settings: t.settings.clone(),
         env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        topology: if t.behind == "nginx" {
-            Topology::Nginx {
-                workers: t.nginx_workers.max(1),
-                unix_socket: true,
-                keepalive: t.nginx_keepalive,
-                http_version: t.nginx_http,
-                instances: t.instances.unwrap_or(1),
-            }
-        } else {
-            Topology::Direct
-        },
+        topology: t.topology(),
         load,
         server_cpus: opts.server_cpus.clone(),
         start_timeout: None,
@@ -488,6 +478,7 @@ fn progress_line(rec: &TrialRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::trial::Topology;
     use crate::search::StepKind;
 
     #[test]

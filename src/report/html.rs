@@ -3,6 +3,7 @@
 
 use super::svg::{esc, Axis, Plot, PALETTE, RED};
 use super::{breakpoint_front, front, load_label, short, Group, Report, Status, TrialRow};
+use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
 use crate::store::records::StoredBreakpoint;
 use crate::units::{fmt_bytes, fmt_us};
@@ -251,6 +252,10 @@ impl Report {
         s.push_str("<section class=\"chart\" id=\"throughput\"><h2>Throughput against concurrency</h2><p class=\"note\">One line per server through the median of the repeats; whiskers span min–max. A dashed vertical line marks a server's break point (highest load with no errors). A red × marks a load level with no good run.</p>");
         let mut drawn = 0;
         for ((app, fr), groups) in self.sections() {
+            // Every group of a section has the same front.
+            let behind_nginx = groups
+                .first()
+                .is_some_and(|g| g.planned.topology() != Topology::Direct);
             for rate_mode in [false, true] {
                 let gs: Vec<&&Group> = groups
                     .iter()
@@ -270,7 +275,7 @@ impl Report {
                     .iter()
                     .filter(|b| {
                         b.app == app
-                            && (b.behind == "nginx") == fr.starts_with("nginx")
+                            && (b.behind == "nginx") == behind_nginx
                             && (b.mode == "rate") == rate_mode
                     })
                     .collect();

@@ -7,8 +7,8 @@
 //! `report` reads them, and neither has to reach into the other.
 
 use crate::lab::environment::Environment;
-use crate::lab::front::{self, HttpVersion, DEFAULT_KEEPALIVE};
-use crate::lab::trial::TrialRecord;
+use crate::lab::front::{HttpVersion, DEFAULT_KEEPALIVE};
+use crate::lab::trial::{Topology, TrialRecord};
 use crate::search::{Breakpoint, SearchConfig};
 use crate::server::spec::ServerSpec;
 use serde::{Deserialize, Serialize};
@@ -140,13 +140,27 @@ pub struct PlannedTrial {
 }
 
 impl PlannedTrial {
-    /// "direct", or the nginx front's label ("nginx×1 http/1.0 keepalive off").
-    pub fn front(&self) -> String {
+    /// The lab's topology for this trial: the one place the plan's
+    /// `behind` and nginx knobs become a `Topology` (the runner starts it,
+    /// every report labels it).
+    pub fn topology(&self) -> Topology {
         if self.behind == "nginx" {
-            front::label(self.nginx_workers, self.nginx_keepalive, self.nginx_http)
+            Topology::Nginx {
+                workers: self.nginx_workers.max(1),
+                unix_socket: true,
+                keepalive: self.nginx_keepalive,
+                http_version: self.nginx_http,
+                instances: self.instances.unwrap_or(1),
+            }
         } else {
-            "direct".into()
+            Topology::Direct
         }
+    }
+
+    /// "direct", or the nginx front's label ("nginx×1 http/1.0 keepalive
+    /// off"): `Topology::label`, the one label function.
+    pub fn front(&self) -> String {
+        self.topology().label()
     }
 }
 
