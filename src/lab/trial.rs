@@ -19,7 +19,7 @@ use crate::load::window::Window;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
 use crate::sampler::{Sampler, SamplerReport, Scope};
 use crate::server::probe::Answer;
-use crate::server::spec::{read_version, ServerSpec};
+use crate::server::spec::{read_version, Missing, ServerSpec};
 use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
 use crate::server::template::{self, Vars};
 use serde::{Deserialize, Serialize};
@@ -330,28 +330,31 @@ fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
         what,
         fix,
     };
-    if let Some(workers) = spec.workers.filter(|&w| w > 1 && !s.processes) {
-        return Err(unsupported(
-            format!("{workers} worker processes"),
-            "it runs one process; drop --workers".into(),
-        ));
-    }
-    if let Some(threads) = spec.threads.filter(|&t| t > 1 && !s.threads) {
-        return Err(unsupported(
-            format!("{threads} threads"),
-            "it runs one request at a time per process; use --workers instead".into(),
-        ));
-    }
-    if let Some(key) = spec.settings.keys().find(|k| !s.settings.contains_key(*k)) {
-        let known: Vec<&str> = s.settings.keys().map(String::as_str).collect();
-        return Err(unsupported(
-            format!("--set {key}"),
-            if known.is_empty() {
-                "it has no settings".into()
-            } else {
-                format!("its settings are {}", known.join(", "))
-            },
-        ));
+    let missing = s.missing(spec.workers, spec.threads, spec.settings.keys());
+    match missing {
+        None => {}
+        Some(Missing::Processes(w)) => {
+            return Err(unsupported(
+                format!("{w} worker processes"),
+                "it runs one process; drop --workers".into(),
+            ))
+        }
+        Some(Missing::Threads(t)) => {
+            return Err(unsupported(
+                format!("{t} threads"),
+                "it runs one request at a time per process; use --workers instead".into(),
+            ))
+        }
+        Some(Missing::Setting(key)) => {
+            return Err(unsupported(
+                format!("--set {key}"),
+                if s.settings.is_empty() {
+                    "it has no settings".into()
+                } else {
+                    format!("its settings are {}", s.setting_names())
+                },
+            ))
+        }
     }
     check_front(&spec.topology, s)
 }

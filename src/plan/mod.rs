@@ -12,7 +12,7 @@ pub use crate::store::records::{PlannedTrial, Shape};
 
 use crate::lab::apps::AppSpec;
 use crate::lab::front::{self, HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
-use crate::server::spec::{Registry, ServerSpec};
+use crate::server::spec::{Missing, Registry, ServerSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -506,17 +506,15 @@ impl Plan {
                 ));
                 continue;
             }
-            for key in e.settings.keys() {
-                if !spec.settings.contains_key(key) {
-                    return Err(at(
-                        key,
-                        format!(
-                            "server {} has no setting '{key}'; its settings: {}",
-                            e.name,
-                            spec.settings.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                    ));
-                }
+            if let Some(Missing::Setting(key)) = spec.missing(None, None, e.settings.keys()) {
+                return Err(at(
+                    &key,
+                    format!(
+                        "server {} has no setting '{key}'; its settings: {}",
+                        e.name,
+                        spec.setting_names()
+                    ),
+                ));
             }
             let workers: Vec<Option<u32>> = if e.workers.is_empty() {
                 vec![None]
@@ -535,21 +533,20 @@ impl Plan {
             };
             for &w in &workers {
                 for &t in &threads {
-                    if w.is_some_and(|w| w > 1) && !spec.processes {
-                        skipped.push(format!(
-                            "{} with {} workers: it runs one process",
-                            e.name,
-                            w.unwrap_or(0)
-                        ));
-                        continue;
-                    }
-                    if t.is_some_and(|t| t > 1) && !spec.threads {
-                        skipped.push(format!(
-                            "{} with {} threads: it has no thread pool",
-                            e.name,
-                            t.unwrap_or(0)
-                        ));
-                        continue;
+                    match spec.missing(w, t, []) {
+                        Some(Missing::Processes(w)) => {
+                            skipped
+                                .push(format!("{} with {w} workers: it runs one process", e.name));
+                            continue;
+                        }
+                        Some(Missing::Threads(t)) => {
+                            skipped.push(format!(
+                                "{} with {t} threads: it has no thread pool",
+                                e.name
+                            ));
+                            continue;
+                        }
+                        _ => {}
                     }
                     for &n in &instances {
                         let mut variant = e.label.clone().unwrap_or_else(|| e.name.clone());
