@@ -10,8 +10,7 @@ use super::{Expanded, Plan, PlannedTrial};
 use crate::host::utc_now;
 use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
-use crate::lab::trial::{run_trial, TrialRecord, TrialSpec};
-use crate::load::caveats::Caveats;
+use crate::lab::trial::{run_trial, TrialSpec};
 use crate::load::{LoadConfig, Pacing};
 use crate::search::{self, SearchConfig, StepLoad, StepResult};
 use crate::store::records::{
@@ -31,12 +30,34 @@ pub struct RunOptions {
     pub interrupt: Arc<AtomicBool>,
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
-    /// Print progress lines on stderr.
-    pub progress: bool,
+    /// Told of each trial and search as it starts and ends (the CLI prints
+    /// it); the runner itself never prints.
+    pub progress: Option<fn(&Progress)>,
     /// The command line to print for resuming.
     pub command: String,
     /// Seed of the shuffle within each round of repeats.
     pub seed: u64,
+}
+
+/// What the runner is doing, for whoever shows progress.
+pub enum Progress<'a> {
+    /// Trial `n` (from 1) of `total` starts; `eta` is zero until one ended.
+    Trial {
+        n: usize,
+        total: usize,
+        trial: &'a PlannedTrial,
+        eta: Duration,
+    },
+    /// A trial ended and its record is about to be written.
+    TrialDone(&'a StoredTrial),
+    /// A break-point search, item `n` of `total`, starts.
+    Breakpoint {
+        n: usize,
+        total: usize,
+        trial: &'a PlannedTrial,
+    },
+    /// A break-point search ended.
+    BreakpointDone(&'a StoredBreakpoint),
 }
 
 pub struct RunResult {
@@ -230,31 +251,18 @@ pub fn run_plan(
             checks_missed += usize::from(old.checks_missed() > 0);
             continue;
         }
-        if opts.progress {
+        if let Some(show) = opts.progress {
             let eta = if done > 0 {
                 started.elapsed() / done as u32 * (total - n) as u32
             } else {
                 Duration::ZERO
             };
-            eprintln!(
-                "[{}/{}] {} · {} · {} · {} (repeat {}){}",
-                n + 1,
+            show(&Progress::Trial {
+                n: n + 1,
                 total,
-                t.variant,
-                t.app,
-                t.front(),
-                t.shape
-                    .rate
-                    .map_or(format!("{} connections", t.shape.connections), |r| format!(
-                        "{r} req/s"
-                    )),
-                t.repeat,
-                if eta.is_zero() {
-                    String::new()
-                } else {
-                    format!(" · about {}s left", eta.as_secs())
-                },
-            );
+                trial: t,
+                eta,
+            });
         }
         let spec = trial_spec(t, e, plan, opts, dir.work(&t.id), None);
         let stored = match run_trial(spec) {
@@ -266,9 +274,6 @@ pub fn run_plan(
                 } else {
                     Outcome::Ok
                 };
-                if opts.progress {
-                    eprintln!("        {}", progress_line(&rec));
-                }
                 StoredTrial {
                     schema: STORED_SCHEMA.into(),
                     id: t.id.clone(),
@@ -283,12 +288,6 @@ pub fn run_plan(
             }
             Err(err) => {
                 let interrupted = opts.interrupt.load(Ordering::Relaxed);
-                if opts.progress {
-                    eprintln!(
-                        "        {}: {err}",
-                        if interrupted { "interrupted" } else { "failed" }
-                    );
-                }
                 StoredTrial {
                     schema: STORED_SCHEMA.into(),
                     id: t.id.clone(),
@@ -306,10 +305,8 @@ pub fn run_plan(
                 }
             }
         };
-        if opts.progress {
-            for c in stored.checks.iter().filter(|c| !c.met) {
-                eprintln!("        {c}");
-            }
+        if let Some(show) = opts.progress {
+            show(&Progress::TrialDone(&stored));
         }
         checks_missed += usize::from(stored.checks_missed() > 0);
         // Written now, whole or not at all: a later crash cannot lose it.
@@ -333,33 +330,16 @@ pub fn run_plan(
                 existing += 1;
                 continue;
             }
-            if opts.progress {
-                eprintln!(
-                    "[{}/{}] break point of {} · {} · {}",
-                    trials.len() + i + 1,
+            if let Some(show) = opts.progress {
+                show(&Progress::Breakpoint {
+                    n: trials.len() + i + 1,
                     total,
-                    t.variant,
-                    t.app,
-                    t.front()
-                );
+                    trial: t,
+                });
             }
             let record = run_breakpoint(t, e, plan, bp, opts, &dir)?;
-            if opts.progress {
-                eprintln!(
-                    "        {} {} at {:.0} req/s ({:.0} load-seconds, {} steps)",
-                    record.mode,
-                    record
-                        .result
-                        .level
-                        .map_or("none".into(), |l| format!("{l:.0}")),
-                    record.throughput_rps,
-                    record.load_seconds,
-                    record.result.steps.len()
-                );
-                if let (Some(at), Some(why)) = (record.result.failed_at, record.result.why_failed())
-                {
-                    eprintln!("        first failing level {at:.0}: {why}");
-                }
+            if let Some(show) = opts.progress {
+                show(&Progress::BreakpointDone(&record));
             }
             if !opts.interrupt.load(Ordering::Relaxed) {
                 store::write_json(&path, &record)?;
@@ -454,27 +434,6 @@ fn run_breakpoint(
     })
 }
 
-/// One trial's figures for the progress output, with the same marks and
-/// notes as every report (seed 001 printed "19 req/s, p99 18.46ms,
-/// errors 347494" for a server answering 503 at once).
-fn progress_line(rec: &TrialRecord) -> String {
-    use crate::units::{fmt_bytes, fmt_us};
-    let c = Caveats::of(&rec.load);
-    let notes = c.notes();
-    format!(
-        "{} req/s, p99 {}, errors {}, RSS peak {}{}",
-        c.mark_throughput(format!("{:.0}", rec.load.throughput_rps)),
-        c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64)),
-        rec.load.errors.total(),
-        fmt_bytes(rec.server_metrics.rss_peak_bytes),
-        if notes.is_empty() {
-            String::new()
-        } else {
-            format!("  ({})", notes.join("; "))
-        }
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,7 +497,7 @@ mod tests {
             interrupt: Arc::new(AtomicBool::new(false)),
             server_cpus: Vec::new(),
             load_cpus: Vec::new(),
-            progress: false,
+            progress: None,
             command: String::new(),
             seed: 0,
         };
@@ -574,7 +533,7 @@ mod tests {
             interrupt: Arc::new(AtomicBool::new(false)),
             server_cpus: Vec::new(),
             load_cpus: Vec::new(),
-            progress: false,
+            progress: None,
             command: String::new(),
             seed: 0,
         };
