@@ -139,95 +139,9 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         probe: args.probe,
         rate_connections: None,
     };
-    let quiet = args.json;
-    let target;
-    let mut step: Box<dyn FnMut(f64, StepKind) -> StepResult> = if let Some(url) = &args.url {
-        target = url.clone();
-        let base = args.load.to_config(url, args.load_threads)?;
-        let interrupt = Arc::clone(&interrupt);
-        let parsed = load::Url::parse(url)?;
-        let server = settle::Target::new(
-            base.endpoint.clone(),
-            parsed.host.clone(),
-            parsed.path.clone(),
-            base.expect_status.clone(),
-        );
-        let settle_cfg = SettleConfig {
-            ceiling: args.settle_max,
-            ..SettleConfig::default()
-        };
-        // What "as fast as a clean step" means before any step was clean:
-        // one request to the idle server.
-        // If even that fails, a failing probe says nothing about draining:
-        // only the connections are waited for.
-        let idle = server.probe(base.timeout);
-        let probe_tells = idle.is_ok();
-        let mut reference = idle.unwrap_or(Duration::ZERO);
-        let mut first = true;
-        let slo = args.slo;
-        Box::new(move |level, kind| {
-            let mut settle_s = 0.0;
-            if !first && !settle_cfg.ceiling.is_zero() {
-                let user = Arc::clone(&interrupt);
-                let settled = settle::wait_until(
-                    &settle_cfg,
-                    || server.look(probe_tells.then_some(reference), &settle_cfg),
-                    || user.load(Ordering::Relaxed),
-                );
-                settle_s = settled.waited.as_secs_f64();
-                if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
-                    eprintln!(
-                        "  (the server had not drained after {:.1}s: {why}; stepping on)",
-                        settle_s
-                    );
-                }
-            }
-            first = false;
-            let mut c = base.clone();
-            step_load.apply(level, kind, &mut c);
-            let flag = Arc::new(AtomicBool::new(false));
-            c.interrupt = Arc::clone(&flag);
-            let user = Arc::clone(&interrupt);
-            let report = load::run(c, |_| {
-                if user.load(Ordering::Relaxed) {
-                    flag.store(true, Ordering::Relaxed);
-                }
-            });
-            let mut r = match report {
-                Ok(report) => {
-                    let r = StepResult::from_load(level, &report);
-                    let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
-                    if r.errors == 0 && within_slo && report.latency_us.count > 0 {
-                        reference = Duration::from_micros(report.latency_us.p50);
-                    }
-                    r
-                }
-                Err(e) => StepResult::failed(level, e.to_string()),
-            };
-            r.settle_s = settle_s;
-            if !quiet {
-                print_step(&r, kind);
-            }
-            r
-        })
-    } else {
-        let spec = args
-            .server
-            .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
-        target = format!("{} with {}", spec.server.name, spec.app.name);
-        let mut n = 0;
-        Box::new(move |level, kind| {
-            n += 1;
-            let s = spec.at_step(&step_load, level, kind, spec.dir.join(format!("step{n}")));
-            let r = match run_trial(s) {
-                Ok(rec) => rec.as_step(level),
-                Err(e) => StepResult::failed(level, e.to_string()),
-            };
-            if !quiet {
-                print_step(&r, kind);
-            }
-            r
-        })
+    let (target, mut step) = match &args.url {
+        Some(url) => (url.clone(), url_steps(&args, url, step_load, &interrupt)?),
+        None => lab_steps(&args, step_load, &interrupt)?,
     };
     let stop = || interrupt.load(Ordering::Relaxed);
     let result: Breakpoint = match args.linear {
@@ -270,7 +184,129 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         search: &cfg,
         steps: &result.steps,
     };
-    if args.json {
+    print_result(&out, &result, args.json, interrupt.load(Ordering::Relaxed))?;
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One step of a search: the level and kind in, its result out.
+type Steps = Box<dyn FnMut(f64, StepKind) -> StepResult>;
+
+/// A search step on a running server's URL: settle (wait for the server to
+/// drain the last step), then one load run at the level.
+fn url_steps(
+    args: &BreakpointArgs,
+    url: &str,
+    step_load: StepLoad,
+    interrupt: &Arc<AtomicBool>,
+) -> Result<Steps> {
+    let quiet = args.json;
+    let base = args.load.to_config(url, args.load_threads)?;
+    let interrupt = Arc::clone(interrupt);
+    let parsed = load::Url::parse(url)?;
+    let server = settle::Target::new(
+        base.endpoint.clone(),
+        parsed.host.clone(),
+        parsed.path.clone(),
+        base.expect_status.clone(),
+    );
+    let settle_cfg = SettleConfig {
+        ceiling: args.settle_max,
+        ..SettleConfig::default()
+    };
+    // What "as fast as a clean step" means before any step was clean:
+    // one request to the idle server.
+    // If even that fails, a failing probe says nothing about draining:
+    // only the connections are waited for.
+    let idle = server.probe(base.timeout);
+    let probe_tells = idle.is_ok();
+    let mut reference = idle.unwrap_or(Duration::ZERO);
+    let mut first = true;
+    let slo = args.slo;
+    Ok(Box::new(move |level, kind| {
+        let mut settle_s = 0.0;
+        if !first && !settle_cfg.ceiling.is_zero() {
+            let user = Arc::clone(&interrupt);
+            let settled = settle::wait_until(
+                &settle_cfg,
+                || server.look(probe_tells.then_some(reference), &settle_cfg),
+                || user.load(Ordering::Relaxed),
+            );
+            settle_s = settled.waited.as_secs_f64();
+            if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
+                eprintln!(
+                    "  (the server had not drained after {:.1}s: {why}; stepping on)",
+                    settle_s
+                );
+            }
+        }
+        first = false;
+        let mut c = base.clone();
+        step_load.apply(level, kind, &mut c);
+        let flag = Arc::new(AtomicBool::new(false));
+        c.interrupt = Arc::clone(&flag);
+        let user = Arc::clone(&interrupt);
+        let report = load::run(c, |_| {
+            if user.load(Ordering::Relaxed) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+        let mut r = match report {
+            Ok(report) => {
+                let r = StepResult::from_load(level, &report);
+                let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
+                if r.errors == 0 && within_slo && report.latency_us.count > 0 {
+                    reference = Duration::from_micros(report.latency_us.p50);
+                }
+                r
+            }
+            Err(e) => StepResult::failed(level, e.to_string()),
+        };
+        r.settle_s = settle_s;
+        if !quiet {
+            print_step(&r, kind);
+        }
+        r
+    }))
+}
+
+/// A search step in the lab: a fresh server per step (`TrialSpec::at_step`).
+fn lab_steps(
+    args: &BreakpointArgs,
+    step_load: StepLoad,
+    interrupt: &Arc<AtomicBool>,
+) -> Result<(String, Steps)> {
+    let quiet = args.json;
+    let spec = args
+        .server
+        .to_spec(&args.load, args.load_threads, Arc::clone(interrupt))?;
+    let target = format!("{} with {}", spec.server.name, spec.app.name);
+    let mut n = 0;
+    Ok((
+        target,
+        Box::new(move |level, kind| {
+            n += 1;
+            let s = spec.at_step(&step_load, level, kind, spec.dir.join(format!("step{n}")));
+            let r = match run_trial(s) {
+                Ok(rec) => rec.as_step(level),
+                Err(e) => StepResult::failed(level, e.to_string()),
+            };
+            if !quiet {
+                print_step(&r, kind);
+            }
+            r
+        }),
+    ))
+}
+
+/// The search's result on stdout: the JSON document, or one line (two
+/// when the first failing level says why).
+fn print_result(out: &Output, result: &Breakpoint, json: bool, interrupted: bool) -> Result<()> {
+    let rate_mode = out.mode == "rate";
+    if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         match result.level {
@@ -304,7 +340,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                     _ => String::new(),
                 }
             ),
-            None if interrupt.load(Ordering::Relaxed) => {
+            None if interrupted => {
                 println!("interrupted before any level held")
             }
             None => println!(
@@ -322,9 +358,5 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             ),
         }
     }
-    Ok(if interrupt.load(Ordering::Relaxed) {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(())
 }
