@@ -5,7 +5,8 @@
 //! plan's `checks`, so a threshold means the same everywhere. It only reads
 //! a finished [`LoadReport`]; it never stops a run or prints.
 
-use crate::load::report::{fmt_us, LoadReport};
+use crate::load::report::LoadReport;
+use crate::units::fmt_us;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

@@ -2,20 +2,42 @@
 //!
 //! # Layout
 //!
-//! - [`load`]: the load engine. Drives HTTP/1.1 requests at a URL from
-//!   hand-written epoll loops and records latency, errors and a per-second
-//!   timeline. Knows nothing about servers, plans or disk.
+//! From the top down; each part uses only parts listed below it (docs/
+//! ARCHITECTURE.md has the file-by-file map).
+//!
 //! - [`cli`]: the command line: clap types, one file per subcommand, each
 //!   turning flags into a library call and the result into output.
+//! - [`report`]: terminal, Markdown, CSV, JSON and HTML reports, built from
+//!   a results directory alone (`store`), never from a live run.
+//! - [`plan`]: plan files, their expansion into trials, and the runner that
+//!   runs them and writes each record the moment it ends.
+//! - [`store`]: results on disk: the records (manifest, trials, break
+//!   points, summary) and their atomic writes.
+//! - [`lab`]: one trial: start the server (behind nginx if asked), verify
+//!   its answer, load it while sampling it, stop it, return the record.
+//! - [`search`]: the break-point search over a closure that runs one step.
+//! - [`checks`]: `--check` thresholds on a load's figures.
+//! - [`server`]: server adapters as data, command templates, the
+//!   supervisor that stops a process tree when dropped.
+//! - [`sampler`]: CPU and memory of a process tree, from /proc.
 //! - [`testserver`]: a small HTTP server with delay, stall and fault knobs,
 //!   for tests and benchmarks of the engine itself.
+//! - [`load`]: the load engine. Drives HTTP/1.1 requests at a URL from
+//!   hand-written io_uring/epoll loops and records latency, errors and a
+//!   per-second timeline. Knows nothing about servers, plans or disk.
+//! - [`stats`]: statistics over figures already measured: spread across
+//!   repeats, bootstrap intervals, rank tests with Holm's adjustment, the
+//!   A-versus-B comparison of results directories, the USL fit.
+//! - [`telemetry`]: where the time goes inside the server: the Rack
+//!   middleware's figures read back, the wrapper rackup, accept queues.
+//! - [`host`]: rackbench's own files, a free port, the UTC clock.
+//! - [`units`]: durations as people write them.
 //! - [`require`]: what a test needs from the machine; skips locally, fails
 //!   under `RACKBENCH_REQUIRE=all` (CI).
-//!
-//! Dependencies point one way: `cli` → `load`; nothing in `load` reaches up.
 
 pub mod checks;
 pub mod cli;
+pub mod host;
 pub mod lab;
 pub mod load;
 pub mod plan;

@@ -8,8 +8,8 @@
 
 mod common;
 
-use rackbench::plan::runner::{StoredBreakpoint, StoredTrial};
 use rackbench::report::{self, Report};
+use rackbench::store::records::{StoredBreakpoint, StoredTrial};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -545,7 +545,7 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
         .unwrap();
     assert_eq!(t["latency_lower_bound"], true);
 
-    let summary = rackbench::plan::runner::render_summary(
+    let summary = rackbench::report::render_summary(
         &r.groups
             .iter()
             .filter_map(|g| g.summary.clone())

@@ -935,9 +935,9 @@ fn the_server_is_measured_over_the_load_window_and_the_trial_is_timed_truthfully
     // gets three tries before the test gives up on its precondition.
     let mut tries = Vec::new();
     let (r, before, after) = loop {
-        let before = rackbench::lab::trial::utc_now();
+        let before = rackbench::host::utc_now();
         let r = record(&trial(&args, &dir), "steady warm-up");
-        let after = rackbench::lab::trial::utc_now();
+        let after = rackbench::host::utc_now();
         if r["load"]["config"]["warmup_until_steady"] == true {
             break (r, before, after);
         }

@@ -5,9 +5,9 @@ use super::load::{stop_on_signals, LoadOptions};
 use super::trial::ServerOptions;
 use super::UsageError;
 use crate::lab::trial::run_trial;
-use crate::load::{self, Pacing};
+use crate::load;
 use crate::search::settle::{self, SettleConfig};
-use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
+use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepLoad, StepResult};
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -96,7 +96,7 @@ fn print_step(r: &StepResult, kind: StepKind) {
             "  full"
         },
         r.throughput_rps,
-        crate::load::report::fmt_us(r.p99_us as f64),
+        crate::units::fmt_us(r.p99_us as f64),
         r.errors,
         r.cause().map_or(String::new(), |c| format!(" ({c})")),
         if r.settle_s >= 0.05 {
@@ -114,7 +114,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             "give either a URL or --server (and --app), not both".into(),
         ));
     }
-    if !(args.growth > 1.0 && args.resolution > 0.0 && args.start > 0.0 && args.max >= args.start) {
+    if !search::knobs_are_sane(args.start, args.max, args.growth, args.resolution) {
         return Err(usage(
             "the search needs --start > 0, --max >= --start, --growth > 1 and --resolution > 0"
                 .into(),
@@ -133,127 +133,15 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     super::raise_fd_limit();
-    let step_len = args.load.duration.unwrap_or(Duration::from_secs(5));
-    let quiet = args.json;
-    let target;
-    let probe_len = args.probe;
-    let mut step: Box<dyn FnMut(f64, StepKind) -> StepResult> = if let Some(url) = &args.url {
-        target = url.clone();
-        let base = args.load.to_config(url, args.load_threads)?;
-        let interrupt = Arc::clone(&interrupt);
-        let parsed = load::Url::parse(url)?;
-        let server = settle::Target::new(
-            base.endpoint.clone(),
-            parsed.host.clone(),
-            parsed.path.clone(),
-            base.expect_status.clone(),
-        );
-        let settle_cfg = SettleConfig {
-            ceiling: args.settle_max,
-            ..SettleConfig::default()
-        };
-        // What "as fast as a clean step" means before any step was clean:
-        // one request to the idle server.
-        // If even that fails, a failing probe says nothing about draining:
-        // only the connections are waited for.
-        let idle = server.probe(base.timeout);
-        let probe_tells = idle.is_ok();
-        let mut reference = idle.unwrap_or(Duration::ZERO);
-        let mut first = true;
-        let slo = args.slo;
-        Box::new(move |level, kind| {
-            let mut settle_s = 0.0;
-            if !first && !settle_cfg.ceiling.is_zero() {
-                let user = Arc::clone(&interrupt);
-                let settled = settle::wait_until(
-                    &settle_cfg,
-                    || server.look(probe_tells.then_some(reference), &settle_cfg),
-                    || user.load(Ordering::Relaxed),
-                );
-                settle_s = settled.waited.as_secs_f64();
-                if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
-                    eprintln!(
-                        "  (the server had not drained after {:.1}s: {why}; stepping on)",
-                        settle_s
-                    );
-                }
-            }
-            first = false;
-            let mut c = base.clone();
-            if rate_mode {
-                c.pacing = Pacing::Rate(level);
-            } else {
-                c.connections = level as usize;
-            }
-            c.duration = Some(step_len);
-            if kind == StepKind::Probe {
-                c.duration = Some(probe_len);
-                c.warmup = Duration::ZERO;
-                c.warmup_until_steady = false;
-            }
-            c.requests = None;
-            // A failing level is known at its first error, warm-up
-            // included: the step ends there, so a failure costs next to
-            // nothing. Those errors count even when their requests were
-            // sent during the warm-up.
-            c.stop_on_error = true;
-            let flag = Arc::new(AtomicBool::new(false));
-            c.interrupt = Arc::clone(&flag);
-            let user = Arc::clone(&interrupt);
-            let report = load::run(c, |_| {
-                if user.load(Ordering::Relaxed) {
-                    flag.store(true, Ordering::Relaxed);
-                }
-            });
-            let mut r = match report {
-                Ok(report) => {
-                    let r = StepResult::from_load(level, &report);
-                    let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
-                    if r.errors == 0 && within_slo && report.latency_us.count > 0 {
-                        reference = Duration::from_micros(report.latency_us.p50);
-                    }
-                    r
-                }
-                Err(e) => StepResult::failed(level, e.to_string()),
-            };
-            r.settle_s = settle_s;
-            if !quiet {
-                print_step(&r, kind);
-            }
-            r
-        })
-    } else {
-        let spec = args
-            .server
-            .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
-        target = format!("{} with {}", spec.server.name, spec.app.name);
-        let mut n = 0;
-        Box::new(move |level, kind| {
-            n += 1;
-            let mut s = spec.clone();
-            if rate_mode {
-                s.load.pacing = Pacing::Rate(level);
-            } else {
-                s.load.connections = level as usize;
-            }
-            s.load.duration = Some(step_len);
-            if kind == StepKind::Probe {
-                s.load.duration = Some(probe_len);
-                s.load.warmup = Duration::ZERO;
-                s.load.warmup_until_steady = false;
-            }
-            s.load.requests = None;
-            s.stop_on_errors = true;
-            s.dir = spec.dir.join(format!("step{n}"));
-            let r = match run_trial(s) {
-                Ok(rec) => rec.as_step(level),
-                Err(e) => StepResult::failed(level, e.to_string()),
-            };
-            if !quiet {
-                print_step(&r, kind);
-            }
-            r
-        })
+    let step_load = StepLoad {
+        rate_mode,
+        step: args.load.duration.unwrap_or(Duration::from_secs(5)),
+        probe: args.probe,
+        rate_connections: None,
+    };
+    let (target, mut step) = match &args.url {
+        Some(url) => (url.clone(), url_steps(&args, url, step_load, &interrupt)?),
+        None => lab_steps(&args, step_load, &interrupt)?,
     };
     let stop = || interrupt.load(Ordering::Relaxed);
     let result: Breakpoint = match args.linear {
@@ -296,7 +184,129 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         search: &cfg,
         steps: &result.steps,
     };
-    if args.json {
+    print_result(&out, &result, args.json, interrupt.load(Ordering::Relaxed))?;
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One step of a search: the level and kind in, its result out.
+type Steps = Box<dyn FnMut(f64, StepKind) -> StepResult>;
+
+/// A search step on a running server's URL: settle (wait for the server to
+/// drain the last step), then one load run at the level.
+fn url_steps(
+    args: &BreakpointArgs,
+    url: &str,
+    step_load: StepLoad,
+    interrupt: &Arc<AtomicBool>,
+) -> Result<Steps> {
+    let quiet = args.json;
+    let base = args.load.to_config(url, args.load_threads)?;
+    let interrupt = Arc::clone(interrupt);
+    let parsed = load::Url::parse(url)?;
+    let server = settle::Target::new(
+        base.endpoint.clone(),
+        parsed.host.clone(),
+        parsed.path.clone(),
+        base.expect_status.clone(),
+    );
+    let settle_cfg = SettleConfig {
+        ceiling: args.settle_max,
+        ..SettleConfig::default()
+    };
+    // What "as fast as a clean step" means before any step was clean:
+    // one request to the idle server.
+    // If even that fails, a failing probe says nothing about draining:
+    // only the connections are waited for.
+    let idle = server.probe(base.timeout);
+    let probe_tells = idle.is_ok();
+    let mut reference = idle.unwrap_or(Duration::ZERO);
+    let mut first = true;
+    let slo = args.slo;
+    Ok(Box::new(move |level, kind| {
+        let mut settle_s = 0.0;
+        if !first && !settle_cfg.ceiling.is_zero() {
+            let user = Arc::clone(&interrupt);
+            let settled = settle::wait_until(
+                &settle_cfg,
+                || server.look(probe_tells.then_some(reference), &settle_cfg),
+                || user.load(Ordering::Relaxed),
+            );
+            settle_s = settled.waited.as_secs_f64();
+            if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
+                eprintln!(
+                    "  (the server had not drained after {:.1}s: {why}; stepping on)",
+                    settle_s
+                );
+            }
+        }
+        first = false;
+        let mut c = base.clone();
+        step_load.apply(level, kind, &mut c);
+        let flag = Arc::new(AtomicBool::new(false));
+        c.interrupt = Arc::clone(&flag);
+        let user = Arc::clone(&interrupt);
+        let report = load::run(c, |_| {
+            if user.load(Ordering::Relaxed) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+        let mut r = match report {
+            Ok(report) => {
+                let r = StepResult::from_load(level, &report);
+                let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
+                if r.errors == 0 && within_slo && report.latency_us.count > 0 {
+                    reference = Duration::from_micros(report.latency_us.p50);
+                }
+                r
+            }
+            Err(e) => StepResult::failed(level, e.to_string()),
+        };
+        r.settle_s = settle_s;
+        if !quiet {
+            print_step(&r, kind);
+        }
+        r
+    }))
+}
+
+/// A search step in the lab: a fresh server per step (`TrialSpec::at_step`).
+fn lab_steps(
+    args: &BreakpointArgs,
+    step_load: StepLoad,
+    interrupt: &Arc<AtomicBool>,
+) -> Result<(String, Steps)> {
+    let quiet = args.json;
+    let spec = args
+        .server
+        .to_spec(&args.load, args.load_threads, Arc::clone(interrupt))?;
+    let target = format!("{} with {}", spec.server.name, spec.app.name);
+    let mut n = 0;
+    Ok((
+        target,
+        Box::new(move |level, kind| {
+            n += 1;
+            let s = spec.at_step(&step_load, level, kind, spec.dir.join(format!("step{n}")));
+            let r = match run_trial(s) {
+                Ok(rec) => rec.as_step(level),
+                Err(e) => StepResult::failed(level, e.to_string()),
+            };
+            if !quiet {
+                print_step(&r, kind);
+            }
+            r
+        }),
+    ))
+}
+
+/// The search's result on stdout: the JSON document, or one line (two
+/// when the first failing level says why).
+fn print_result(out: &Output, result: &Breakpoint, json: bool, interrupted: bool) -> Result<()> {
+    let rate_mode = out.mode == "rate";
+    if json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         match result.level {
@@ -330,7 +340,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
                     _ => String::new(),
                 }
             ),
-            None if interrupt.load(Ordering::Relaxed) => {
+            None if interrupted => {
                 println!("interrupted before any level held")
             }
             None => println!(
@@ -348,9 +358,5 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             ),
         }
     }
-    Ok(if interrupt.load(Ordering::Relaxed) {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(())
 }

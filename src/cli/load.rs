@@ -2,9 +2,10 @@
 
 use super::{parse, UsageError};
 use crate::checks::{self, Check, CheckResult};
-use crate::load::report::{fmt_us, TimelineRow};
+use crate::load::report::TimelineRow;
 use crate::load::target::{self, parse_header, render_request, Endpoint, RequestSpec, Url};
 use crate::load::{self, ExpectStatus, IoMode, LoadConfig, Pacing};
+use crate::units::fmt_us;
 use anyhow::Result;
 use clap::Args;
 use std::io::{IsTerminal, Write};

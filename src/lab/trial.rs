@@ -14,16 +14,17 @@
 use super::apps::AppSpec;
 use super::environment::Environment;
 use super::front::{self, HttpVersion, NginxConf};
+use crate::host::{free_port, rackbench_home, utc_now};
 use crate::load::window::Window;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
 use crate::sampler::{Sampler, SamplerReport, Scope};
 use crate::server::probe::Answer;
-use crate::server::spec::{read_version, ServerSpec};
+use crate::server::spec::{read_version, Missing, ServerSpec};
 use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
 use crate::server::template::{self, Vars};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -262,44 +263,6 @@ pub struct TrialRecord {
     pub dir: String,
 }
 
-/// Where rackbench's own files are (scripts/, ruby/): `RACKBENCH_HOME`, or
-/// the source tree the binary was built from. Templates see it as
-/// `{{rackbench_home}}`.
-pub fn rackbench_home() -> PathBuf {
-    std::env::var_os("RACKBENCH_HOME")
-        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
-}
-
-/// Binds port 0 to learn a free port. The tiny race until the server binds
-/// it is caught by the start-up check, which names the port.
-pub fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// UTC time as RFC 3339, without a date crate.
-pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// A short directory for a trial's unix sockets and runtime files, removed
 /// when dropped (after the servers, which are declared after it).
 ///
@@ -344,40 +307,76 @@ fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
 }
 
 /// Runs one trial. The servers it starts are stopped before it returns.
+///
+/// Read from the top: refuse what cannot work, prepare the directories,
+/// start and verify every process (the server's copies, then nginx), load
+/// while watching, stop everything, write the record.
 pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let started_at = utc_now();
+    validate(&spec)?;
+    // Declared before the servers so it is removed after they stop.
+    let prep = prepare(&spec)?;
+    let mut servers = start_servers(&spec, &prep)?;
+    let cfg = load_config(&spec, &servers, &prep.host)?;
+    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep.dir);
+    Ok(record(spec, prep, servers, outcome?, started_at))
+}
+
+/// Refuses what the server cannot do, before anything starts.
+fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     let s = &spec.server;
-    let workers = spec.workers.unwrap_or(s.default_workers);
-    let threads = spec.threads.unwrap_or(s.default_threads);
-    if spec.workers.is_some_and(|w| w > 1) && !s.processes {
-        return Err(TrialError::Unsupported {
-            server: s.name.clone(),
-            what: format!("{workers} worker processes"),
-            fix: "it runs one process; drop --workers".into(),
-        });
-    }
-    if spec.threads.is_some_and(|t| t > 1) && !s.threads {
-        return Err(TrialError::Unsupported {
-            server: s.name.clone(),
-            what: format!("{threads} threads"),
-            fix: "it runs one request at a time per process; use --workers instead".into(),
-        });
-    }
-    for key in spec.settings.keys() {
-        if !s.settings.contains_key(key) {
-            let known: Vec<&str> = s.settings.keys().map(String::as_str).collect();
-            return Err(TrialError::Unsupported {
-                server: s.name.clone(),
-                what: format!("--set {key}"),
-                fix: if known.is_empty() {
+    let unsupported = |what: String, fix: String| TrialError::Unsupported {
+        server: s.name.clone(),
+        what,
+        fix,
+    };
+    let missing = s.missing(spec.workers, spec.threads, spec.settings.keys());
+    match missing {
+        None => {}
+        Some(Missing::Processes(w)) => {
+            return Err(unsupported(
+                format!("{w} worker processes"),
+                "it runs one process; drop --workers".into(),
+            ))
+        }
+        Some(Missing::Threads(t)) => {
+            return Err(unsupported(
+                format!("{t} threads"),
+                "it runs one request at a time per process; use --workers instead".into(),
+            ))
+        }
+        Some(Missing::Setting(key)) => {
+            return Err(unsupported(
+                format!("--set {key}"),
+                if s.settings.is_empty() {
                     "it has no settings".into()
                 } else {
-                    format!("its settings are {}", known.join(", "))
+                    format!("its settings are {}", s.setting_names())
                 },
-            });
+            ))
         }
     }
-    check_front(&spec.topology, s)?;
+    check_front(&spec.topology, s)
+}
+
+/// Where a trial runs and what its server is started with: the trial
+/// directory, the app's file, the short run dir for sockets, and the
+/// server's settings and environment with the trial's overrides applied.
+struct Prepared {
+    dir: PathBuf,
+    app_file: PathBuf,
+    app_dir: PathBuf,
+    run_dir: RunDir,
+    use_socket: bool,
+    host: String,
+    workers: u32,
+    threads: u32,
+    settings: BTreeMap<String, String>,
+    env: BTreeMap<String, String>,
+}
+
+fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
+    let s = &spec.server;
     supervisor::become_subreaper();
     let dir = &spec.dir;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -398,50 +397,77 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     if behind_nginx && crate::server::spec::which("nginx").is_none() {
         return Err(TrialError::NoNginx);
     }
-
-    // The server: one instance, or several behind nginx.
-    let host = "127.0.0.1";
     let run_dir = RunDir::new().map_err(io_err(&std::env::temp_dir()))?;
     let mut settings = s.settings.clone();
     settings.extend(spec.settings.clone());
     let mut env: BTreeMap<String, String> = s.env.clone();
     env.extend(spec.env.iter().cloned());
-    let mut started = start_instances(&Instances {
-        spec: &spec,
-        count: spec.topology.instances(),
-        workers,
-        threads,
-        settings: &settings,
-        env: &env,
-        app_file: &app_file,
-        app_dir: &app_dir,
-        dir: &dir,
-        run_dir: &run_dir.0,
+    Ok(Prepared {
+        dir,
+        app_file,
+        app_dir,
+        run_dir,
         use_socket,
-        host,
-    })?;
-    let command = started.commands[0].clone();
-    let config_file = started.config_file.clone();
-    let answer = started.answer.clone();
-    let mut commands = started.commands.clone();
+        host: "127.0.0.1".into(),
+        workers: spec.workers.unwrap_or(s.default_workers),
+        threads: spec.threads.unwrap_or(s.default_threads),
+        settings,
+        env,
+    })
+}
 
-    // nginx in front, if asked.
-    let mut nginx: Option<Running> = None;
-    let mut topo = TopologyInfo {
-        topology: spec.topology.clone(),
-        nginx_command: None,
-        upstream: None,
-        upstreams: Vec::new(),
-        nginx_metrics: None,
+/// Every process of a trial, started and answering: the server's copies,
+/// nginx in front if asked, and where the load enters. Dropping it stops
+/// them all.
+struct Servers {
+    started: Started,
+    nginx: Option<Running>,
+    topo: TopologyInfo,
+    /// Where the load connects: nginx, or the lone server.
+    front: Endpoint,
+    /// Every command run, for the environment record.
+    commands: Vec<String>,
+}
+
+/// Starts the server (one copy, or several behind nginx), then nginx in
+/// front if asked, each verified with the app's answer before the next.
+fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers, TrialError> {
+    let started = start_instances(&Instances {
+        spec,
+        count: spec.topology.instances(),
+        workers: prep.workers,
+        threads: prep.threads,
+        settings: &prep.settings,
+        env: &prep.env,
+        app_file: &prep.app_file,
+        app_dir: &prep.app_dir,
+        dir: &prep.dir,
+        run_dir: &prep.run_dir.0,
+        use_socket: prep.use_socket,
+        host: &prep.host,
+    })?;
+    let mut servers = Servers {
+        front: started.endpoints[0].clone(),
+        commands: started.commands.clone(),
+        started,
+        nginx: None,
+        topo: TopologyInfo {
+            topology: spec.topology.clone(),
+            nginx_command: None,
+            upstream: None,
+            upstreams: Vec::new(),
+            nginx_metrics: None,
+        },
     };
-    let front = if let Topology::Nginx {
+    if let Topology::Nginx {
         workers: nginx_workers,
         keepalive,
         http_version,
         ..
     } = spec.topology
     {
-        let upstreams: Vec<String> = started
+        let upstreams: Vec<String> = servers
+            .started
             .endpoints
             .iter()
             .map(|e| match e {
@@ -455,24 +481,27 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             keepalive,
             http: http_version,
             upstreams: &upstreams,
-            dir: &dir.display().to_string(),
-            host,
+            dir: &prep.dir.display().to_string(),
+            host: &prep.host,
             port: front_port,
         };
-        let (n, ncmd) = start_nginx(&spec, &conf, &dir)?;
-        commands.push(ncmd.clone());
-        topo.nginx_command = Some(ncmd);
-        topo.upstream = upstreams.first().cloned();
-        topo.upstreams = upstreams;
-        nginx = Some(n);
-        Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], front_port)))
-    } else {
-        started.endpoints[0].clone()
-    };
+        let (n, ncmd) = start_nginx(spec, &conf, &prep.dir)?;
+        servers.commands.push(ncmd.clone());
+        servers.topo.nginx_command = Some(ncmd);
+        servers.topo.upstream = upstreams.first().cloned();
+        servers.topo.upstreams = upstreams;
+        servers.nginx = Some(n);
+        servers.front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], front_port)));
+    }
+    Ok(servers)
+}
 
-    // The load: warm-up flows straight into the counted window.
+/// The trial's load: the app's request sent to the front, warm-up flowing
+/// straight into the counted window. Also records the equivalent
+/// `rackbench load` command among the servers' commands.
+fn load_config(spec: &TrialSpec, servers: &Servers, host: &str) -> Result<LoadConfig, TrialError> {
     let mut cfg = spec.load.clone();
-    let front_url = match &front {
+    let front_url = match &servers.front {
         Endpoint::Tcp(a) => format!("http://{a}{}", spec.app.path),
         Endpoint::Unix(p) => format!("unix:{}:{}", p.display(), spec.app.path),
     };
@@ -480,7 +509,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         .expect("built from a valid path");
     // The client talks to nginx when there is one, and nginx keeps
     // connections alive whatever the server behind it does.
-    let keep_alive = cfg.keep_alive && (s.keep_alive || nginx.is_some());
+    let keep_alive = cfg.keep_alive && (spec.server.keep_alive || servers.nginx.is_some());
     let request_spec = spec
         .app
         .request_spec(keep_alive)
@@ -490,35 +519,61 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     cfg.keep_alive = keep_alive;
     cfg.head_request = spec.app.method == "HEAD";
     cfg.url = front_url;
-    cfg.endpoint = front;
+    cfg.endpoint = servers.front.clone();
     cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
     cfg.expect_body = spec.app.expect_body.clone().into_bytes();
+    cfg.stop_on_error = spec.stop_on_errors;
+    Ok(cfg)
+}
+
+/// What the load and the samplers saw, once every process has stopped.
+struct Watched {
+    report: LoadReport,
+    samples: SamplerReport,
+    server_exit: Option<String>,
+    killed: Vec<u32>,
+}
+
+/// Runs the load while the samplers watch the server (and nginx) and a
+/// watcher thread marks the counted window, passes Ctrl-C on, and ends the
+/// load if a server process dies; then stops every process, so nothing is
+/// left running whether the load succeeded or not.
+fn load_while_watching(
+    spec: &TrialSpec,
+    mut cfg: LoadConfig,
+    servers: &mut Servers,
+    dir: &Path,
+) -> Result<Watched, TrialError> {
     // The load has a flag of its own: Ctrl-C (the trial's flag) sets it
     // through the watcher, and so does the server dying or a failing
     // break-point step, without stopping anything beyond this trial.
     let load_flag = Arc::new(AtomicBool::new(false));
     cfg.interrupt = Arc::clone(&load_flag);
-    let warmup = cfg.warmup;
-    commands.push(format!(
+    servers.commands.push(format!(
         "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
         cfg.url,
         cfg.connections,
         cfg.threads,
         cfg.duration.map_or(String::new(), |d| format!("-d {d:?} ")),
         cfg.requests.map_or(String::new(), |n| format!("-n {n} ")),
-        warmup,
-        if keep_alive { "" } else { " --no-keepalive" }
+        cfg.warmup,
+        if cfg.keep_alive {
+            ""
+        } else {
+            " --no-keepalive"
+        }
     ));
 
     // Further instances are rackbench's children too: `adopted_by` takes
     // them in, so the sampled "server" is every instance's tree.
     let scope = Scope {
-        root: started.running[0].pid,
+        root: servers.started.running[0].pid,
         adopted_by: Some(std::process::id()),
-        exclude: nginx.iter().map(|n| n.pid).collect(),
+        exclude: servers.nginx.iter().map(|n| n.pid).collect(),
     };
     let sampler = Arc::new(Sampler::start_scope(scope, spec.sample_interval));
-    let nginx_sampler = nginx
+    let nginx_sampler = servers
+        .nginx
         .as_ref()
         .map(|n| Arc::new(Sampler::start(n.pid, spec.sample_interval)));
     // Mark the start of the counted window for the samplers, and watch for
@@ -540,7 +595,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             Arc::clone(&load_flag),
             Arc::clone(&spec.interrupt),
         );
-        let pids = started.pids();
+        let pids = servers.started.pids();
         std::thread::spawn(move || {
             while !load_done.load(Ordering::Relaxed) {
                 mark.poll(Instant::now());
@@ -556,7 +611,6 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             }
         })
     };
-    cfg.stop_on_error = spec.stop_on_errors;
     // nginx's error log from here on says why it answered a 5xx itself.
     let nginx_log = dir.join("nginx-error.log");
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
@@ -574,34 +628,50 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         .ok()
         .expect("watcher joined")
         .stop();
-    let nginx_samples =
+    servers.topo.nginx_metrics =
         nginx_sampler.map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
-    let server_exit = if server_died {
-        Some(started.exit_report(&s.name))
-    } else {
-        None
-    };
+    let server_exit = server_died.then(|| servers.started.exit_report(&spec.server.name));
     let mut killed = Vec::new();
-    if let Some(mut n) = nginx.take() {
+    if let Some(mut n) = servers.nginx.take() {
         killed.extend(n.stop());
     }
-    killed.extend(started.stop());
+    killed.extend(servers.started.stop());
     // Helpers the server daemonized (now ours, as subreaper) go too.
     killed.extend(supervisor::stop_adopted(&[], spec.grace));
     let mut report = report.map_err(TrialError::Load)?;
     if let Some(f) = report.first_failure.as_mut() {
-        let front = behind_nginx.then(|| {
+        let front = servers.topo.nginx_command.is_some().then(|| {
             (
                 "nginx",
                 super::failure::first_error_line(&nginx_log, nginx_log_offset),
             )
         });
-        super::failure::explain(f, &s.name, front);
+        super::failure::explain(f, &spec.server.name, front);
     }
-    let stopped_on_errors = report.stopped_on_error;
-    topo.nginx_metrics = nginx_samples;
+    Ok(Watched {
+        report,
+        samples,
+        server_exit,
+        killed,
+    })
+}
 
-    let ok = report.requests.ok;
+/// The `rackbench/trial-v1` record of a finished trial.
+fn record(
+    spec: TrialSpec,
+    prep: Prepared,
+    servers: Servers,
+    watched: Watched,
+    started_at: String,
+) -> TrialRecord {
+    let s = &spec.server;
+    let Watched {
+        report,
+        samples,
+        server_exit,
+        killed,
+    } = watched;
+    let started = &servers.started;
     let server_metrics = ServerMetrics {
         cpu_user_s: samples.cpu_user_s,
         cpu_sys_s: samples.cpu_sys_s,
@@ -610,24 +680,23 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
         uss_peak_bytes: samples.uss_peak_bytes,
         rss_mean_bytes: samples.rss_mean_bytes,
         pss_mean_bytes: samples.pss_mean_bytes,
-        processes_peak: samples.processes_peak as u32,
-        cpu_ms_per_request: samples.cpu_ms_per_request(ok),
+        processes_peak: samples.processes_peak,
+        cpu_ms_per_request: samples.cpu_ms_per_request(report.requests.ok),
         samples,
     };
-    let interrupted = spec.interrupt.load(Ordering::Relaxed);
-    Ok(TrialRecord {
+    TrialRecord {
         schema: SCHEMA.to_string(),
         started_at,
         ended_at: utc_now(),
         server: ServerInfo {
             name: s.name.clone(),
             version: read_version(s),
-            command,
-            workers,
-            threads,
-            env,
-            settings,
-            config_file,
+            command: started.commands[0].clone(),
+            workers: prep.workers,
+            threads: prep.threads,
+            env: prep.env.clone(),
+            settings: prep.settings.clone(),
+            config_file: started.config_file.clone(),
             instances: started.running.len() as u32,
             commands: if started.running.len() > 1 {
                 started.commands.clone()
@@ -636,21 +705,21 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
             },
         },
         app: spec.app.clone(),
-        topology: topo,
+        topology: servers.topo.clone(),
         verify: Verified {
             path: spec.app.path.clone(),
-            status: answer.status,
-            body: answer.body_snippet(200),
+            status: started.answer.status,
+            body: started.answer.body_snippet(200),
         },
+        stopped_on_errors: report.stopped_on_error,
         load: report,
         server_metrics,
-        environment: Environment::capture(commands),
+        environment: Environment::capture(servers.commands.clone()),
         server_exit,
         killed_after_grace: killed,
-        stopped_on_errors,
-        interrupted,
-        dir: dir.display().to_string(),
-    })
+        interrupted: spec.interrupt.load(Ordering::Relaxed),
+        dir: prep.dir.display().to_string(),
+    }
 }
 
 /// Refuses a front-end that cannot work, before anything starts.
@@ -871,19 +940,8 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
         });
     }
     for (i, server) in started.running.iter_mut().enumerate() {
-        let answer = supervisor::wait_ready(
-            server,
-            &Probe {
-                endpoint: started.endpoints[i].clone(),
-                host: ctx.host.into(),
-                path: spec.app.path.clone(),
-                timeout: Duration::from_secs(5),
-            },
-            start_timeout,
-            &spec.interrupt,
-        )?;
-        let answer = app_answer(server, &spec.app, &started.endpoints[i], ctx.host, answer)?;
-        check_answer(server, &spec.app, &answer.status, &answer.body_snippet(200))?;
+        let endpoint = &started.endpoints[i];
+        let answer = verify(server, endpoint, ctx.host, spec, start_timeout)?;
         if let Endpoint::Tcp(a) = &started.endpoints[i] {
             crate::sampler::check_port_owner(a.port(), &server_scope(server), &s.name)?;
         }
@@ -927,20 +985,58 @@ fn start_nginx(
         grace: spec.grace,
     })?;
     let front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], conf.port)));
-    let a = supervisor::wait_ready(
-        &mut n,
+    verify(&mut n, &front, conf.host, spec, Duration::from_secs(20))?;
+    Ok((n, ncmd))
+}
+
+/// Waits until a started process answers at `endpoint`, then checks its
+/// answer to the app's request: the one readiness-and-verify path for the
+/// server's copies and for nginx alike.
+fn verify(
+    process: &mut Running,
+    endpoint: &Endpoint,
+    host: &str,
+    spec: &TrialSpec,
+    start_timeout: Duration,
+) -> Result<Answer, TrialError> {
+    let ready = supervisor::wait_ready(
+        process,
         &Probe {
-            endpoint: front.clone(),
-            host: conf.host.into(),
+            endpoint: endpoint.clone(),
+            host: host.into(),
             path: spec.app.path.clone(),
             timeout: Duration::from_secs(5),
         },
-        Duration::from_secs(20),
+        start_timeout,
         &spec.interrupt,
     )?;
-    let a = app_answer(&n, &spec.app, &front, conf.host, a)?;
-    check_answer(&n, &spec.app, &a.status, &a.body_snippet(200))?;
-    Ok((n, ncmd))
+    let answer = app_answer(process, &spec.app, endpoint, host, ready)?;
+    check_answer(
+        process,
+        &spec.app,
+        &answer.status,
+        &answer.body_snippet(200),
+    )?;
+    Ok(answer)
+}
+
+impl TrialSpec {
+    /// This trial as step `n` of a break-point search at `level`: a fresh
+    /// server, the step's load (`StepLoad::apply`), ended at its first
+    /// error, in its own directory.
+    pub fn at_step(
+        &self,
+        step: &crate::search::StepLoad,
+        level: f64,
+        kind: crate::search::StepKind,
+        dir: PathBuf,
+    ) -> TrialSpec {
+        let mut s = self.clone();
+        step.apply(level, kind, &mut s.load);
+        s.stop_on_errors = true;
+        s.dir = dir;
+        s
+    }
 }
 
 impl TrialRecord {
@@ -1094,13 +1190,5 @@ mod tests {
         let r = Arc::try_unwrap(sampler).ok().expect("one owner").stop();
         let at = r.window_start_ms.expect("window recorded");
         assert!((250..2000).contains(&at), "{at} ms");
-    }
-
-    #[test]
-    fn utc_now_is_rfc3339() {
-        let t = utc_now();
-        assert_eq!(t.len(), 20, "{t}");
-        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
-        assert!(t.as_str() > "2024-01-01", "{t}");
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod epoll;
 pub mod recorder;
 pub mod report;
 pub mod response;
+mod sys;
 pub mod target;
 pub(crate) mod uring;
 pub mod window;

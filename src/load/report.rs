@@ -5,6 +5,7 @@
 
 use super::recorder::{ErrorCounts, FirstFailure, SecondReport};
 use super::{LoadConfig, Pacing};
+use crate::units::{fmt_bytes, fmt_us};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -442,28 +443,6 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         elapsed_s: p.elapsed_s,
         status_codes: p.status_codes,
         first_failure: p.first_failure,
-    }
-}
-
-/// Formats microseconds the way people read latencies.
-pub fn fmt_us(us: f64) -> String {
-    if us >= 1_000_000.0 {
-        format!("{:.2}s", us / 1_000_000.0)
-    } else if us >= 1_000.0 {
-        format!("{:.2}ms", us / 1_000.0)
-    } else {
-        format!("{us:.0}us")
-    }
-}
-
-pub fn fmt_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} GiB", b / (1024.0 * 1024.0 * 1024.0))
-    } else if b >= 1024.0 * 1024.0 {
-        format!("{:.1} MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.1} KiB", b / 1024.0)
     }
 }
 

@@ -8,9 +8,11 @@
 
 pub mod runner;
 
+pub use crate::store::records::{PlannedTrial, Shape};
+
 use crate::lab::apps::AppSpec;
 use crate::lab::front::{self, HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
-use crate::server::spec::{Registry, ServerSpec};
+use crate::server::spec::{Missing, Registry, ServerSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -220,9 +222,6 @@ fn default_keepalive_list() -> Vec<Keepalive> {
 fn default_http_list() -> Vec<HttpVersion> {
     vec![HttpVersion::default()]
 }
-fn default_keepalive() -> u32 {
-    DEFAULT_KEEPALIVE
-}
 fn direct() -> Vec<String> {
     vec!["none".into()]
 }
@@ -258,47 +257,6 @@ fn default_step() -> String {
 }
 fn default_probe() -> String {
     "500ms".into()
-}
-
-/// One load shape: closed loop at N connections or open loop at a rate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Shape {
-    pub connections: usize,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<f64>,
-}
-
-/// One trial to run, fully resolved.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlannedTrial {
-    /// Stable name of the trial, the repeat included; the file name of its record.
-    pub id: String,
-    /// The same name without the repeat: trials that are repeats of each other share it.
-    pub group: String,
-    pub server: String,
-    /// Server label: the name plus its variant.
-    pub variant: String,
-    pub workers: Option<u32>,
-    pub threads: Option<u32>,
-    pub settings: BTreeMap<String, String>,
-    pub env: BTreeMap<String, String>,
-    pub app: String,
-    /// "none" or "nginx".
-    pub behind: String,
-    pub nginx_workers: u32,
-    /// Behind nginx: the upstream keep-alive pool (0 is off).
-    #[serde(default = "default_keepalive")]
-    pub nginx_keepalive: u32,
-    /// Behind nginx: the HTTP version to the server.
-    #[serde(default)]
-    pub nginx_http: HttpVersion,
-    /// Copies of the server behind nginx (None: one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instances: Option<u32>,
-    pub shape: Shape,
-    pub repeat: u32,
-    #[serde(skip)]
-    pub spec: Option<ServerSpec>,
 }
 
 /// The expanded plan.
@@ -472,9 +430,7 @@ impl Plan {
                     ),
                 ));
             }
-            let sane =
-                bp.growth > 1.0 && bp.resolution > 0.0 && bp.start > 0.0 && bp.max >= bp.start;
-            if !sane {
+            if !crate::search::knobs_are_sane(bp.start, bp.max, bp.growth, bp.resolution) {
                 return Err(at(
                     "[breakpoint]",
                     "breakpoint needs start > 0, max >= start, growth > 1 and resolution > 0"
@@ -550,17 +506,15 @@ impl Plan {
                 ));
                 continue;
             }
-            for key in e.settings.keys() {
-                if !spec.settings.contains_key(key) {
-                    return Err(at(
-                        key,
-                        format!(
-                            "server {} has no setting '{key}'; its settings: {}",
-                            e.name,
-                            spec.settings.keys().cloned().collect::<Vec<_>>().join(", ")
-                        ),
-                    ));
-                }
+            if let Some(Missing::Setting(key)) = spec.missing(None, None, e.settings.keys()) {
+                return Err(at(
+                    &key,
+                    format!(
+                        "server {} has no setting '{key}'; its settings: {}",
+                        e.name,
+                        spec.setting_names()
+                    ),
+                ));
             }
             let workers: Vec<Option<u32>> = if e.workers.is_empty() {
                 vec![None]
@@ -579,21 +533,20 @@ impl Plan {
             };
             for &w in &workers {
                 for &t in &threads {
-                    if w.is_some_and(|w| w > 1) && !spec.processes {
-                        skipped.push(format!(
-                            "{} with {} workers: it runs one process",
-                            e.name,
-                            w.unwrap_or(0)
-                        ));
-                        continue;
-                    }
-                    if t.is_some_and(|t| t > 1) && !spec.threads {
-                        skipped.push(format!(
-                            "{} with {} threads: it has no thread pool",
-                            e.name,
-                            t.unwrap_or(0)
-                        ));
-                        continue;
+                    match spec.missing(w, t, []) {
+                        Some(Missing::Processes(w)) => {
+                            skipped
+                                .push(format!("{} with {w} workers: it runs one process", e.name));
+                            continue;
+                        }
+                        Some(Missing::Threads(t)) => {
+                            skipped.push(format!(
+                                "{} with {t} threads: it has no thread pool",
+                                e.name
+                            ));
+                            continue;
+                        }
+                        _ => {}
                     }
                     for &n in &instances {
                         let mut variant = e.label.clone().unwrap_or_else(|| e.name.clone());
@@ -743,17 +696,6 @@ impl Plan {
             .collect();
         own.extend(shapes.iter().filter(|s| s.rate.is_some()));
         own
-    }
-}
-
-impl PlannedTrial {
-    /// "direct", or the nginx front's label ("nginx×1 http/1.0 keepalive off").
-    pub fn front(&self) -> String {
-        if self.behind == "nginx" {
-            front::label(self.nginx_workers, self.nginx_keepalive, self.nginx_http)
-        } else {
-            "direct".into()
-        }
     }
 }
 

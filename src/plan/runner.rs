@@ -1,167 +1,27 @@
 //! Runs an expanded plan: one trial after another, each record written to
 //! the results directory the moment it ends; break-point searches when the
-//! plan asks; a summary with the spread across repeats at the end.
+//! plan asks; a summary with the spread across repeats at the end. The
+//! records themselves are `store::records`, the summary `store::summary`.
 //!
 //! Ctrl-C stops the current server (the trial's own cleanup), keeps every
 //! record already written, and the caller prints how to resume.
 
 use super::{Expanded, Plan, PlannedTrial};
+use crate::host::utc_now;
 use crate::lab::apps::AppSpec;
 use crate::lab::environment::Environment;
-use crate::lab::trial::{run_trial, utc_now, Topology, TrialRecord, TrialSpec};
-use crate::load::caveats::Caveats;
+use crate::lab::trial::{run_trial, TrialSpec};
 use crate::load::{LoadConfig, Pacing};
-use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepResult};
+use crate::search::{self, SearchConfig, StepLoad, StepResult};
+use crate::store::records::{
+    Manifest, Outcome, StoredBreakpoint, StoredTrial, RUN_SCHEMA, STORED_SCHEMA, SUMMARY_SCHEMA,
+};
+use crate::store::summary::{summarize, GroupSummary};
 use crate::store::{self, ResultsDir};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub const RUN_SCHEMA: &str = "rackbench/run-v1";
-pub const STORED_SCHEMA: &str = "rackbench/run-trial-v1";
-pub const SUMMARY_SCHEMA: &str = "rackbench/summary-v1";
-
-/// How a planned trial ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Ok,
-    Failed,
-    Interrupted,
-}
-
-/// One file in `trials/`: the plan's view of the trial plus its record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredTrial {
-    pub schema: String,
-    pub id: String,
-    pub group: String,
-    pub repeat: u32,
-    pub outcome: Outcome,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub planned: PlannedTrial,
-    /// The rackbench/trial-v1 record (absent when the trial failed to start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trial: Option<TrialRecord>,
-    /// The plan's checks against this trial's load (absent without any).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<crate::checks::CheckResult>,
-}
-
-impl StoredTrial {
-    /// Checks this trial did not meet.
-    pub fn checks_missed(&self) -> usize {
-        self.checks.iter().filter(|c| !c.met).count()
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Manifest {
-    pub schema: String,
-    pub layout: String,
-    pub plan: String,
-    pub follows: Option<String>,
-    pub started_at: String,
-    pub repeats: u32,
-    pub trials: Vec<PlannedTrial>,
-    pub skipped: Vec<String>,
-    pub breakpoints: Vec<String>,
-    pub environment: Environment,
-    /// The command that reproduces this run.
-    pub command: String,
-    /// Seed of the shuffle within each round of repeats (`--seed` replays
-    /// the order); absent in runs made before the shuffle.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredBreakpoint {
-    pub schema: String,
-    pub group: String,
-    pub server: String,
-    pub variant: String,
-    pub app: String,
-    pub behind: String,
-    /// "connections" or "rate".
-    pub mode: String,
-    /// The break point: the highest clean level (connections or rate).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<f64>,
-    pub throughput_rps: f64,
-    pub load_seconds: f64,
-    pub search: SearchConfig,
-    pub result: Breakpoint,
-    /// The trial the search ran over (server variant, front and its
-    /// knobs), for labels; absent in older records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub planned: Option<PlannedTrial>,
-}
-
-/// Figures of one group (a trial and its repeats).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GroupSummary {
-    pub group: String,
-    pub server: String,
-    pub variant: String,
-    pub app: String,
-    pub behind: String,
-    pub connections: usize,
-    pub rate: Option<f64>,
-    pub runs: usize,
-    pub failed: usize,
-    pub throughput_rps: Spread,
-    pub latency_mean_us: Spread,
-    pub latency_stdev_us: Spread,
-    pub latency_p50_us: Spread,
-    pub latency_p99_us: Spread,
-    pub latency_max_us: Spread,
-    pub rss_peak_bytes: Spread,
-    pub pss_peak_bytes: Option<Spread>,
-    pub cpu_ms_per_request: Option<Spread>,
-    pub errors: u64,
-    /// What the figures cannot be trusted for, over the good runs (the
-    /// worst run decides); every report renders its marks and notes.
-    #[serde(default)]
-    pub caveats: Caveats,
-}
-
-/// Median and range across repeats.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: usize,
-}
-
-impl Spread {
-    pub fn of(values: &[f64]) -> Option<Spread> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut v = values.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Spread {
-            median,
-            min: v[0],
-            max: v[n - 1],
-            n,
-        })
-    }
-}
 
 /// What the runner needs besides the plan.
 pub struct RunOptions {
@@ -170,12 +30,34 @@ pub struct RunOptions {
     pub interrupt: Arc<AtomicBool>,
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
-    /// Print progress lines on stderr.
-    pub progress: bool,
+    /// Told of each trial and search as it starts and ends (the CLI prints
+    /// it); the runner itself never prints.
+    pub progress: Option<fn(&Progress)>,
     /// The command line to print for resuming.
     pub command: String,
     /// Seed of the shuffle within each round of repeats.
     pub seed: u64,
+}
+
+/// What the runner is doing, for whoever shows progress.
+pub enum Progress<'a> {
+    /// Trial `n` (from 1) of `total` starts; `eta` is zero until one ended.
+    Trial {
+        n: usize,
+        total: usize,
+        trial: &'a PlannedTrial,
+        eta: Duration,
+    },
+    /// A trial ended and its record is about to be written.
+    TrialDone(&'a StoredTrial),
+    /// A break-point search, item `n` of `total`, starts.
+    Breakpoint {
+        n: usize,
+        total: usize,
+        trial: &'a PlannedTrial,
+    },
+    /// A break-point search ended.
+    BreakpointDone(&'a StoredBreakpoint),
 }
 
 pub struct RunResult {
@@ -254,17 +136,7 @@ fn trial_spec(
         threads: t.threads,
         settings: t.settings.clone(),
         env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        topology: if t.behind == "nginx" {
-            Topology::Nginx {
-                workers: t.nginx_workers.max(1),
-                unix_socket: true,
-                keepalive: t.nginx_keepalive,
-                http_version: t.nginx_http,
-                instances: t.instances.unwrap_or(1),
-            }
-        } else {
-            Topology::Direct
-        },
+        topology: t.topology(),
         load,
         server_cpus: opts.server_cpus.clone(),
         start_timeout: None,
@@ -379,31 +251,18 @@ pub fn run_plan(
             checks_missed += usize::from(old.checks_missed() > 0);
             continue;
         }
-        if opts.progress {
+        if let Some(show) = opts.progress {
             let eta = if done > 0 {
                 started.elapsed() / done as u32 * (total - n) as u32
             } else {
                 Duration::ZERO
             };
-            eprintln!(
-                "[{}/{}] {} · {} · {} · {} (repeat {}){}",
-                n + 1,
+            show(&Progress::Trial {
+                n: n + 1,
                 total,
-                t.variant,
-                t.app,
-                t.front(),
-                t.shape
-                    .rate
-                    .map_or(format!("{} connections", t.shape.connections), |r| format!(
-                        "{r} req/s"
-                    )),
-                t.repeat,
-                if eta.is_zero() {
-                    String::new()
-                } else {
-                    format!(" · about {}s left", eta.as_secs())
-                },
-            );
+                trial: t,
+                eta,
+            });
         }
         let spec = trial_spec(t, e, plan, opts, dir.work(&t.id), None);
         let stored = match run_trial(spec) {
@@ -415,9 +274,6 @@ pub fn run_plan(
                 } else {
                     Outcome::Ok
                 };
-                if opts.progress {
-                    eprintln!("        {}", progress_line(&rec));
-                }
                 StoredTrial {
                     schema: STORED_SCHEMA.into(),
                     id: t.id.clone(),
@@ -432,12 +288,6 @@ pub fn run_plan(
             }
             Err(err) => {
                 let interrupted = opts.interrupt.load(Ordering::Relaxed);
-                if opts.progress {
-                    eprintln!(
-                        "        {}: {err}",
-                        if interrupted { "interrupted" } else { "failed" }
-                    );
-                }
                 StoredTrial {
                     schema: STORED_SCHEMA.into(),
                     id: t.id.clone(),
@@ -455,10 +305,8 @@ pub fn run_plan(
                 }
             }
         };
-        if opts.progress {
-            for c in stored.checks.iter().filter(|c| !c.met) {
-                eprintln!("        {c}");
-            }
+        if let Some(show) = opts.progress {
+            show(&Progress::TrialDone(&stored));
         }
         checks_missed += usize::from(stored.checks_missed() > 0);
         // Written now, whole or not at all: a later crash cannot lose it.
@@ -482,33 +330,16 @@ pub fn run_plan(
                 existing += 1;
                 continue;
             }
-            if opts.progress {
-                eprintln!(
-                    "[{}/{}] break point of {} · {} · {}",
-                    trials.len() + i + 1,
+            if let Some(show) = opts.progress {
+                show(&Progress::Breakpoint {
+                    n: trials.len() + i + 1,
                     total,
-                    t.variant,
-                    t.app,
-                    t.front()
-                );
+                    trial: t,
+                });
             }
             let record = run_breakpoint(t, e, plan, bp, opts, &dir)?;
-            if opts.progress {
-                eprintln!(
-                    "        {} {} at {:.0} req/s ({:.0} load-seconds, {} steps)",
-                    record.mode,
-                    record
-                        .result
-                        .level
-                        .map_or("none".into(), |l| format!("{l:.0}")),
-                    record.throughput_rps,
-                    record.load_seconds,
-                    record.result.steps.len()
-                );
-                if let (Some(at), Some(why)) = (record.result.failed_at, record.result.why_failed())
-                {
-                    eprintln!("        first failing level {at:.0}: {why}");
-                }
+            if let Some(show) = opts.progress {
+                show(&Progress::BreakpointDone(&record));
             }
             if !opts.interrupt.load(Ordering::Relaxed) {
                 store::write_json(&path, &record)?;
@@ -531,43 +362,20 @@ pub fn run_plan(
     })
 }
 
-/// One step of a plan's break-point search.
-struct BreakpointStep {
-    level: f64,
-    kind: StepKind,
-    rate_mode: bool,
-    step_duration: Duration,
-    probe: Duration,
-}
-
-impl BreakpointStep {
-    /// The trial that applies this step: the plan's trial at this level,
-    /// ended at its first error.
-    fn spec(
-        &self,
-        t: &PlannedTrial,
-        e: &Expanded,
-        plan: &Plan,
-        opts: &RunOptions,
-        dir: PathBuf,
-    ) -> TrialSpec {
-        let shape = if self.rate_mode {
-            (plan.load.rate_connections, Some(self.level))
-        } else {
-            (self.level as usize, None)
-        };
-        let mut spec = trial_spec(t, e, plan, opts, dir, Some(shape));
-        // A full step warms up as the plan's [load] says (trial_spec took
-        // it from there), like every other trial of the plan.
-        spec.load.duration = Some(self.step_duration);
-        if self.kind == StepKind::Probe {
-            spec.load.duration = Some(self.probe);
-            spec.load.warmup = Duration::ZERO;
-            spec.load.warmup_until_steady = false;
-        }
-        spec.stop_on_errors = true;
-        spec
-    }
+/// The trial every step of a plan's break-point search starts from
+/// (`TrialSpec::at_step` makes each step of it). A full step warms up as
+/// the plan's [load] says (trial_spec takes it from there), like every
+/// other trial of the plan; the loop is closed unless the step sets a
+/// rate, whatever shape the representative trial had.
+fn breakpoint_base(t: &PlannedTrial, e: &Expanded, plan: &Plan, opts: &RunOptions) -> TrialSpec {
+    trial_spec(
+        t,
+        e,
+        plan,
+        opts,
+        PathBuf::new(),
+        Some((t.shape.connections, None)),
+    )
 }
 
 fn run_breakpoint(
@@ -588,21 +396,20 @@ fn run_breakpoint(
         slo_p99_us: bp.slo.as_deref().and_then(|s| search::parse_slo(s).ok()),
         probe_s: crate::units::duration(&bp.probe).map_or(1.0, |d| d.as_secs_f64()),
     };
-    let step_duration = crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5));
+    let step_load = StepLoad {
+        rate_mode,
+        step: crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5)),
+        probe: Duration::from_secs_f64(cfg.probe_s),
+        rate_connections: Some(plan.load.rate_connections),
+    };
+    let base = breakpoint_base(t, e, plan, opts);
     let mut n = 0;
     let result = search::find_breakpoint(
         &cfg,
         |level, kind| {
             n += 1;
-            let step = BreakpointStep {
-                level,
-                kind,
-                rate_mode,
-                step_duration,
-                probe: Duration::from_secs_f64(cfg.probe_s),
-            };
             let dir = dir.work(&format!("{}__bp{n}", t.group));
-            match run_trial(step.spec(t, e, plan, opts, dir)) {
+            match run_trial(base.at_step(&step_load, level, kind, dir)) {
                 Ok(rec) => rec.as_step(level),
                 Err(err) => StepResult::failed(level, err.to_string()),
             }
@@ -627,159 +434,11 @@ fn run_breakpoint(
     })
 }
 
-/// Reads every stored trial and groups repeats: median and range.
-pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
-    let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
-    let trials_dir = dir.root.join("trials");
-    if trials_dir.exists() {
-        for entry in std::fs::read_dir(&trials_dir)?.flatten() {
-            if entry.path().extension().is_some_and(|x| x == "json") {
-                if let Ok(t) = store::read_json::<StoredTrial>(&entry.path()) {
-                    groups.entry(t.group.clone()).or_default().push(t);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (group, trials) in groups {
-        let ok: Vec<&TrialRecord> = trials
-            .iter()
-            .filter(|t| t.outcome == Outcome::Ok)
-            .filter_map(|t| t.trial.as_ref())
-            .collect();
-        let p = &trials[0].planned;
-        let f = |get: &dyn Fn(&TrialRecord) -> f64| {
-            Spread::of(&ok.iter().map(|r| get(r)).collect::<Vec<_>>())
-        };
-        let zero = Spread {
-            median: 0.0,
-            min: 0.0,
-            max: 0.0,
-            n: 0,
-        };
-        out.push(GroupSummary {
-            group,
-            server: p.server.clone(),
-            variant: p.variant.clone(),
-            app: p.app.clone(),
-            behind: p.behind.clone(),
-            connections: p.shape.connections,
-            rate: p.shape.rate,
-            runs: ok.len(),
-            failed: trials
-                .iter()
-                .filter(|t| t.outcome == Outcome::Failed)
-                .count(),
-            throughput_rps: f(&|r| r.load.throughput_rps).unwrap_or(zero),
-            latency_mean_us: f(&|r| r.load.latency_us.mean).unwrap_or(zero),
-            latency_stdev_us: f(&|r| r.load.latency_us.stdev).unwrap_or(zero),
-            latency_p50_us: f(&|r| r.load.latency_us.p50 as f64).unwrap_or(zero),
-            latency_p99_us: f(&|r| r.load.latency_us.p99 as f64).unwrap_or(zero),
-            latency_max_us: f(&|r| r.load.latency_us.max as f64).unwrap_or(zero),
-            rss_peak_bytes: f(&|r| r.server_metrics.rss_peak_bytes as f64).unwrap_or(zero),
-            pss_peak_bytes: if ok.iter().all(|r| r.server_metrics.pss_peak_bytes.is_some()) {
-                f(&|r| r.server_metrics.pss_peak_bytes.unwrap_or(0) as f64)
-            } else {
-                None
-            },
-            cpu_ms_per_request: Spread::of(
-                &ok.iter()
-                    .filter_map(|r| r.server_metrics.cpu_ms_per_request)
-                    .collect::<Vec<_>>(),
-            ),
-            errors: ok.iter().map(|r| r.load.errors.total()).sum(),
-            caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
-        });
-    }
-    Ok(out)
-}
-
-/// One trial's figures for the progress output, with the same marks and
-/// notes as every report (seed 001 printed "19 req/s, p99 18.46ms,
-/// errors 347494" for a server answering 503 at once).
-fn progress_line(rec: &TrialRecord) -> String {
-    use crate::load::report::{fmt_bytes, fmt_us};
-    let c = Caveats::of(&rec.load);
-    let notes = c.notes();
-    format!(
-        "{} req/s, p99 {}, errors {}, RSS peak {}{}",
-        c.mark_throughput(format!("{:.0}", rec.load.throughput_rps)),
-        c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64)),
-        rec.load.errors.total(),
-        fmt_bytes(rec.server_metrics.rss_peak_bytes),
-        if notes.is_empty() {
-            String::new()
-        } else {
-            format!("  ({})", notes.join("; "))
-        }
-    )
-}
-
-/// The terminal table of a summary.
-pub fn render_summary(groups: &[GroupSummary]) -> String {
-    use crate::load::report::{fmt_bytes, fmt_us};
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}  notes",
-        "server",
-        "app",
-        "front",
-        "conns",
-        "req/s (min-max)",
-        "p50",
-        "p99",
-        "RSS peak",
-        "PSS peak",
-        "errors"
-    );
-    for g in groups {
-        let tp = g.throughput_rps;
-        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
-        let _ = writeln!(
-            s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
-            g.variant,
-            g.app,
-            if g.behind == "nginx" {
-                "nginx"
-            } else {
-                "direct"
-            },
-            g.rate
-                .map_or(g.connections.to_string(), |r| format!("{r}/s")),
-            c.mark_throughput(if g.runs > 1 {
-                format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
-            } else {
-                format!("{:.0}", tp.median)
-            }),
-            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
-            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
-            fmt_bytes(g.rss_peak_bytes.median as u64),
-            g.pss_peak_bytes
-                .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
-            g.errors,
-            if g.failed > 0 {
-                format!("  ({} failed)", g.failed)
-            } else if g.runs == 0 {
-                "  (no run)".into()
-            } else {
-                String::new()
-            },
-            if c.any() {
-                format!("  {}", c.notes().join("; "))
-            } else {
-                String::new()
-            },
-        );
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::trial::Topology;
+    use crate::search::StepKind;
 
     #[test]
     fn shuffling_keeps_rounds_apart_and_a_seed_replays_its_order() {
@@ -838,23 +497,23 @@ mod tests {
             interrupt: Arc::new(AtomicBool::new(false)),
             server_cpus: Vec::new(),
             load_cpus: Vec::new(),
-            progress: false,
+            progress: None,
             command: String::new(),
             seed: 0,
         };
-        let step = |kind| BreakpointStep {
-            level: 40.0,
-            kind,
+        let step = StepLoad {
             rate_mode: false,
-            step_duration: Duration::from_secs(5),
+            step: Duration::from_secs(5),
             probe: Duration::from_millis(500),
+            rate_connections: Some(plan.load.rate_connections),
         };
-        let full = step(StepKind::Full).spec(&t, &e, &plan, &opts, "d".into());
+        let base = breakpoint_base(&t, &e, &plan, &opts);
+        let full = base.at_step(&step, 40.0, StepKind::Full, "d".into());
         assert_eq!(full.load.warmup, Duration::from_secs(3));
         assert_eq!(full.load.duration, Some(Duration::from_secs(5)));
         assert_eq!(full.load.connections, 40);
         assert!(full.stop_on_errors);
-        let probe = step(StepKind::Probe).spec(&t, &e, &plan, &opts, "d".into());
+        let probe = base.at_step(&step, 40.0, StepKind::Probe, "d".into());
         assert_eq!(probe.load.warmup, Duration::ZERO);
         assert_eq!(probe.load.duration, Some(Duration::from_millis(500)));
     }
@@ -874,7 +533,7 @@ mod tests {
             interrupt: Arc::new(AtomicBool::new(false)),
             server_cpus: Vec::new(),
             load_cpus: Vec::new(),
-            progress: false,
+            progress: None,
             command: String::new(),
             seed: 0,
         };
@@ -889,20 +548,5 @@ mod tests {
                 instances: 4,
             }
         );
-    }
-
-    #[test]
-    fn spread_is_median_and_range() {
-        assert_eq!(
-            Spread::of(&[3.0, 1.0, 2.0]).unwrap(),
-            Spread {
-                median: 2.0,
-                min: 1.0,
-                max: 3.0,
-                n: 3
-            }
-        );
-        assert_eq!(Spread::of(&[4.0, 1.0]).unwrap().median, 2.5);
-        assert!(Spread::of(&[]).is_none());
     }
 }

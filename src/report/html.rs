@@ -1,11 +1,13 @@
 //! The self-contained HTML report: inline CSS, inline SVG charts, a few
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
-use super::svg::{esc, fmt_count, fmt_us_short, Axis, Plot, PALETTE, RED};
-use super::{breakpoint_front, front, load_label, num, short, Group, Report, Status, TrialRow};
+use super::svg::{esc, Axis, Plot, PALETTE, RED};
+use super::{breakpoint_front, front, load_label, short, Group, Report, Status, TrialRow};
+use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
-use crate::load::report::{fmt_bytes, fmt_us};
-use crate::plan::runner::StoredBreakpoint;
+use crate::store::records::StoredBreakpoint;
+use crate::units::{fmt_bytes, fmt_us};
+use crate::units::{fmt_count, fmt_us_short, mib, num};
 use std::fmt::Write;
 
 const GREEN: &str = "#2ca02c";
@@ -49,10 +51,6 @@ function setAll(sel, open) {
 fn color(variants: &[String], v: &str) -> &'static str {
     let i = variants.iter().position(|x| x == v).unwrap_or(0);
     PALETTE[i % PALETTE.len()]
-}
-
-fn mib(b: f64) -> f64 {
-    b / (1024.0 * 1024.0)
 }
 
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
@@ -254,6 +252,10 @@ impl Report {
         s.push_str("<section class=\"chart\" id=\"throughput\"><h2>Throughput against concurrency</h2><p class=\"note\">One line per server through the median of the repeats; whiskers span min–max. A dashed vertical line marks a server's break point (highest load with no errors). A red × marks a load level with no good run.</p>");
         let mut drawn = 0;
         for ((app, fr), groups) in self.sections() {
+            // Every group of a section has the same front.
+            let behind_nginx = groups
+                .first()
+                .is_some_and(|g| g.planned.topology() != Topology::Direct);
             for rate_mode in [false, true] {
                 let gs: Vec<&&Group> = groups
                     .iter()
@@ -273,7 +275,7 @@ impl Report {
                     .iter()
                     .filter(|b| {
                         b.app == app
-                            && (b.behind == "nginx") == fr.starts_with("nginx")
+                            && (b.behind == "nginx") == behind_nginx
                             && (b.mode == "rate") == rate_mode
                     })
                     .collect();

@@ -16,13 +16,14 @@ mod html;
 mod svg;
 mod text;
 
+pub use text::render_summary;
+
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
-use crate::plan::runner::{
-    summarize, GroupSummary, Manifest, Outcome, StoredBreakpoint, StoredTrial,
-};
-use crate::plan::PlannedTrial;
+use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
+use crate::store::summary::{summarize, GroupSummary};
 use crate::store::{self, ResultsDir};
+use crate::units::num;
 use anyhow::{bail, Context};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -232,15 +233,6 @@ pub fn load_label(p: &PlannedTrial) -> String {
     match p.shape.rate {
         Some(r) => format!("{} req/s", num(r)),
         None => format!("{} conn", p.shape.connections),
-    }
-}
-
-/// A number without a needless ".0".
-pub fn num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v:.2}")
     }
 }
 

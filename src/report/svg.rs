@@ -417,31 +417,3 @@ impl Plot {
         s
     }
 }
-
-/// Microseconds as "250µs", "1ms", "1.5s".
-pub fn fmt_us_short(us: f64) -> String {
-    if us >= 1_000_000.0 {
-        format!("{}s", trim(us / 1_000_000.0))
-    } else if us >= 1000.0 {
-        format!("{}ms", trim(us / 1000.0))
-    } else {
-        format!("{}µs", trim(us))
-    }
-}
-
-/// A count as "12k", "1.5M", "800".
-pub fn fmt_count(v: f64) -> String {
-    if v.abs() >= 1_000_000.0 {
-        format!("{}M", trim(v / 1_000_000.0))
-    } else if v.abs() >= 1000.0 {
-        format!("{}k", trim(v / 1000.0))
-    } else {
-        trim(v)
-    }
-}
-
-fn trim(v: f64) -> String {
-    let s = format!("{v:.2}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}

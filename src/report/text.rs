@@ -1,18 +1,12 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
-use super::{breakpoint_front, front, load_label, num, short, Report};
+use super::{breakpoint_front, front, load_label, short, Report};
 use crate::load::caveats::Caveats;
-use crate::load::report::{fmt_bytes, fmt_us};
-use crate::plan::runner::Spread;
+use crate::stats::spread::Spread;
+use crate::store::summary::GroupSummary;
+use crate::units::{fmt_bytes, fmt_us};
+use crate::units::{fmt_mib, fmt_ms, num};
 use std::fmt::Write;
-
-fn ms(us: f64) -> String {
-    format!("{:.2}", us / 1000.0)
-}
-
-fn mib(b: f64) -> String {
-    format!("{:.1}", b / (1024.0 * 1024.0))
-}
 
 /// "14647 (6967-22327)" or "14647" for one run.
 fn rps_spread(s: &Spread) -> String {
@@ -249,9 +243,9 @@ impl Report {
                 let c = g.caveats();
                 let bound = |us: f64| {
                     if c.lower_bound {
-                        format!("≥ {}", ms(us))
+                        format!("≥ {}", fmt_ms(us))
                     } else {
-                        ms(us)
+                        fmt_ms(us)
                     }
                 };
                 match g.good() {
@@ -261,11 +255,11 @@ impl Report {
                             "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
                             c.mark_throughput(rps_spread(&sum.throughput_rps)),
                             bound(sum.latency_mean_us.median),
-                            ms(sum.latency_stdev_us.median),
+                            fmt_ms(sum.latency_stdev_us.median),
                             bound(sum.latency_max_us.median),
-                            c.mark_latency(0.99, ms(sum.latency_p99_us.median)),
-                            mib(sum.rss_peak_bytes.median),
-                            sum.pss_peak_bytes.map_or("-".into(), |p| mib(p.median)),
+                            c.mark_latency(0.99, fmt_ms(sum.latency_p99_us.median)),
+                            fmt_mib(sum.rss_peak_bytes.median),
+                            sum.pss_peak_bytes.map_or("-".into(), |p| fmt_mib(p.median)),
                             sum.cpu_ms_per_request
                                 .map_or("-".into(), |c| format!("{:.3}", c.median)),
                             sum.errors,
@@ -335,8 +329,8 @@ impl Report {
                         .as_ref()
                         .map_or("-".into(), |f| format!(
                             "{} / {}",
-                            ms(f.p50 as f64),
-                            ms(f.p99 as f64)
+                            fmt_ms(f.p50 as f64),
+                            fmt_ms(f.p99 as f64)
                         )),
                     secs.join(", ")
                 );
@@ -557,4 +551,66 @@ impl Report {
         }
         s
     }
+}
+
+/// The terminal table of a summary (what `run` prints at its end).
+pub fn render_summary(groups: &[GroupSummary]) -> String {
+    use crate::units::{fmt_bytes, fmt_us};
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}  notes",
+        "server",
+        "app",
+        "front",
+        "conns",
+        "req/s (min-max)",
+        "p50",
+        "p99",
+        "RSS peak",
+        "PSS peak",
+        "errors"
+    );
+    for g in groups {
+        let tp = g.throughput_rps;
+        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
+        let _ = writeln!(
+            s,
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
+            g.variant,
+            g.app,
+            if g.behind == "nginx" {
+                "nginx"
+            } else {
+                "direct"
+            },
+            g.rate
+                .map_or(g.connections.to_string(), |r| format!("{r}/s")),
+            c.mark_throughput(if g.runs > 1 {
+                format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
+            } else {
+                format!("{:.0}", tp.median)
+            }),
+            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
+            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
+            fmt_bytes(g.rss_peak_bytes.median as u64),
+            g.pss_peak_bytes
+                .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
+            g.errors,
+            if g.failed > 0 {
+                format!("  ({} failed)", g.failed)
+            } else if g.runs == 0 {
+                "  (no run)".into()
+            } else {
+                String::new()
+            },
+            if c.any() {
+                format!("  {}", c.notes().join("; "))
+            } else {
+                String::new()
+            },
+        );
+    }
+    s
 }

@@ -20,9 +20,10 @@
 //! any other: the search goes on below it with full steps only, so the
 //! reported break point has always held for a full step.
 
-use crate::load::{ErrorCounts, FirstFailure, LoadReport};
+use crate::load::{ErrorCounts, FirstFailure, LoadConfig, LoadReport, Pacing};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 pub mod settle;
 
@@ -67,6 +68,56 @@ pub enum StepKind {
     Probe,
     /// A full step (warm-up and the whole duration): its figures count.
     Full,
+}
+
+/// How one step of a search loads the server: the one place a step's load
+/// is set up, for a URL (`cli::breakpoint`) and for the lab
+/// (`lab::trial::TrialSpec::at_step`, used by `cli::breakpoint` and the plan
+/// runner).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepLoad {
+    /// Levels are rates (open loop) rather than connections.
+    pub rate_mode: bool,
+    /// Counted length of a full step (its warm-up comes on top).
+    pub step: Duration,
+    /// Length of a probe step, which has no warm-up.
+    pub probe: Duration,
+    /// In rate mode, the connections to carry the rate (None keeps the
+    /// base load's).
+    pub rate_connections: Option<usize>,
+}
+
+impl StepLoad {
+    /// Sets `load` to apply `level` as a step of `kind`.
+    pub fn apply(&self, level: f64, kind: StepKind, load: &mut LoadConfig) {
+        if self.rate_mode {
+            load.pacing = Pacing::Rate(level);
+            if let Some(c) = self.rate_connections {
+                load.connections = c;
+            }
+        } else {
+            load.connections = level as usize;
+        }
+        load.duration = Some(self.step);
+        if kind == StepKind::Probe {
+            load.duration = Some(self.probe);
+            load.warmup = Duration::ZERO;
+            load.warmup_until_steady = false;
+        }
+        load.requests = None;
+        // A failing level is known at its first error, warm-up included:
+        // the step ends there, so a failure costs next to nothing. Those
+        // errors count even when their requests were sent during the
+        // warm-up.
+        load.stop_on_error = true;
+    }
+}
+
+/// Whether the search's knobs can make a search: start > 0, max >= start,
+/// growth > 1 and resolution > 0. The CLI and plan validation both ask
+/// here, each naming the knobs as its user wrote them.
+pub fn knobs_are_sane(start: f64, max: f64, growth: f64, resolution: f64) -> bool {
+    growth > 1.0 && resolution > 0.0 && start > 0.0 && max >= start
 }
 
 impl StepResult {

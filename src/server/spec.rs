@@ -104,6 +104,45 @@ fn default_start_timeout() -> f64 {
     60.0
 }
 
+/// Something a trial asks of a server that the server cannot do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// More than one worker process from a server that runs one.
+    Processes(u32),
+    /// More than one thread from a server without a thread pool.
+    Threads(u32),
+    /// A setting the adapter does not have.
+    Setting(String),
+}
+
+impl ServerSpec {
+    /// The one capability check, for a trial (`lab`, an error naming the
+    /// fix) and a plan (`plan`, a skipped combination or an error at the
+    /// setting's line): workers, then threads, then settings.
+    pub fn missing<'a>(
+        &self,
+        workers: Option<u32>,
+        threads: Option<u32>,
+        settings: impl IntoIterator<Item = &'a String>,
+    ) -> Option<Missing> {
+        if let Some(w) = workers.filter(|&w| w > 1 && !self.processes) {
+            return Some(Missing::Processes(w));
+        }
+        if let Some(t) = threads.filter(|&t| t > 1 && !self.threads) {
+            return Some(Missing::Threads(t));
+        }
+        settings
+            .into_iter()
+            .find(|k| !self.settings.contains_key(*k))
+            .map(|k| Missing::Setting(k.clone()))
+    }
+
+    /// The adapter's settings, comma-separated.
+    pub fn setting_names(&self) -> String {
+        self.settings.keys().cloned().collect::<Vec<_>>().join(", ")
+    }
+}
+
 impl ServerSpec {
     /// A user's server from a bare command template.
     pub fn custom(name: &str, command: &str) -> ServerSpec {
@@ -274,7 +313,7 @@ impl Registry {
 /// Runs a server's version command and keeps the first line with a digit.
 pub fn read_version(spec: &ServerSpec) -> Option<String> {
     let cmd = spec.version_command.as_deref()?;
-    let home = crate::lab::trial::rackbench_home();
+    let home = crate::host::rackbench_home();
     let cmd = cmd.replace("{{rackbench_home}}", &home.display().to_string());
     let out = std::process::Command::new("/bin/sh")
         .arg("-c")
@@ -296,6 +335,54 @@ pub fn read_version(spec: &ServerSpec) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_names_the_first_thing_a_server_cannot_do() {
+        let r = Registry::builtin();
+        let webrick = r.get("webrick").unwrap(); // one process
+        let unicorn = r.get("unicorn").unwrap(); // no threads
+        let puma = r.get("puma").unwrap();
+        let none: [&String; 0] = [];
+        let bogus = "no_such_setting".to_string();
+        type Row<'a> = (
+            &'a ServerSpec,
+            Option<u32>,
+            Option<u32>,
+            Vec<&'a String>,
+            Option<Missing>,
+        );
+        let rows: [Row; 7] = [
+            (puma, Some(4), Some(8), vec![], None),
+            (webrick, Some(1), None, vec![], None),
+            (webrick, Some(2), None, vec![], Some(Missing::Processes(2))),
+            (unicorn, Some(2), Some(1), vec![], None),
+            (unicorn, None, Some(4), vec![], Some(Missing::Threads(4))),
+            (
+                puma,
+                None,
+                None,
+                vec![&bogus],
+                Some(Missing::Setting(bogus.clone())),
+            ),
+            // Workers are named before a bad setting.
+            (
+                webrick,
+                Some(3),
+                None,
+                vec![&bogus],
+                Some(Missing::Processes(3)),
+            ),
+        ];
+        for (spec, w, t, settings, want) in rows {
+            assert_eq!(
+                spec.missing(w, t, settings),
+                want,
+                "{} {w:?} {t:?}",
+                spec.name
+            );
+        }
+        assert_eq!(puma.missing(None, None, none), None);
+    }
 
     #[test]
     fn builtin_servers_parse_and_name_their_needs() {

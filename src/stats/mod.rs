@@ -1,8 +1,10 @@
-//! Statistics for comparing runs: medians and bootstrap intervals
+//! Statistics over figures already measured: the median and range across
+//! repeats of one trial (`spread`), medians and bootstrap intervals
 //! (`bootstrap`), rank tests and multiple-comparison control
 //! (`significance`), the Universal Scalability Law fit and the knee of a
-//! sweep (`usl`), and the A-versus-B comparison of two results directories
-//! (`compare`). Methods and assumptions: docs/STATISTICS.md.
+//! sweep (`usl`), merged latency histograms (`histogram`), and the
+//! A-versus-B comparison of two results directories (`compare`). Methods
+//! and assumptions: docs/STATISTICS.md.
 //!
 //! Nothing here starts a server or drives load: it reads numbers (and, for
 //! `compare`, results directories) and returns numbers and words.
@@ -11,4 +13,5 @@ pub mod bootstrap;
 pub mod compare;
 pub mod histogram;
 pub mod significance;
+pub mod spread;
 pub mod usl;

@@ -14,6 +14,9 @@
 //! DIR/work/ID/               each trial's server log and rendered configs
 //! ```
 
+pub mod records;
+pub mod summary;
+
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::path::{Path, PathBuf};

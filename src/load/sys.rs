@@ -1,0 +1,143 @@
+//! The raw socket and thread system calls the connection loop makes:
+//! kernel receive stamps (`SO_TIMESTAMPNS`) and the stamped `recvmsg`, the
+//! bare `send`, loopback's cheapest congestion control, and the thread's
+//! CPU clock. Kept apart from `worker.rs` so the loop reads as a loop; the
+//! calls are bare (not glibc's wrappers, which are cancellation points) and
+//! each says why it exists.
+
+use socket2::Socket;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+/// Asks the kernel to stamp each received packet (`SO_TIMESTAMPNS`), read
+/// back by [`recv_stamped`]. Best effort: without stamps, a response ends
+/// when it is read.
+pub(super) fn enable_rx_timestamps(sock: &Socket) {
+    let on: libc::c_int = 1;
+    // SAFETY: valid socket; `on` outlives the call.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// Loopback has no congestion to control, and reno, which every kernel has
+/// and lets any user choose, does the least work per acknowledgement.
+/// Machines that default to BBR (the VM rackbench is measured on does) pay
+/// for its model on every response otherwise (about 2% of the generator's
+/// CPU there). Only the generator's own sockets change; the server keeps
+/// its own choice.
+pub(super) fn cheapest_congestion_control(sock: &Socket) {
+    let name = b"reno";
+    // SAFETY: valid socket; `name` outlives the call. A failure leaves the
+    // default in place, which is only slower.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+}
+
+/// `send` with MSG_NOSIGNAL (a write to a closed peer is EPIPE, not
+/// SIGPIPE), as the bare system call (see `recv_stamped`). Returns bytes
+/// written, or -1 with errno set.
+pub(super) fn send_raw(fd: libc::c_int, buf: &[u8]) -> isize {
+    // Every argument as a long, as the variadic `syscall` reads them.
+    // SAFETY: fd is a socket; buf is valid for its length; no address.
+    (unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            fd as libc::c_long,
+            buf.as_ptr(),
+            buf.len(),
+            libc::MSG_NOSIGNAL as libc::c_long,
+            std::ptr::null::<libc::sockaddr>(),
+            0 as libc::c_long,
+        )
+    }) as isize
+}
+
+/// `recv` that also returns the kernel's receive timestamp of the data read
+/// (CLOCK_REALTIME; for TCP, that of the last segment read), if stamped.
+/// Returns what `recv` returns: bytes read, 0 at EOF, -1 with errno set.
+pub(super) fn recv_stamped(fd: libc::c_int, buf: &mut [u8]) -> (isize, Option<libc::timespec>) {
+    // u64s keep the control buffer aligned for cmsghdr.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (no name, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points at live iov, buf and control for the whole call.
+    // The bare system call: glibc's `recvmsg` is a cancellation point, which
+    // costs two calls around every read (1-2% of the generator's CPU).
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_recvmsg,
+            fd as libc::c_long,
+            &mut msg as *mut libc::msghdr,
+            0 as libc::c_long,
+        )
+    } as isize;
+    if n <= 0 || msg.msg_controllen == 0 {
+        return (n, None);
+    }
+    // SAFETY: the kernel filled `control` with msg_controllen bytes of
+    // well-formed cmsgs; CMSG_* walk only within them.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                return (n, Some(ts));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    (n, None)
+}
+
+/// Places a CLOCK_REALTIME stamp on the monotonic clock, by its age against
+/// the wall clock read now. A stamp from the future (the wall clock was
+/// stepped) counts as now.
+pub(super) fn arrival(now: Instant, stamp: libc::timespec) -> Instant {
+    let mut wall = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: wall is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut wall) };
+    let ns = |t: libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
+    let age = ns(wall) - ns(stamp);
+    if age <= 0 {
+        return now;
+    }
+    now.checked_sub(Duration::from_nanos(age.min(u64::MAX as i128) as u64))
+        .unwrap_or(now)
+}
+
+/// CPU time of the calling thread.
+pub(super) fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}

@@ -1,0 +1,105 @@
+//! `rackbench/summary-v1`: the figures of each group of repeats, made from
+//! the stored trials alone (so any report can rebuild it from disk).
+
+use super::records::{Outcome, StoredTrial};
+use super::{read_json, ResultsDir};
+use crate::lab::trial::TrialRecord;
+use crate::load::caveats::Caveats;
+use crate::stats::spread::Spread;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Figures of one group (a trial and its repeats).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupSummary {
+    pub group: String,
+    pub server: String,
+    pub variant: String,
+    pub app: String,
+    pub behind: String,
+    pub connections: usize,
+    pub rate: Option<f64>,
+    pub runs: usize,
+    pub failed: usize,
+    pub throughput_rps: Spread,
+    pub latency_mean_us: Spread,
+    pub latency_stdev_us: Spread,
+    pub latency_p50_us: Spread,
+    pub latency_p99_us: Spread,
+    pub latency_max_us: Spread,
+    pub rss_peak_bytes: Spread,
+    pub pss_peak_bytes: Option<Spread>,
+    pub cpu_ms_per_request: Option<Spread>,
+    pub errors: u64,
+    /// What the figures cannot be trusted for, over the good runs (the
+    /// worst run decides); every report renders its marks and notes.
+    #[serde(default)]
+    pub caveats: Caveats,
+}
+
+/// Reads every stored trial and groups repeats: median and range.
+pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
+    let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
+    let trials_dir = dir.root.join("trials");
+    if trials_dir.exists() {
+        for entry in std::fs::read_dir(&trials_dir)?.flatten() {
+            if entry.path().extension().is_some_and(|x| x == "json") {
+                if let Ok(t) = read_json::<StoredTrial>(&entry.path()) {
+                    groups.entry(t.group.clone()).or_default().push(t);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (group, trials) in groups {
+        let ok: Vec<&TrialRecord> = trials
+            .iter()
+            .filter(|t| t.outcome == Outcome::Ok)
+            .filter_map(|t| t.trial.as_ref())
+            .collect();
+        let p = &trials[0].planned;
+        let f = |get: &dyn Fn(&TrialRecord) -> f64| {
+            Spread::of(&ok.iter().map(|r| get(r)).collect::<Vec<_>>())
+        };
+        let zero = Spread {
+            median: 0.0,
+            min: 0.0,
+            max: 0.0,
+            n: 0,
+        };
+        out.push(GroupSummary {
+            group,
+            server: p.server.clone(),
+            variant: p.variant.clone(),
+            app: p.app.clone(),
+            behind: p.behind.clone(),
+            connections: p.shape.connections,
+            rate: p.shape.rate,
+            runs: ok.len(),
+            failed: trials
+                .iter()
+                .filter(|t| t.outcome == Outcome::Failed)
+                .count(),
+            throughput_rps: f(&|r| r.load.throughput_rps).unwrap_or(zero),
+            latency_mean_us: f(&|r| r.load.latency_us.mean).unwrap_or(zero),
+            latency_stdev_us: f(&|r| r.load.latency_us.stdev).unwrap_or(zero),
+            latency_p50_us: f(&|r| r.load.latency_us.p50 as f64).unwrap_or(zero),
+            latency_p99_us: f(&|r| r.load.latency_us.p99 as f64).unwrap_or(zero),
+            latency_max_us: f(&|r| r.load.latency_us.max as f64).unwrap_or(zero),
+            rss_peak_bytes: f(&|r| r.server_metrics.rss_peak_bytes as f64).unwrap_or(zero),
+            pss_peak_bytes: if ok.iter().all(|r| r.server_metrics.pss_peak_bytes.is_some()) {
+                f(&|r| r.server_metrics.pss_peak_bytes.unwrap_or(0) as f64)
+            } else {
+                None
+            },
+            cpu_ms_per_request: Spread::of(
+                &ok.iter()
+                    .filter_map(|r| r.server_metrics.cpu_ms_per_request)
+                    .collect::<Vec<_>>(),
+            ),
+            errors: ok.iter().map(|r| r.load.errors.total()).sum(),
+            caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
+        });
+    }
+    Ok(out)
+}
