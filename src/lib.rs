@@ -18,6 +18,7 @@ pub mod checks;
 pub mod cli;
 pub mod lab;
 pub mod load;
+pub mod mirror;
 pub mod plan;
 pub mod report;
 pub mod require;

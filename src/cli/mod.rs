@@ -6,6 +6,7 @@
 
 mod breakpoint;
 mod load;
+mod mirror;
 mod parse;
 mod report;
 mod run;
@@ -41,6 +42,10 @@ enum Command {
     Breakpoint(Box<breakpoint::BreakpointArgs>),
     /// Write terminal, Markdown, CSV, JSON and HTML reports from a results directory.
     Report(report::ReportArgs),
+    /// Proxy to a primary, copying each request to shadow servers (bounded, never slowing the primary).
+    Mirror(Box<mirror::MirrorArgs>),
+    /// Proxy to a primary and write each request to a record file.
+    Record(Box<mirror::MirrorArgs>),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -61,6 +66,8 @@ pub fn main() -> ExitCode {
         Command::Breakpoint(args) => breakpoint::run(*args),
         Command::Report(args) => report::run(args),
         Command::ServeTest(args) => serve_test::run(args),
+        Command::Mirror(args) => mirror::run(*args),
+        Command::Record(args) => mirror::run_record(*args),
     };
     match result {
         Ok(code) => code,

@@ -13,8 +13,8 @@
 
 use super::apps::AppSpec;
 use super::environment::Environment;
-use crate::load::window::Window;
 use super::front::{self, HttpVersion, NginxConf};
+use crate::load::window::Window;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
 use crate::sampler::{Sampler, SamplerReport, Scope};
 use crate::server::probe::Answer;

@@ -12,7 +12,7 @@
 //! compared and snapshot-tested.
 
 mod html;
-mod svg;
+pub(crate) mod svg;
 mod text;
 
 use crate::lab::trial::TrialRecord;
