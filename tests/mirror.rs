@@ -455,6 +455,10 @@ fn body_diffs_report_changes_but_not_the_noise_two_primaries_disagree_on() {
     assert_eq!(by(&filtered, "changed").body_mismatches, 10);
     assert_eq!(by(&filtered, "changed").mismatches_by_path[0].path, "/page");
     assert_eq!(filtered.primary_b.as_ref().unwrap().answered, 10);
+    // The HTML section shows the paired distribution and where bodies differ.
+    let page = rackbench::mirror::html::page(&filtered);
+    assert!(page.contains("<svg") && page.contains("Paired latency difference"));
+    assert!(page.contains("<code>/page</code>"), "{page}");
     // Without the second primary the counter line is a difference too.
     let raw = run(false);
     assert_eq!(by(&raw, "same").body_mismatches, 10);
