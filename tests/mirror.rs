@@ -491,3 +491,63 @@ fn bad_upstreams_are_refused_with_the_fix() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--shadow NAME=URL"));
 }
+
+/// `Connection: close` from the primary belongs to the mirror's connection
+/// to it, not the client's: the client's keep-alive connection goes on.
+#[test]
+fn hop_by_hop_headers_stay_on_their_own_hop() {
+    let primary = TestServer::start(TestServerConfig {
+        close_every: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let m = Mirror::start(config(&primary, &[("s", shadow.url())])).unwrap();
+    let mut c = connect(m.addr);
+    for _ in 0..3 {
+        let r = exchange(&mut c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(r.body, b"hello world");
+        assert_eq!(r.header("connection"), None, "{r:?}");
+    }
+    assert_eq!(primary.stats().accepted_connections, 3);
+    let doc = m.stop();
+    assert_eq!(doc.primary.errors, 0);
+}
+
+/// A body larger than the copy limit reaches the primary whole, streamed;
+/// the shadows' copies of it are dropped and counted, not buffered.
+#[test]
+fn a_body_over_the_limit_reaches_the_primary_and_its_copies_are_dropped() {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let mut cfg = config(&primary, &[("s", shadow.url())]);
+    cfg.mirror_methods = vec![hyper::Method::POST];
+    cfg.body_limit = 64 * 1024;
+    let m = Mirror::start(cfg).unwrap();
+    let mut c = connect(m.addr);
+    let body = vec![b'x'; 4 << 20];
+    c.get_mut()
+        .write_all(
+            format!(
+                "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    c.get_mut().write_all(&body).unwrap();
+    let r = read_response(&mut c, false);
+    assert_eq!(r.body, b"hello world");
+    let small = exchange(
+        &mut c,
+        "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    assert_eq!(small.body, b"hello world");
+    eventually("the small copy answered", || {
+        m.snapshot().shadows[0].answered == 1
+    });
+    let doc = m.stop();
+    let s = &doc.shadows[0];
+    assert_eq!((s.dropped, s.dropped_body, s.sent), (1, 1, 1), "{s:?}");
+    assert_eq!(shadow.stats().requests_seen, 1);
+}
