@@ -551,3 +551,59 @@ fn a_body_over_the_limit_reaches_the_primary_and_its_copies_are_dropped() {
     assert_eq!((s.dropped, s.dropped_body, s.sent), (1, 1, 1), "{s:?}");
     assert_eq!(shadow.stats().requests_seen, 1);
 }
+
+/// The command end to end: live lines on stderr, then mirror.json (held to
+/// the schema) and mirror.html under --out.
+#[test]
+fn the_command_writes_its_document_and_page_under_out() {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("rackbench-mirror-out-{}", std::process::id()));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "mirror",
+            "--listen",
+            "127.0.0.1:0",
+            "--primary",
+            &primary.url(),
+        ])
+        .args([
+            "--shadow",
+            &format!("s={}", shadow.url()),
+            "-d",
+            "2s",
+            "--out",
+        ])
+        .arg(&dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    let addr: SocketAddr = first
+        .trim()
+        .strip_prefix("mirror listening on http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{first}"))
+        .parse()
+        .unwrap();
+    let mut c = connect(addr);
+    for _ in 0..5 {
+        assert_eq!(
+            exchange(&mut c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").body,
+            b"hello world"
+        );
+    }
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "{rest}");
+    assert!(rest.contains("requests 5"), "{rest}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("mirror.json")).unwrap()).unwrap();
+    common::schema::assert_valid("mirror-v1", &doc, "mirror.json");
+    assert_eq!(doc["shadows"][0]["answered"], 5);
+    let page = std::fs::read_to_string(dir.join("mirror.html")).unwrap();
+    assert!(page.starts_with("<!doctype html>") && !page.contains("<script"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
