@@ -319,7 +319,8 @@ fn the_paired_difference_shows_a_slower_shadow() {
     let p = &doc.shadows[0].paired;
     assert_eq!(p.count, 30);
     let (lo, hi) = (p.ci95_low_us.unwrap(), p.ci95_high_us.unwrap());
-    assert!(lo > 15_000, "{p:?}");
+    // The shadow sleeps 20 ms; a generous floor for a busy machine.
+    assert!(lo > 5_000, "{p:?}");
     assert!(lo as f64 <= p.median_us.unwrap() && p.median_us.unwrap() <= hi as f64);
     let schema_doc = serde_json::to_value(&doc).unwrap();
     common::schema::assert_valid("mirror-v1", &schema_doc, "a mirror run");
@@ -606,4 +607,50 @@ fn the_command_writes_its_document_and_page_under_out() {
     let page = std::fs::read_to_string(dir.join("mirror.html")).unwrap();
     assert!(page.starts_with("<!doctype html>") && !page.contains("<script"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that leaves mid-body takes nothing down: its copies are
+/// dropped and counted, and the next client is served.
+#[test]
+fn a_client_that_vanishes_mid_body_is_counted_and_harms_no_one() {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let mut cfg = config(&primary, &[("s", shadow.url())]);
+    cfg.mirror_methods = vec![hyper::Method::POST];
+    let m = Mirror::start(cfg).unwrap();
+    {
+        let mut c = TcpStream::connect(m.addr).unwrap();
+        c.write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let r = exchange(
+        &mut connect(m.addr),
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi",
+    );
+    assert_eq!(r.body, b"hello world");
+    eventually("the vanished request is over", || {
+        let s = &m.snapshot().shadows[0];
+        s.dropped == 1 && s.answered == 1
+    });
+    m.stop();
+}
+
+/// A primary that never answers: the client gets a 504 at the primary
+/// timeout, counted, instead of waiting forever.
+#[test]
+fn a_hung_primary_gets_the_client_a_504_at_the_timeout() {
+    let primary = TestServer::start(TestServerConfig {
+        fault: Fault::Hang,
+        ..Default::default()
+    })
+    .unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let mut cfg = config(&primary, &[("s", shadow.url())]);
+    cfg.primary_timeout = Duration::from_millis(300);
+    let m = Mirror::start(cfg).unwrap();
+    let r = exchange(&mut connect(m.addr), "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(r.status_line.starts_with("HTTP/1.1 504"), "{r:?}");
+    let doc = m.stop();
+    assert_eq!((doc.primary.errors, doc.primary.timeouts), (1, 1));
 }
