@@ -241,14 +241,12 @@ impl Mirror {
             .name("mirror-main".into())
             .spawn(move || {
                 rt.block_on(async move {
-                    let mut busy = Vec::new();
                     for (rx, target) in workers {
                         let client: shadow::ShadowClient = Client::builder(TokioExecutor::new())
                             .pool_idle_timeout(Duration::from_secs(60))
                             .pool_max_idle_per_host(target.concurrency)
                             .build(connector());
                         let sem = Arc::new(Semaphore::new(target.concurrency));
-                        busy.push((Arc::clone(&sem), target.concurrency));
                         tokio::spawn(shadow::run(rx, client, target, sem));
                     }
                     let listener = match tokio::net::TcpListener::from_std(std_listener) {
@@ -264,11 +262,7 @@ impl Mirror {
                     let deadline =
                         Instant::now() + sh.cfg.shadow_timeout + Duration::from_millis(200);
                     while Instant::now() < deadline {
-                        let idle = sh
-                            .shadow_tx
-                            .iter()
-                            .all(|tx| tx.capacity() == tx.max_capacity())
-                            && busy.iter().all(|(s, n)| s.available_permits() == *n);
+                        let idle = sh.judge.shadows.iter().all(|s| s.settled());
                         if idle {
                             break;
                         }

@@ -45,6 +45,7 @@ impl QueueItem {
         index: usize,
         stats: Arc<ShadowStats>,
     ) -> QueueItem {
+        stats.offered.fetch_add(1, Ordering::Relaxed);
         QueueItem {
             job,
             pair,
@@ -152,8 +153,9 @@ async fn send(mut item: QueueItem, client: &ShadowClient, target: &ShadowTarget)
         })
     };
     match tokio::time::timeout(target.timeout, exchange).await {
+        // The pair is judged first, so a copy counted as ended has its
+        // comparison in the figures too.
         Ok(Ok(answer)) => {
-            item.stats.answered.fetch_add(1, Ordering::Relaxed);
             item.stats
                 .slow
                 .lock()
@@ -161,14 +163,15 @@ async fn send(mut item: QueueItem, client: &ShadowClient, target: &ShadowTarget)
                 .latency_us
                 .saturating_record(answer.latency_us);
             item.finish(Some(answer));
+            item.stats.answered.fetch_add(1, Ordering::Relaxed);
         }
         Ok(Err(_)) => {
-            item.stats.errors.fetch_add(1, Ordering::Relaxed);
             item.finish(None);
+            item.stats.errors.fetch_add(1, Ordering::Relaxed);
         }
         Err(_) => {
-            item.stats.timeouts.fetch_add(1, Ordering::Relaxed);
             item.finish(None);
+            item.stats.timeouts.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

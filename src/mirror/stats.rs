@@ -36,6 +36,9 @@ pub struct Answer {
 /// Counters of one shadow (or of the second primary).
 #[derive(Debug, Default)]
 pub struct ShadowStats {
+    /// Copies made for this shadow: each ends dropped, answered, timed
+    /// out or failed.
+    pub offered: AtomicU64,
     pub sent: AtomicU64,
     pub answered: AtomicU64,
     pub dropped: AtomicU64,
@@ -73,6 +76,15 @@ impl Default for ShadowSlow {
 }
 
 impl ShadowStats {
+    /// Every copy made so far has ended.
+    pub fn settled(&self) -> bool {
+        let done = self.dropped.load(Ordering::Relaxed)
+            + self.answered.load(Ordering::Relaxed)
+            + self.timeouts.load(Ordering::Relaxed)
+            + self.errors.load(Ordering::Relaxed);
+        done >= self.offered.load(Ordering::Relaxed)
+    }
+
     fn mismatch(&self, path: &str, status: bool) {
         let mut slow = self.slow.lock().expect("shadow stats");
         let key = if slow.by_path.contains_key(path) || slow.by_path.len() < MISMATCH_PATHS {
