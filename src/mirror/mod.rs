@@ -342,6 +342,8 @@ async fn accept_loop(
                 hyper::service::service_fn(move |req| proxy::handle(Arc::clone(&svc_sh), req));
             let conn = hyper::server::conn::http1::Builder::new()
                 .preserve_header_case(true)
+                // The client gets the primary's headers, not one more.
+                .auto_date_header(false)
                 .max_buf_size(sh.cfg.max_header_bytes.max(8192))
                 .timer(TokioTimer::new())
                 .header_read_timeout(sh.cfg.header_timeout)
