@@ -7,6 +7,8 @@
 //!
 //! - [`cli`]: the command line: clap types, one file per subcommand, each
 //!   turning flags into a library call and the result into output.
+//! - [`mirror`]: the traffic-duplicating proxy (primary and shadows) and
+//!   the request recorder; relays what arrives, never drives load itself.
 //! - [`report`]: terminal, Markdown, CSV, JSON and HTML reports, built from
 //!   a results directory alone (`store`), never from a live run.
 //! - [`plan`]: plan files, their expansion into trials, and the runner that
@@ -40,6 +42,7 @@ pub mod cli;
 pub mod host;
 pub mod lab;
 pub mod load;
+pub mod mirror;
 pub mod plan;
 pub mod report;
 pub mod require;

@@ -3,9 +3,11 @@
 //!
 //! `tests/contracts/*.json` are real documents, written by `rackbench run
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search)
-//! and `rackbench breakpoint URL --json` against `rackbench serve-test`;
+//! and `rackbench breakpoint URL --json` against `rackbench serve-test`
+//! (mirror-v1.json: `rackbench mirror --diff-bodies --primary-b --record
+//! --json` in front of three serve-tests, curl as the client);
 //! the tests that make such documents afresh (tests/servers.rs,
-//! tests/cli.rs, tests/load_engine.rs, tests/report.rs) check them
+//! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
 //! against the same schemas.
 //! Here each is broken one way at a time: a value outside an `enum`, under
 //! a `minimum`, a `required` field removed. A checker that ignored any of
@@ -39,6 +41,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("report-v1", &["report-v1.json"]),
     ("telemetry-v1", &["telemetry-v1.json"]),
     ("compare-v1", &["compare-v1.json"]),
+    ("mirror-v1", &["mirror-v1.json"]),
 ];
 
 #[test]
@@ -99,6 +102,34 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
     use Break::{Remove, Set};
     // (schema, sample, where, how, the message at that place)
     let cases: Vec<(&str, &str, &str, Break, &str)> = vec![
+        (
+            "mirror-v1",
+            "mirror-v1.json",
+            "/shadows/0/dropped",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "mirror-v1",
+            "mirror-v1.json",
+            "/shadows/0/paired",
+            Remove,
+            "missing properties 'paired'",
+        ),
+        (
+            "mirror-v1",
+            "mirror-v1.json",
+            "/primary_b/url",
+            Set(json!("https://x")),
+            "does not match pattern",
+        ),
+        (
+            "mirror-v1",
+            "mirror-v1.json",
+            "/schema",
+            Set(json!("rackbench/mirror-v2")),
+            "must be 'rackbench/mirror-v1'",
+        ),
         (
             "load-v1",
             "load-v1.json",

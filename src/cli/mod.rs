@@ -7,6 +7,7 @@
 mod breakpoint;
 mod compare;
 mod load;
+mod mirror;
 mod parse;
 mod report;
 mod run;
@@ -44,6 +45,10 @@ enum Command {
     Report(report::ReportArgs),
     /// Compare two results directories (or two variants of one): change, 95% interval, significance.
     Compare(compare::CompareArgs),
+    /// Proxy to a primary, copying each request to shadow servers (bounded, never slowing the primary).
+    Mirror(Box<mirror::MirrorArgs>),
+    /// Proxy to a primary and write each request to a record file.
+    Record(Box<mirror::MirrorArgs>),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -65,6 +70,8 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::ServeTest(args) => serve_test::run(args),
+        Command::Mirror(args) => mirror::run(*args),
+        Command::Record(args) => mirror::run_record(*args),
     };
     match result {
         Ok(code) => code,

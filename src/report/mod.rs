@@ -13,7 +13,7 @@
 
 pub mod compare;
 mod html;
-mod svg;
+pub(crate) mod svg;
 mod text;
 
 pub use text::render_summary;

@@ -1,0 +1,135 @@
+//! The mirror section of the HTML report, and a self-contained page with
+//! it: per shadow the counts, the paired-difference distribution (shadow −
+//! primary latency per request) with its median and 95% interval, and the
+//! mismatches by path. Reads only a mirror-v1 document.
+
+use super::doc::MirrorDoc;
+use crate::report::svg::{esc, Axis, Plot, PALETTE};
+use crate::units::fmt_us_short;
+use std::fmt::Write;
+
+/// The `<section>` for one mirror-v1 document.
+pub fn section(doc: &MirrorDoc) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<section class=\"mirror\"><h2>Mirror</h2><p>{} requests in {:.0} s, {} mirrored ({}). Primary {}: p50 {}, p99 {}, {} errors.</p>",
+        doc.requests,
+        doc.elapsed_s,
+        doc.mirrored,
+        esc(&doc.config.mirror_methods.join(", ")),
+        esc(&doc.primary.url),
+        fmt_us_short(doc.primary.latency_us.p50 as f64),
+        fmt_us_short(doc.primary.latency_us.p99 as f64),
+        doc.primary.errors
+    );
+    s.push_str("<table><thead><tr><th>shadow</th><th>sent</th><th>answered</th><th>dropped</th><th>timeouts</th><th>errors</th><th>status mismatches</th><th>body mismatches</th><th>p50</th><th>p99</th><th>paired median (95% CI)</th></tr></thead><tbody>");
+    for sh in &doc.shadows {
+        let paired = match (
+            sh.paired.median_us,
+            sh.paired.ci95_low_us,
+            sh.paired.ci95_high_us,
+        ) {
+            (Some(m), Some(lo), Some(hi)) => format!("{m:+.0} µs ({lo:+} … {hi:+})"),
+            (Some(m), _, _) => format!("{m:+.0} µs (too few pairs for an interval)"),
+            _ => "no pairs".into(),
+        };
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&sh.name),
+            sh.sent,
+            sh.answered,
+            sh.dropped,
+            sh.timeouts,
+            sh.errors,
+            sh.status_mismatches,
+            sh.body_mismatches,
+            fmt_us_short(sh.latency_us.p50 as f64),
+            fmt_us_short(sh.latency_us.p99 as f64),
+            esc(&paired)
+        );
+    }
+    s.push_str("</tbody></table>");
+
+    let pts: Vec<i64> = doc
+        .shadows
+        .iter()
+        .flat_map(|sh| sh.paired.distribution.iter().map(|p| p.diff_us))
+        .collect();
+    if let (Some(lo), Some(hi)) = (pts.iter().min(), pts.iter().max()) {
+        let (lo, hi) = ((*lo).min(0) as f64, (*hi).max(0) as f64);
+        let x = Axis::linear(0.0, 100.0, "percentile of requests", &|v| format!("{v:.0}"));
+        let pad = ((hi - lo) * 0.05).max(1.0);
+        let y = Axis::linear(lo - pad, hi + pad, "shadow − primary latency", &|v| {
+            if v < 0.0 {
+                format!("−{}", fmt_us_short(-v))
+            } else {
+                fmt_us_short(v)
+            }
+        });
+        let mut plot = Plot::new(720.0, 320.0, x, y);
+        plot.line(
+            &[(0.0, 0.0), (100.0, 0.0)],
+            "#999",
+            1.0,
+            true,
+            "no difference",
+        );
+        for (i, sh) in doc.shadows.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let line: Vec<(f64, f64)> = sh
+                .paired
+                .distribution
+                .iter()
+                .map(|p| (p.percentile, p.diff_us as f64))
+                .collect();
+            plot.line(&line, color, 2.0, false, &sh.name);
+            for p in &sh.paired.distribution {
+                plot.point(
+                    p.percentile,
+                    p.diff_us as f64,
+                    3.0,
+                    color,
+                    &format!("{} p{}: {:+} µs", sh.name, p.percentile, p.diff_us),
+                );
+            }
+            plot.legend(&sh.name, color, false);
+        }
+        s.push_str("<h3>Paired difference, shadow − primary, per request both answered</h3>");
+        s.push_str(&plot.finish("Paired latency difference by percentile", true));
+    }
+
+    let any_mismatch = doc
+        .shadows
+        .iter()
+        .any(|sh| !sh.mismatches_by_path.is_empty());
+    if any_mismatch {
+        s.push_str("<h3>Mismatches by path</h3><table><thead><tr><th>shadow</th><th>path</th><th>status</th><th>body</th></tr></thead><tbody>");
+        for sh in &doc.shadows {
+            for m in &sh.mismatches_by_path {
+                let _ = write!(
+                    s,
+                    "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                    esc(&sh.name),
+                    esc(&m.path),
+                    m.status,
+                    m.body
+                );
+            }
+        }
+        s.push_str("</tbody></table>");
+    } else {
+        s.push_str("<p>No status or body mismatches.</p>");
+    }
+    s.push_str("</section>");
+    s
+}
+
+/// A whole page: no scripts, no external resources.
+pub fn page(doc: &MirrorDoc) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rackbench mirror</title><style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:60em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .5em;text-align:right}}td:first-child,th:first-child{{text-align:left}}</style></head><body><h1>rackbench mirror</h1>{}</body></html>\n",
+        section(doc)
+    )
+}

@@ -1,0 +1,363 @@
+//! `mirror`: a traffic-duplicating HTTP/1.1 proxy, safe to put in front of
+//! production. The client always gets the primary's answer; each request
+//! (GET and HEAD unless told otherwise) is copied to every shadow through a
+//! bounded queue, and the shadows' answers are paired with the primary's to
+//! measure the latency difference and count mismatches. It can also write
+//! every request to a record file.
+//!
+//! The primary path never waits on a shadow or on the disk: queues,
+//! in-flight requests, timeouts, header sizes and body copies are all
+//! bounded, and whatever does not fit is dropped and counted. It never
+//! spawns servers or drives load of its own; it relays what arrives.
+//!
+//! - [`proxy`]: the primary path (hyper server and client).
+//! - [`tee`]: a body that streams through and keeps a bounded copy.
+//! - [`shadow`]: shadow queues and senders.
+//! - [`stats`]: counters, pairing, the median's confidence interval,
+//!   body diffs with the second primary's noise filter.
+//! - [`record`]: the record writer (docs/RECORD_FORMAT.md).
+//! - [`doc`]: the `rackbench/mirror-v1` document.
+//! - [`html`]: the mirror section of the HTML report.
+
+pub mod doc;
+pub mod html;
+pub mod proxy;
+pub mod record;
+pub mod shadow;
+pub mod stats;
+pub mod tee;
+
+use hyper::Method;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use record::Recorder;
+use shadow::{QueueItem, ShadowTarget};
+use stats::{Judge, PrimaryStats, ShadowStats};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, watch, Semaphore};
+
+/// An upstream server: `http://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    pub url: String,
+    /// `host:port`.
+    pub authority: String,
+}
+
+impl Upstream {
+    /// Parses `http://host[:port][/]`; the error names the fix.
+    pub fn parse(s: &str) -> Result<Upstream, String> {
+        let rest = s.strip_prefix("http://").ok_or_else(|| {
+            format!("'{s}' is not an http:// URL; give e.g. http://127.0.0.1:8080 (https upstreams are not supported)")
+        })?;
+        let (auth, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        if !path.is_empty() && path != "/" {
+            return Err(format!(
+                "'{s}' has a path; requests keep the client's path, so give only http://host:port"
+            ));
+        }
+        if auth.is_empty() || auth.parse::<hyper::http::uri::Authority>().is_err() {
+            return Err(format!(
+                "'{s}' has no usable host; give e.g. http://127.0.0.1:8080"
+            ));
+        }
+        let authority = if auth
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+            && !auth.ends_with(']')
+        {
+            auth.to_string()
+        } else {
+            format!("{auth}:80")
+        };
+        Ok(Upstream {
+            url: format!("http://{auth}"),
+            authority,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MirrorConfig {
+    pub listen: SocketAddr,
+    pub primary: Upstream,
+    /// A second copy of the primary, for telling noise from differences
+    /// in body diffs.
+    pub primary_b: Option<Upstream>,
+    pub shadows: Vec<(String, Upstream)>,
+    pub mirror_methods: Vec<Method>,
+    /// Copies waiting per shadow before new ones are dropped.
+    pub queue: usize,
+    /// Requests in flight per shadow.
+    pub shadow_concurrency: usize,
+    pub shadow_timeout: Duration,
+    /// Time for the primary's response head before the client gets 504.
+    pub primary_timeout: Duration,
+    /// Longest request body copied to shadows and the record, and longest
+    /// answer body compared, bytes.
+    pub body_limit: usize,
+    pub diff_bodies: bool,
+    pub record: Option<PathBuf>,
+    pub keep_headers: Vec<String>,
+    /// Client connections open at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// Largest request head, bytes (hyper's read buffer).
+    pub max_header_bytes: usize,
+    /// Time a client has to send a request head.
+    pub header_timeout: Duration,
+}
+
+impl MirrorConfig {
+    pub fn new(listen: SocketAddr, primary: Upstream) -> MirrorConfig {
+        MirrorConfig {
+            listen,
+            primary,
+            primary_b: None,
+            shadows: Vec::new(),
+            mirror_methods: vec![Method::GET, Method::HEAD],
+            queue: 1024,
+            shadow_concurrency: 64,
+            shadow_timeout: Duration::from_secs(2),
+            primary_timeout: Duration::from_secs(60),
+            body_limit: 1 << 20,
+            diff_bodies: false,
+            record: None,
+            keep_headers: Vec::new(),
+            max_connections: 10_000,
+            max_header_bytes: 64 * 1024,
+            header_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What the proxy's tasks share.
+pub struct Shared {
+    pub cfg: MirrorConfig,
+    pub started: Instant,
+    pub started_unix_ms: u128,
+    pub primary: PrimaryStats,
+    pub judge: Arc<Judge>,
+    /// One per shadow, the second primary last.
+    pub shadow_tx: Vec<mpsc::Sender<QueueItem>>,
+    pub primary_client: Client<HttpConnector, tee::Tee<hyper::body::Incoming>>,
+    pub recorder: Option<Recorder>,
+}
+
+/// A running mirror: its address, live figures, and `stop`.
+pub struct Mirror {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+fn connector() -> HttpConnector {
+    let mut c = HttpConnector::new();
+    c.set_nodelay(true);
+    c.set_connect_timeout(Some(Duration::from_secs(5)));
+    c
+}
+
+impl Mirror {
+    /// Binds, starts the proxy on its own runtime, and returns at once.
+    pub fn start(cfg: MirrorConfig) -> anyhow::Result<Mirror> {
+        use anyhow::Context;
+        let std_listener = std::net::TcpListener::bind(cfg.listen)
+            .with_context(|| format!("cannot listen on {}; pick a free address", cfg.listen))?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let started_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        let recorder = match &cfg.record {
+            Some(p) => Some(
+                Recorder::create(p, &cfg.keep_headers, 65_536, started_unix_ms)
+                    .with_context(|| format!("cannot write the record file {}", p.display()))?,
+            ),
+            None => None,
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mirror")
+            .enable_all()
+            .build()?;
+
+        // Every shadow, then the second primary: it is queued and bounded
+        // like a shadow, so it can never slow the client either.
+        let upstreams: Vec<&Upstream> = cfg
+            .shadows
+            .iter()
+            .map(|(_, u)| u)
+            .chain(cfg.primary_b.as_ref())
+            .collect();
+        let keep_body = if cfg.diff_bodies { cfg.body_limit } else { 0 };
+        let mut shadow_tx = Vec::new();
+        let mut workers = Vec::new();
+        let mut stats = Vec::new();
+        for u in &upstreams {
+            let (tx, rx) = mpsc::channel::<QueueItem>(cfg.queue.max(1));
+            shadow_tx.push(tx);
+            stats.push(Arc::new(ShadowStats::default()));
+            let target = ShadowTarget {
+                authority: u.authority.clone(),
+                concurrency: cfg.shadow_concurrency.max(1),
+                timeout: cfg.shadow_timeout,
+                keep_body,
+            };
+            workers.push((rx, target));
+        }
+        let judge = Arc::new(Judge {
+            shadows: stats,
+            has_primary_b: cfg.primary_b.is_some(),
+            diff_bodies: cfg.diff_bodies,
+        });
+        let (stop, mut stop_rx) = watch::channel(false);
+        let shared = {
+            let _guard = rt.enter();
+            let primary_client = Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(60))
+                .http1_preserve_header_case(true)
+                .build(connector());
+            Arc::new(Shared {
+                cfg,
+                started: Instant::now(),
+                started_unix_ms,
+                primary: PrimaryStats::default(),
+                judge,
+                shadow_tx,
+                primary_client,
+                recorder,
+            })
+        };
+        let sh = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("mirror-main".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    for (rx, target) in workers {
+                        let client: shadow::ShadowClient = Client::builder(TokioExecutor::new())
+                            .pool_idle_timeout(Duration::from_secs(60))
+                            .pool_max_idle_per_host(target.concurrency)
+                            .build(connector());
+                        let sem = Arc::new(Semaphore::new(target.concurrency));
+                        tokio::spawn(shadow::run(rx, client, target, sem));
+                    }
+                    let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            eprintln!("mirror: cannot listen: {e}");
+                            return;
+                        }
+                    };
+                    accept_loop(listener, Arc::clone(&sh), &mut stop_rx).await;
+                    // Let the shadows finish what is queued and in flight,
+                    // for at most one shadow timeout and a little.
+                    let deadline =
+                        Instant::now() + sh.cfg.shadow_timeout + Duration::from_millis(200);
+                    while Instant::now() < deadline {
+                        let idle = sh.judge.shadows.iter().all(|s| s.settled());
+                        if idle {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                });
+                // Dropping the runtime drops whatever is left: unsent copies
+                // count themselves dropped.
+                rt.shutdown_timeout(Duration::from_millis(500));
+            })?;
+        Ok(Mirror {
+            addr,
+            shared,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The figures so far.
+    pub fn snapshot(&self) -> doc::MirrorDoc {
+        doc::MirrorDoc::build(&self.shared, self.addr)
+    }
+
+    /// Stops accepting, lets the shadows finish (bounded by the shadow
+    /// timeout), closes the record, and returns the final figures.
+    pub fn stop(mut self) -> doc::MirrorDoc {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(r) = &self.shared.recorder {
+            let _ = r.finish();
+        }
+        doc::MirrorDoc::build(&self.shared, self.addr)
+    }
+}
+
+impl Drop for Mirror {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    sh: Arc<Shared>,
+    stop: &mut watch::Receiver<bool>,
+) {
+    let conns = Arc::new(Semaphore::new(sh.cfg.max_connections.max(1)));
+    loop {
+        let permit = tokio::select! {
+            p = Arc::clone(&conns).acquire_owned() => p,
+            _ = stop.changed() => return,
+        };
+        let Ok(permit) = permit else { return };
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.changed() => return,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(_) => {
+                // Out of descriptors, say: wait rather than spin.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let sh = Arc::clone(&sh);
+        let mut stop = stop.clone();
+        tokio::spawn(async move {
+            let svc_sh = Arc::clone(&sh);
+            let svc =
+                hyper::service::service_fn(move |req| proxy::handle(Arc::clone(&svc_sh), req));
+            let conn = hyper::server::conn::http1::Builder::new()
+                .preserve_header_case(true)
+                // The client gets the primary's headers, not one more.
+                .auto_date_header(false)
+                .max_buf_size(sh.cfg.max_header_bytes.max(8192))
+                .timer(TokioTimer::new())
+                .header_read_timeout(sh.cfg.header_timeout)
+                .serve_connection(TokioIo::new(stream), svc);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    // Finish the request in progress, then close.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
+                }
+            }
+            drop(permit);
+        });
+    }
+}

@@ -1,0 +1,245 @@
+//! The primary path: one HTTP/1.1 connection per client (hyper), each
+//! request forwarded to the primary and its answer streamed back, with a
+//! copy handed to the shadow queues and the record writer on the side.
+//!
+//! The client's answer is the primary's: status, headers (less the
+//! hop-by-hop ones, which belong to each connection) and body, streamed
+//! with backpressure. Nothing on this path waits on a shadow or the disk:
+//! copies are offered with `try_send` and dropped (counted) when they do
+//! not fit.
+
+use super::record::{base64, RecordLine};
+use super::shadow::{Job, QueueItem};
+use super::stats::{Answer, Pair, Part};
+use super::tee::{Captured, Tee};
+use super::Shared;
+use bytes::Bytes;
+use http_body_util::{Either, Full};
+use hyper::body::{Body, Incoming};
+use hyper::header::{self, HeaderMap, HeaderName};
+use hyper::{Request, Response, StatusCode};
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub type ProxyBody = Either<Tee<Incoming>, Full<Bytes>>;
+
+/// Headers that describe one connection, not the message (RFC 9110
+/// §7.6.1), removed in both directions; so is every header the
+/// `Connection` header names.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+pub fn strip_hop_by_hop(h: &mut HeaderMap) {
+    let named: Vec<HeaderName> = h
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .collect();
+    for n in named {
+        h.remove(n);
+    }
+    for n in HOP_BY_HOP {
+        h.remove(*n);
+    }
+}
+
+/// Marks the primary's part of a pair done once, with None if the request
+/// ended some other way (an error, the client gone).
+struct PrimaryPart(Option<Arc<Pair>>);
+
+impl PrimaryPart {
+    fn finish(&mut self, answer: Option<Answer>) {
+        if let Some(p) = self.0.take() {
+            p.finish(Part::Primary, answer);
+        }
+    }
+}
+
+impl Drop for PrimaryPart {
+    fn drop(&mut self) {
+        self.finish(None);
+    }
+}
+
+fn plain(status: StatusCode, msg: &'static str) -> Response<ProxyBody> {
+    let mut r = Response::new(Either::Right(Full::new(Bytes::from_static(msg.as_bytes()))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain"),
+    );
+    r
+}
+
+pub async fn handle(
+    sh: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
+    let t0 = Instant::now();
+    let seq = sh.primary.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let (mut parts, body) = req.into_parts();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let mirror = !sh.shadow_tx.is_empty() && sh.cfg.mirror_methods.contains(&parts.method);
+    let pair = if mirror {
+        sh.primary.mirrored.fetch_add(1, Ordering::Relaxed);
+        let path = parts.uri.path().to_string();
+        Some(Pair::new(path, Arc::clone(&sh.judge)))
+    } else {
+        None
+    };
+    let mut primary_part = PrimaryPart(pair.clone());
+
+    let record_head = sh.recorder.as_ref().map(|rec| {
+        let headers: Vec<(String, String)> = parts
+            .headers
+            .iter()
+            .filter(|(n, _)| rec.keeps(n.as_str()))
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into(),
+                )
+            })
+            .collect();
+        (
+            t0.duration_since(sh.started).as_micros() as u64,
+            format!("{:?}", parts.version),
+            headers,
+        )
+    });
+    strip_hop_by_hop(&mut parts.headers);
+
+    // What to do with the request body once it has been seen in full.
+    let copies = (mirror || record_head.is_some()).then(|| {
+        let sh = Arc::clone(&sh);
+        let method = parts.method.clone();
+        let headers = parts.headers.clone();
+        let target = target.clone();
+        let pair = pair.clone();
+        move |seen: Captured| {
+            if let (Some(rec), Some((t_us, version, headers))) = (&sh.recorder, record_head) {
+                if seen.complete {
+                    rec.push(RecordLine {
+                        seq,
+                        t_us,
+                        method: method.to_string(),
+                        target: target.clone(),
+                        version,
+                        headers,
+                        body_b64: base64(&seen.body),
+                        body_truncated: seen.truncated,
+                        body_bytes: seen.total,
+                    });
+                }
+            }
+            if !mirror {
+                return;
+            }
+            let fits = seen.complete && !seen.truncated;
+            let job = Arc::new(Job {
+                method,
+                target,
+                headers,
+                body: Bytes::from(if fits { seen.body } else { Vec::new() }),
+            });
+            for (i, tx) in sh.shadow_tx.iter().enumerate() {
+                let stats = Arc::clone(&sh.judge.shadows[i]);
+                let item = QueueItem::new(Arc::clone(&job), pair.clone(), i, stats);
+                if !fits {
+                    if seen.complete {
+                        sh.judge.shadows[i]
+                            .dropped_body
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                    drop(item); // counts itself dropped
+                    continue;
+                }
+                // Full or closed: the item comes back and is dropped,
+                // counting itself.
+                let _ = tx.try_send(item);
+            }
+        }
+    });
+    let up_body = match copies {
+        Some(f) if body.is_end_stream() => {
+            f(Captured {
+                complete: true,
+                ..Default::default()
+            });
+            Tee::plain(body)
+        }
+        Some(f) => Tee::capture(body, sh.cfg.body_limit, Box::new(f)),
+        None => Tee::plain(body),
+    };
+
+    let uri = format!("http://{}{}", sh.cfg.primary.authority, target);
+    let Ok(uri) = uri.parse() else {
+        sh.primary.errors.fetch_add(1, Ordering::Relaxed);
+        return Ok(plain(StatusCode::BAD_REQUEST, "bad request target\n"));
+    };
+    parts.uri = uri;
+    parts.version = hyper::Version::HTTP_11;
+    let up = Request::from_parts(parts, up_body);
+
+    let resp =
+        match tokio::time::timeout(sh.cfg.primary_timeout, sh.primary_client.request(up)).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => {
+                sh.primary.errors.fetch_add(1, Ordering::Relaxed);
+                return Ok(plain(StatusCode::BAD_GATEWAY, "primary failed\n"));
+            }
+            Err(_) => {
+                sh.primary.errors.fetch_add(1, Ordering::Relaxed);
+                sh.primary.timeouts.fetch_add(1, Ordering::Relaxed);
+                return Ok(plain(StatusCode::GATEWAY_TIMEOUT, "primary timed out\n"));
+            }
+        };
+    let latency_us = t0.elapsed().as_micros().max(1) as u64;
+    sh.primary
+        .latency_us
+        .lock()
+        .expect("primary histogram")
+        .saturating_record(latency_us);
+    let status = resp.status().as_u16();
+    let (mut rparts, rbody) = resp.into_parts();
+    strip_hop_by_hop(&mut rparts.headers);
+    let rbody = if pair.is_some() && sh.cfg.diff_bodies {
+        Tee::capture(
+            rbody,
+            sh.cfg.body_limit,
+            Box::new(move |seen: Captured| {
+                let whole = seen.complete && !seen.truncated;
+                primary_part.finish(Some(Answer {
+                    latency_us,
+                    status,
+                    body: whole.then_some(seen.body),
+                }));
+            }),
+        )
+    } else {
+        primary_part.finish(Some(Answer {
+            latency_us,
+            status,
+            body: None,
+        }));
+        Tee::plain(rbody)
+    };
+    Ok(Response::from_parts(rparts, Either::Left(rbody)))
+}
