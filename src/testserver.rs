@@ -790,7 +790,9 @@ mod tests {
         let s = TestServer::start(TestServerConfig {
             max_in_progress: 3,
             workers: 1,
-            delay: Duration::from_millis(100),
+            // Long enough that the fourth request arrives while the first is
+            // still being served, even on a loaded machine.
+            delay: Duration::from_millis(400),
             ..Default::default()
         })
         .unwrap();
@@ -812,7 +814,7 @@ mod tests {
         assert_eq!(answers.iter().filter(|a| a.contains("200")).count(), 3);
         assert_eq!(answers[3], "HTTP/1.1 503 X", "{answers:?}");
         assert!(
-            t.elapsed() >= Duration::from_millis(300),
+            t.elapsed() >= Duration::from_millis(1200),
             "{:?}",
             t.elapsed()
         );
