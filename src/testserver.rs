@@ -673,9 +673,13 @@ mod tests {
     use super::*;
 
     fn exchange(server: &TestServer, req: &[u8]) -> Vec<u8> {
+        exchange_within(server, req, Duration::from_millis(500))
+    }
+
+    /// One exchange that gives up after `idle` without a byte.
+    fn exchange_within(server: &TestServer, req: &[u8], idle: Duration) -> Vec<u8> {
         let mut s = TcpStream::connect(server.addr()).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
+        s.set_read_timeout(Some(idle)).unwrap();
         s.write_all(req).unwrap();
         let mut out = Vec::new();
         let mut b = [0u8; 4096];
@@ -804,7 +808,7 @@ mod tests {
                     let s = &s;
                     sc.spawn(move || {
                         std::thread::sleep(Duration::from_millis(20 * i));
-                        status_of(&exchange(s, req))
+                        status_of(&exchange_within(s, req, Duration::from_secs(5)))
                     })
                 })
                 .collect();
