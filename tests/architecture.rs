@@ -239,9 +239,6 @@ const TO_BE_SPLIT: &[&str] = &[
     "src/mirror/proxy.rs::handle",
     // Being split now (issue 13, second pass).
     "src/cli/run.rs::run",
-    "src/load/mod.rs::run_observed",
-    "src/load/report.rs::render_text",
-    "src/load/response.rs::feed",
     "src/plan/runner.rs::run_plan",
     "src/report/mod.rs::load",
     "src/testserver.rs::serve",
