@@ -241,7 +241,6 @@ const TO_BE_SPLIT: &[&str] = &[
     "src/cli/run.rs::run",
     "src/plan/runner.rs::run_plan",
     "src/report/mod.rs::load",
-    "src/testserver.rs::serve",
 ];
 
 /// `text` with the insides of comments, strings and char literals blanked
