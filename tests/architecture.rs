@@ -239,7 +239,6 @@ const TO_BE_SPLIT: &[&str] = &[
     "src/mirror/proxy.rs::handle",
     // Being split now (issue 13, second pass).
     "src/cli/run.rs::run",
-    "src/plan/runner.rs::run_plan",
     "src/report/mod.rs::load",
 ];
 
