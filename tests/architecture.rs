@@ -238,7 +238,6 @@ const TO_BE_SPLIT: &[&str] = &[
     // The mirror's request path (issue 16 is still extending it).
     "src/mirror/proxy.rs::handle",
     // Being split now (issue 13, second pass).
-    "src/cli/run.rs::run",
     "src/report/mod.rs::load",
 ];
 
