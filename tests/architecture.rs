@@ -237,8 +237,6 @@ const TO_BE_SPLIT: &[&str] = &[
     "src/report/html.rs::timelines",
     // The mirror's request path (issue 16 is still extending it).
     "src/mirror/proxy.rs::handle",
-    // Being split now (issue 13, second pass).
-    "src/report/mod.rs::load",
 ];
 
 /// `text` with the insides of comments, strings and char literals blanked
