@@ -432,7 +432,6 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             on_conn += 1;
             let server_close = cfg.close_every > 0 && on_conn % cfg.close_every == 0;
             let close = client_close || server_close || cfg.framing == Framing::Close;
-            let mut out = Vec::with_capacity(256);
             let (status, body): (u16, &[u8]) = match (faulty, cfg.fault) {
                 (true, Fault::Hang) => {
                     hang(&sh);
@@ -462,52 +461,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                     _ => (200, &cfg.body[..]),
                 },
             };
-            let no_body = head || status == 204 || status == 304;
-            match cfg.framing {
-                Framing::Close => {
-                    out.extend_from_slice(format!("HTTP/1.0 {status} X\r\n").as_bytes())
-                }
-                _ => out.extend_from_slice(format!("HTTP/1.1 {status} X\r\n").as_bytes()),
-            }
-            if close && cfg.framing != Framing::Close {
-                out.extend_from_slice(b"Connection: close\r\n");
-            }
-            match cfg.framing {
-                Framing::ContentLength => {
-                    if status != 204 && status != 304 {
-                        out.extend_from_slice(
-                            format!("Content-Length: {}\r\n", body.len()).as_bytes(),
-                        );
-                    }
-                    out.extend_from_slice(b"\r\n");
-                    if !no_body {
-                        out.extend_from_slice(body);
-                    }
-                }
-                Framing::Chunked => {
-                    out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
-                    if !no_body {
-                        for (i, piece) in body.chunks(4).enumerate() {
-                            if i == 0 {
-                                out.extend_from_slice(
-                                    format!("{:x};ext=1\r\n", piece.len()).as_bytes(),
-                                );
-                            } else {
-                                out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
-                            }
-                            out.extend_from_slice(piece);
-                            out.extend_from_slice(b"\r\n");
-                        }
-                        out.extend_from_slice(b"0\r\nX-Trailer: done\r\n\r\n");
-                    }
-                }
-                Framing::Close => {
-                    out.extend_from_slice(b"\r\n");
-                    if !no_body {
-                        out.extend_from_slice(body);
-                    }
-                }
-            }
+            let out = render_response(cfg.framing, status, body, head, close);
             // The service time ends as the write starts: on loopback the
             // client's socket has the response (and stamps it) partway
             // through the write, while the rest of the write (waking the
@@ -545,6 +499,55 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             Err(_) => return,
         }
     }
+}
+
+/// The bytes of one answer in `framing`: status line, `Connection: close`
+/// when `close` (implied by HTTP/1.0's close framing), the length or the
+/// chunks (the first with an extension, then a trailer), and the body
+/// unless the request was HEAD (`head`) or the status has none.
+fn render_response(framing: Framing, status: u16, body: &[u8], head: bool, close: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    let no_body = head || status == 204 || status == 304;
+    match framing {
+        Framing::Close => out.extend_from_slice(format!("HTTP/1.0 {status} X\r\n").as_bytes()),
+        _ => out.extend_from_slice(format!("HTTP/1.1 {status} X\r\n").as_bytes()),
+    }
+    if close && framing != Framing::Close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    match framing {
+        Framing::ContentLength => {
+            if status != 204 && status != 304 {
+                out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+            }
+            out.extend_from_slice(b"\r\n");
+            if !no_body {
+                out.extend_from_slice(body);
+            }
+        }
+        Framing::Chunked => {
+            out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+            if !no_body {
+                for (i, piece) in body.chunks(4).enumerate() {
+                    if i == 0 {
+                        out.extend_from_slice(format!("{:x};ext=1\r\n", piece.len()).as_bytes());
+                    } else {
+                        out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                    }
+                    out.extend_from_slice(piece);
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"0\r\nX-Trailer: done\r\n\r\n");
+            }
+        }
+        Framing::Close => {
+            out.extend_from_slice(b"\r\n");
+            if !no_body {
+                out.extend_from_slice(body);
+            }
+        }
+    }
+    out
 }
 
 /// Holds the connection open until the server stops.
