@@ -667,6 +667,14 @@ impl Plan {
                 "rate_connections must be at least 1".into(),
             ));
         }
+        if self.breakpoint.is_some() {
+            return Err(at(
+                "replay =",
+                "replay and [breakpoint] do not mix (a search sets its own rates or \
+                 connections): run them as two plans"
+                    .into(),
+            ));
+        }
         let path = std::path::Path::new(file)
             .parent()
             .unwrap_or(std::path::Path::new("."))
@@ -879,6 +887,30 @@ connections = [10]
             assert!(err.contains(want), "want '{want}' in: {err}");
             assert!(err.starts_with("t.toml"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_replay_is_the_only_load_shape_and_no_search() {
+        let base = "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nreplay = \"day.jsonl\"\n";
+        let err = expand(&format!("{base}rates = [5]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.toml, line 5: replay is the load shape"),
+            "{err}"
+        );
+        let err = expand(&format!("{base}[breakpoint]\nmode = \"rate\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.toml, line 5: replay and [breakpoint] do not mix"),
+            "{err}"
+        );
+        let err = expand(base).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5: replay = \"day.jsonl\": cannot open"),
+            "{err}"
+        );
     }
 
     #[test]
