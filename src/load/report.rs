@@ -370,9 +370,14 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         ));
     }
     if p.unsent > 0 || (total > 0 && p.late_sends * 100 > total) {
+        let (what, of) = if c.pacing == Pacing::Schedule {
+            ("the replay's schedule", "the recorded traffic")
+        } else {
+            ("the --rate schedule", "the rate")
+        };
         warnings.push(format!(
-            "the --rate schedule was not kept ({} sends more than 1 ms late, {} never sent): \
-             the server was slower than the rate, or --connections is too low for it",
+            "{what} was not kept ({} sends more than 1 ms late, {} never sent): \
+             the server was slower than {of}, or --connections is too low for it",
             p.late_sends, p.unsent
         ));
     }

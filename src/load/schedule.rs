@@ -311,7 +311,9 @@ pub struct NginxLog {
 ///
 /// with, optionally, more fields after it. The arrival time is `$msec`
 /// (a field like `1795456581.610`, seconds with milliseconds) when a
-/// line has one after the user agent, else `$time_local` (whole seconds;
+/// line has one after the user agent, less a `$request_time` (a field like
+/// `0.005`) beside it, since nginx writes `$msec` as the request ends;
+/// else `$time_local` (whole seconds;
 /// the requests of one second are then spread evenly over it, in order).
 /// Only GET and HEAD are kept, with their target and, when not `-`, their
 /// Referer and User-Agent; other methods are counted and skipped (their
@@ -408,10 +410,16 @@ fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
     let (request, rest) = quoted(rest).ok_or("no quoted \"$request\"")?;
     let (referer, rest) = quoted(rest).ok_or("no quoted \"$http_referer\"")?;
     let (user_agent, rest) = quoted(rest).ok_or("no quoted \"$http_user_agent\"")?;
-    let msec = rest
+    let fields: Vec<&str> = rest
         .split_whitespace()
         .map(|f| f.trim_matches('"'))
-        .find_map(msec_us);
+        .collect();
+    // nginx writes $msec when the request ends: with a $request_time
+    // beside it, the request arrived that long before.
+    let msec = fields.iter().find_map(|f| msec_us(f)).map(|end| {
+        let took = fields.iter().find_map(|f| request_time_us(f)).unwrap_or(0);
+        end.saturating_sub(took)
+    });
     Ok(Combined {
         time_local,
         request,
@@ -440,6 +448,19 @@ fn quoted(s: &str) -> Option<(&str, &str)> {
 fn msec_us(f: &str) -> Option<u64> {
     let (s, ms) = f.split_once('.')?;
     if s.len() < 9 || ms.len() != 3 || !s.bytes().chain(ms.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(s.parse::<u64>().ok()? * 1_000_000 + ms.parse::<u64>().ok()? * 1000)
+}
+
+/// `$request_time`: seconds with exactly three decimals, under a day (so
+/// it is never taken for a `$msec`).
+fn request_time_us(f: &str) -> Option<u64> {
+    let (s, ms) = f.split_once('.')?;
+    if s.is_empty() || s.len() > 5 || ms.len() != 3 {
+        return None;
+    }
+    if !s.bytes().chain(ms.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
     Some(s.parse::<u64>().ok()? * 1_000_000 + ms.parse::<u64>().ok()? * 1000)
@@ -515,6 +536,10 @@ mod tests {
     #[test]
     fn msec_wins_over_time_local() {
         let line = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" 1795428000.250 0.001"#;
+        let log = read_nginx_log(line.as_bytes(), "a").unwrap();
+        // $msec is when the request ended; $request_time (1 ms) before it, it began.
+        assert_eq!(log.entries[0].t_us, 1_795_428_000_249_000);
+        let line = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" 1795428000.250"#;
         let log = read_nginx_log(line.as_bytes(), "a").unwrap();
         assert_eq!(log.entries[0].t_us, 1_795_428_000_250_000);
     }
