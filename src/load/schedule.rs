@@ -79,11 +79,22 @@ impl Schedule {
     /// keeps its own target). Entries are sorted by arrival; offsets count
     /// from the first and are divided by `speed`.
     pub fn build(
+        entries: Vec<Entry>,
+        url: &Url,
+        speed: f64,
+        repeat: bool,
+        keep_alive: bool,
+    ) -> Result<Schedule, ScheduleError> {
+        Schedule::build_within(entries, url, speed, repeat, keep_alive, MAX_BYTES)
+    }
+
+    fn build_within(
         mut entries: Vec<Entry>,
         url: &Url,
         speed: f64,
         repeat: bool,
         keep_alive: bool,
+        max_bytes: usize,
     ) -> Result<Schedule, ScheduleError> {
         if !(speed.is_finite() && speed > 0.0) {
             return Err(ScheduleError::Bad(format!(
@@ -121,11 +132,11 @@ impl Schedule {
             };
             let rendered = render_request(&u, &spec)
                 .map_err(|err| ScheduleError::Bad(format!("request at t_us {}: {err}", e.t_us)))?;
-            if s.bytes.len() + rendered.len() > MAX_BYTES {
+            if s.bytes.len() + rendered.len() > max_bytes {
                 return Err(ScheduleError::Bad(format!(
                     "the schedule renders to more than {} MiB of requests: replay a part of \
                      the file (split it by time)",
-                    MAX_BYTES >> 20
+                    max_bytes >> 20
                 )));
             }
             s.bytes.extend_from_slice(&rendered);
@@ -591,5 +602,25 @@ mod tests {
         let once = Schedule::build(entries, &url, 1.0, false, true).unwrap();
         assert_eq!(once.due_offset(2), Some(Duration::from_micros(4000)));
         assert_eq!(once.due_offset(3), None);
+    }
+
+    #[test]
+    fn a_schedule_past_its_memory_bound_is_refused() {
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        let big = |n: u64| {
+            (0..n)
+                .map(|i| Entry {
+                    t_us: i,
+                    method: "POST".into(),
+                    target: "/".into(),
+                    headers: Vec::new(),
+                    body: vec![b'x'; 1 << 19],
+                })
+                .collect::<Vec<_>>()
+        };
+        // Seven half-MiB bodies and their heads fit in 4 MiB; eight do not.
+        assert!(Schedule::build_within(big(7), &url, 1.0, false, true, 4 << 20).is_ok());
+        let err = Schedule::build_within(big(8), &url, 1.0, false, true, 4 << 20).unwrap_err();
+        assert!(err.to_string().contains("more than 4 MiB"), "{err}");
     }
 }
