@@ -659,29 +659,36 @@ fn a_hung_primary_gets_the_client_a_504_at_the_timeout() {
 
 #[test]
 fn a_shadow_server_is_started_verified_sampled_and_stopped() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let port = rackbench::host::free_port().unwrap();
-    let listen = format!("127.0.0.1:{port}");
     let cmd = format!(
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
         env!("CARGO_BIN_EXE_rackbench")
     );
+    shadow_server_run(&["lab", "--command", &cmd], "serve-test");
+}
+
+#[test]
+fn puma_as_a_shadow_server() {
+    let there = rackbench::server::spec::which("puma").is_some();
+    if !rackbench::require::require("puma", there, "apt-get install puma") {
+        return;
+    }
+    shadow_server_run(&["puma", "--workers", "2", "--threads", "2"], "puma --bind");
+}
+
+/// Runs `rackbench mirror --shadow-server ARGS...` for a few seconds with
+/// five requests through it; checks the shadow answered them, was sampled
+/// and is gone afterwards.
+fn shadow_server_run(server_args: &[&str], command_has: &str) {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let port = rackbench::host::free_port().unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let url = primary.url();
+    let mut args = vec!["mirror", "--listen", &listen, "--primary", &url];
+    args.push("--shadow-server");
+    args.extend(server_args);
+    args.extend(["--no-pin", "-d", "8s", "--json"]);
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
-        .args([
-            "mirror",
-            "--listen",
-            &listen,
-            "--primary",
-            &primary.url(),
-            "--shadow-server",
-            "lab",
-            "--command",
-            &cmd,
-            "--no-pin",
-            "-d",
-            "4s",
-            "--json",
-        ])
+        .args(&args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -689,7 +696,7 @@ fn a_shadow_server_is_started_verified_sampled_and_stopped() {
     // The mirror listens once the shadow server has answered its check.
     let addr: SocketAddr = listen.parse().unwrap();
     let mut sent = 0;
-    for _ in 0..300 {
+    for _ in 0..1000 {
         if let Ok(s) = TcpStream::connect(addr) {
             s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
             let mut c = BufReader::new(s);
@@ -709,7 +716,7 @@ fn a_shadow_server_is_started_verified_sampled_and_stopped() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     common::schema::assert_valid("mirror-v1", &doc, "a mirror with a shadow server");
     let sh = &doc["shadows"][0];
-    assert_eq!(sh["name"], "lab");
+    assert_eq!(sh["name"], server_args[0]);
     assert_eq!(sh["answered"], 5, "{sh}");
     let server = &sh["server"];
     assert!(server["rss_peak_bytes"].as_u64().unwrap() > 0, "{server}");
@@ -717,7 +724,7 @@ fn a_shadow_server_is_started_verified_sampled_and_stopped() {
     assert!(server["commands"][0]
         .as_str()
         .unwrap()
-        .contains("serve-test"));
+        .contains(command_has));
     // Stopped on exit: nothing answers on the shadow's port any more.
     let shadow: SocketAddr = sh["url"]
         .as_str()
