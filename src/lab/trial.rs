@@ -523,6 +523,13 @@ fn load_config(spec: &TrialSpec, servers: &Servers, host: &str) -> Result<LoadCo
     cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
     cfg.expect_body = spec.app.expect_body.clone().into_bytes();
     cfg.stop_on_error = spec.stop_on_errors;
+    if spec.load.schedule.is_some() {
+        // A replay sends its own requests: their answers are whatever the
+        // app returns, judged as the replay set them.
+        cfg.expect_status = spec.load.expect_status.clone();
+        cfg.expect_body.clear();
+        cfg.head_request = false;
+    }
     Ok(cfg)
 }
 
@@ -1144,6 +1151,53 @@ fn check_answer(
         log: server.launch.log.display().to_string(),
         tail: server.log_tail(10),
     })
+}
+
+/// A lab server started as a trial starts it (checked, started, verified
+/// with the app's answer, its process tree sampled), for a caller that
+/// sends it traffic of its own: `rackbench mirror --shadow-server`.
+/// Dropping it stops every process it started.
+pub struct LabServer {
+    // Field order is drop order: the sampler, then the servers, then the
+    // run directory their sockets live in.
+    sampler: Option<Sampler>,
+    servers: Servers,
+    _prep: Prepared,
+    /// Where it answers (the lone server, or nginx in front).
+    pub endpoint: Endpoint,
+    /// The commands run to start it.
+    pub commands: Vec<String>,
+}
+
+/// Starts `spec`'s server the way [`run_trial`] does, without the load.
+pub fn start_server(spec: &TrialSpec) -> Result<LabServer, TrialError> {
+    validate(spec)?;
+    let prep = prepare(spec)?;
+    let servers = start_servers(spec, &prep)?;
+    let scope = Scope {
+        root: servers.started.running[0].pid,
+        adopted_by: Some(std::process::id()),
+        exclude: servers.nginx.iter().map(|n| n.pid).collect(),
+    };
+    let sampler = Sampler::start_scope(scope, spec.sample_interval);
+    sampler.mark();
+    Ok(LabServer {
+        sampler: Some(sampler),
+        endpoint: servers.front.clone(),
+        commands: servers.commands.clone(),
+        servers,
+        _prep: prep,
+    })
+}
+
+impl LabServer {
+    /// Stops sampling and every process; returns what the sampler saw
+    /// from the start.
+    pub fn stop(mut self) -> SamplerReport {
+        let report = self.sampler.take().map(Sampler::stop).unwrap_or_default();
+        self.servers.started.stop();
+        report
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub(crate) mod epoll;
 pub mod recorder;
 pub mod report;
 pub mod response;
+pub mod schedule;
 mod sys;
 pub mod target;
 pub(crate) mod uring;
@@ -59,6 +60,16 @@ pub enum Pacing {
     Closed,
     /// Open loop: this many requests per second on a fixed schedule.
     Rate(f64),
+    /// Open loop: the requests and due times of `LoadConfig::schedule`
+    /// (a replay), each with its own bytes.
+    Schedule,
+}
+
+impl Pacing {
+    /// Requests fall due on a schedule, whatever the server does.
+    pub fn is_open(self) -> bool {
+        !matches!(self, Pacing::Closed)
+    }
 }
 
 /// Everything one load run needs. Built by the CLI or by the lab.
@@ -99,6 +110,8 @@ pub struct LoadConfig {
     pub stop_on_error: bool,
     /// What the connection loop waits on.
     pub io: IoMode,
+    /// The replayed requests under [`Pacing::Schedule`]; None otherwise.
+    pub schedule: Option<Arc<schedule::Schedule>>,
 }
 
 /// The kernel interface a connection loop waits on (see `uring.rs`).
@@ -117,7 +130,7 @@ impl IoMode {
     /// Why this mode cannot drive `pacing`, if it cannot.
     pub fn conflict(self, pacing: Pacing) -> Option<&'static str> {
         match (self, pacing) {
-            (IoMode::Uring, Pacing::Rate(_)) => Some(
+            (IoMode::Uring, Pacing::Rate(_) | Pacing::Schedule) => Some(
                 "--io io_uring serves the closed loop only (an open loop keeps its \
                  schedule on epoll): drop --io or --rate",
             ),
@@ -153,6 +166,7 @@ impl LoadConfig {
             interrupt: Arc::new(AtomicBool::new(false)),
             stop_on_error: false,
             io: IoMode::Auto,
+            schedule: None,
         })
     }
 }
@@ -163,6 +177,9 @@ pub(crate) struct ThreadPlan {
     connections: usize,
     pacing: Pacing,
     requests: Option<u64>,
+    /// This thread's number and the thread count: under a schedule,
+    /// thread i sends requests i, i + threads, ...
+    lane: (u64, u64),
 }
 
 /// What a worker measured about itself.
@@ -174,6 +191,8 @@ pub(crate) struct WorkerStats {
     connect_failures: u64,
     never_answered: u64,
     late_sends: u64,
+    /// Open loop: requests handed to a connection (for the share on time).
+    sends: u64,
     max_lag: Duration,
     /// Times the loop came back from waiting (see `GeneratorCost::wakeups`).
     wakeups: u64,
@@ -271,6 +290,7 @@ pub fn run_observed(
         connect_failures: stats.connect_failures,
         never_answered: stats.never_answered,
         late_sends: stats.late_sends,
+        sends: stats.sends,
         max_lag: stats.max_lag,
         interrupted: stats.interrupted && !stats.stopped_on_error,
         stopped_on_error: stats.stopped_on_error,
@@ -288,6 +308,12 @@ pub fn run_observed(
 fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
     if let Some(why) = config.io.conflict(config.pacing) {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    }
+    if (config.pacing == Pacing::Schedule) != config.schedule.is_some() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a replay needs both Pacing::Schedule and a schedule",
+        ));
     }
     if config.io == IoMode::Uring {
         if let Err(why) = io_uring_available() {
@@ -321,15 +347,17 @@ fn spawn_workers(
             pacing: match config.pacing {
                 Pacing::Closed => Pacing::Closed,
                 Pacing::Rate(r) => Pacing::Rate(r / threads as f64),
+                Pacing::Schedule => Pacing::Schedule,
             },
             requests: config.requests.map(|n| share(n, threads, i)),
+            lane: (i as u64, threads as u64),
         };
         let window = Arc::clone(window);
         let rec = Recorder::new(
             i,
             t0,
             Arc::clone(&window),
-            matches!(config.pacing, Pacing::Rate(_)),
+            config.pacing.is_open(),
             tx.clone(),
         );
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
@@ -509,6 +537,7 @@ impl WorkerStats {
         self.connect_failures += s.connect_failures;
         self.never_answered += s.never_answered;
         self.late_sends += s.late_sends;
+        self.sends += s.sends;
         self.wakeups += s.wakeups;
         self.max_lag = self.max_lag.max(s.max_lag);
         self.interrupted |= s.interrupted;

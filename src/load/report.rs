@@ -157,6 +157,12 @@ pub struct ScheduleStats {
     /// Requests sent more than 1 ms after they fell due.
     pub late_sends: u64,
     pub max_lag_us: u64,
+    /// Requests handed to a connection on the schedule (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<u64>,
+    /// Share of those sent within 1 ms of their due time (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_1ms_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -293,6 +299,8 @@ pub(crate) struct Parts<'a> {
     pub connect_failures: u64,
     pub never_answered: u64,
     pub late_sends: u64,
+    /// Open loop: requests handed to a connection on the schedule.
+    pub sends: u64,
     pub max_lag: Duration,
     pub interrupted: bool,
     pub stopped_on_error: bool,
@@ -349,7 +357,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
     let c = p.config;
     let rate = match c.pacing {
         Pacing::Rate(r) => Some(r),
-        Pacing::Closed => None,
+        Pacing::Closed | Pacing::Schedule => None,
     };
     let total = p.ok + p.errors.total() + p.unfinished + p.unsent;
     let mut warnings = Vec::new();
@@ -362,9 +370,14 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         ));
     }
     if p.unsent > 0 || (total > 0 && p.late_sends * 100 > total) {
+        let (what, of) = if c.pacing == Pacing::Schedule {
+            ("the replay's schedule", "the recorded traffic")
+        } else {
+            ("the --rate schedule", "the rate")
+        };
         warnings.push(format!(
-            "the --rate schedule was not kept ({} sends more than 1 ms late, {} never sent): \
-             the server was slower than the rate, or --connections is too low for it",
+            "{what} was not kept ({} sends more than 1 ms late, {} never sent): \
+             the server was slower than {of}, or --connections is too low for it",
             p.late_sends, p.unsent
         ));
     }
@@ -423,9 +436,12 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         latency_failed_us: p.latency_failed,
         latency_unfinished_us: p.latency_unfinished,
         latency_uncorrected_us: p.latency_uncorrected,
-        schedule: rate.map(|_| ScheduleStats {
+        schedule: c.pacing.is_open().then(|| ScheduleStats {
             late_sends: p.late_sends,
             max_lag_us: p.max_lag.as_micros() as u64,
+            sends: Some(p.sends),
+            within_1ms_share: (p.sends > 0)
+                .then(|| p.sends.saturating_sub(p.late_sends) as f64 / p.sends as f64),
         }),
         connections: ConnectionStats {
             configured: c.connections,

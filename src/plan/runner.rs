@@ -129,6 +129,11 @@ fn trial_spec(
     load.keep_alive = plan.load.keep_alive;
     load.threads = plan.load.threads;
     load.cpus = opts.load_cpus.clone();
+    if let Some(schedule) = &e.replay {
+        // Every trial replays the same record (once, or looped for the
+        // trial's duration).
+        Arc::clone(schedule).drive(&mut load);
+    }
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
         app: AppSpec::resolve(&t.app).expect("checked at expansion"),
