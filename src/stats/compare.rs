@@ -18,6 +18,12 @@ use std::path::{Path, PathBuf};
 
 /// The level of every test and the complement of every interval.
 pub const ALPHA: f64 = 0.05;
+/// Changes whose whole 95% interval lies within this many percent of zero
+/// are not called significant, however consistent (criterion.rs's noise
+/// threshold, the same 1%): on a shared machine the two sides of an A/A
+/// run drift apart by a few tenths of a percent, and HDR buckets quantize
+/// a percentile to 0.1%, so such a change is real but means nothing.
+pub const NOISE_PCT: f64 = 1.0;
 
 /// Metrics compared, in table order: (name in compare-v1, words, higher is better).
 pub const METRICS: &[(&str, &str, bool)] = &[
@@ -389,7 +395,7 @@ pub fn judge(rows: &mut [Row]) {
             // Without an interval (a zero baseline), the rank test decides.
             _ => row.n_a >= 2 && row.n_b >= 2,
         };
-        row.significant = p < ALPHA && excludes_zero;
+        row.significant = p < ALPHA && excludes_zero && !within_noise(row);
         let higher_better = METRICS
             .iter()
             .find(|m| m.0 == row.metric)
@@ -406,6 +412,12 @@ pub fn judge(rows: &mut [Row]) {
         row.judged = row.significant || resolvable(row, m);
         row.verdict = row_verdict(row, m);
     }
+}
+
+/// The row's whole interval lies inside ±NOISE_PCT.
+fn within_noise(row: &Row) -> bool {
+    matches!((row.ci_low_pct, row.ci_high_pct),
+        (Some(lo), Some(hi)) if lo >= -NOISE_PCT && hi <= NOISE_PCT)
 }
 
 fn words(metric: &str) -> &'static str {
@@ -473,6 +485,12 @@ fn row_verdict(row: &Row, m: usize) -> String {
         .change_pct
         .map(pct)
         .unwrap_or_else(|| "from zero".into());
+    if !row.significant && within_noise(row) {
+        return format!(
+            "{what} unchanged (within the ±{NOISE_PCT}% noise threshold: {change}, {})",
+            interval(row)
+        );
+    }
     if !row.significant {
         return format!(
             "{what} unchanged (no significant difference: {change}, {})",
@@ -720,6 +738,28 @@ mod tests {
             overall(&rows),
             "B is better in throughput; no significant difference in the other 1 of 2 comparisons"
         );
+    }
+
+    #[test]
+    fn a_consistent_change_inside_the_noise_threshold_is_not_significant() {
+        // An A/A run on a busy machine: every B run 0.2% slower, so the
+        // rank test and the interval agree, yet 0.2% means nothing.
+        let a = [50207.0, 50190.0, 50215.0, 50201.0, 50210.0, 50199.0];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.002).collect();
+        let mut rows = vec![row("p50", &a, &b)];
+        judge(&mut rows);
+        assert!(rows[0].p_adjusted < ALPHA, "{:?}", rows[0]);
+        assert!(!rows[0].significant, "{:?}", rows[0]);
+        assert!(
+            rows[0].verdict.contains("noise threshold"),
+            "{}",
+            rows[0].verdict
+        );
+        // 3% is outside it.
+        let b: Vec<f64> = a.iter().map(|x| x * 1.03).collect();
+        let mut rows = vec![row("p50", &a, &b)];
+        judge(&mut rows);
+        assert!(rows[0].significant, "{:?}", rows[0]);
     }
 
     #[test]
