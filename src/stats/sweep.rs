@@ -270,6 +270,9 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
             .iter()
             .zip(&figs)
             .flat_map(|(n, f)| f[0].iter().map(move |x| (*n, *x)))
+            // A repeat that served nothing has no place on a throughput
+            // curve (and the fit takes positive figures only).
+            .filter(|p| p.1 > 0.0)
             .collect();
         usl::fit(&pts)
     });
@@ -309,7 +312,7 @@ fn verdicts(s: &Sweep) -> Vec<String> {
                 "{} vs {}: {}",
                 name(&r.value),
                 name(&s.control),
-                row.verdict
+                row.verdict.replacen("B is ", "", 1) // compare speaks of "B"; here B is the value
             ));
         }
     }
