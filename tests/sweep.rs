@@ -274,3 +274,65 @@ fn a_real_puma_workers_sweep_runs_end_to_end() {
     assert!(doc["usl"].is_null(), "{}", doc["usl"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The seed 002 plan holds four sweeps: its own [sweep] and three more by
+/// `--vary`, which replaces the plan's value of that field (unicorn's
+/// workers, nginx_workers, the GC_PROFILER env). Each expands to one trial
+/// per value and repeat.
+#[test]
+fn the_seed_002_plan_expands_each_of_its_sweeps() {
+    let installed = Command::new("sh")
+        .args(["-c", "command -v unicorn && command -v nginx"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !rackbench::require::require(
+        "unicorn and nginx",
+        installed,
+        "apt-get install unicorn nginx",
+    ) {
+        return;
+    }
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/sportsengine-2012.toml");
+    let rows: &[(Option<&str>, &[&str])] = &[
+        (
+            None,
+            &[
+                "RUBY_GC_MALLOC_LIMIT-80000000",
+                "RUBY_GC_MALLOC_LIMIT-8000000__",
+            ],
+        ),
+        (Some("workers=1,2,3"), &["unicorn-w1__", "unicorn-w3__"]),
+        (Some("nginx_workers=1,2,3"), &["nginx1__", "nginx3__"]),
+        (
+            Some("env.GC_PROFILER=on,off"),
+            &["GC_PROFILER-on__", "GC_PROFILER-off__"],
+        ),
+    ];
+    for (vary, want) in rows {
+        let mut cmd = bin();
+        cmd.arg("sweep").arg(&plan).arg("--dry-run");
+        if let Some(v) = vary {
+            cmd.args(["--vary", v]);
+        }
+        let o = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{vary:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let values = if vary.is_some_and(|v| v.starts_with("env.")) {
+            2
+        } else {
+            3
+        };
+        assert_eq!(
+            stdout.lines().filter(|l| l.contains("__rep")).count(),
+            values * 5,
+            "{vary:?}: {stdout}"
+        );
+        for w in *want {
+            assert!(stdout.contains(w), "{vary:?}: no {w} in {stdout}");
+        }
+    }
+}

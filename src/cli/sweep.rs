@@ -179,6 +179,46 @@ fn plan_from_flags(args: &SweepArgs, sweep: &SweepSection) -> Result<Table> {
     Ok(plan)
 }
 
+/// `--vary` over a plan file replaces the plan's own value of that field
+/// (its [sweep] included), so one plan serves several sweeps.
+fn drop_swept_field(t: &mut Table, vary: &str) {
+    match vary {
+        "nginx_workers" => {
+            t.remove("nginx_workers");
+        }
+        "app" => {
+            t.remove("apps");
+        }
+        "connections" => {
+            if let Some(Value::Table(load)) = t.get_mut("load") {
+                load.remove("connections");
+                load.remove("rates");
+            }
+        }
+        _ => {
+            let (key, inner) = match vary.strip_prefix("env.") {
+                Some(name) => ("env", Some(name)),
+                None if vary == "workers" || vary == "threads" => (vary, None),
+                None => ("settings", Some(vary)),
+            };
+            if let Some(Value::Array(servers)) = t.get_mut("server") {
+                for s in servers.iter_mut().filter_map(Value::as_table_mut) {
+                    match inner {
+                        None => {
+                            s.remove(key);
+                        }
+                        Some(name) => {
+                            if let Some(Value::Table(m)) = s.get_mut(key) {
+                                m.remove(name);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The plan text to run and where it came from.
 fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
     let flag = args
@@ -205,6 +245,7 @@ fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
                 return Ok((text, p.display().to_string()));
             }
             t.remove("sweep");
+            drop_swept_field(&mut t, &flag.as_ref().expect("checked").vary);
             t
         }
         None => {
@@ -287,8 +328,14 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             .to_string();
         PathBuf::from("results").join(format!("{}-{stamp}", plan.name))
     });
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let plan_file = out.join("sweep-plan.toml");
+    // The plan `run` reads; a dry run leaves no results directory behind.
+    let plan_file = if args.dry_run {
+        std::env::temp_dir().join(format!("rackbench-sweep-plan-{}.toml", std::process::id()))
+    } else {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
+        out.join("sweep-plan.toml")
+    };
     std::fs::write(&plan_file, &text)
         .with_context(|| format!("cannot write {}", plan_file.display()))?;
     let code = with_stdout_on_stderr(args.json, || {
@@ -305,7 +352,11 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             control: None,
         })
     })?;
-    if args.dry_run || !out.join("manifest.json").exists() {
+    if args.dry_run {
+        let _ = std::fs::remove_file(&plan_file);
+        return Ok(code);
+    }
+    if !out.join("manifest.json").exists() {
         return Ok(code);
     }
     print(&out, &args)?;
