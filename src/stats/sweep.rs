@@ -359,24 +359,65 @@ fn verdicts(s: &Sweep) -> Vec<String> {
         out.push(line);
     }
     if let Some(u) = &s.usl {
-        out.push(match (u.peak_value, u.peak_throughput_rps) {
-            (Some(n), Some(x)) => format!(
-                "USL fit: contention σ = {:.4}, coherency κ = {:.5}, R² = {:.3}; predicted peak at {} ≈ {n:.1} ({x:.0} rps)",
-                u.sigma, u.kappa, u.r2, s.variable
-            ),
-            _ => format!(
-                "USL fit: contention σ = {:.4}, coherency κ = 0, R² = {:.3}; no predicted peak (throughput only flattens)",
-                u.sigma, u.r2
-            ),
-        });
+        out.push(usl_verdict(u, &s.variable));
     }
     out
+}
+
+/// The fit in words, and how far to trust it.
+fn usl_verdict(u: &UslSummary, variable: &str) -> String {
+    let mut line = format!(
+        "USL fit: contention σ = {:.4}, coherency κ = {:.5}, R² = {:.3}; ",
+        u.sigma, u.kappa, u.r2
+    );
+    line.push_str(&match (u.peak_value, u.peak_throughput_rps) {
+        (Some(n), Some(x)) => format!("predicted peak at {variable} ≈ {n:.1} ({x:.0} rps)"),
+        // σ ≥ 1: each unit added costs more than it brings.
+        _ if u.sigma >= 1.0 => "throughput falls from the first value on (σ ≥ 1)".into(),
+        _ => "no predicted peak (throughput only flattens)".into(),
+    });
+    if u.r2 < 0.5 {
+        line.push_str(
+            "; the points do not follow the curve (R² under 0.5): read the medians, not the fit",
+        );
+    }
+    line
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_fit_that_explains_little_says_so() {
+        let u = |sigma, kappa, peak: Option<f64>, r2| UslSummary {
+            sigma,
+            kappa,
+            lambda: 50.0,
+            peak_value: peak,
+            peak_throughput_rps: peak.map(|_| 100.0),
+            r2,
+        };
+        let rows = [
+            (
+                u(0.05, 0.002, Some(21.8), 0.99),
+                "predicted peak at workers ≈ 21.8",
+                false,
+            ),
+            (u(0.2, 0.0, None, 0.95), "only flattens", false),
+            (
+                u(1.7, 0.0, None, -0.4),
+                "falls from the first value on",
+                true,
+            ),
+        ];
+        for (fit, says, poor) in rows {
+            let v = usl_verdict(&fit, "workers");
+            assert!(v.contains(says), "{v}");
+            assert_eq!(v.contains("read the medians, not the fit"), poor, "{v}");
+        }
+    }
 
     #[test]
     fn server_cores_follow_the_run_command() {
