@@ -266,13 +266,17 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
             .map(|i| spec.values[i].clone())
     });
     let fit = numeric.as_ref().filter(|_| spec.scales).and_then(|ns| {
+        // One point per value, its median: the fit bounds λ below by the
+        // best X/N of its points, so a single lucky repeat at N = 1 would
+        // force the whole curve under it (seen on a noisy machine: σ > 1,
+        // R² < 0). Repeats that served nothing are left out.
         let pts: Vec<(f64, f64)> = ns
             .iter()
             .zip(&figs)
-            .flat_map(|(n, f)| f[0].iter().map(move |x| (*n, *x)))
-            // A repeat that served nothing has no place on a throughput
-            // curve (and the fit takes positive figures only).
-            .filter(|p| p.1 > 0.0)
+            .filter_map(|(n, f)| {
+                let served: Vec<f64> = f[0].iter().copied().filter(|x| *x > 0.0).collect();
+                (!served.is_empty()).then(|| (*n, median(&served)))
+            })
             .collect();
         usl::fit(&pts)
     });
