@@ -408,6 +408,44 @@ mod tests {
             .contains("holds everything else fixed"));
     }
 
+    /// plans/sportsengine-2012.toml on any machine (every server counted
+    /// as installed): seed 002's control (80M) first, one unicorn with 2
+    /// workers behind nginx, GC profiling off, 5 interleaved repeats.
+    #[test]
+    fn the_seed_002_plan_sweeps_the_malloc_limit_from_its_control() {
+        let file = format!(
+            "{}/plans/sportsengine-2012.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut reg = Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        let plan = Plan::parse(&text, &file).unwrap();
+        let sweep = plan.sweep.clone().unwrap();
+        assert_eq!(sweep.vary, "env.RUBY_GC_MALLOC_LIMIT");
+        assert_eq!(sweep.values, ["80000000", "30000000", "8000000"]);
+        let e = plan
+            .expand(&text, &file, &reg)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.trials.len(), 15);
+        let var = Variable::parse(&sweep.vary).unwrap();
+        let first: Vec<String> = e.trials[..3]
+            .iter()
+            .map(|t| value_of_planned(&var, t).unwrap())
+            .collect();
+        assert_eq!(first, sweep.values);
+        for t in &e.trials {
+            assert_eq!((t.server.as_str(), t.workers), ("unicorn", Some(2)));
+            assert_eq!(
+                (t.app.as_str(), t.behind.as_str()),
+                ("gc-profiler", "nginx")
+            );
+            assert_eq!(t.env["GC_PROFILER"], "off");
+        }
+    }
+
     #[test]
     fn the_flag_form_reads_name_and_values() {
         let s = SweepSection::from_flag("env.RUBY_GC_MALLOC_LIMIT=8000000,30000000").unwrap();
