@@ -4,7 +4,10 @@
 //! `tests/contracts/*.json` are real documents, written by `rackbench run
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
-//! (mirror-v1.json: `rackbench mirror --diff-bodies --primary-b --record
+//! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
+//! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
+//! --connections 4`, its `--analyse DIR --json`;
+//! mirror-v1.json: `rackbench mirror --diff-bodies --primary-b --record
 //! --json` in front of three serve-tests, curl as the client);
 //! the tests that make such documents afresh (tests/servers.rs,
 //! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
@@ -41,6 +44,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("report-v1", &["report-v1.json"]),
     ("telemetry-v1", &["telemetry-v1.json"]),
     ("compare-v1", &["compare-v1.json"]),
+    ("sweep-v1", &["sweep-v1.json"]),
     ("mirror-v1", &["mirror-v1.json"]),
 ];
 
@@ -377,6 +381,28 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/per_worker/0/pid",
             Remove,
             "missing properties 'pid'",
+        ),
+        (
+            "sweep-v1",
+            "sweep-v1.json",
+            "/knee",
+            Remove,
+            "missing properties 'knee'",
+        ),
+        (
+            "sweep-v1",
+            "sweep-v1.json",
+            "/usl/kappa",
+            Set(json!(-0.1)),
+            "must be >=0",
+        ),
+        // Each value's rows are compare-v1 rows through a $ref.
+        (
+            "sweep-v1",
+            "sweep-v1.json",
+            "/values/1/vs_control/0/metric",
+            Set(json!("speed")),
+            "must be one of",
         ),
     ];
     for (schema, file, at, how, says) in cases {

@@ -14,6 +14,7 @@ mod report;
 mod run;
 mod serve_test;
 mod servers;
+mod sweep;
 mod trial;
 
 use clap::{Parser, Subcommand};
@@ -46,6 +47,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Compare two results directories (or two variants of one): change, 95% interval, significance.
     Compare(compare::CompareArgs),
+    /// Vary one thing (workers, threads, a setting, an env variable, nginx workers): each value vs the first, the knee, the USL fit.
+    Sweep(Box<sweep::SweepArgs>),
     /// Proxy to a primary, copying each request to shadow servers (bounded, never slowing the primary).
     Mirror(Box<mirror::MirrorArgs>),
     /// Proxy to a primary and write each request to a record file.
@@ -72,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Breakpoint(args) => breakpoint::run(*args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(*args),
         Command::ServeTest(args) => serve_test::run(args),
         Command::Mirror(args) => mirror::run(*args),
         Command::Record(args) => mirror::run_record(*args),

@@ -119,6 +119,12 @@ const BUILTIN: &[Builtin] = &[
         path: "/",
         expect_body: "sum of the first 1000 primes = 3682913",
     },
+    Builtin {
+        name: "gc-profiler",
+        source: include_str!("../../ruby/apps/gc-profiler.ru"),
+        path: "/",
+        expect_body: "rendered 200 rows",
+    },
 ];
 
 pub fn builtin_names() -> Vec<&'static str> {

@@ -7,6 +7,7 @@
 //! unicorn) are skipped and listed, not failed.
 
 pub mod runner;
+pub mod sweep;
 
 pub use crate::store::records::{PlannedTrial, Shape};
 
@@ -83,6 +84,10 @@ pub struct Plan {
     /// (`p99 = "<200ms"`). A trial that misses one makes `run` exit 1.
     #[serde(default, deserialize_with = "checks_list_or_table")]
     pub checks: Vec<crate::checks::Check>,
+    /// One variable at a time (see plan::sweep); already applied to the
+    /// fields above once parsed.
+    #[serde(default)]
+    pub sweep: Option<sweep::SweepSection>,
 }
 
 /// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
@@ -324,6 +329,7 @@ impl Plan {
                 message,
             })?;
         }
+        plan.apply_sweep(text, file)?;
         Ok(plan)
     }
 
@@ -623,6 +629,8 @@ impl Plan {
         // A reason found once per app or front is listed once.
         let mut seen = std::collections::HashSet::new();
         skipped.retain(|s| seen.insert(s.clone()));
+        self.check_sweep_fixed(&combos)
+            .map_err(|m| at("[sweep]", m))?;
         let mut trials = Vec::new();
         for r in 1..=self.repeats {
             for c in &combos {

@@ -14,6 +14,7 @@
 pub mod compare;
 mod html;
 pub(crate) mod svg;
+pub mod sweep;
 mod text;
 
 pub use text::render_summary;
@@ -185,11 +186,17 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
         }
         std::fs::write(p, s).with_context(|| format!("cannot write {}", p.display()))
     };
-    write(&written.markdown, report.markdown())?;
+    let mut markdown = report.markdown();
+    if let Ok(Some(s)) = sweep::load(dir) {
+        markdown.push('\n');
+        markdown.push_str(&sweep::markdown(&s));
+    }
+    write(&written.markdown, markdown)?;
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    write(&written.html, compare::with_section(report.html(), dir))?;
+    let html = compare::with_section(report.html(), dir);
+    write(&written.html, sweep::with_section(html, dir))?;
     Ok(written)
 }
 

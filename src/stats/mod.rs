@@ -14,4 +14,5 @@ pub mod compare;
 pub mod histogram;
 pub mod significance;
 pub mod spread;
+pub mod sweep;
 pub mod usl;

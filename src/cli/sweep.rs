@@ -1,0 +1,364 @@
+//! `rackbench sweep`: one variable at a time. From flags (`--server puma
+//! --vary workers=1,2,4,8 --app fib`) or a plan file (its `[sweep]`, or
+//! `--vary` in its place) it writes a plan with a `[sweep]` section, runs
+//! it like `rackbench run` (interleaved, shuffled rounds), then prints the
+//! sweep's analysis (stats::sweep). `--analyse DIR` rebuilds the analysis
+//! of a finished run from disk alone.
+
+use super::run::{run as run_plan_cli, RunArgs};
+use super::UsageError;
+use crate::plan::sweep::SweepSection;
+use crate::report::sweep as show;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use toml::{Table, Value};
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A plan file; its [sweep] says what to vary unless --vary is given.
+    pub plan: Option<PathBuf>,
+    /// What to vary and its values, the first being the control:
+    /// workers=1,2,4,8, threads=..., connections=..., nginx_workers=...,
+    /// app=hello,fib, env.NAME=..., or a server setting (NAME=...).
+    #[arg(long, value_name = "NAME=V1,V2,...")]
+    pub vary: Option<String>,
+    /// Rebuild and print the analysis of a finished sweep's results directory.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["plan", "server", "command"])]
+    pub analyse: Option<PathBuf>,
+    /// The server (see `rackbench servers`), without a plan file.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Your own server's command template (as in servers.toml), e.g.
+    /// "myserver --port {{port}} --workers {{workers}}".
+    #[arg(long, conflicts_with = "server")]
+    pub command: Option<String>,
+    /// The app, without a plan file.
+    #[arg(long, default_value = "hello")]
+    pub app: String,
+    /// Fixed workers (when not swept).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Fixed threads (when not swept).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// A fixed server setting KEY=VALUE (repeatable).
+    #[arg(long = "set", value_parser = super::parse::key_value)]
+    pub settings: Vec<(String, String)>,
+    /// A fixed environment variable KEY=VALUE for the server (repeatable).
+    #[arg(long = "env", value_parser = super::parse::key_value)]
+    pub env: Vec<(String, String)>,
+    /// Put nginx in front (implied by --vary nginx_workers=...).
+    #[arg(long, value_parser = ["nginx"])]
+    pub behind: Option<String>,
+    /// Closed-loop connections (when not swept).
+    #[arg(long, default_value_t = 10)]
+    pub connections: usize,
+    /// Counted load per trial.
+    #[arg(long, default_value = "10s")]
+    pub duration: String,
+    /// Warm-up per trial.
+    #[arg(long, default_value = "2s")]
+    pub warmup: String,
+    /// Repeats of each value (five or more let a rank test tell values apart).
+    #[arg(long, default_value_t = 5)]
+    pub repeats: u32,
+    /// Results directory [default: results/sweep-VARY-DATE-TIME].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed of the shuffle within each round.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Also read these server definitions.
+    #[arg(long)]
+    pub servers_file: Vec<PathBuf>,
+    /// Do not pin the servers and the generator to separate CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Print the trials the sweep expands to and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the analysis as JSON (rackbench/sweep-v1) on stdout; the
+    /// run's own lines go to stderr.
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the analysis as Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+fn usage(m: String) -> anyhow::Error {
+    anyhow::Error::new(UsageError(m))
+}
+
+fn strings(v: &[String]) -> Value {
+    Value::Array(v.iter().cloned().map(Value::String).collect())
+}
+
+fn map(kv: &[(String, String)]) -> Value {
+    Value::Table(
+        kv.iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    )
+}
+
+/// The plan a flag-only sweep runs.
+fn plan_from_flags(args: &SweepArgs, sweep: &SweepSection) -> Result<Table> {
+    let name = match (&args.server, &args.command) {
+        (Some(s), None) => s.clone(),
+        (None, Some(_)) => "custom".to_string(),
+        _ => {
+            return Err(usage(
+                "name the server: --server puma (see `rackbench servers`), --command TEMPLATE, or give a plan file".into(),
+            ))
+        }
+    };
+    let mut plan = Table::new();
+    plan.insert(
+        "name".into(),
+        Value::String(format!("sweep-{}", crate::plan::slug(&sweep.vary))),
+    );
+    plan.insert("repeats".into(), Value::Integer(args.repeats.into()));
+    plan.insert("apps".into(), strings(std::slice::from_ref(&args.app)));
+    if args.behind.is_some() || sweep.vary == "nginx_workers" {
+        plan.insert("behind".into(), strings(&["nginx".to_string()]));
+    }
+    let mut server = Table::new();
+    server.insert("name".into(), Value::String(name.clone()));
+    if let Some(w) = args.workers {
+        server.insert(
+            "workers".into(),
+            Value::Array(vec![Value::Integer(w.into())]),
+        );
+    }
+    if let Some(t) = args.threads {
+        server.insert(
+            "threads".into(),
+            Value::Array(vec![Value::Integer(t.into())]),
+        );
+    }
+    if !args.settings.is_empty() {
+        server.insert("settings".into(), map(&args.settings));
+    }
+    if !args.env.is_empty() {
+        server.insert("env".into(), map(&args.env));
+    }
+    plan.insert("server".into(), Value::Array(vec![Value::Table(server)]));
+    let mut load = Table::new();
+    if sweep.vary != "connections" {
+        load.insert(
+            "connections".into(),
+            Value::Array(vec![Value::Integer(args.connections as i64)]),
+        );
+    }
+    load.insert("duration".into(), Value::String(args.duration.clone()));
+    load.insert("warmup".into(), Value::String(args.warmup.clone()));
+    plan.insert("load".into(), Value::Table(load));
+    if let Some(cmd) = &args.command {
+        let mut def = Table::new();
+        def.insert("command".into(), Value::String(cmd.clone()));
+        def.insert("processes".into(), Value::Boolean(true));
+        def.insert("threads".into(), Value::Boolean(true));
+        let mut settings: Vec<(String, String)> = args.settings.clone();
+        if !sweep.vary.starts_with("env.")
+            && !["workers", "threads", "connections", "nginx_workers", "app"]
+                .contains(&sweep.vary.as_str())
+        {
+            settings.push((sweep.vary.clone(), sweep.values[0].clone()));
+        }
+        if !settings.is_empty() {
+            def.insert("settings".into(), map(&settings));
+        }
+        let mut defs = Table::new();
+        defs.insert(name, Value::Table(def));
+        plan.insert("server_defs".into(), Value::Table(defs));
+    }
+    Ok(plan)
+}
+
+/// `--vary` over a plan file replaces the plan's own value of that field
+/// (its [sweep] included), so one plan serves several sweeps.
+fn drop_swept_field(t: &mut Table, vary: &str) {
+    match vary {
+        "nginx_workers" => {
+            t.remove("nginx_workers");
+        }
+        "app" => {
+            t.remove("apps");
+        }
+        "connections" => {
+            if let Some(Value::Table(load)) = t.get_mut("load") {
+                load.remove("connections");
+                load.remove("rates");
+            }
+        }
+        _ => {
+            let (key, inner) = match vary.strip_prefix("env.") {
+                Some(name) => ("env", Some(name)),
+                None if vary == "workers" || vary == "threads" => (vary, None),
+                None => ("settings", Some(vary)),
+            };
+            if let Some(Value::Array(servers)) = t.get_mut("server") {
+                for s in servers.iter_mut().filter_map(Value::as_table_mut) {
+                    match inner {
+                        None => {
+                            s.remove(key);
+                        }
+                        Some(name) => {
+                            if let Some(Value::Table(m)) = s.get_mut(key) {
+                                m.remove(name);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The plan text to run and where it came from.
+fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
+    let flag = args
+        .vary
+        .as_deref()
+        .map(SweepSection::from_flag)
+        .transpose()
+        .map_err(usage)?;
+    let mut table = match &args.plan {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| usage(format!("cannot read plan {}: {e}", p.display())))?;
+            let mut t: Table = text
+                .parse()
+                .map_err(|e| usage(format!("{}: {e}", p.display())))?;
+            if flag.is_none() {
+                if !t.contains_key("sweep") {
+                    return Err(usage(format!(
+                        "{} has no [sweep] section: add one (vary = \"workers\", values = [1, 2, 4]) or give --vary workers=1,2,4",
+                        p.display()
+                    )));
+                }
+                // The file as written, so its comments and lines stay.
+                return Ok((text, p.display().to_string()));
+            }
+            t.remove("sweep");
+            drop_swept_field(&mut t, &flag.as_ref().expect("checked").vary);
+            t
+        }
+        None => {
+            let Some(s) = &flag else {
+                return Err(usage(
+                    "say what to vary: --vary workers=1,2,4,8 (or give a plan file with a [sweep] section)".into(),
+                ));
+            };
+            plan_from_flags(args, s)?
+        }
+    };
+    let s = flag.expect("checked above");
+    let mut section = Table::new();
+    section.insert("vary".into(), Value::String(s.vary.clone()));
+    section.insert("values".into(), strings(&s.values));
+    table.insert("sweep".into(), Value::Table(section));
+    let mut text = String::from("# written by rackbench sweep\n");
+    text.push_str(&toml::to_string(&table).context("cannot write the sweep's plan")?);
+    Ok((text, "sweep plan (from flags)".into()))
+}
+
+/// Run `f` with stdout sent to stderr, so `--json` keeps stdout for the
+/// document alone.
+fn with_stdout_on_stderr<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    if !on {
+        return f();
+    }
+    let _ = std::io::stdout().flush();
+    // SAFETY: dup/dup2 on the process's own standard descriptors.
+    let saved = unsafe { libc::dup(1) };
+    if saved < 0 {
+        return f();
+    }
+    unsafe { libc::dup2(2, 1) };
+    let out = f();
+    let _ = std::io::stdout().flush();
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    out
+}
+
+fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
+    let s = show::load(dir).map_err(usage)?.ok_or_else(|| {
+        usage(format!(
+            "{}/plan.toml has no [sweep] section: this is not a sweep's results directory",
+            dir.display()
+        ))
+    })?;
+    let json = serde_json::to_string_pretty(&s)?;
+    std::fs::write(dir.join("sweep.json"), format!("{json}\n"))
+        .with_context(|| format!("cannot write {}/sweep.json", dir.display()))?;
+    if args.json {
+        println!("{json}");
+    } else if args.markdown {
+        print!("{}", show::markdown(&s));
+    } else {
+        print!("\n{}", show::terminal(&s));
+    }
+    Ok(())
+}
+
+pub fn run(args: SweepArgs) -> Result<ExitCode> {
+    if let Some(dir) = &args.analyse {
+        print(dir, &args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (text, origin) = plan_text(&args)?;
+    // Checked here so a mistake names the flags' plan, not a temporary file.
+    let plan = crate::plan::Plan::parse(&text, &origin).map_err(|e| usage(e.to_string()))?;
+    let registry = super::servers::registry(&args.servers_file)?;
+    plan.expand(&text, &origin, &registry)
+        .map_err(|e| usage(e.to_string()))?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = crate::host::utc_now()
+            .replace([':', '-'], "")
+            .replace('T', "-")
+            .trim_end_matches('Z')
+            .to_string();
+        PathBuf::from("results").join(format!("{}-{stamp}", plan.name))
+    });
+    // The plan `run` reads; a dry run leaves no results directory behind.
+    let plan_file = if args.dry_run {
+        std::env::temp_dir().join(format!("rackbench-sweep-plan-{}.toml", std::process::id()))
+    } else {
+        std::fs::create_dir_all(&out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
+        out.join("sweep-plan.toml")
+    };
+    std::fs::write(&plan_file, &text)
+        .with_context(|| format!("cannot write {}", plan_file.display()))?;
+    let code = with_stdout_on_stderr(args.json, || {
+        run_plan_cli(RunArgs {
+            plan: Some(plan_file.clone()),
+            out: Some(out.clone()),
+            resume: false,
+            force_resume: false,
+            seed: args.seed,
+            servers_file: args.servers_file.clone(),
+            no_pin: args.no_pin,
+            dry_run: args.dry_run,
+            aa: false,
+            control: None,
+        })
+    })?;
+    if args.dry_run {
+        let _ = std::fs::remove_file(&plan_file);
+        return Ok(code);
+    }
+    if !out.join("manifest.json").exists() {
+        return Ok(code);
+    }
+    print(&out, &args)?;
+    Ok(code)
+}

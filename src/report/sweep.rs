@@ -1,0 +1,323 @@
+//! How a sweep (sweep-v1) is shown: a terminal table with verdict lines,
+//! Markdown, and an HTML section with three charts against the swept
+//! value: throughput with the USL curve drawn over the points, p99, and
+//! the server's CPU utilization.
+//!
+//! `load` rebuilds the analysis from a results directory alone: its
+//! `plan.toml` says what was swept (`[sweep]`), its trials hold the
+//! figures. The statistics live in `stats::sweep`.
+
+use super::svg::{esc, Axis, Plot};
+use crate::plan::sweep::value_of;
+use crate::plan::Plan;
+use crate::stats::compare::pct;
+use crate::stats::sweep::{analyse, Spec, Sweep, ValueRow};
+use std::fmt::Write;
+use std::path::Path;
+
+/// The bootstrap seed of a sweep's intervals, so a directory gives the
+/// same analysis on every call.
+pub const SEED: u64 = 0x5eed_0002;
+
+/// The sweep of a results directory; `Ok(None)` when its plan has no
+/// `[sweep]`.
+pub fn load(dir: &Path) -> Result<Option<Sweep>, String> {
+    let plan_file = dir.join("plan.toml");
+    let text = std::fs::read_to_string(&plan_file).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; give a directory `rackbench sweep` or `rackbench run` wrote",
+            plan_file.display()
+        )
+    })?;
+    let plan = Plan::parse(&text, &plan_file.display().to_string()).map_err(|e| e.to_string())?;
+    let Some(section) = plan.sweep else {
+        return Ok(None);
+    };
+    let var = section.validate()?;
+    let of = |p: &serde_json::Value| value_of(&var, p);
+    let spec = Spec {
+        variable: &section.vary,
+        values: &section.values,
+        value_of: &of,
+        scales: var.scales(),
+    };
+    analyse(dir, &spec, SEED).map(Some)
+}
+
+fn rps(s: Option<crate::stats::spread::Spread>) -> String {
+    s.map_or("–".into(), |s| format!("{:.0}", s.median))
+}
+fn ms(s: Option<crate::stats::spread::Spread>) -> String {
+    s.map_or("–".into(), |s| format!("{:.2}", s.median / 1000.0))
+}
+fn share(s: Option<crate::stats::spread::Spread>) -> String {
+    s.map_or("–".into(), |s| format!("{:.0}%", s.median * 100.0))
+}
+
+fn change(r: &ValueRow, metric: &str) -> String {
+    r.vs_control
+        .iter()
+        .find(|x| x.metric == metric)
+        .map_or("control".into(), |x| {
+            let c = x.change_pct.map(pct).unwrap_or_else(|| "–".into());
+            let mark = match x.direction.as_str() {
+                "better" => " better",
+                "worse" => " WORSE",
+                _ if !x.judged => " ?",
+                _ => " ~",
+            };
+            format!("{c}{mark}")
+        })
+}
+
+const HEAD: [&str; 8] = [
+    "value",
+    "n",
+    "req/s",
+    "range",
+    "vs control",
+    "p99 ms",
+    "p99 vs control",
+    "server CPU",
+];
+
+fn cells(s: &Sweep, r: &ValueRow) -> [String; 8] {
+    let mut value = format!("{}={}", s.variable, r.value);
+    if s.knee.as_deref() == Some(&r.value) {
+        value.push_str(" (knee)");
+    }
+    [
+        value,
+        r.n.to_string(),
+        rps(r.throughput_rps),
+        r.throughput_rps
+            .map_or("–".into(), |t| format!("{:.0}–{:.0}", t.min, t.max)),
+        change(r, "throughput"),
+        ms(r.p99_us),
+        change(r, "p99"),
+        share(r.cpu_utilization),
+    ]
+}
+
+/// The terminal table, then the verdict lines.
+pub fn terminal(s: &Sweep) -> String {
+    let rows: Vec<[String; 8]> = s.values.iter().map(|r| cells(s, r)).collect();
+    let mut width = HEAD.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = format!(
+        "sweep of {} in {} (control {}={}; server CPU is the share of {} core{})\n\n",
+        s.variable,
+        s.dir.display(),
+        s.variable,
+        s.control,
+        s.server_cores,
+        if s.server_cores == 1.0 { "" } else { "s" }
+    );
+    let line = |out: &mut String, cols: &[String]| {
+        for (i, (c, w)) in cols.iter().zip(width).enumerate() {
+            let pad = " ".repeat(w - c.chars().count());
+            if i == 0 {
+                let _ = write!(out, "{c}{pad}  ");
+            } else {
+                let _ = write!(out, "{pad}{c}  ");
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    };
+    line(&mut out, &HEAD.map(String::from));
+    for r in &rows {
+        line(&mut out, r);
+    }
+    out.push('\n');
+    for v in &s.verdicts {
+        let _ = writeln!(out, "{v}");
+    }
+    out
+}
+
+/// Markdown: the same table and verdicts.
+pub fn markdown(s: &Sweep) -> String {
+    let mut out = format!(
+        "## Sweep of {}\n\nControl: {}={}. Server CPU is the share of the {} core(s) the server was given.\n\n| {} |\n|{}|\n",
+        s.variable,
+        s.variable,
+        s.control,
+        s.server_cores,
+        HEAD.join(" | "),
+        HEAD.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    );
+    for r in &s.values {
+        let _ = writeln!(out, "| {} |", cells(s, r).join(" | "));
+    }
+    out.push('\n');
+    for v in &s.verdicts {
+        let _ = writeln!(out, "- {v}");
+    }
+    out
+}
+
+/// The x position of each value: the number itself, or its index for
+/// values that are not numbers.
+fn xs(s: &Sweep) -> (Vec<f64>, bool) {
+    let nums: Option<Vec<f64>> = s.values.iter().map(|r| r.value.parse().ok()).collect();
+    match nums {
+        Some(n) => (n, true),
+        None => ((0..s.values.len()).map(|i| i as f64).collect(), false),
+    }
+}
+
+fn chart(
+    s: &Sweep,
+    title: &str,
+    y_label: &str,
+    pick: &dyn Fn(&ValueRow) -> Option<crate::stats::spread::Spread>,
+    scale: f64,
+    with_usl: bool,
+) -> String {
+    let (x, numeric) = xs(s);
+    let label = |v: f64| -> String {
+        if numeric {
+            format!("{v}")
+        } else {
+            s.values
+                .get(v.round() as usize)
+                .map_or(String::new(), |r| r.value.clone())
+        }
+    };
+    let top = s
+        .values
+        .iter()
+        .filter_map(|r| pick(r).map(|p| p.max * scale))
+        .fold(0.0, f64::max);
+    let mut top = top;
+    if let (true, Some(u)) = (with_usl, &s.usl) {
+        top = top.max(u.peak_throughput_rps.unwrap_or(0.0).min(top * 1.5));
+    }
+    let mut plot = Plot::new(
+        640.0,
+        280.0,
+        Axis::at(&x, false, &s.variable, &label),
+        Axis::linear(0.0, top * 1.05, y_label, &|v| format!("{v}")),
+    );
+    for (r, &xv) in s.values.iter().zip(&x) {
+        if let Some(p) = pick(r) {
+            plot.vwhisker_shift(xv, 0.0, p.min * scale, p.max * scale, "#1f77b4");
+            plot.point(
+                xv,
+                p.median * scale,
+                4.0,
+                "#1f77b4",
+                &format!(
+                    "{}={}: median {:.2} (n={})",
+                    s.variable,
+                    r.value,
+                    p.median * scale,
+                    p.n
+                ),
+            );
+        }
+    }
+    plot.legend("median, range of repeats", "#1f77b4", false);
+    if let (true, Some(u), true) = (with_usl, &s.usl, numeric) {
+        let fit = crate::stats::usl::UslFit {
+            lambda: u.lambda,
+            sigma: u.sigma,
+            kappa: u.kappa,
+            r_squared: u.r2,
+        };
+        let (lo, hi) = (plot.x.min.max(0.5), plot.x.max);
+        let pts: Vec<(f64, f64)> = (0..=80)
+            .map(|i| lo + (hi - lo) * i as f64 / 80.0)
+            .map(|n| (n, fit.throughput(n).min(plot.y.max)))
+            .collect();
+        plot.line(
+            &pts,
+            "#ff7f0e",
+            2.0,
+            true,
+            &format!("USL σ={:.4} κ={:.5} R²={:.3}", u.sigma, u.kappa, u.r2),
+        );
+        plot.legend("USL fit", "#ff7f0e", true);
+    }
+    if let Some(k) = &s.knee {
+        if let Some(i) = s.values.iter().position(|r| r.value == *k) {
+            plot.vline(x[i], "#2ca02c", "knee");
+        }
+    }
+    plot.finish(title, true)
+}
+
+/// The sweep section of an HTML report.
+pub fn section(s: &Sweep) -> String {
+    let mut out = format!(
+        "<section class=\"chart\" id=\"sweep\"><h2>Sweep of {}</h2><p class=\"note\">Control {}={}. Each point is the median of a value's repeats, the whisker their range. Each value is compared with the control (95% bootstrap interval, Mann–Whitney U Holm-adjusted over the sweep's values per metric). The knee is the smallest value whose throughput is not significantly below the best's. Server CPU is the share of the {} core(s) it was given.</p>",
+        esc(&s.variable),
+        esc(&s.variable),
+        esc(&s.control),
+        s.server_cores
+    );
+    out.push_str(&chart(
+        s,
+        "throughput against the swept value",
+        "req/s",
+        &|r| r.throughput_rps,
+        1.0,
+        true,
+    ));
+    out.push_str(&chart(
+        s,
+        "p99 latency against the swept value",
+        "p99 (ms)",
+        &|r| r.p99_us,
+        0.001,
+        false,
+    ));
+    out.push_str(&chart(
+        s,
+        "server CPU utilization against the swept value",
+        "CPU (% of given cores)",
+        &|r| r.cpu_utilization,
+        100.0,
+        false,
+    ));
+    out.push_str("<table><thead><tr>");
+    for h in HEAD {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in &s.values {
+        out.push_str("<tr>");
+        for c in cells(s, r) {
+            let _ = write!(out, "<td>{}</td>", esc(&c));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table><ul>");
+    for v in &s.verdicts {
+        let _ = write!(out, "<li>{}</li>", esc(v));
+    }
+    out.push_str("</ul></section>");
+    out
+}
+
+/// Put the sweep section into a report page when the directory's plan
+/// has a `[sweep]`; a sweep that cannot be analysed says why in its place.
+pub fn with_section(html: String, dir: &Path) -> String {
+    let sec = match load(dir) {
+        Ok(None) => return html,
+        Ok(Some(s)) => section(&s),
+        Err(e) => format!(
+            "<section id=\"sweep\"><h2>Sweep</h2><p class=\"note\">No sweep analysis: {}</p></section>",
+            esc(&e)
+        ),
+    };
+    match html.find("<section id=\"errors\">") {
+        Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
+        None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
+    }
+}

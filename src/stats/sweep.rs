@@ -1,0 +1,517 @@
+//! A sweep's analysis (rackbench/sweep-v1): the stored trials of one
+//! results directory grouped by the swept value; per value the medians and
+//! ranges of throughput, p50, p99 and the server's CPU utilization; each
+//! value against the first (the control) with the comparison's own rows
+//! and judgement (`compare::judge`: bootstrap interval and Holm-adjusted
+//! rank test, each metric its own family); the knee and the USL fit
+//! (`usl`); and verdicts in words.
+//!
+//! It reads trial files through `serde_json::Value` like `compare` does,
+//! and is told how to read a trial's value (the caller knows the plan's
+//! `[sweep]`). It runs nothing.
+
+use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
+use super::compare::{judge, Row, ALPHA};
+use super::significance::mann_whitney_p;
+use super::spread::Spread;
+use super::usl;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "rackbench/sweep-v1";
+
+/// CPU utilization at or above this share of the server's cores is
+/// "saturated": the rest is the sampler's rounding and the kernel's share.
+pub const SATURATED: f64 = 0.9;
+
+/// One swept value.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ValueRow {
+    /// The value as the plan wrote it.
+    pub value: String,
+    /// Finished trials (repeats) at this value.
+    pub n: usize,
+    /// Requests per second: median, min, max over repeats.
+    pub throughput_rps: Option<Spread>,
+    pub p50_us: Option<Spread>,
+    pub p99_us: Option<Spread>,
+    /// Server CPU seconds over the counted window ÷ (window × cores given):
+    /// 1.0 is every core the server was given busy all the time.
+    pub cpu_utilization: Option<Spread>,
+    /// The comparison with the control (none for the control itself):
+    /// rows for throughput and p99, as compare-v1 writes them.
+    pub vs_control: Vec<Row>,
+}
+
+/// The fitted Universal Scalability Law, in sweep-v1's words.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UslSummary {
+    pub sigma: f64,
+    pub kappa: f64,
+    /// Throughput of one unit without contention (requests per second).
+    pub lambda: f64,
+    /// Where the curve peaks; null when it only flattens (κ = 0).
+    pub peak_value: Option<f64>,
+    pub peak_throughput_rps: Option<f64>,
+    pub r2: f64,
+}
+
+/// The body of sweep-v1.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Sweep {
+    pub schema: String,
+    pub dir: PathBuf,
+    pub variable: String,
+    /// The first value, which every other is compared against.
+    pub control: String,
+    /// Cores the server was given (for the CPU utilization).
+    pub server_cores: f64,
+    pub alpha: f64,
+    pub values: Vec<ValueRow>,
+    /// Smallest value whose throughput is not significantly below the
+    /// best's; null for values that are not numbers.
+    pub knee: Option<String>,
+    /// The value with the highest median throughput.
+    pub best: Option<String>,
+    pub usl: Option<UslSummary>,
+    pub verdicts: Vec<String>,
+}
+
+/// How to read the directory: the swept variable's name and values, how
+/// to read a trial's value, and whether a USL fit makes sense.
+pub struct Spec<'a> {
+    pub variable: &'a str,
+    pub values: &'a [String],
+    pub value_of: &'a dyn Fn(&Value) -> Option<String>,
+    pub scales: bool,
+}
+
+/// Per value: (throughput, p50, p99, cpu utilization) per repeat.
+type Figures = [Vec<f64>; 4];
+
+/// Cores the server was given in a run: `--server-cpus LIST` in the
+/// manifest's command, all of them with `--no-pin`, else rackbench's
+/// default pinning (every allowed core but the last, which the generator
+/// gets; all of them on a one-core machine).
+pub fn server_cores(manifest: &Value) -> f64 {
+    let cores = manifest["environment"]["cores"].as_f64().unwrap_or(1.0);
+    let command = manifest["command"].as_str().unwrap_or("");
+    let words: Vec<&str> = command.split_whitespace().collect();
+    if let Some(i) = words.iter().position(|w| *w == "--server-cpus") {
+        if let Some(list) = words.get(i + 1) {
+            let n: usize = list
+                .split(',')
+                .map(|part| match part.split_once('-') {
+                    Some((a, b)) => match (a.parse::<usize>(), b.parse::<usize>()) {
+                        (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                        _ => 1,
+                    },
+                    None => 1,
+                })
+                .sum();
+            return n.max(1) as f64;
+        }
+    }
+    if words.contains(&"--no-pin") || cores < 2.0 {
+        cores.max(1.0)
+    } else {
+        cores - 1.0
+    }
+}
+
+fn read_figures(dir: &Path, spec: &Spec, cores: f64) -> Result<Vec<Figures>, String> {
+    let trials_dir = dir.join("trials");
+    let entries = std::fs::read_dir(&trials_dir).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; give a directory `rackbench sweep` or `rackbench run` wrote",
+            trials_dir.display()
+        )
+    })?;
+    let mut out: Vec<Figures> = vec![Default::default(); spec.values.len()];
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Some(doc) = read_doc(&path) else {
+            continue;
+        };
+        if doc["outcome"] != "ok" {
+            continue;
+        }
+        let Some(i) =
+            (spec.value_of)(&doc["planned"]).and_then(|v| spec.values.iter().position(|x| *x == v))
+        else {
+            continue;
+        };
+        let load = &doc["trial"]["load"];
+        let sm = &doc["trial"]["server_metrics"];
+        let f = &mut out[i];
+        let mut put = |k: usize, v: Option<f64>| {
+            if let Some(v) = v.filter(|v| v.is_finite()) {
+                f[k].push(v);
+            }
+        };
+        put(0, load["throughput_rps"].as_f64());
+        put(1, load["latency_us"]["p50"].as_f64());
+        put(2, load["latency_us"]["p99"].as_f64());
+        let cpu = sm["cpu_user_s"].as_f64().unwrap_or(f64::NAN)
+            + sm["cpu_sys_s"].as_f64().unwrap_or(f64::NAN);
+        let window = load["duration_s"].as_f64().unwrap_or(0.0);
+        put(3, (window > 0.0).then(|| cpu / (window * cores)));
+    }
+    Ok(out)
+}
+
+fn read_doc(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// The row of `metric` comparing the control's repeats with a value's.
+fn row_vs(metric: &str, value: &str, a: &[f64], b: &[f64], seed: u64) -> Option<Row> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (ma, mb) = (median(a), median(b));
+    let change = (ma != 0.0).then(|| change_pct(a, b));
+    let ci = change.and(change_ci_pct(a, b, 1.0 - ALPHA, RESAMPLES, seed));
+    Some(Row {
+        group: value.to_string(),
+        metric: metric.to_string(),
+        a: ma,
+        b: mb,
+        change_pct: change,
+        ci_low_pct: ci.map(|c| c.0),
+        ci_high_pct: ci.map(|c| c.1),
+        significant: false,
+        n_a: a.len(),
+        n_b: b.len(),
+        verdict: String::new(),
+        p_value: mann_whitney_p(a, b),
+        p_adjusted: 1.0,
+        judged: false,
+        merged_a_us: None,
+        merged_b_us: None,
+        merged_change_pct: None,
+        merged_ci_low_pct: None,
+        merged_ci_high_pct: None,
+        direction: "same".into(),
+    })
+}
+
+/// Analyse a sweep's results directory.
+pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
+    let manifest: Value = read_doc(&dir.join("manifest.json")).ok_or_else(|| {
+        format!(
+            "{} is not a results directory (no readable manifest.json): give a directory `rackbench sweep` wrote",
+            dir.display()
+        )
+    })?;
+    let cores = server_cores(&manifest);
+    let figs = read_figures(dir, spec, cores)?;
+    if figs.iter().all(|f| f[0].is_empty()) {
+        return Err(format!(
+            "{} holds no finished trial of the sweep of {}",
+            dir.display(),
+            spec.variable
+        ));
+    }
+    // Each metric is its own family for Holm: the sweep asks "which values
+    // differ in throughput" and "in p99" as two questions.
+    let mut by_metric: Vec<Vec<Row>> = Vec::new();
+    for (k, metric) in [(0, "throughput"), (2, "p99")] {
+        let mut rows: Vec<Row> = (1..figs.len())
+            .filter_map(|i| {
+                let stream = seed
+                    .wrapping_add((i as u64 * 2 + k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                row_vs(metric, &spec.values[i], &figs[0][k], &figs[i][k], stream)
+            })
+            .collect();
+        judge(&mut rows);
+        by_metric.push(rows);
+    }
+    let values: Vec<ValueRow> = figs
+        .iter()
+        .zip(spec.values)
+        .map(|(f, v)| ValueRow {
+            value: v.clone(),
+            n: f[0].len(),
+            throughput_rps: Spread::of(&f[0]),
+            p50_us: Spread::of(&f[1]),
+            p99_us: Spread::of(&f[2]),
+            cpu_utilization: Spread::of(&f[3]),
+            vs_control: by_metric
+                .iter()
+                .flatten()
+                .filter(|r| r.group == *v)
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    let best = values
+        .iter()
+        .filter_map(|r| r.throughput_rps.map(|t| (r, t.median)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(r, _)| r.value.clone());
+    let numeric: Option<Vec<f64>> = spec.values.iter().map(|v| v.parse().ok()).collect();
+    let knee = numeric.as_ref().and_then(|ns| {
+        let pts: Vec<(f64, Vec<f64>)> = ns
+            .iter()
+            .zip(&figs)
+            .map(|(n, f)| (*n, f[0].clone()))
+            .collect();
+        let k = usl::knee(&pts, ALPHA)?;
+        ns.iter()
+            .position(|n| *n == k)
+            .map(|i| spec.values[i].clone())
+    });
+    let fit = numeric.as_ref().filter(|_| spec.scales).and_then(|ns| {
+        // One point per value, its median: the fit bounds λ below by the
+        // best X/N of its points, so a single lucky repeat at N = 1 would
+        // force the whole curve under it (seen on a noisy machine: σ > 1,
+        // R² < 0). Repeats that served nothing are left out.
+        let pts: Vec<(f64, f64)> = ns
+            .iter()
+            .zip(&figs)
+            .filter_map(|(n, f)| {
+                let served: Vec<f64> = f[0].iter().copied().filter(|x| *x > 0.0).collect();
+                (!served.is_empty()).then(|| (*n, median(&served)))
+            })
+            .collect();
+        usl::fit(&pts)
+    });
+    let usl = fit.map(|f| UslSummary {
+        sigma: f.sigma,
+        kappa: f.kappa,
+        lambda: f.lambda,
+        peak_value: f.peak_n(),
+        peak_throughput_rps: f.peak_n().map(|n| f.throughput(n)),
+        r2: f.r_squared,
+    });
+    let mut sweep = Sweep {
+        schema: SCHEMA.into(),
+        dir: dir.to_path_buf(),
+        variable: spec.variable.to_string(),
+        control: spec.values[0].clone(),
+        server_cores: cores,
+        alpha: ALPHA,
+        values,
+        knee,
+        best,
+        usl,
+        verdicts: Vec::new(),
+    };
+    sweep.verdicts = verdicts(&sweep);
+    Ok(sweep)
+}
+
+/// The sweep in sentences: each value against the control, the knee, the
+/// CPU, the fit.
+fn verdicts(s: &Sweep) -> Vec<String> {
+    let name = |v: &str| format!("{}={v}", s.variable);
+    let mut out = Vec::new();
+    for r in &s.values[1..] {
+        for row in &r.vs_control {
+            out.push(format!(
+                "{} vs {}: {}",
+                name(&r.value),
+                name(&s.control),
+                row.verdict.replacen("B is ", "", 1) // compare speaks of "B"; here B is the value
+            ));
+        }
+    }
+    if let (Some(k), Some(b)) = (&s.knee, &s.best) {
+        out.push(if k == b {
+            format!("knee: {} (the best throughput; no smaller value comes within significance of it)", name(k))
+        } else {
+            format!(
+                "knee: {} (the smallest value whose throughput is not significantly below the best, {})",
+                name(k),
+                name(b)
+            )
+        });
+    }
+    let cpu = |r: &ValueRow| r.cpu_utilization.map(|c| c.median);
+    let knee_at = s
+        .knee
+        .as_ref()
+        .and_then(|k| s.values.iter().position(|r| r.value == *k));
+    for (i, r) in s.values.iter().enumerate() {
+        let Some(c) = cpu(r).filter(|c| *c >= SATURATED) else {
+            continue;
+        };
+        let mut line = format!(
+            "{}: CPU saturated ({:.0}% of {} core{})",
+            name(&r.value),
+            c * 100.0,
+            s.server_cores,
+            if s.server_cores == 1.0 { "" } else { "s" }
+        );
+        if let (Some(k), Some(p), Some(pk)) = (
+            knee_at,
+            r.p99_us.map(|p| p.median),
+            knee_at.and_then(|k| s.values[k].p99_us.map(|p| p.median)),
+        ) {
+            if i > k && p > pk {
+                line.push_str(&format!(
+                    "; more only adds latency (p99 {:.1} ms against {:.1} ms at the knee, throughput not higher)",
+                    p / 1000.0,
+                    pk / 1000.0
+                ));
+            }
+        }
+        out.push(line);
+    }
+    if let Some(u) = &s.usl {
+        out.push(usl_verdict(u, &s.variable));
+    }
+    out
+}
+
+/// The fit in words, and how far to trust it.
+fn usl_verdict(u: &UslSummary, variable: &str) -> String {
+    let mut line = format!(
+        "USL fit: contention σ = {:.4}, coherency κ = {:.5}, R² = {:.3}; ",
+        u.sigma, u.kappa, u.r2
+    );
+    line.push_str(&match (u.peak_value, u.peak_throughput_rps) {
+        (Some(n), Some(x)) => format!("predicted peak at {variable} ≈ {n:.1} ({x:.0} rps)"),
+        // σ ≥ 1: each unit added costs more than it brings.
+        _ if u.sigma >= 1.0 => "throughput falls from the first value on (σ ≥ 1)".into(),
+        _ => "no predicted peak (throughput only flattens)".into(),
+    });
+    if u.r2 < 0.5 {
+        line.push_str(
+            "; the points do not follow the curve (R² under 0.5): read the medians, not the fit",
+        );
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_fit_that_explains_little_says_so() {
+        let u = |sigma, kappa, peak: Option<f64>, r2| UslSummary {
+            sigma,
+            kappa,
+            lambda: 50.0,
+            peak_value: peak,
+            peak_throughput_rps: peak.map(|_| 100.0),
+            r2,
+        };
+        let rows = [
+            (
+                u(0.05, 0.002, Some(21.8), 0.99),
+                "predicted peak at workers ≈ 21.8",
+                false,
+            ),
+            (u(0.2, 0.0, None, 0.95), "only flattens", false),
+            (
+                u(1.7, 0.0, None, -0.4),
+                "falls from the first value on",
+                true,
+            ),
+        ];
+        for (fit, says, poor) in rows {
+            let v = usl_verdict(&fit, "workers");
+            assert!(v.contains(says), "{v}");
+            assert_eq!(v.contains("read the medians, not the fit"), poor, "{v}");
+        }
+    }
+
+    #[test]
+    fn server_cores_follow_the_run_command() {
+        let m = |cmd: &str| json!({"command": cmd, "environment": {"cores": 4}});
+        assert_eq!(server_cores(&m("rackbench run p --out x")), 3.0);
+        assert_eq!(server_cores(&m("rackbench run p --no-pin")), 4.0);
+        assert_eq!(
+            server_cores(&m("rackbench sweep --server-cpus 0-1,3 --out x")),
+            3.0
+        );
+        assert_eq!(
+            server_cores(&json!({"command": "x", "environment": {"cores": 1}})),
+            1.0
+        );
+    }
+
+    fn trial(dir: &Path, id: &str, workers: u32, rps: f64, p99: f64, cpu_s: f64) {
+        let doc = json!({
+            "outcome": "ok",
+            "planned": {"workers": workers},
+            "trial": {
+                "load": {"throughput_rps": rps, "duration_s": 10.0, "latency_us": {"p50": p99 / 2.0, "p99": p99}},
+                "server_metrics": {"cpu_user_s": cpu_s, "cpu_sys_s": 0.0}
+            }
+        });
+        std::fs::write(
+            dir.join("trials").join(format!("{id}.json")),
+            doc.to_string(),
+        )
+        .unwrap();
+    }
+
+    /// Throughput rises to 4 workers, then flattens while the one core is
+    /// saturated and p99 grows: the knee is 4, the verdicts say "CPU
+    /// saturated; more only adds latency" for 8.
+    #[test]
+    fn knee_saturation_and_fit_from_stored_trials() {
+        let dir = std::env::temp_dir().join(format!("rackbench-sweep-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        std::fs::write(
+            dir.join("manifest.json"),
+            json!({"command": "rackbench sweep --out x", "environment": {"cores": 2}}).to_string(),
+        )
+        .unwrap();
+        let curve = [
+            (1, 100.0, 4.0),
+            (2, 190.0, 7.5),
+            (4, 300.0, 9.7),
+            (8, 298.0, 9.9),
+        ];
+        for (w, x, cpu) in curve {
+            for r in 0..6 {
+                let jitter = 1.0 + (r as f64 - 2.5) * 0.004;
+                let p99 = if w == 8 { 40_000.0 } else { 10_000.0 };
+                trial(
+                    &dir,
+                    &format!("w{w}-{r}"),
+                    w,
+                    x * jitter,
+                    p99 * jitter,
+                    cpu * jitter,
+                );
+            }
+        }
+        let values: Vec<String> = ["1", "2", "4", "8"].map(String::from).to_vec();
+        let of = |p: &Value| p["workers"].as_u64().map(|w| w.to_string());
+        let spec = Spec {
+            variable: "workers",
+            values: &values,
+            value_of: &of,
+            scales: true,
+        };
+        let s = analyse(&dir, &spec, 1).unwrap();
+        assert_eq!(s.knee.as_deref(), Some("4"), "{:#?}", s.verdicts);
+        assert_eq!(s.best.as_deref(), Some("4"));
+        assert_eq!(s.server_cores, 1.0);
+        let u = s.usl.as_ref().expect("fitted");
+        assert!(u.r2 > 0.9 && u.sigma >= 0.0, "{u:?}");
+        let c = s.values[3].cpu_utilization.unwrap().median;
+        assert!((c - 0.99).abs() < 0.01, "{c}");
+        let text = s.verdicts.join("\n");
+        assert!(
+            text.contains("workers=8: CPU saturated (99% of 1 core); more only adds latency"),
+            "{text}"
+        );
+        assert!(!text.contains("workers=2: CPU saturated"), "{text}");
+        assert!(text.contains("knee: workers=4"), "{text}");
+        let t2 = &s.values[1].vs_control[0];
+        assert!(t2.significant && t2.direction == "better", "{t2:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
