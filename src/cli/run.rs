@@ -49,6 +49,10 @@ pub struct RunArgs {
     /// With --aa: the variant to use as control [default: the plan's first].
     #[arg(long, requires = "aa", value_name = "VARIANT")]
     pub control: Option<String>,
+    /// Telemetry in every trial, as the plan's `telemetry = true`: app
+    /// time, queue time behind nginx, GC (docs/TELEMETRY.md).
+    #[arg(long)]
+    pub telemetry: bool,
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode> {
@@ -166,6 +170,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if args.no_pin {
         command.push_str(" --no-pin");
     }
+    if args.telemetry {
+        command.push_str(" --telemetry");
+    }
     command.push_str(&format!(" --seed {seed}"));
     eprintln!("seed {seed} (the order of trials within each round; --seed {seed} replays it)");
     copy_servers_files(&results, &args.servers_file)?;
@@ -178,6 +185,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         progress: Some(print_progress),
         command: command.clone(),
         seed,
+        telemetry: args.telemetry,
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {

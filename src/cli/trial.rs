@@ -82,6 +82,10 @@ pub struct ServerOptions {
     /// Keep server logs and rendered configs here [default: a temporary directory].
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Wrap the app in rackbench's telemetry middleware: app time, queue
+    /// time behind nginx, GC runs and time (docs/TELEMETRY.md).
+    #[arg(long)]
+    pub telemetry: bool,
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +202,7 @@ impl ServerOptions {
             interrupt,
             sample_interval: Duration::from_millis(200),
             stop_on_errors: false,
+            telemetry: self.telemetry,
         })
     }
 }

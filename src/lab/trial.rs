@@ -22,6 +22,7 @@ use crate::server::probe::Answer;
 use crate::server::spec::{read_version, Missing, ServerSpec};
 use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
 use crate::server::template::{self, Vars};
+use crate::telemetry::{AcceptQueue, Listen, Telemetry};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -170,6 +171,9 @@ pub struct TrialSpec {
     /// (break-point steps: a failing level needs no full run to be known
     /// as failing).
     pub stop_on_errors: bool,
+    /// Put rackbench's telemetry middleware around the app (app time,
+    /// queue time behind nginx, GC): docs/TELEMETRY.md.
+    pub telemetry: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -207,6 +211,15 @@ pub struct ServerMetrics {
     pub cpu_ms_per_request: Option<f64>,
     /// The full sampler output (timeline included).
     pub samples: SamplerReport,
+    /// What the telemetry middleware saw inside the server, over the
+    /// counted window (`--telemetry`; docs/TELEMETRY.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+    /// The server's own listening socket's accept queue over the counted
+    /// window, summed over its instances. Sampled on every trial: it needs
+    /// nothing from the app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue: Option<AcceptQueue>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -258,6 +271,10 @@ pub struct TrialRecord {
     /// break-point step that failed).
     #[serde(default)]
     pub stopped_on_errors: bool,
+    /// Whether the telemetry middleware was on (false in records made
+    /// before it existed).
+    #[serde(default)]
+    pub telemetry: bool,
     pub interrupted: bool,
     /// Where the server's log and rendered files are.
     pub dir: String,
@@ -318,7 +335,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let prep = prepare(&spec)?;
     let mut servers = start_servers(&spec, &prep)?;
     let cfg = load_config(&spec, &servers, &prep.host)?;
-    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep.dir);
+    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep);
     Ok(record(spec, prep, servers, outcome?, started_at))
 }
 
@@ -373,6 +390,31 @@ struct Prepared {
     threads: u32,
     settings: BTreeMap<String, String>,
     env: BTreeMap<String, String>,
+    /// The telemetry wrapper around the app, when on: the server is given
+    /// its rackup as `{{app}}` (`{{app_dir}}` and the working directory
+    /// stay the app's own) and its environment besides `env`.
+    telemetry: Option<crate::telemetry::Wrapper>,
+}
+
+impl Prepared {
+    /// The rackup file the server is given: the app's, or the telemetry
+    /// wrapper around it.
+    fn rackup(&self) -> &Path {
+        self.telemetry
+            .as_ref()
+            .map_or(&self.app_file, |w| &w.rackup)
+    }
+
+    /// The server's environment: the trial's, plus telemetry's directory.
+    /// Only `env` goes into the record, so a group's settings read the
+    /// same with telemetry on or off.
+    fn launch_env(&self) -> BTreeMap<String, String> {
+        let mut env = self.env.clone();
+        if let Some(w) = &self.telemetry {
+            env.extend(w.env.iter().cloned());
+        }
+        env
+    }
 }
 
 fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
@@ -402,6 +444,20 @@ fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     settings.extend(spec.settings.clone());
     let mut env: BTreeMap<String, String> = s.env.clone();
     env.extend(spec.env.iter().cloned());
+    let telemetry = if spec.telemetry {
+        let w = crate::telemetry::write_wrapper(
+            &app_file,
+            &dir.join("telemetry-wrapper"),
+            &dir.join("telemetry"),
+        )
+        .map_err(|e| TrialError::Io {
+            dir: dir.display().to_string(),
+            source: std::io::Error::other(format!("{e:#}")),
+        })?;
+        Some(w)
+    } else {
+        None
+    };
     Ok(Prepared {
         dir,
         app_file,
@@ -413,6 +469,7 @@ fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
         threads: spec.threads.unwrap_or(s.default_threads),
         settings,
         env,
+        telemetry,
     })
 }
 
@@ -432,14 +489,15 @@ struct Servers {
 /// Starts the server (one copy, or several behind nginx), then nginx in
 /// front if asked, each verified with the app's answer before the next.
 fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers, TrialError> {
+    let env = prep.launch_env();
     let started = start_instances(&Instances {
         spec,
         count: spec.topology.instances(),
         workers: prep.workers,
         threads: prep.threads,
         settings: &prep.settings,
-        env: &prep.env,
-        app_file: &prep.app_file,
+        env: &env,
+        app_file: prep.rackup(),
         app_dir: &prep.app_dir,
         dir: &prep.dir,
         run_dir: &prep.run_dir.0,
@@ -484,6 +542,7 @@ fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers, TrialErro
             dir: &prep.dir.display().to_string(),
             host: &prep.host,
             port: front_port,
+            request_start: spec.telemetry,
         };
         let (n, ncmd) = start_nginx(spec, &conf, &prep.dir)?;
         servers.commands.push(ncmd.clone());
@@ -532,6 +591,8 @@ struct Watched {
     samples: SamplerReport,
     server_exit: Option<String>,
     killed: Vec<u32>,
+    telemetry: Option<Telemetry>,
+    accept_queue: Option<AcceptQueue>,
 }
 
 /// Runs the load while the samplers watch the server (and nginx) and a
@@ -542,8 +603,9 @@ fn load_while_watching(
     spec: &TrialSpec,
     mut cfg: LoadConfig,
     servers: &mut Servers,
-    dir: &Path,
+    prep: &Prepared,
 ) -> Result<Watched, TrialError> {
+    let dir = &prep.dir;
     // The load has a flag of its own: Ctrl-C (the trial's flag) sets it
     // through the watcher, and so does the server dying or a failing
     // break-point step, without stopping anything beyond this trial.
@@ -572,6 +634,7 @@ fn load_while_watching(
         exclude: servers.nginx.iter().map(|n| n.pid).collect(),
     };
     let sampler = Arc::new(Sampler::start_scope(scope, spec.sample_interval));
+    let queue = QueueWatch::start(&servers.started.endpoints);
     let nginx_sampler = servers
         .nginx
         .as_ref()
@@ -630,6 +693,13 @@ fn load_while_watching(
         .stop();
     servers.topo.nginx_metrics =
         nginx_sampler.map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
+    let window_start = window.get().and_then(|w| w.start());
+    let accept_queue = queue.finish(window_start);
+    if prep.telemetry.is_some() {
+        // Every process's last second reaches its file before the stop:
+        // uWSGI's INT skips at_exit, and a killed worker writes nothing.
+        std::thread::sleep(Duration::from_secs_f64(flush_s(&prep.launch_env()) + 0.2));
+    }
     let server_exit = server_died.then(|| servers.started.exit_report(&spec.server.name));
     let mut killed = Vec::new();
     if let Some(mut n) = servers.nginx.take() {
@@ -638,6 +708,10 @@ fn load_while_watching(
     killed.extend(servers.started.stop());
     // Helpers the server daemonized (now ours, as subreaper) go too.
     killed.extend(supervisor::stop_adopted(&[], spec.grace));
+    let telemetry = prep
+        .telemetry
+        .as_ref()
+        .and_then(|w| read_telemetry(&w.data_dir, window_start));
     let mut report = report.map_err(TrialError::Load)?;
     if let Some(f) = report.first_failure.as_mut() {
         let front = servers.topo.nginx_command.is_some().then(|| {
@@ -653,7 +727,114 @@ fn load_while_watching(
         samples,
         server_exit,
         killed,
+        telemetry,
+        accept_queue,
     })
+}
+
+/// The middleware's flush interval the server runs with
+/// (`RACKBENCH_TELEMETRY_FLUSH_S` in its environment or ours, default 1 s,
+/// kept to the 0.05..60 the middleware accepts).
+fn flush_s(env: &BTreeMap<String, String>) -> f64 {
+    let key = crate::telemetry::FLUSH_ENV;
+    env.get(key)
+        .cloned()
+        .or_else(|| std::env::var(key).ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .map_or(1.0, |v| v.clamp(0.05, 60.0))
+}
+
+/// The telemetry of the counted window: lines written from its start on,
+/// timed from it. A directory that cannot be read is warned about, and the
+/// record then says telemetry was on with no figures.
+fn read_telemetry(data_dir: &Path, window_start: Option<Instant>) -> Option<Telemetry> {
+    let start = window_start.map(unix_time_of);
+    let opts = crate::telemetry::ReadOptions {
+        origin_unix_s: start,
+        since_unix_s: start,
+    };
+    match crate::telemetry::read(data_dir, opts) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("warning: telemetry in {}: {e:#}", data_dir.display());
+            None
+        }
+    }
+}
+
+/// The real-time clock's reading (seconds since the epoch) at `at`.
+fn unix_time_of(at: Instant) -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    now - Instant::now().saturating_duration_since(at).as_secs_f64()
+}
+
+/// How often the accept queue is read: often enough to see a queue that
+/// fills and drains within a second, and cheap (one /proc or netlink read
+/// per instance).
+const QUEUE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Samples the accept queue of the server's own listening sockets (not
+/// nginx's) from the servers' start until the load ends, summed over the
+/// instances: the connections waiting for any copy of the server, which is
+/// what the load feels. Timed from the counted window's start once known.
+struct QueueWatch {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(Instant, u32)>>,
+}
+
+impl QueueWatch {
+    fn start(endpoints: &[Endpoint]) -> QueueWatch {
+        let listens: Vec<Listen> = endpoints
+            .iter()
+            .map(|e| match e {
+                Endpoint::Tcp(a) => Listen::Tcp(a.port()),
+                Endpoint::Unix(p) => Listen::Unix(p.clone()),
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let mut sum = None;
+                for l in &listens {
+                    match crate::telemetry::accept_queue_len(l) {
+                        Ok(Some(n)) => *sum.get_or_insert(0) += n,
+                        Ok(None) => {}
+                        // Unreadable here (no /proc, netlink refused): the
+                        // record has no accept queue rather than a wrong one.
+                        Err(_) => return Vec::new(),
+                    }
+                }
+                if let Some(n) = sum {
+                    samples.push((Instant::now(), n));
+                }
+                std::thread::sleep(QUEUE_INTERVAL);
+            }
+            samples
+        });
+        QueueWatch { stop, handle }
+    }
+
+    /// Stops sampling; what was seen from `origin` on (from the first
+    /// sample when the load never opened its window), or None.
+    fn finish(self, origin: Option<Instant>) -> Option<AcceptQueue> {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self.handle.join().ok()?;
+        let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
+        let mut rec = crate::telemetry::AcceptQueueRecorder::new();
+        for (at, n) in samples {
+            if at >= origin {
+                rec.record((at - origin).as_secs_f64(), n);
+            }
+        }
+        let q = rec.summary();
+        (q.samples > 0).then_some(q)
+    }
 }
 
 /// The `rackbench/trial-v1` record of a finished trial.
@@ -670,6 +851,8 @@ fn record(
         samples,
         server_exit,
         killed,
+        telemetry,
+        accept_queue,
     } = watched;
     let started = &servers.started;
     let server_metrics = ServerMetrics {
@@ -683,6 +866,8 @@ fn record(
         processes_peak: samples.processes_peak,
         cpu_ms_per_request: samples.cpu_ms_per_request(report.requests.ok),
         samples,
+        telemetry,
+        accept_queue,
     };
     TrialRecord {
         schema: SCHEMA.to_string(),
@@ -712,6 +897,7 @@ fn record(
             body: started.answer.body_snippet(200),
         },
         stopped_on_errors: report.stopped_on_error,
+        telemetry: spec.telemetry,
         load: report,
         server_metrics,
         environment: Environment::capture(servers.commands.clone()),

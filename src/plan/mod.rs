@@ -83,6 +83,10 @@ pub struct Plan {
     /// (`p99 = "<200ms"`). A trial that misses one makes `run` exit 1.
     #[serde(default, deserialize_with = "checks_list_or_table")]
     pub checks: Vec<crate::checks::Check>,
+    /// Put the telemetry middleware around the app in every trial (app
+    /// time, queue time behind nginx, GC): `telemetry = true`.
+    #[serde(default)]
+    pub telemetry: bool,
 }
 
 /// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.

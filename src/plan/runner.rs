@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub command: String,
     /// Seed of the shuffle within each round of repeats.
     pub seed: u64,
+    /// Telemetry on in every trial, whatever the plan says (`run --telemetry`).
+    pub telemetry: bool,
 }
 
 /// What the runner is doing, for whoever shows progress.
@@ -145,6 +147,7 @@ fn trial_spec(
         interrupt: Arc::clone(&opts.interrupt),
         sample_interval: Duration::from_millis(200),
         stop_on_errors: false,
+        telemetry: plan.telemetry || opts.telemetry,
     }
 }
 
@@ -500,6 +503,7 @@ mod tests {
             progress: None,
             command: String::new(),
             seed: 0,
+            telemetry: false,
         };
         let step = StepLoad {
             rate_mode: false,
@@ -536,6 +540,7 @@ mod tests {
             progress: None,
             command: String::new(),
             seed: 0,
+            telemetry: false,
         };
         let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
         assert_eq!(
