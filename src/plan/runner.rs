@@ -554,4 +554,37 @@ mod tests {
             }
         );
     }
+
+    /// `telemetry = true` in a plan, or `run --telemetry`, turns it on in
+    /// every trial; neither leaves it off.
+    #[test]
+    fn telemetry_comes_from_the_plan_or_the_command_line() {
+        let mut reg = crate::server::spec::Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        let base =
+            "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [2]\n";
+        for (text, flag, want) in [
+            (format!("telemetry = true\n{base}"), false, true),
+            (base.to_string(), true, true),
+            (base.to_string(), false, false),
+        ] {
+            let plan = Plan::parse(&text, "t.toml").unwrap();
+            let e = plan.expand(&text, "t.toml", &reg).unwrap();
+            let opts = RunOptions {
+                out: PathBuf::from("/nonexistent"),
+                resume: false,
+                interrupt: Arc::new(AtomicBool::new(false)),
+                server_cpus: Vec::new(),
+                load_cpus: Vec::new(),
+                progress: None,
+                command: String::new(),
+                seed: 0,
+                telemetry: flag,
+            };
+            let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+            assert_eq!(spec.telemetry, want, "{text} --telemetry {flag}");
+        }
+    }
 }
