@@ -258,3 +258,50 @@ fn every_server_reports_telemetry_through_its_own_template() {
         }
     }
 }
+
+#[test]
+fn a_break_point_search_with_telemetry_tells_each_step_where_the_time_went() {
+    if !have("puma", "apt-get install puma") {
+        return;
+    }
+    let dir = work_dir("breakpoint");
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "breakpoint",
+            "--server",
+            "puma",
+            "--app",
+            "hello",
+            "--telemetry",
+            "--start",
+            "2",
+            "--max",
+            "4",
+            "-d",
+            "1s",
+            "--probe",
+            "300ms",
+            "--warmup",
+            "200ms",
+            "--json",
+            "--work-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("breakpoint-v1", &r, "breakpoint --telemetry");
+    let steps = r["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    for s in steps {
+        assert!(f(&s["app_p50_us"]) > 0.0, "{s}");
+        assert!(s["gc_runs_per_1k_requests"].is_number(), "{s}");
+        assert!(s["accept_queue_max"].is_u64(), "{s}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1237,6 +1237,13 @@ impl TrialRecord {
         step.why = self.server_exit.clone();
         // Each step starts a server of its own: nothing to settle.
         step.settle_s = 0.0;
+        let m = &self.server_metrics;
+        if let Some(t) = m.telemetry.as_ref().filter(|t| t.requests > 0) {
+            step.app_p50_us = Some(t.app_us.p50);
+            step.queue_p50_us = t.queue_us.map(|q| q.p50);
+            step.gc_runs_per_1k_requests = Some(t.gc_runs_per_1k_requests);
+        }
+        step.accept_queue_max = m.accept_queue.as_ref().map(|q| q.max);
         step
     }
 }
