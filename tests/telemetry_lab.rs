@@ -305,3 +305,55 @@ fn a_break_point_search_with_telemetry_tells_each_step_where_the_time_went() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// puma's own view of its queue, from its control server, summed over a
+/// cluster's workers; and no control server without telemetry.
+#[test]
+fn puma_reports_its_own_threads_through_its_control_server_only_with_telemetry() {
+    if !have("puma", "apt-get install puma") {
+        return;
+    }
+    let base = [
+        "--server",
+        "puma",
+        "--workers",
+        "2",
+        "--threads",
+        "1",
+        "--app",
+        "sleep",
+        "--app-path",
+        "/?ms=50",
+        "--app-expect-body",
+        "slept 50 ms",
+        "-c",
+        "8",
+        "-d",
+        "2s",
+        "--warmup",
+        "500ms",
+    ];
+    let mut args = base.to_vec();
+    args.push("--telemetry");
+    let r = trial("puma-stats", &args);
+    let stats = &r["server_metrics"]["server_stats"];
+    // One thread in each of two workers.
+    assert_eq!(stats["running"]["max"], 2, "{stats}");
+    assert!(stats["backlog"]["samples"].as_u64().unwrap() > 3, "{stats}");
+    // A cluster's figures are each worker's last check-in with the master
+    // (every 5 s in puma 5), so pool_capacity may still show the idle
+    // boot state here; it is read, not judged.
+    assert!(
+        stats["pool_capacity"]["samples"].as_u64().unwrap() > 3,
+        "{stats}"
+    );
+    assert!(r["server"]["command"]
+        .as_str()
+        .unwrap()
+        .contains("--control-url tcp://127.0.0.1:"));
+
+    let r = trial("puma-no-stats", &base);
+    assert!(r["server_metrics"].get("server_stats").is_none());
+    let cmd = r["server"]["command"].as_str().unwrap();
+    assert!(!cmd.contains("--control-url"), "{cmd}");
+}

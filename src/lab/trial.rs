@@ -220,6 +220,12 @@ pub struct ServerMetrics {
     /// nothing from the app.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_queue: Option<AcceptQueue>,
+    /// The server's own view of its queue, per field its adapter names
+    /// (puma: backlog, running, pool_capacity), summed over instances and
+    /// workers, over the counted window. Telemetry on, servers with
+    /// `stats` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats: Option<BTreeMap<String, AcceptQueue>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -593,6 +599,7 @@ struct Watched {
     killed: Vec<u32>,
     telemetry: Option<Telemetry>,
     accept_queue: Option<AcceptQueue>,
+    server_stats: Option<BTreeMap<String, AcceptQueue>>,
 }
 
 /// Runs the load while the samplers watch the server (and nginx) and a
@@ -635,6 +642,7 @@ fn load_while_watching(
     };
     let sampler = Arc::new(Sampler::start_scope(scope, spec.sample_interval));
     let queue = QueueWatch::start(&servers.started.endpoints);
+    let stats = StatsWatch::start(&servers.started.stats, &spec.server);
     let nginx_sampler = servers
         .nginx
         .as_ref()
@@ -695,6 +703,7 @@ fn load_while_watching(
         nginx_sampler.map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
     let window_start = window.get().and_then(|w| w.start());
     let accept_queue = queue.finish(window_start);
+    let server_stats = stats.and_then(|s| s.finish(window_start));
     if prep.telemetry.is_some() {
         // Every process's last second reaches its file before the stop:
         // uWSGI's INT skips at_exit, and a killed worker writes nothing.
@@ -729,7 +738,103 @@ fn load_while_watching(
         killed,
         telemetry,
         accept_queue,
+        server_stats,
     })
+}
+
+/// Reads the server's own stats endpoint(s) four times a second until the
+/// load ends (see `server::spec::StatsSource`).
+struct StatsWatch {
+    fields: Vec<String>,
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(Instant, Vec<Option<f64>>)>>,
+}
+
+impl StatsWatch {
+    fn start(endpoints: &[(Endpoint, Vec<u8>)], server: &ServerSpec) -> Option<StatsWatch> {
+        let fields = server.stats.as_ref()?.fields.clone();
+        if endpoints.is_empty() {
+            return None;
+        }
+        let endpoints = endpoints.to_vec();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, names) = (Arc::clone(&stop), fields.clone());
+        let handle = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let mut sums: Vec<Option<f64>> = vec![None; names.len()];
+                for (endpoint, request) in &endpoints {
+                    let Ok(answer) =
+                        crate::server::probe::send(endpoint, request, Duration::from_millis(500))
+                    else {
+                        continue;
+                    };
+                    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(&answer.body) else {
+                        continue;
+                    };
+                    for (sum, name) in sums.iter_mut().zip(&names) {
+                        if let Some(v) = sum_field(&doc, name) {
+                            *sum = Some(sum.unwrap_or(0.0) + v);
+                        }
+                    }
+                }
+                samples.push((Instant::now(), sums));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            samples
+        });
+        Some(StatsWatch {
+            fields,
+            stop,
+            handle,
+        })
+    }
+
+    /// Per field, what was read from `origin` on; None when nothing was.
+    fn finish(self, origin: Option<Instant>) -> Option<BTreeMap<String, AcceptQueue>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self.handle.join().ok()?;
+        let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
+        let mut out = BTreeMap::new();
+        for (i, name) in self.fields.iter().enumerate() {
+            let mut rec = crate::telemetry::AcceptQueueRecorder::new();
+            for (at, sums) in &samples {
+                if let (true, Some(v)) = (*at >= origin, sums[i]) {
+                    rec.record((*at - origin).as_secs_f64(), v.max(0.0).round() as u32);
+                }
+            }
+            let q = rec.summary();
+            if q.samples > 0 {
+                out.insert(name.clone(), q);
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// The sum of every number under key `name` anywhere in `doc`: puma's
+/// single mode has `backlog` at the top, cluster mode once per worker
+/// under `worker_status[].last_status`.
+fn sum_field(doc: &serde_json::Value, name: &str) -> Option<f64> {
+    use serde_json::Value;
+    match doc {
+        Value::Object(map) => {
+            let mut total = map.get(name).and_then(Value::as_f64);
+            for (k, v) in map {
+                if k != name {
+                    if let Some(x) = sum_field(v, name) {
+                        total = Some(total.unwrap_or(0.0) + x);
+                    }
+                }
+            }
+            total
+        }
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| sum_field(v, name))
+            .fold(None, |acc, x| Some(acc.unwrap_or(0.0) + x)),
+        _ => None,
+    }
 }
 
 /// The middleware's flush interval the server runs with
@@ -853,6 +958,7 @@ fn record(
         killed,
         telemetry,
         accept_queue,
+        server_stats,
     } = watched;
     let started = &servers.started;
     let server_metrics = ServerMetrics {
@@ -868,6 +974,7 @@ fn record(
         samples,
         telemetry,
         accept_queue,
+        server_stats,
     };
     TrialRecord {
         schema: SCHEMA.to_string(),
@@ -967,6 +1074,9 @@ struct Started {
     config_file: Option<String>,
     /// The first instance's answer to the app's request.
     answer: Answer,
+    /// Each instance's own stats endpoint and the request that reads it
+    /// (telemetry on, for a server with `stats`).
+    stats: Vec<(Endpoint, Vec<u8>)>,
 }
 
 impl Started {
@@ -1041,6 +1151,7 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
             status: 0,
             body: Vec::new(),
         },
+        stats: Vec::new(),
     };
     for i in 0..ctx.count {
         let file = |name: &str| instance_file(name, i, ctx.count);
@@ -1082,6 +1193,9 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
         vars.set("listen", &listen)
             .set("bind", &listen)
             .set("listen_url", &listen_url);
+        if let Some(stats) = stats_endpoint(spec, &mut vars)? {
+            started.stats.push(stats);
+        }
         for (k, v) in ctx.settings {
             vars.set(k, v);
         }
@@ -1136,6 +1250,50 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
         }
     }
     Ok(started)
+}
+
+/// With telemetry on and a server that reports its own queue (`stats` in
+/// its adapter): a free port and a token for it (`{{stats_port}}`,
+/// `{{stats_token}}`), and the GET that reads it. Without, the
+/// placeholders are empty and `{{?telemetry ...}}` leaves the command as
+/// it always was.
+fn stats_endpoint(
+    spec: &TrialSpec,
+    vars: &mut Vars,
+) -> Result<Option<(Endpoint, Vec<u8>)>, TrialError> {
+    vars.set("telemetry", spec.telemetry);
+    let source = spec.server.stats.as_ref().filter(|_| spec.telemetry);
+    let Some(source) = source else {
+        vars.set("stats_port", "").set("stats_token", "");
+        return Ok(None);
+    };
+    let port = free_port().map_err(TrialError::Port)?;
+    let token = format!("{:016x}", rand_token());
+    vars.set("stats_port", port).set("stats_token", &token);
+    let path = template::render(&source.path, vars).map_err(|e| TrialError::Template {
+        server: spec.server.name.clone(),
+        source: e,
+    })?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    Ok(Some((
+        Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], port))),
+        request.into_bytes(),
+    )))
+}
+
+/// A token no other local user can guess in the trial's lifetime (the
+/// stats endpoint listens on 127.0.0.1 only, but it can stop the server).
+fn rand_token() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 /// Renders nginx.conf into the trial directory, starts nginx and waits
@@ -1342,6 +1500,21 @@ fn check_answer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// puma's stats: single mode at the top, cluster mode per worker.
+    #[test]
+    fn a_stats_field_is_summed_wherever_it_occurs() {
+        let single = serde_json::json!({"backlog": 3, "running": 5});
+        let cluster = serde_json::json!({"workers": 2, "worker_status": [
+            {"pid": 1, "last_status": {"backlog": 2, "running": 5}},
+            {"pid": 2, "last_status": {"backlog": 4, "running": 5}}
+        ]});
+        assert_eq!(sum_field(&single, "backlog"), Some(3.0));
+        assert_eq!(sum_field(&cluster, "backlog"), Some(6.0));
+        assert_eq!(sum_field(&cluster, "running"), Some(10.0));
+        assert_eq!(sum_field(&cluster, "nope"), None);
+        assert_eq!(sum_field(&serde_json::json!([]), "backlog"), None);
+    }
 
     /// Regression: under --warmup-until-steady the sampler was marked at
     /// the warm-up ceiling, not where the counted window began.
