@@ -757,6 +757,12 @@ fn server_timeline(s: &mut String, r: &crate::lab::trial::TrialRecord, x: Axis, 
             .map(|sec| (offset + sec.t_s as f64 + 0.5, sec.gc_runs as f64))
             .collect()
     });
+    // Seconds past the load's last (the sampler's final partial second)
+    // fall off the shared time axis.
+    let inside = |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> {
+        pts.into_iter().filter(|p| p.0 <= x.max).collect()
+    };
+    let (q_pts, gc_pts) = (inside(q_pts), inside(gc_pts));
     let ymax = q_pts
         .iter()
         .chain(&gc_pts)
@@ -813,7 +819,7 @@ impl Report {
         if rows.is_empty() {
             return;
         }
-        s.push_str("<section class=\"chart\" id=\"time-split\"><h2>Where the time goes</h2><p class=\"note\">The client's mean latency per trial group (median over its runs), split by the telemetry middleware inside the server: <b>queue</b> is the wait between nginx and the app (nginx's X-Request-Start stamp; behind nginx only), <b>app</b> the app's own time less <b>GC</b> (GC time per request), and the <b>rest</b> is everything outside the app: the server's parsing and writing, nginx, the network and the client. Means add up where percentiles do not.</p>");
+        s.push_str("<section class=\"chart\" id=\"time-split\"><h2>Where the time goes</h2><p class=\"note\">The client's mean latency per trial group (median over its runs), split by the telemetry middleware inside the server: <b>queue</b> is the wait between nginx and the app (nginx's X-Request-Start stamp; behind nginx only), <b>app</b> the app's own time less <b>GC</b> (GC time per request), and the <b>rest</b> is everything outside the app: the server's parsing and writing, nginx, the network and the client; served directly, the rest includes the wait in the kernel's accept queue (see each trial's timeline). Means add up where percentiles do not.</p>");
         let total = |v: &super::text::TimeSplit| v.queue_us + v.app_us + v.rest_us;
         let xmax = rows.iter().map(|(_, v)| total(v)).fold(0f64, f64::max);
         let x = Axis::linear(
