@@ -432,7 +432,6 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             on_conn += 1;
             let server_close = cfg.close_every > 0 && on_conn % cfg.close_every == 0;
             let close = client_close || server_close || cfg.framing == Framing::Close;
-            let mut out = Vec::with_capacity(256);
             let (status, body): (u16, &[u8]) = match (faulty, cfg.fault) {
                 (true, Fault::Hang) => {
                     hang(&sh);
@@ -462,52 +461,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                     _ => (200, &cfg.body[..]),
                 },
             };
-            let no_body = head || status == 204 || status == 304;
-            match cfg.framing {
-                Framing::Close => {
-                    out.extend_from_slice(format!("HTTP/1.0 {status} X\r\n").as_bytes())
-                }
-                _ => out.extend_from_slice(format!("HTTP/1.1 {status} X\r\n").as_bytes()),
-            }
-            if close && cfg.framing != Framing::Close {
-                out.extend_from_slice(b"Connection: close\r\n");
-            }
-            match cfg.framing {
-                Framing::ContentLength => {
-                    if status != 204 && status != 304 {
-                        out.extend_from_slice(
-                            format!("Content-Length: {}\r\n", body.len()).as_bytes(),
-                        );
-                    }
-                    out.extend_from_slice(b"\r\n");
-                    if !no_body {
-                        out.extend_from_slice(body);
-                    }
-                }
-                Framing::Chunked => {
-                    out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
-                    if !no_body {
-                        for (i, piece) in body.chunks(4).enumerate() {
-                            if i == 0 {
-                                out.extend_from_slice(
-                                    format!("{:x};ext=1\r\n", piece.len()).as_bytes(),
-                                );
-                            } else {
-                                out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
-                            }
-                            out.extend_from_slice(piece);
-                            out.extend_from_slice(b"\r\n");
-                        }
-                        out.extend_from_slice(b"0\r\nX-Trailer: done\r\n\r\n");
-                    }
-                }
-                Framing::Close => {
-                    out.extend_from_slice(b"\r\n");
-                    if !no_body {
-                        out.extend_from_slice(body);
-                    }
-                }
-            }
+            let out = render_response(cfg.framing, status, body, head, close);
             // The service time ends as the write starts: on loopback the
             // client's socket has the response (and stamps it) partway
             // through the write, while the rest of the write (waking the
@@ -545,6 +499,55 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             Err(_) => return,
         }
     }
+}
+
+/// The bytes of one answer in `framing`: status line, `Connection: close`
+/// when `close` (implied by HTTP/1.0's close framing), the length or the
+/// chunks (the first with an extension, then a trailer), and the body
+/// unless the request was HEAD (`head`) or the status has none.
+fn render_response(framing: Framing, status: u16, body: &[u8], head: bool, close: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    let no_body = head || status == 204 || status == 304;
+    match framing {
+        Framing::Close => out.extend_from_slice(format!("HTTP/1.0 {status} X\r\n").as_bytes()),
+        _ => out.extend_from_slice(format!("HTTP/1.1 {status} X\r\n").as_bytes()),
+    }
+    if close && framing != Framing::Close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    match framing {
+        Framing::ContentLength => {
+            if status != 204 && status != 304 {
+                out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+            }
+            out.extend_from_slice(b"\r\n");
+            if !no_body {
+                out.extend_from_slice(body);
+            }
+        }
+        Framing::Chunked => {
+            out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+            if !no_body {
+                for (i, piece) in body.chunks(4).enumerate() {
+                    if i == 0 {
+                        out.extend_from_slice(format!("{:x};ext=1\r\n", piece.len()).as_bytes());
+                    } else {
+                        out.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                    }
+                    out.extend_from_slice(piece);
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"0\r\nX-Trailer: done\r\n\r\n");
+            }
+        }
+        Framing::Close => {
+            out.extend_from_slice(b"\r\n");
+            if !no_body {
+                out.extend_from_slice(body);
+            }
+        }
+    }
+    out
 }
 
 /// Holds the connection open until the server stops.
@@ -673,9 +676,13 @@ mod tests {
     use super::*;
 
     fn exchange(server: &TestServer, req: &[u8]) -> Vec<u8> {
+        exchange_within(server, req, Duration::from_millis(500))
+    }
+
+    /// One exchange that gives up after `idle` without a byte.
+    fn exchange_within(server: &TestServer, req: &[u8], idle: Duration) -> Vec<u8> {
         let mut s = TcpStream::connect(server.addr()).unwrap();
-        s.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
+        s.set_read_timeout(Some(idle)).unwrap();
         s.write_all(req).unwrap();
         let mut out = Vec::new();
         let mut b = [0u8; 4096];
@@ -790,7 +797,9 @@ mod tests {
         let s = TestServer::start(TestServerConfig {
             max_in_progress: 3,
             workers: 1,
-            delay: Duration::from_millis(100),
+            // Long enough that the fourth request arrives while the first is
+            // still being served, even on a loaded machine.
+            delay: Duration::from_millis(400),
             ..Default::default()
         })
         .unwrap();
@@ -802,7 +811,7 @@ mod tests {
                     let s = &s;
                     sc.spawn(move || {
                         std::thread::sleep(Duration::from_millis(20 * i));
-                        status_of(&exchange(s, req))
+                        status_of(&exchange_within(s, req, Duration::from_secs(5)))
                     })
                 })
                 .collect();
@@ -812,7 +821,7 @@ mod tests {
         assert_eq!(answers.iter().filter(|a| a.contains("200")).count(), 3);
         assert_eq!(answers[3], "HTTP/1.1 503 X", "{answers:?}");
         assert!(
-            t.elapsed() >= Duration::from_millis(300),
+            t.elapsed() >= Duration::from_millis(1200),
             "{:?}",
             t.elapsed()
         );

@@ -656,3 +656,85 @@ fn a_hung_primary_gets_the_client_a_504_at_the_timeout() {
     let doc = m.stop();
     assert_eq!((doc.primary.errors, doc.primary.timeouts), (1, 1));
 }
+
+#[test]
+fn a_shadow_server_is_started_verified_sampled_and_stopped() {
+    let cmd = format!(
+        "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
+        env!("CARGO_BIN_EXE_rackbench")
+    );
+    shadow_server_run(&["lab", "--command", &cmd], "serve-test");
+}
+
+#[test]
+fn puma_as_a_shadow_server() {
+    let there = rackbench::server::spec::which("puma").is_some();
+    if !rackbench::require::require("puma", there, "apt-get install puma") {
+        return;
+    }
+    shadow_server_run(&["puma", "--workers", "2", "--threads", "2"], "puma --bind");
+}
+
+/// Runs `rackbench mirror --shadow-server ARGS...` for a few seconds with
+/// five requests through it; checks the shadow answered them, was sampled
+/// and is gone afterwards.
+fn shadow_server_run(server_args: &[&str], command_has: &str) {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let port = rackbench::host::free_port().unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let url = primary.url();
+    let mut args = vec!["mirror", "--listen", &listen, "--primary", &url];
+    args.push("--shadow-server");
+    args.extend(server_args);
+    args.extend(["--no-pin", "-d", "8s", "--json"]);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The mirror listens once the shadow server has answered its check.
+    let addr: SocketAddr = listen.parse().unwrap();
+    let mut sent = 0;
+    for _ in 0..1000 {
+        if let Ok(s) = TcpStream::connect(addr) {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut c = BufReader::new(s);
+            for i in 0..5 {
+                let r = exchange(&mut c, &format!("GET /x/{i} HTTP/1.1\r\nHost: x\r\n\r\n"));
+                assert!(r.status_line.contains("200"), "{r:?}");
+                sent += 1;
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(sent, 5, "the mirror never listened");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::schema::assert_valid("mirror-v1", &doc, "a mirror with a shadow server");
+    let sh = &doc["shadows"][0];
+    assert_eq!(sh["name"], server_args[0]);
+    assert_eq!(sh["answered"], 5, "{sh}");
+    let server = &sh["server"];
+    assert!(server["rss_peak_bytes"].as_u64().unwrap() > 0, "{server}");
+    assert!(server["samples"].as_u64().unwrap() > 0, "{server}");
+    assert!(server["commands"][0]
+        .as_str()
+        .unwrap()
+        .contains(command_has));
+    // Stopped on exit: nothing answers on the shadow's port any more.
+    let shadow: SocketAddr = sh["url"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    assert!(
+        TcpStream::connect(shadow).is_err(),
+        "the shadow server still listens"
+    );
+}

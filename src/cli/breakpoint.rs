@@ -121,15 +121,15 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         ));
     }
     let rate_mode = args.mode == "rate";
-    let cfg = SearchConfig {
-        start: args.start,
-        max: args.max,
-        growth: args.growth,
-        resolution: args.resolution,
-        integer: !rate_mode,
-        slo_p99_us: args.slo,
-        probe_s: args.probe.as_secs_f64(),
-    };
+    let cfg = SearchConfig::new(
+        rate_mode,
+        args.start,
+        args.max,
+        args.growth,
+        args.resolution,
+        args.slo,
+        args.probe,
+    );
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     super::raise_fd_limit();

@@ -204,6 +204,7 @@ impl LoadOptions {
             cpus: self.load_cpus.clone().unwrap_or_default(),
             interrupt: Arc::new(AtomicBool::new(false)),
             io,
+            schedule: None,
         })
     }
 }

@@ -3,6 +3,9 @@
 //! mirror-v1 document (and `mirror.html`) at the end.
 
 use super::{parse, UsageError};
+use crate::lab::trial::LabServer;
+use crate::load::Endpoint;
+use crate::mirror::doc::ShadowServerDoc;
 use crate::mirror::{html, Mirror, MirrorConfig, Upstream};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -69,6 +72,14 @@ pub struct MirrorArgs {
     /// Write mirror.json and mirror.html into DIR at the end.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Start a lab server as one more shadow, as a trial starts it
+    /// (verified, its process tree sampled, stopped on exit), e.g.
+    /// --shadow-server puma --workers 4 --app PATH; the server options
+    /// below shape it.
+    #[arg(long, value_name = "NAME")]
+    pub shadow_server: Option<String>,
+    #[command(flatten, next_help_heading = "Shadow server (with --shadow-server)")]
+    pub server: super::trial::ServerOptions,
 }
 
 fn usage(msg: String) -> anyhow::Error {
@@ -131,7 +142,7 @@ impl MirrorArgs {
 
 /// `rackbench mirror`.
 pub fn run(args: MirrorArgs) -> Result<ExitCode> {
-    if args.shadows.is_empty() && args.record.is_none() {
+    if args.shadows.is_empty() && args.record.is_none() && args.shadow_server.is_none() {
         return Err(usage(
             "nothing to do: give --shadow NAME=URL (or --record FILE, or use `rackbench record`)"
                 .into(),
@@ -142,9 +153,9 @@ pub fn run(args: MirrorArgs) -> Result<ExitCode> {
 
 /// `rackbench record`: the proxy with no shadows, writing a record.
 pub fn run_record(args: MirrorArgs) -> Result<ExitCode> {
-    if !args.shadows.is_empty() {
+    if !args.shadows.is_empty() || args.shadow_server.is_some() {
         return Err(usage(
-            "`rackbench record` takes no --shadow; use `rackbench mirror ... --record FILE`".into(),
+            "`rackbench record` takes no --shadow or --shadow-server; use `rackbench mirror ... --record FILE`".into(),
         ));
     }
     if args.record.is_none() {
@@ -153,8 +164,48 @@ pub fn run_record(args: MirrorArgs) -> Result<ExitCode> {
     serve(args)
 }
 
+/// Starts `--shadow-server`'s lab server; None without the flag.
+fn start_shadow_server(
+    args: &MirrorArgs,
+    stop: &Arc<AtomicBool>,
+) -> Result<Option<(String, LabServer)>> {
+    let Some(name) = &args.shadow_server else {
+        if args.server.server.is_some() {
+            return Err(usage(
+                "--server names the shadow server here: write --shadow-server NAME".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    if args.server.server.is_some() {
+        return Err(usage(
+            "give the shadow server once, as --shadow-server NAME (not --server)".into(),
+        ));
+    }
+    if args.shadows.iter().any(|(n, _)| n == name) {
+        return Err(usage(format!(
+            "--shadow {name} and --shadow-server {name} share a name; rename the --shadow"
+        )));
+    }
+    let mut opts = args.server.clone();
+    opts.server = Some(name.clone());
+    // The lab's request checks use the load options; a mirror has none of
+    // its own, so they are the defaults of `rackbench load`.
+    let load = <LoadDefaults as clap::Parser>::parse_from(["rackbench"]).options;
+    let spec = opts.to_spec(&load, 1, Arc::clone(stop))?;
+    eprintln!("starting shadow server {name} ...");
+    let server = crate::lab::trial::start_server(&spec)?;
+    Ok(Some((name.clone(), server)))
+}
+
+#[derive(clap::Parser)]
+struct LoadDefaults {
+    #[command(flatten)]
+    options: super::load::LoadOptions,
+}
+
 fn serve(args: MirrorArgs) -> Result<ExitCode> {
-    let cfg = args.config()?;
+    let mut cfg = args.config()?;
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create {}; pick a writable --out", dir.display()))?;
@@ -163,6 +214,22 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [libc::SIGINT, libc::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    // Dropped (stopped) on every way out of this function.
+    let shadow_server = start_shadow_server(&args, &stop)?;
+    if let Some((name, server)) = &shadow_server {
+        let url = match &server.endpoint {
+            Endpoint::Tcp(a) => format!("http://{a}"),
+            Endpoint::Unix(p) => {
+                return Err(usage(format!(
+                    "the shadow server listens on {} only; mirror to it over TCP (drop --behind's unix socket: --nginx-tcp)",
+                    p.display()
+                )))
+            }
+        };
+        eprintln!("shadow server {name} answering on {url}");
+        let u = Upstream::parse(&url).map_err(|e| usage(format!("--shadow-server: {e}")))?;
+        cfg.shadows.push((name.clone(), u));
     }
     let mirror = Mirror::start(cfg)?;
     eprintln!("mirror listening on http://{}/", mirror.addr);
@@ -178,7 +245,22 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
             next += Duration::from_secs(1);
         }
     }
-    let doc = mirror.stop();
+    let mut doc = mirror.stop();
+    if let Some((name, server)) = shadow_server {
+        let commands = server.commands.clone();
+        let r = server.stop();
+        if let Some(sh) = doc.shadows.iter_mut().find(|s| s.name == name) {
+            sh.server = Some(ShadowServerDoc {
+                commands,
+                cpu_user_s: r.cpu_user_s,
+                cpu_sys_s: r.cpu_sys_s,
+                rss_peak_bytes: r.rss_peak_bytes,
+                rss_mean_bytes: r.rss_mean_bytes,
+                processes_peak: r.processes_peak,
+                samples: r.samples,
+            });
+        }
+    }
     eprintln!("{}", doc.summary_line());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);

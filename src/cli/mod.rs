@@ -9,6 +9,7 @@ mod compare;
 mod load;
 mod mirror;
 mod parse;
+mod replay;
 mod report;
 mod run;
 mod serve_test;
@@ -49,6 +50,8 @@ enum Command {
     Mirror(Box<mirror::MirrorArgs>),
     /// Proxy to a primary and write each request to a record file.
     Record(Box<mirror::MirrorArgs>),
+    /// Send recorded requests (or an nginx log's) again at their recorded times, open loop.
+    Replay(Box<replay::ReplayArgs>),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -72,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::ServeTest(args) => serve_test::run(args),
         Command::Mirror(args) => mirror::run(*args),
         Command::Record(args) => mirror::run_record(*args),
+        Command::Replay(args) => replay::run(*args),
     };
     match result {
         Ok(code) => code,

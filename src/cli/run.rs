@@ -55,21 +55,18 @@ pub struct RunArgs {
     pub telemetry: bool,
 }
 
+/// Where a usage error (exit 2) is made from a message.
+fn usage(m: String) -> anyhow::Error {
+    anyhow::Error::new(UsageError(m))
+}
+
+/// In steps: read and expand the plan (an A/A run narrows it to the
+/// control twice), settle the results directory and the seed, say what
+/// will run (or list it and stop, with --dry-run), run it, then print the
+/// summary and report and choose the exit code.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let usage = |m: String| anyhow::Error::new(UsageError(m));
-    let (plan, text, file) = match &args.plan {
-        Some(p) => {
-            let (plan, text) = Plan::load(p).map_err(|e| usage(e.to_string()))?;
-            (plan, text, p.display().to_string())
-        }
-        None => (
-            Plan::parse(DEFAULT_PLAN, "default plan").expect("the default plan parses"),
-            DEFAULT_PLAN.to_string(),
-            "default plan".to_string(),
-        ),
-    };
+    let (mut plan, text, file) = read_plan(args.plan.as_ref())?;
     let registry = super::servers::registry(&args.servers_file)?;
-    let mut plan = plan;
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;
@@ -78,14 +75,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = crate::host::utc_now()
-            .replace([':', '-'], "")
-            .replace('T', "-")
-            .trim_end_matches('Z')
-            .to_string();
-        PathBuf::from("results").join(format!("{}-{stamp}", plan.name))
-    });
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&plan.name, &crate::host::utc_now()));
     if !args.resume && out.join("manifest.json").exists() {
         return Err(usage(format!(
             "{} already holds a run: add --resume to continue it, or choose another --out",
@@ -93,48 +86,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )));
     }
     let results = ResultsDir::new(&out);
-    let mut seed = args.seed;
-    if args.resume {
+    let seed = if args.resume {
         check_resume(&results, &text, &args.servers_file, args.force_resume)?;
-        // The run's own seed, so the remaining trials keep its order.
-        let stored = crate::store::read_json::<serde_json::Value>(&results.manifest())
-            .ok()
-            .and_then(|m| m["seed"].as_u64());
-        if let (Some(given), Some(stored)) = (seed, stored) {
-            if given != stored {
-                return Err(usage(format!(
-                    "--seed {given} differs from the run's seed {stored} in {}: drop --seed to resume it",
-                    results.manifest().display()
-                )));
-            }
-        }
-        seed = seed.or(stored);
-    }
-    let seed = seed.unwrap_or_else(crate::plan::runner::fresh_seed);
-    let eta = estimate(&expanded, &plan);
-    let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
-    let searches = if plan.breakpoint.is_some() {
-        crate::plan::runner::breakpoint_groups(&expanded).len()
+        resumed_seed(&results, args.seed)?
     } else {
-        0
+        args.seed
     };
-    eprintln!(
-        "plan {}{}: {} trials{}, about {} min",
-        plan.name,
-        plan.follows
-            .as_deref()
-            .map_or(String::new(), |f| format!(" ({f})")),
-        if fixed { expanded.trials.len() } else { 0 },
-        if searches > 0 {
-            format!(" and {searches} break-point searches")
-        } else {
-            String::new()
-        },
-        eta.as_secs().div_ceil(60)
-    );
-    for s in &expanded.skipped {
-        eprintln!("  skipped: {s}");
-    }
+    let seed = seed.unwrap_or_else(crate::plan::runner::fresh_seed);
+    announce(&plan, &expanded);
     if args.dry_run {
         // The order the run would take with this seed.
         let mut order: Vec<&crate::plan::PlannedTrial> = expanded.trials.iter().collect();
@@ -156,24 +115,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         super::trial::default_pinning()
     };
-    let mut command = format!(
-        "rackbench run {} --out {}",
-        args.plan
-            .as_ref()
-            .map_or(String::new(), |p| p.display().to_string()),
-        out.display()
-    );
-    for f in &args.servers_file {
-        let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
-        command.push_str(&format!(" --servers-file {}", abs.display()));
-    }
-    if args.no_pin {
-        command.push_str(" --no-pin");
-    }
-    if args.telemetry {
-        command.push_str(" --telemetry");
-    }
-    command.push_str(&format!(" --seed {seed}"));
+    let command = replay_command(&args, &out, seed);
     eprintln!("seed {seed} (the order of trials within each round; --seed {seed} replays it)");
     copy_servers_files(&results, &args.servers_file)?;
     let opts = RunOptions {
@@ -203,13 +145,119 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             out.display()
         ),
     }
+    Ok(exit_code(&result, &out, &command))
+}
+
+/// The plan file (its text and name for messages), or the built-in plan.
+fn read_plan(path: Option<&PathBuf>) -> Result<(Plan, String, String)> {
+    Ok(match path {
+        Some(p) => {
+            let (plan, text) = Plan::load(p).map_err(|e| usage(e.to_string()))?;
+            (plan, text, p.display().to_string())
+        }
+        None => (
+            Plan::parse(DEFAULT_PLAN, "default plan").expect("the default plan parses"),
+            DEFAULT_PLAN.to_string(),
+            "default plan".to_string(),
+        ),
+    })
+}
+
+/// `results/PLAN-YYYYMMDD-HHMMSS` from the plan's name and a UTC stamp
+/// such as `2026-11-23T18:16:03Z`.
+fn default_out(plan_name: &str, utc_stamp: &str) -> PathBuf {
+    let stamp = utc_stamp
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
+    PathBuf::from("results").join(format!("{plan_name}-{stamp}"))
+}
+
+/// The seed a resumed run keeps: the run's own (so the remaining trials
+/// keep its order); a different `--seed` is a usage error.
+fn resumed_seed(results: &ResultsDir, given: Option<u64>) -> Result<Option<u64>> {
+    let stored = crate::store::read_json::<serde_json::Value>(&results.manifest())
+        .ok()
+        .and_then(|m| m["seed"].as_u64());
+    if let (Some(given), Some(stored)) = (given, stored) {
+        if given != stored {
+            return Err(usage(format!(
+                "--seed {given} differs from the run's seed {stored} in {}: drop --seed to resume it",
+                results.manifest().display()
+            )));
+        }
+    }
+    Ok(given.or(stored))
+}
+
+/// The plan's line on stderr: its name, how many trials and searches,
+/// about how long; then each combination skipped and why.
+fn announce(plan: &Plan, expanded: &crate::plan::Expanded) {
+    let eta = estimate(expanded, plan);
+    let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
+    let searches = if plan.breakpoint.is_some() {
+        crate::plan::runner::breakpoint_groups(expanded).len()
+    } else {
+        0
+    };
+    eprintln!(
+        "plan {}{}: {} trials{}, about {} min",
+        plan.name,
+        plan.follows
+            .as_deref()
+            .map_or(String::new(), |f| format!(" ({f})")),
+        if fixed { expanded.trials.len() } else { 0 },
+        if searches > 0 {
+            format!(" and {searches} break-point searches")
+        } else {
+            String::new()
+        },
+        eta.as_secs().div_ceil(60)
+    );
+    for s in &expanded.skipped {
+        eprintln!("  skipped: {s}");
+    }
+}
+
+/// The command that replays this run (kept in the manifest, and printed
+/// with `--resume` added when the run is interrupted).
+fn replay_command(args: &RunArgs, out: &std::path::Path, seed: u64) -> String {
+    let mut command = format!(
+        "rackbench run {} --out {}",
+        args.plan
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string()),
+        out.display()
+    );
+    for f in &args.servers_file {
+        let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+        command.push_str(&format!(" --servers-file {}", abs.display()));
+    }
+    if args.no_pin {
+        command.push_str(" --no-pin");
+    }
+    if args.telemetry {
+        command.push_str(" --telemetry");
+    }
+    command.push_str(&format!(" --seed {seed}"));
+    command
+}
+
+/// 130 when interrupted (with the command that resumes), 1 when a trial
+/// failed or missed a check (saying where the records are), else 0.
+fn exit_code(
+    result: &crate::plan::runner::RunResult,
+    out: &std::path::Path,
+    command: &str,
+) -> ExitCode {
     if result.interrupted {
         eprintln!(
             "interrupted: {} trials are saved; resume with:\n  {} --resume",
             result.done,
             command.replace("  ", " ")
         );
-        return Ok(ExitCode::from(130));
+        return ExitCode::from(130);
     }
     if result.failed > 0 {
         eprintln!(
@@ -225,11 +273,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             out.display()
         );
     }
-    Ok(if result.failed > 0 || result.checks_missed > 0 {
+    if result.failed > 0 || result.checks_missed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// Refuses to resume a run whose plan or servers files changed since it

@@ -588,6 +588,13 @@ fn load_config(spec: &TrialSpec, servers: &Servers, host: &str) -> Result<LoadCo
     cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
     cfg.expect_body = spec.app.expect_body.clone().into_bytes();
     cfg.stop_on_error = spec.stop_on_errors;
+    if spec.load.schedule.is_some() {
+        // A replay sends its own requests: their answers are whatever the
+        // app returns, judged as the replay set them.
+        cfg.expect_status = spec.load.expect_status.clone();
+        cfg.expect_body.clear();
+        cfg.head_request = false;
+    }
     Ok(cfg)
 }
 
@@ -618,20 +625,7 @@ fn load_while_watching(
     // break-point step, without stopping anything beyond this trial.
     let load_flag = Arc::new(AtomicBool::new(false));
     cfg.interrupt = Arc::clone(&load_flag);
-    servers.commands.push(format!(
-        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
-        cfg.url,
-        cfg.connections,
-        cfg.threads,
-        cfg.duration.map_or(String::new(), |d| format!("-d {d:?} ")),
-        cfg.requests.map_or(String::new(), |n| format!("-n {n} ")),
-        cfg.warmup,
-        if cfg.keep_alive {
-            ""
-        } else {
-            " --no-keepalive"
-        }
-    ));
+    servers.commands.push(load_command(&cfg));
 
     // Further instances are rackbench's children too: `adopted_by` takes
     // them in, so the sampled "server" is every instance's tree.
@@ -652,36 +646,22 @@ fn load_while_watching(
     let died = Arc::new(AtomicBool::new(false));
     let load_done = Arc::new(AtomicBool::new(false));
     let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
-    let watcher = {
-        let mut mark = WindowMark {
+    let watcher = spawn_watcher(
+        WindowMark {
             window: Arc::clone(&window),
             samplers: std::iter::once(Arc::clone(&sampler))
                 .chain(nginx_sampler.clone())
                 .collect(),
             marked: false,
-        };
-        let (died, load_done, interrupt, user_stop) = (
+        },
+        servers.started.pids(),
+        [
             Arc::clone(&died),
             Arc::clone(&load_done),
             Arc::clone(&load_flag),
             Arc::clone(&spec.interrupt),
-        );
-        let pids = servers.started.pids();
-        std::thread::spawn(move || {
-            while !load_done.load(Ordering::Relaxed) {
-                mark.poll(Instant::now());
-                if user_stop.load(Ordering::Relaxed) {
-                    interrupt.store(true, Ordering::Relaxed);
-                }
-                if !pids.iter().all(|&p| supervisor::is_alive(p)) {
-                    died.store(true, Ordering::Relaxed);
-                    interrupt.store(true, Ordering::Relaxed);
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
+        ],
+    );
     // nginx's error log from here on says why it answered a 5xx itself.
     let nginx_log = dir.join("nginx-error.log");
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
@@ -710,13 +690,7 @@ fn load_while_watching(
         std::thread::sleep(Duration::from_secs_f64(flush_s(&prep.launch_env()) + 0.2));
     }
     let server_exit = server_died.then(|| servers.started.exit_report(&spec.server.name));
-    let mut killed = Vec::new();
-    if let Some(mut n) = servers.nginx.take() {
-        killed.extend(n.stop());
-    }
-    killed.extend(servers.started.stop());
-    // Helpers the server daemonized (now ours, as subreaper) go too.
-    killed.extend(supervisor::stop_adopted(&[], spec.grace));
+    let killed = stop_all(spec, servers);
     let telemetry = prep
         .telemetry
         .as_ref()
@@ -740,6 +714,62 @@ fn load_while_watching(
         accept_queue,
         server_stats,
     })
+}
+
+/// The equivalent `rackbench load` command, for the record.
+fn load_command(cfg: &LoadConfig) -> String {
+    format!(
+        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
+        cfg.url,
+        cfg.connections,
+        cfg.threads,
+        cfg.duration.map_or(String::new(), |d| format!("-d {d:?} ")),
+        cfg.requests.map_or(String::new(), |n| format!("-n {n} ")),
+        cfg.warmup,
+        if cfg.keep_alive {
+            ""
+        } else {
+            " --no-keepalive"
+        }
+    )
+}
+
+/// The watcher: every 20 ms marks the counted window for the samplers,
+/// passes Ctrl-C (`user_stop`) on to the load, and ends the load when a
+/// server process dies, until `load_done`. Flags: [died, load_done,
+/// load interrupt, user_stop].
+fn spawn_watcher(
+    mut mark: WindowMark,
+    pids: Vec<u32>,
+    flags: [Arc<AtomicBool>; 4],
+) -> std::thread::JoinHandle<()> {
+    let [died, load_done, interrupt, user_stop] = flags;
+    std::thread::spawn(move || {
+        while !load_done.load(Ordering::Relaxed) {
+            mark.poll(Instant::now());
+            if user_stop.load(Ordering::Relaxed) {
+                interrupt.store(true, Ordering::Relaxed);
+            }
+            if !pids.iter().all(|&p| supervisor::is_alive(p)) {
+                died.store(true, Ordering::Relaxed);
+                interrupt.store(true, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+/// Stops nginx, every instance, and the helpers the server daemonized
+/// (ours, as subreaper); returns the PIDs that needed SIGKILL.
+fn stop_all(spec: &TrialSpec, servers: &mut Servers) -> Vec<u32> {
+    let mut killed = Vec::new();
+    if let Some(mut n) = servers.nginx.take() {
+        killed.extend(n.stop());
+    }
+    killed.extend(servers.started.stop());
+    killed.extend(supervisor::stop_adopted(&[], spec.grace));
+    killed
 }
 
 /// Reads the server's own stats endpoint(s) four times a second until the
@@ -1495,6 +1525,53 @@ fn check_answer(
         log: server.launch.log.display().to_string(),
         tail: server.log_tail(10),
     })
+}
+
+/// A lab server started as a trial starts it (checked, started, verified
+/// with the app's answer, its process tree sampled), for a caller that
+/// sends it traffic of its own: `rackbench mirror --shadow-server`.
+/// Dropping it stops every process it started.
+pub struct LabServer {
+    // Field order is drop order: the sampler, then the servers, then the
+    // run directory their sockets live in.
+    sampler: Option<Sampler>,
+    servers: Servers,
+    _prep: Prepared,
+    /// Where it answers (the lone server, or nginx in front).
+    pub endpoint: Endpoint,
+    /// The commands run to start it.
+    pub commands: Vec<String>,
+}
+
+/// Starts `spec`'s server the way [`run_trial`] does, without the load.
+pub fn start_server(spec: &TrialSpec) -> Result<LabServer, TrialError> {
+    validate(spec)?;
+    let prep = prepare(spec)?;
+    let servers = start_servers(spec, &prep)?;
+    let scope = Scope {
+        root: servers.started.running[0].pid,
+        adopted_by: Some(std::process::id()),
+        exclude: servers.nginx.iter().map(|n| n.pid).collect(),
+    };
+    let sampler = Sampler::start_scope(scope, spec.sample_interval);
+    sampler.mark();
+    Ok(LabServer {
+        sampler: Some(sampler),
+        endpoint: servers.front.clone(),
+        commands: servers.commands.clone(),
+        servers,
+        _prep: prep,
+    })
+}
+
+impl LabServer {
+    /// Stops sampling and every process; returns what the sampler saw
+    /// from the start.
+    pub fn stop(mut self) -> SamplerReport {
+        let report = self.sampler.take().map(Sampler::stop).unwrap_or_default();
+        self.servers.started.stop();
+        report
+    }
 }
 
 #[cfg(test)]

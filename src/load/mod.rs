@@ -13,6 +13,7 @@ pub(crate) mod epoll;
 pub mod recorder;
 pub mod report;
 pub mod response;
+pub mod schedule;
 mod sys;
 pub mod target;
 pub(crate) mod uring;
@@ -59,6 +60,16 @@ pub enum Pacing {
     Closed,
     /// Open loop: this many requests per second on a fixed schedule.
     Rate(f64),
+    /// Open loop: the requests and due times of `LoadConfig::schedule`
+    /// (a replay), each with its own bytes.
+    Schedule,
+}
+
+impl Pacing {
+    /// Requests fall due on a schedule, whatever the server does.
+    pub fn is_open(self) -> bool {
+        !matches!(self, Pacing::Closed)
+    }
 }
 
 /// Everything one load run needs. Built by the CLI or by the lab.
@@ -99,6 +110,8 @@ pub struct LoadConfig {
     pub stop_on_error: bool,
     /// What the connection loop waits on.
     pub io: IoMode,
+    /// The replayed requests under [`Pacing::Schedule`]; None otherwise.
+    pub schedule: Option<Arc<schedule::Schedule>>,
 }
 
 /// The kernel interface a connection loop waits on (see `uring.rs`).
@@ -117,7 +130,7 @@ impl IoMode {
     /// Why this mode cannot drive `pacing`, if it cannot.
     pub fn conflict(self, pacing: Pacing) -> Option<&'static str> {
         match (self, pacing) {
-            (IoMode::Uring, Pacing::Rate(_)) => Some(
+            (IoMode::Uring, Pacing::Rate(_) | Pacing::Schedule) => Some(
                 "--io io_uring serves the closed loop only (an open loop keeps its \
                  schedule on epoll): drop --io or --rate",
             ),
@@ -153,6 +166,7 @@ impl LoadConfig {
             interrupt: Arc::new(AtomicBool::new(false)),
             stop_on_error: false,
             io: IoMode::Auto,
+            schedule: None,
         })
     }
 }
@@ -163,6 +177,9 @@ pub(crate) struct ThreadPlan {
     connections: usize,
     pacing: Pacing,
     requests: Option<u64>,
+    /// This thread's number and the thread count: under a schedule,
+    /// thread i sends requests i, i + threads, ...
+    lane: (u64, u64),
 }
 
 /// What a worker measured about itself.
@@ -174,6 +191,8 @@ pub(crate) struct WorkerStats {
     connect_failures: u64,
     never_answered: u64,
     late_sends: u64,
+    /// Open loop: requests handed to a connection (for the share on time).
+    sends: u64,
     max_lag: Duration,
     /// Times the loop came back from waiting (see `GeneratorCost::wakeups`).
     wakeups: u64,
@@ -204,26 +223,17 @@ pub fn run(config: LoadConfig, on_second: impl FnMut(&TimelineRow)) -> std::io::
 /// starts, so a caller can measure over exactly the same interval (the
 /// lab marks the server's sampler at `window.start()`, which under
 /// `--warmup-until-steady` is only known mid-run).
+///
+/// In steps: refuse what cannot run, spawn the workers, gather their
+/// seconds into the timeline while they run, join them, add up what each
+/// measured, and build the report.
 pub fn run_observed(
     config: LoadConfig,
     on_window: impl FnOnce(Arc<Window>),
-    mut on_second: impl FnMut(&TimelineRow),
+    on_second: impl FnMut(&TimelineRow),
 ) -> std::io::Result<LoadReport> {
     let threads = config.threads.clamp(1, config.connections.max(1));
-    if let Some(why) = config.io.conflict(config.pacing) {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
-    }
-    if config.io == IoMode::Uring {
-        if let Err(why) = io_uring_available() {
-            return Err(std::io::Error::other(format!(
-                "io_uring is not available here ({why}): use --io auto or --io epoll"
-            )));
-        }
-    }
-    // A pin that cannot be made ends the run before it starts: an
-    // unpinned generator would compete with the server it measures.
-    cpus::check(&config.cpus, "--load-cpus")
-        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    check_runnable(&config)?;
     let config = Arc::new(config);
     let usage_before = report::process_usage();
     let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
@@ -234,23 +244,120 @@ pub fn run_observed(
         Window::fixed(t0, config.warmup, config.duration)
     });
     on_window(Arc::clone(&window));
+    let handles = spawn_workers(&config, threads, t0, &window, tx)?;
+    let timeline = collect_timeline(rx, threads, &window, config.warmup_until_steady, on_second);
+    let mut results = Vec::with_capacity(threads);
+    for h in handles {
+        let r = h
+            .join()
+            .map_err(|_| std::io::Error::other("a load thread panicked"))??;
+        results.push(r);
+    }
+    let ended = Instant::now();
+    let usage_after = report::process_usage();
+    let sum = Sum::of(&results);
+
+    window.tick(ended);
+    let window_start = window.start_or_ceiling();
+    let window_stop = window.end().map_or(ended, |e| e.min(ended));
+    let duration_s = window_stop
+        .saturating_duration_since(window_start)
+        .as_secs_f64();
+    let (headline, lower_bound) = report::headline(&sum.latency, &sum.censored, &sum.unanswered);
+    let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
+    let stats = sum.stats;
+    let mut generator = GeneratorCost::between(&usage_before, &usage_after, sum.busiest, stats.io);
+    generator.wakeups = stats.wakeups;
+    Ok(report::build(report::Parts {
+        config: &config,
+        threads,
+        warmup_s: window_start.saturating_duration_since(t0).as_secs_f64(),
+        warmup_steady: config.warmup_until_steady.then(|| window.reached_steady()),
+        ok: sum.ok,
+        ok_in_window: sum.ok_in_window,
+        errors: sum.errors,
+        status_codes: sum.status_codes,
+        first_failure: sum.first_failure,
+        unfinished: sum.unfinished,
+        unsent: sum.unsent,
+        duration_s,
+        latency: LatencySummary::from_histogram(&headline),
+        latency_lower_bound: lower_bound,
+        latency_failed: summary(&sum.failed),
+        latency_unfinished: summary(&sum.unfinished_ages),
+        latency_uncorrected: sum.uncorrected.as_ref().map(LatencySummary::from_histogram),
+        connections_opened: stats.connections_opened,
+        connect_failures: stats.connect_failures,
+        never_answered: stats.never_answered,
+        late_sends: stats.late_sends,
+        sends: stats.sends,
+        max_lag: stats.max_lag,
+        interrupted: stats.interrupted && !stats.stopped_on_error,
+        stopped_on_error: stats.stopped_on_error,
+        elapsed_s: ended.saturating_duration_since(t0).as_secs_f64(),
+        timeline,
+        generator,
+        histogram: &headline,
+    }))
+}
+
+/// Refuses a run that cannot be what was asked, before any load: an I/O
+/// mode that cannot drive the pacing or is missing here, a CPU pin that
+/// cannot be made (an unpinned generator would compete with the server it
+/// measures).
+fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
+    if let Some(why) = config.io.conflict(config.pacing) {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    }
+    if (config.pacing == Pacing::Schedule) != config.schedule.is_some() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a replay needs both Pacing::Schedule and a schedule",
+        ));
+    }
+    if config.io == IoMode::Uring {
+        if let Err(why) = io_uring_available() {
+            return Err(std::io::Error::other(format!(
+                "io_uring is not available here ({why}): use --io auto or --io epoll"
+            )));
+        }
+    }
+    cpus::check(&config.cpus, "--load-cpus")
+        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
+}
+
+type WorkerHandle = std::thread::JoinHandle<std::io::Result<(recorder::Tally, WorkerStats)>>;
+
+/// Starts `threads` workers, each with its share of the connections, rate
+/// and requests, pinned to its CPU if asked; each sends its seconds on
+/// `tx` (dropped here with the last clone, so the collector ends when the
+/// last worker does).
+fn spawn_workers(
+    config: &Arc<LoadConfig>,
+    threads: usize,
+    t0: Instant,
+    window: &Arc<Window>,
+    tx: mpsc::Sender<(usize, SecondReport)>,
+) -> std::io::Result<Vec<WorkerHandle>> {
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
         let plan = ThreadPlan {
-            config: Arc::clone(&config),
+            config: Arc::clone(config),
             connections: share(config.connections as u64, threads, i) as usize,
             pacing: match config.pacing {
                 Pacing::Closed => Pacing::Closed,
                 Pacing::Rate(r) => Pacing::Rate(r / threads as f64),
+                Pacing::Schedule => Pacing::Schedule,
             },
             requests: config.requests.map(|n| share(n, threads, i)),
+            lane: (i as u64, threads as u64),
         };
-        let window = Arc::clone(&window);
+        let window = Arc::clone(window);
         let rec = Recorder::new(
             i,
             t0,
             Arc::clone(&window),
-            matches!(config.pacing, Pacing::Rate(_)),
+            config.pacing.is_open(),
             tx.clone(),
         );
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
@@ -273,13 +380,23 @@ pub fn run_observed(
             })?;
         handles.push(handle);
     }
-    drop(tx);
+    Ok(handles)
+}
 
-    // Collect per-second reports until every worker has hung up.
+/// Collects per-second reports until every worker has hung up: a second
+/// becomes a timeline row (handed to `on_second`) once all `threads` have
+/// sent it. With `steady_rule`, decides the window the moment the last
+/// seconds' throughput agrees.
+fn collect_timeline(
+    rx: mpsc::Receiver<(usize, SecondReport)>,
+    threads: usize,
+    window: &Window,
+    steady_rule: bool,
+    mut on_second: impl FnMut(&TimelineRow),
+) -> Vec<TimelineRow> {
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
     let mut timeline = Vec::new();
     let mut next_sec = 0u64;
-    let steady_rule = config.warmup_until_steady;
     let mut rates: Vec<f64> = Vec::new();
     let mut emit = |sec_report: SecondReport, timeline: &mut Vec<TimelineRow>| {
         let row = TimelineRow::from_second(&sec_report, window.is_warmup_second(sec_report.sec));
@@ -324,118 +441,113 @@ pub fn run_observed(
         }
         emit(r, &mut timeline);
     }
+    timeline
+}
 
-    let mut results = Vec::with_capacity(threads);
-    for h in handles {
-        let r = h
-            .join()
-            .map_err(|_| std::io::Error::other("a load thread panicked"))??;
-        results.push(r);
+/// Every worker's tally and stats added up.
+struct Sum {
+    latency: Histogram<u64>,
+    failed: Histogram<u64>,
+    censored: Histogram<u64>,
+    unfinished_ages: Histogram<u64>,
+    /// Unfinished and timed-out ages together: the headline's fallback.
+    unanswered: Histogram<u64>,
+    uncorrected: Option<Histogram<u64>>,
+    errors: ErrorCounts,
+    status_codes: BTreeMap<u16, u64>,
+    /// The earliest first failure of any thread.
+    first_failure: Option<FirstFailure>,
+    ok: u64,
+    ok_in_window: u64,
+    unfinished: u64,
+    unsent: u64,
+    stats: WorkerStats,
+    /// The busiest thread's CPU over its wall time (0 to 1).
+    busiest: f64,
+}
+
+impl Sum {
+    fn of(results: &[(recorder::Tally, WorkerStats)]) -> Sum {
+        let mut sum = Sum {
+            latency: new_histogram(3),
+            failed: new_histogram(3),
+            censored: new_histogram(3),
+            unfinished_ages: new_histogram(3),
+            unanswered: new_histogram(3),
+            uncorrected: None,
+            errors: ErrorCounts::default(),
+            status_codes: BTreeMap::new(),
+            first_failure: None,
+            ok: 0,
+            ok_in_window: 0,
+            unfinished: 0,
+            unsent: 0,
+            stats: WorkerStats::default(),
+            busiest: 0.0,
+        };
+        for (tally, s) in results {
+            sum.add_tally(tally);
+            sum.stats.add(s);
+            if !s.wall.is_zero() {
+                sum.busiest = sum.busiest.max(s.cpu.as_secs_f64() / s.wall.as_secs_f64());
+            }
+        }
+        sum
     }
-    let ended = Instant::now();
-    let usage_after = report::process_usage();
 
-    let mut latency = new_histogram(3);
-    let mut failed = new_histogram(3);
-    let mut censored = new_histogram(3);
-    let mut unfinished_ages = new_histogram(3);
-    let mut unanswered = new_histogram(3);
-    let mut uncorrected: Option<Histogram<u64>> = None;
-    let mut errors = ErrorCounts::default();
-    let mut status_codes: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut first_failure: Option<recorder::FirstFailure> = None;
-    let (mut ok, mut ok_in_window, mut unfinished, mut unsent) = (0, 0, 0, 0);
-    let mut stats = WorkerStats::default();
-    let mut busiest = 0.0f64;
-    for (tally, s) in &results {
-        ok += tally.ok;
-        ok_in_window += tally.ok_in_window;
-        unfinished += tally.unfinished;
-        unsent += tally.unsent;
-        errors.add(&tally.errors);
+    fn add_tally(&mut self, tally: &recorder::Tally) {
+        self.ok += tally.ok;
+        self.ok_in_window += tally.ok_in_window;
+        self.unfinished += tally.unfinished;
+        self.unsent += tally.unsent;
+        self.errors.add(&tally.errors);
         for (sum, h) in [
-            (&mut latency, &tally.latency),
-            (&mut failed, &tally.latency_failed),
-            (&mut censored, &tally.censored),
-            (&mut unfinished_ages, &tally.unfinished_ages),
+            (&mut self.latency, &tally.latency),
+            (&mut self.failed, &tally.latency_failed),
+            (&mut self.censored, &tally.censored),
+            (&mut self.unfinished_ages, &tally.unfinished_ages),
         ] {
             sum.add(h).expect("same histogram bounds");
         }
         for h in [&tally.unfinished_ages, &tally.timeout_ages] {
-            unanswered.add(h).expect("same histogram bounds");
+            self.unanswered.add(h).expect("same histogram bounds");
         }
         for (code, n) in &tally.status_codes {
-            *status_codes.entry(*code).or_default() += n;
+            *self.status_codes.entry(*code).or_default() += n;
         }
         if let Some(f) = &tally.first_failure {
-            if first_failure.as_ref().is_none_or(|e| f.at_s < e.at_s) {
-                first_failure = Some(f.clone());
+            if self.first_failure.as_ref().is_none_or(|e| f.at_s < e.at_s) {
+                self.first_failure = Some(f.clone());
             }
         }
         if let Some(h) = &tally.latency_uncorrected {
-            uncorrected
+            self.uncorrected
                 .get_or_insert_with(|| new_histogram(3))
                 .add(h)
                 .expect("same histogram bounds");
         }
-        stats.connections_opened += s.connections_opened;
-        stats.connect_failures += s.connect_failures;
-        stats.never_answered += s.never_answered;
-        stats.late_sends += s.late_sends;
-        stats.wakeups += s.wakeups;
-        stats.max_lag = stats.max_lag.max(s.max_lag);
-        stats.interrupted |= s.interrupted;
-        stats.stopped_on_error |= s.stopped_on_error;
-        stats.io = match (stats.io, s.io) {
+    }
+}
+
+impl WorkerStats {
+    /// Adds another thread's counts: sums, the largest lag, either's
+    /// interruption, and the I/O both used ("mixed" if they differ).
+    fn add(&mut self, s: &WorkerStats) {
+        self.connections_opened += s.connections_opened;
+        self.connect_failures += s.connect_failures;
+        self.never_answered += s.never_answered;
+        self.late_sends += s.late_sends;
+        self.sends += s.sends;
+        self.wakeups += s.wakeups;
+        self.max_lag = self.max_lag.max(s.max_lag);
+        self.interrupted |= s.interrupted;
+        self.stopped_on_error |= s.stopped_on_error;
+        self.io = match (self.io, s.io) {
             ("", io) => io,
             (a, b) if a == b => a,
             _ => "mixed",
         };
-        if !s.wall.is_zero() {
-            busiest = busiest.max(s.cpu.as_secs_f64() / s.wall.as_secs_f64());
-        }
     }
-
-    window.tick(ended);
-    let window_start = window.start_or_ceiling();
-    let window_stop = window.end().map_or(ended, |e| e.min(ended));
-    let duration_s = window_stop
-        .saturating_duration_since(window_start)
-        .as_secs_f64();
-    let (headline, lower_bound) = report::headline(&latency, &censored, &unanswered);
-    let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
-    let mut generator = GeneratorCost::between(&usage_before, &usage_after, busiest, stats.io);
-    generator.wakeups = stats.wakeups;
-    Ok(report::build(report::Parts {
-        config: &config,
-        threads,
-        warmup_s: window_start.saturating_duration_since(t0).as_secs_f64(),
-        warmup_steady: config.warmup_until_steady.then(|| window.reached_steady()),
-        ok,
-        ok_in_window,
-        errors,
-        status_codes,
-        first_failure,
-        unfinished,
-        unsent,
-        duration_s,
-        latency: LatencySummary::from_histogram(&headline),
-        latency_lower_bound: lower_bound,
-        latency_failed: summary(&failed),
-        latency_unfinished: summary(&unfinished_ages),
-        latency_uncorrected: uncorrected.as_ref().map(LatencySummary::from_histogram),
-        connections_opened: stats.connections_opened,
-        connect_failures: stats.connect_failures,
-        never_answered: stats.never_answered,
-        late_sends: stats.late_sends,
-        max_lag: stats.max_lag,
-        interrupted: stats.interrupted && !stats.stopped_on_error,
-        stopped_on_error: stats.stopped_on_error,
-        elapsed_s: ended.saturating_duration_since(t0).as_secs_f64(),
-        timeline,
-        generator,
-        histogram: &headline,
-    }))
 }
 
 #[cfg(test)]

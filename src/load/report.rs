@@ -157,6 +157,12 @@ pub struct ScheduleStats {
     /// Requests sent more than 1 ms after they fell due.
     pub late_sends: u64,
     pub max_lag_us: u64,
+    /// Requests handed to a connection on the schedule (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sends: Option<u64>,
+    /// Share of those sent within 1 ms of their due time (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_1ms_share: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -293,6 +299,8 @@ pub(crate) struct Parts<'a> {
     pub connect_failures: u64,
     pub never_answered: u64,
     pub late_sends: u64,
+    /// Open loop: requests handed to a connection on the schedule.
+    pub sends: u64,
     pub max_lag: Duration,
     pub interrupted: bool,
     pub stopped_on_error: bool,
@@ -349,7 +357,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
     let c = p.config;
     let rate = match c.pacing {
         Pacing::Rate(r) => Some(r),
-        Pacing::Closed => None,
+        Pacing::Closed | Pacing::Schedule => None,
     };
     let total = p.ok + p.errors.total() + p.unfinished + p.unsent;
     let mut warnings = Vec::new();
@@ -362,9 +370,14 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         ));
     }
     if p.unsent > 0 || (total > 0 && p.late_sends * 100 > total) {
+        let (what, of) = if c.pacing == Pacing::Schedule {
+            ("the replay's schedule", "the recorded traffic")
+        } else {
+            ("the --rate schedule", "the rate")
+        };
         warnings.push(format!(
-            "the --rate schedule was not kept ({} sends more than 1 ms late, {} never sent): \
-             the server was slower than the rate, or --connections is too low for it",
+            "{what} was not kept ({} sends more than 1 ms late, {} never sent): \
+             the server was slower than {of}, or --connections is too low for it",
             p.late_sends, p.unsent
         ));
     }
@@ -423,9 +436,12 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         latency_failed_us: p.latency_failed,
         latency_unfinished_us: p.latency_unfinished,
         latency_uncorrected_us: p.latency_uncorrected,
-        schedule: rate.map(|_| ScheduleStats {
+        schedule: c.pacing.is_open().then(|| ScheduleStats {
             late_sends: p.late_sends,
             max_lag_us: p.max_lag.as_micros() as u64,
+            sends: Some(p.sends),
+            within_1ms_share: (p.sends > 0)
+                .then(|| p.sends.saturating_sub(p.late_sends) as f64 / p.sends as f64),
         }),
         connections: ConnectionStats {
             configured: c.connections,
@@ -456,10 +472,20 @@ impl LoadReport {
         }
     }
 
-    /// The human summary printed on a terminal.
+    /// The human summary printed on a terminal: what ran and what came
+    /// back, the latencies with their caveats, then what the generator
+    /// cost and how the run ended.
     pub fn render_text(&self) -> String {
-        use std::fmt::Write;
         let mut s = String::new();
+        self.write_outcome(&mut s);
+        self.write_latencies(&mut s);
+        self.write_cost_and_end(&mut s);
+        s
+    }
+
+    /// The run's shape, the requests answered, errors, what was left.
+    fn write_outcome(&self, s: &mut String) {
+        use std::fmt::Write;
         let c = &self.config;
         let shape = match c.rate_rps {
             Some(r) => format!("open loop at {r} req/s"),
@@ -509,38 +535,14 @@ impl LoadReport {
                 self.requests.unfinished, self.requests.unsent
             );
         }
+    }
+
+    /// The headline latency (marked by its caveats) and what it counts,
+    /// the plain uncorrected and failed lines, the caveats' notes.
+    fn write_latencies(&self, s: &mut String) {
+        use std::fmt::Write;
         let caveats = super::caveats::Caveats::of(self);
-        let lat = |label: &str,
-                   l: &LatencySummary,
-                   c: Option<&super::caveats::Caveats>,
-                   s: &mut String| {
-            if l.count == 0 {
-                let _ = writeln!(s, "  {label:<12} none");
-                return;
-            }
-            // Only the headline carries marks; the others are plain.
-            let pct = |q: f64, us: u64| match c {
-                Some(c) => c.mark_latency(q, fmt_us(us as f64)),
-                None => fmt_us(us as f64),
-            };
-            let bound = |us: f64| match c {
-                Some(c) if c.lower_bound => format!("≥ {}", fmt_us(us)),
-                _ => fmt_us(us),
-            };
-            let _ = writeln!(
-                s,
-                "  {label:<12} min {}  mean {} ± {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
-                bound(l.min as f64),
-                bound(l.mean),
-                fmt_us(l.stdev),
-                pct(0.5, l.p50),
-                pct(0.9, l.p90),
-                pct(0.99, l.p99),
-                pct(0.999, l.p999),
-                bound(l.max as f64),
-            );
-        };
-        lat("latency", &self.latency_us, Some(&caveats), &mut s);
+        write_latency_line(s, "latency", &self.latency_us, Some(&caveats));
         if self.latency_lower_bound {
             let _ = writeln!(
                 s,
@@ -557,15 +559,21 @@ impl LoadReport {
             let _ = writeln!(s, "  {:<12} (OK responses)", "");
         }
         if let Some(u) = &self.latency_uncorrected_us {
-            lat("uncorrected", u, None, &mut s);
+            write_latency_line(s, "uncorrected", u, None);
         }
         if let Some(f) = &self.latency_failed_us {
-            lat("failed", f, None, &mut s);
+            write_latency_line(s, "failed", f, None);
         }
         let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
         for note in caveats.notes_for(&shown) {
             let _ = writeln!(s, "  flag:        {note}");
         }
+    }
+
+    /// The open loop's schedule, the generator's own cost, how the run
+    /// ended and the warnings.
+    fn write_cost_and_end(&self, s: &mut String) {
+        use std::fmt::Write;
         if let Some(sch) = &self.schedule {
             let _ = writeln!(
                 s,
@@ -600,8 +608,43 @@ impl LoadReport {
         for w in &self.warnings {
             let _ = writeln!(s, "  warning: {w}");
         }
-        s
     }
+}
+
+/// One latency line of the terminal summary. Only the headline passes its
+/// `caveats`, so only it carries marks (≥ for a lower bound, a flag on a
+/// percentile with too few samples); the others are plain.
+fn write_latency_line(
+    s: &mut String,
+    label: &str,
+    l: &LatencySummary,
+    caveats: Option<&super::caveats::Caveats>,
+) {
+    use std::fmt::Write;
+    if l.count == 0 {
+        let _ = writeln!(s, "  {label:<12} none");
+        return;
+    }
+    let pct = |q: f64, us: u64| match caveats {
+        Some(c) => c.mark_latency(q, fmt_us(us as f64)),
+        None => fmt_us(us as f64),
+    };
+    let bound = |us: f64| match caveats {
+        Some(c) if c.lower_bound => format!("≥ {}", fmt_us(us)),
+        _ => fmt_us(us),
+    };
+    let _ = writeln!(
+        s,
+        "  {label:<12} min {}  mean {} ± {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        bound(l.min as f64),
+        bound(l.mean),
+        fmt_us(l.stdev),
+        pct(0.5, l.p50),
+        pct(0.9, l.p90),
+        pct(0.99, l.p99),
+        pct(0.999, l.p999),
+        bound(l.max as f64),
+    );
 }
 
 #[cfg(test)]

@@ -165,6 +165,17 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Option<Head>)>, ParseError> {
     Ok(Some((n, Some(head))))
 }
 
+/// What [`ResponseParser::read_head`] found at the start of the input.
+#[derive(Debug, Clone, Copy)]
+enum HeadRead {
+    /// Not a whole head yet.
+    Partial,
+    /// A whole 1xx head of this many bytes; the real response follows.
+    Interim(usize),
+    /// A whole final head of this many bytes.
+    Final(usize, Head),
+}
+
 /// Frames one response after another on a connection.
 #[derive(Debug)]
 pub struct ResponseParser {
@@ -233,50 +244,15 @@ impl ResponseParser {
         loop {
             let rest = &buf[pos..];
             match self.phase {
-                Phase::Head => {
-                    let head = match self.last {
-                        Some(h) if rest.starts_with(&self.last_head) => {
-                            pos += self.last_head.len();
-                            h
-                        }
-                        _ => match parse_head(rest)? {
-                            None => {
-                                if rest.len() > MAX_HEAD_BYTES {
-                                    return Err(ParseError::HeadTooLarge(MAX_HEAD_BYTES));
-                                }
-                                return Ok(Progress::Partial { consumed: pos });
-                            }
-                            // 1xx answers are interim: the real response follows.
-                            Some((n, None)) => {
-                                pos += n;
-                                continue;
-                            }
-                            Some((n, Some(h))) => {
-                                if n <= MAX_CACHED_HEAD {
-                                    self.last_head.clear();
-                                    self.last_head.extend_from_slice(&rest[..n]);
-                                    self.last = Some(h);
-                                }
-                                pos += n;
-                                h
-                            }
-                        },
-                    };
-                    self.status = head.status;
-                    self.keep_alive = !head.close;
-                    self.matcher = BodyMatcher::default();
-                    let no_body = head_request || head.status == 204 || head.status == 304;
-                    self.phase = if no_body {
-                        Phase::Fixed { remaining: 0 }
-                    } else if head.chunked {
-                        Phase::ChunkSize
-                    } else if let Some(len) = head.length {
-                        Phase::Fixed { remaining: len }
-                    } else {
-                        self.keep_alive = false;
-                        Phase::UntilClose
-                    };
-                }
+                Phase::Head => match self.read_head(rest)? {
+                    HeadRead::Partial => return Ok(Progress::Partial { consumed: pos }),
+                    // 1xx answers are interim: the real response follows.
+                    HeadRead::Interim(n) => pos += n,
+                    HeadRead::Final(n, head) => {
+                        pos += n;
+                        self.begin_body(head, head_request);
+                    }
+                },
                 Phase::Fixed { remaining } => {
                     let take = (rest.len() as u64).min(remaining) as usize;
                     self.matcher.feed(needle, &rest[..take]);
@@ -347,6 +323,56 @@ impl ResponseParser {
                 }
             }
         }
+    }
+
+    /// Reads the response head at the start of `rest`: the last final head
+    /// again, compared byte for byte instead of parsed (a server answers
+    /// alike every time), or a new one, kept for next time when short.
+    /// Copies into the kept buffer only when the head changed, so the
+    /// steady state allocates nothing.
+    fn read_head(&mut self, rest: &[u8]) -> Result<HeadRead, ParseError> {
+        if let Some(h) = self.last {
+            if rest.starts_with(&self.last_head) {
+                return Ok(HeadRead::Final(self.last_head.len(), h));
+            }
+        }
+        match parse_head(rest)? {
+            None => {
+                if rest.len() > MAX_HEAD_BYTES {
+                    return Err(ParseError::HeadTooLarge(MAX_HEAD_BYTES));
+                }
+                Ok(HeadRead::Partial)
+            }
+            Some((n, None)) => Ok(HeadRead::Interim(n)),
+            Some((n, Some(h))) => {
+                if n <= MAX_CACHED_HEAD {
+                    self.last_head.clear();
+                    self.last_head.extend_from_slice(&rest[..n]);
+                    self.last = Some(h);
+                }
+                Ok(HeadRead::Final(n, h))
+            }
+        }
+    }
+
+    /// Takes a final head's word on what follows: no body (HEAD, 204,
+    /// 304), chunks, a length, or everything until the server closes
+    /// (which also ends keep-alive).
+    fn begin_body(&mut self, head: Head, head_request: bool) {
+        self.status = head.status;
+        self.keep_alive = !head.close;
+        self.matcher = BodyMatcher::default();
+        let no_body = head_request || head.status == 204 || head.status == 304;
+        self.phase = if no_body {
+            Phase::Fixed { remaining: 0 }
+        } else if head.chunked {
+            Phase::ChunkSize
+        } else if let Some(len) = head.length {
+            Phase::Fixed { remaining: len }
+        } else {
+            self.keep_alive = false;
+            Phase::UntilClose
+        };
     }
 
     /// The connection closed. Completes a response framed by the close, or

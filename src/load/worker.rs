@@ -28,6 +28,8 @@
 //! on a fixed schedule and go to whichever connection is free, their latency
 //! counted from when they were due (so a stall cannot hide behind the
 //! generator waiting politely; the "coordinated omission" correction).
+//! A replay (`Pacing::Schedule`) is the same open loop with the due times
+//! and each request's bytes taken from a [`super::schedule::Schedule`].
 //!
 //! A worker never spawns servers, touches disk or prints.
 
@@ -60,6 +62,8 @@ const READ_BUF: usize = 16 * 1024;
 /// A connection still unanswered this long after its first request, when
 /// the run ends, counts as never answered.
 const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);
+/// "Never" for a schedule that has ended: past any deadline.
+const FAR: Duration = Duration::from_secs(365 * 86_400);
 
 #[derive(Clone, Copy)]
 struct Pending {
@@ -67,6 +71,8 @@ struct Pending {
     sched: Instant,
     /// When it was written; None while waiting for a connection.
     sent: Option<Instant>,
+    /// Under a schedule: the request's position in it (its bytes).
+    req: u32,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -91,6 +97,9 @@ struct Conn {
     /// Bytes of the current write batch still to go, from `batch_pos`.
     batch_pos: usize,
     batch_end: usize,
+    /// Under a schedule: the current batch's bytes (each request has its
+    /// own); otherwise the batch is the shared `Worker::batch`.
+    wbuf: Vec<u8>,
     parser: ResponseParser,
     rbuf: Vec<u8>,
     rstart: usize,
@@ -115,6 +124,7 @@ impl Conn {
             written_reqs: 0,
             batch_pos: 0,
             batch_end: 0,
+            wbuf: Vec::new(),
             parser: ResponseParser::default(),
             rbuf: vec![0; READ_BUF],
             rstart: 0,
@@ -302,13 +312,11 @@ impl Worker {
                 self.scan(now);
                 next_scan = now + scan_every;
             }
-            if matches!(stopping, Stopping::No) {
-                if let Pacing::Rate(_) = self.plan.pacing {
-                    self.dispatch_due(now);
-                }
+            if matches!(stopping, Stopping::No) && self.plan.pacing.is_open() {
+                self.dispatch_due(now);
             }
             let mut wake = next_scan.min(self.deadline);
-            if let (Pacing::Rate(_), Stopping::No) = (self.plan.pacing, &stopping) {
+            if let (true, Stopping::No) = (self.plan.pacing.is_open(), &stopping) {
                 if let Some(due) = self.next_send_at(now) {
                     wake = wake.min(due);
                 }
@@ -419,7 +427,37 @@ impl Worker {
     fn due_at(&self, k: u64) -> Instant {
         match self.plan.pacing {
             Pacing::Rate(rate) => self.t0 + Duration::from_secs_f64(k as f64 / rate),
+            Pacing::Schedule => {
+                // This thread's k-th request is the schedule's
+                // (k * threads + thread)-th; past the end of a schedule
+                // that does not repeat, nothing is ever due.
+                let (lane, lanes) = self.plan.lane;
+                self.schedule()
+                    .due_offset(k * lanes + lane)
+                    .and_then(|d| self.t0.checked_add(d))
+                    .unwrap_or(self.deadline.max(self.t0) + FAR)
+            }
             Pacing::Closed => self.t0,
+        }
+    }
+
+    /// The replayed schedule (only called under `Pacing::Schedule`).
+    fn schedule(&self) -> &super::schedule::Schedule {
+        self.plan
+            .config
+            .schedule
+            .as_deref()
+            .expect("Pacing::Schedule comes with a schedule")
+    }
+
+    /// Which schedule entry this thread's k-th request sends (0 when not replaying).
+    fn request_of(&self, k: u64) -> u32 {
+        match self.plan.pacing {
+            Pacing::Schedule => {
+                let (lane, lanes) = self.plan.lane;
+                self.schedule().index(k * lanes + lane)
+            }
+            _ => 0,
         }
     }
 
@@ -453,16 +491,19 @@ impl Worker {
             if self.conns[i].queue.len() >= self.depth {
                 continue;
             }
+            let req = self.request_of(self.next_due);
             self.next_due += 1;
             self.take_quota(due);
             let late = now.saturating_duration_since(due);
             if late > LATE_THRESHOLD {
                 self.stats.late_sends += 1;
             }
+            self.stats.sends += 1;
             self.stats.max_lag = self.stats.max_lag.max(late);
             self.conns[i].queue.push_back(Pending {
                 sched: due,
                 sent: None,
+                req,
             });
             if self.conns[i].queue.len() < self.depth {
                 self.mark_free(i);
@@ -489,7 +530,7 @@ impl Worker {
 
     fn mark_free(&mut self, i: usize) {
         let c = &self.conns[i];
-        if !c.in_free && c.queue.len() < self.depth && matches!(self.plan.pacing, Pacing::Rate(_)) {
+        if !c.in_free && c.queue.len() < self.depth && self.plan.pacing.is_open() {
             self.conns[i].in_free = true;
             self.free.push(i as u32);
         }
@@ -508,6 +549,7 @@ impl Worker {
             self.conns[i].queue.push_back(Pending {
                 sched: now,
                 sent: None,
+                req: 0,
             });
         }
     }
@@ -667,6 +709,14 @@ impl Worker {
                 for p in c.queue.iter_mut().skip(c.written_reqs).take(k) {
                     p.sent = Some(now);
                 }
+                if let Some(schedule) = self.plan.config.schedule.as_deref() {
+                    // Each replayed request has its own bytes.
+                    c.wbuf.clear();
+                    for p in c.queue.iter().skip(c.written_reqs).take(k) {
+                        c.wbuf.extend_from_slice(schedule.request(p.req));
+                    }
+                    c.batch_end = c.wbuf.len();
+                }
                 c.written_reqs += k;
                 self.inflight += k;
                 c.sent_any = true;
@@ -678,7 +728,11 @@ impl Worker {
                 .expect("open connection has a socket")
                 .as_raw_fd();
             while c.batch_pos < c.batch_end {
-                let buf = &self.batch[c.batch_pos..c.batch_end];
+                let buf = if self.plan.config.schedule.is_some() {
+                    &c.wbuf[c.batch_pos..c.batch_end]
+                } else {
+                    &self.batch[c.batch_pos..c.batch_end]
+                };
                 let n = send_raw(fd, buf);
                 if n >= 0 {
                     c.batch_pos += n as usize;
@@ -769,11 +823,16 @@ impl Worker {
                 return false;
             }
             c.answered = true;
-            match c.parser.feed(
-                &c.rbuf[c.rstart..c.rend],
-                cfg.head_request,
-                &cfg.expect_body,
-            ) {
+            // A replayed HEAD's answer has no body, whatever the others do.
+            let head = cfg.head_request
+                || cfg
+                    .schedule
+                    .as_deref()
+                    .is_some_and(|s| s.is_head(c.queue.front().expect("checked non-empty").req));
+            match c
+                .parser
+                .feed(&c.rbuf[c.rstart..c.rend], head, &cfg.expect_body)
+            {
                 Ok(Progress::Partial { consumed }) => {
                     c.rstart += consumed;
                     if c.rstart == c.rend {
@@ -921,7 +980,7 @@ impl Worker {
                 self.stats.never_answered += 1;
             }
         }
-        if let Pacing::Rate(_) = self.plan.pacing {
+        if self.plan.pacing.is_open() {
             // Requests that fell due but found no free connection.
             let stop = now.min(self.deadline);
             while self.due_at(self.next_due) < stop && self.quota != Some(0) {

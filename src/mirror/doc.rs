@@ -77,6 +77,23 @@ pub struct ShadowDoc {
     pub latency_us: LatencySummary,
     pub paired: PairedDoc,
     pub mismatches_by_path: Vec<PathMismatches>,
+    /// A lab server rackbench started as this shadow (`--shadow-server`):
+    /// how it was started and what its process tree used (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ShadowServerDoc>,
+}
+
+/// A shadow rackbench started and sampled (`mirror --shadow-server`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShadowServerDoc {
+    pub commands: Vec<String>,
+    /// The tree's CPU over the mirror's run, seconds.
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub rss_peak_bytes: u64,
+    pub rss_mean_bytes: u64,
+    pub processes_peak: u32,
+    pub samples: u64,
 }
 
 /// Shadow − primary latency per request both answered.
@@ -176,6 +193,7 @@ fn shadow_doc(name: &str, url: &str, st: &ShadowStats) -> ShadowDoc {
         body_noise: st.body_noise.load(Ordering::Relaxed),
         body_unchecked: st.body_unchecked.load(Ordering::Relaxed),
         latency_us,
+        server: None,
         paired: PairedDoc {
             count,
             sampled: values.len() as u64,

@@ -160,6 +160,19 @@ pub struct LoadSection {
     pub keep_alive: bool,
     #[serde(default = "one_usize")]
     pub threads: usize,
+    /// A record file (rackbench/record-v1, relative to the plan) whose
+    /// requests are every trial's load, sent open loop at their recorded
+    /// offsets over `rate_connections` connections. It is the load shape:
+    /// no `connections` or `rates` beside it.
+    #[serde(default)]
+    pub replay: Option<String>,
+    /// Divide the recorded offsets by this (2 = twice as fast).
+    #[serde(default = "one_f64")]
+    pub replay_speed: f64,
+    /// Repeat the record until the trial's `duration` ends; without it a
+    /// trial sends the record once.
+    #[serde(default)]
+    pub replay_loop: bool,
 }
 
 impl Default for LoadSection {
@@ -175,6 +188,9 @@ impl Default for LoadSection {
             timeout: default_timeout(),
             keep_alive: true,
             threads: 1,
+            replay: None,
+            replay_speed: 1.0,
+            replay_loop: false,
         }
     }
 }
@@ -210,6 +226,9 @@ pub struct BreakpointSection {
 
 fn one() -> u32 {
     1
+}
+fn one_f64() -> f64 {
+    1.0
 }
 fn one_usize() -> usize {
     1
@@ -272,6 +291,9 @@ pub struct Expanded {
     pub duration: Duration,
     pub warmup: Duration,
     pub timeout: Duration,
+    /// `[load] replay`, read and rendered once for every trial.
+    #[serde(skip)]
+    pub replay: Option<std::sync::Arc<crate::load::schedule::Schedule>>,
 }
 
 fn line_of(text: &str, needle: &str) -> usize {
@@ -377,8 +399,10 @@ impl Plan {
             .apps
             .iter()
             .all(|a| self.load.app_connections.contains_key(a));
+        let replay = self.replay_schedule(file, &at)?;
         if self.load.connections.is_empty()
             && self.load.rates.is_empty()
+            && replay.is_none()
             && self.breakpoint.is_none()
             && !every_app_has_its_own
         {
@@ -482,6 +506,12 @@ impl Plan {
             connections: self.load.rate_connections,
             rate: Some(r),
         }));
+        if replay.is_some() {
+            shapes.push(Shape {
+                connections: self.load.rate_connections,
+                rate: None,
+            });
+        }
         // A break-point-only plan: one placeholder shape per combination,
         // so the searches have their server/app/topology groups; the
         // runner does not run these as fixed trials.
@@ -612,7 +642,73 @@ impl Plan {
             duration,
             warmup,
             timeout,
+            replay,
         })
+    }
+
+    /// Reads `[load] replay` (relative to the plan file) into a schedule;
+    /// a missing file or a bad line is an error at the plan's line.
+    fn replay_schedule(
+        &self,
+        file: &str,
+        at: &impl Fn(&str, String) -> PlanError,
+    ) -> Result<Option<std::sync::Arc<crate::load::schedule::Schedule>>, PlanError> {
+        use crate::load::schedule::{read_record, Schedule};
+        let Some(name) = &self.load.replay else {
+            return Ok(None);
+        };
+        if !self.load.connections.is_empty() || !self.load.rates.is_empty() {
+            return Err(at(
+                "replay =",
+                "replay is the load shape: drop connections and rates from [load] \
+                 (rate_connections sets the replay's connections)"
+                    .into(),
+            ));
+        }
+        if self.load.rate_connections == 0 {
+            return Err(at(
+                "rate_connections",
+                "rate_connections must be at least 1".into(),
+            ));
+        }
+        if self.breakpoint.is_some() {
+            return Err(at(
+                "replay =",
+                "replay and [breakpoint] do not mix (a search sets its own rates or \
+                 connections): run them as two plans"
+                    .into(),
+            ));
+        }
+        let path = std::path::Path::new(file)
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join(name);
+        let f = std::fs::File::open(&path).map_err(|e| {
+            at(
+                "replay =",
+                format!(
+                    "replay = \"{name}\": cannot open {} ({e}): give a record file's path, \
+                     relative to the plan",
+                    path.display()
+                ),
+            )
+        })?;
+        let entries = read_record(
+            std::io::BufReader::with_capacity(1 << 20, f),
+            &path.display().to_string(),
+        )
+        .map_err(|e| at("replay =", format!("replay = \"{name}\": {e}")))?;
+        // The Host a lab server sees; the port is the trial's.
+        let url = crate::load::Url::parse("http://localhost/").expect("static URL");
+        let schedule = Schedule::build(
+            entries,
+            &url,
+            self.load.replay_speed,
+            self.load.replay_loop,
+            self.load.keep_alive,
+        )
+        .map_err(|e| at("replay =", format!("replay = \"{name}\": {e}")))?;
+        Ok(Some(std::sync::Arc::new(schedule)))
     }
 }
 
@@ -795,6 +891,30 @@ connections = [10]
             assert!(err.contains(want), "want '{want}' in: {err}");
             assert!(err.starts_with("t.toml"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_replay_is_the_only_load_shape_and_no_search() {
+        let base = "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nreplay = \"day.jsonl\"\n";
+        let err = expand(&format!("{base}rates = [5]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.toml, line 5: replay is the load shape"),
+            "{err}"
+        );
+        let err = expand(&format!("{base}[breakpoint]\nmode = \"rate\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.toml, line 5: replay and [breakpoint] do not mix"),
+            "{err}"
+        );
+        let err = expand(base).unwrap_err().to_string();
+        assert!(
+            err.contains("line 5: replay = \"day.jsonl\": cannot open"),
+            "{err}"
+        );
     }
 
     #[test]

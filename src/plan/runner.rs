@@ -131,6 +131,11 @@ fn trial_spec(
     load.keep_alive = plan.load.keep_alive;
     load.threads = plan.load.threads;
     load.cpus = opts.load_cpus.clone();
+    if let Some(schedule) = &e.replay {
+        // Every trial replays the same record (once, or looped for the
+        // trial's duration).
+        Arc::clone(schedule).drive(&mut load);
+    }
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
         app: AppSpec::resolve(&t.app).expect("checked at expansion"),
@@ -199,7 +204,10 @@ pub fn fresh_seed() -> u64 {
     (nanos ^ (u64::from(std::process::id()) << 32)) & ((1 << 53) - 1)
 }
 
-/// Runs the plan into `opts.out`.
+/// Runs the plan into `opts.out`: writes the plan and the manifest, runs
+/// the fixed-load trials (shuffled within each round), then the
+/// break-point searches, each record written the moment it ends, and
+/// last the summary.
 pub fn run_plan(
     plan: &Plan,
     plan_text: &str,
@@ -223,7 +231,51 @@ pub fn run_plan(
         Vec::new()
     };
     shuffle_rounds(&mut trials, |t| t.repeat, opts.seed);
-    let manifest = Manifest {
+    if !opts.resume || !dir.manifest().exists() {
+        store::write_json(
+            &dir.manifest(),
+            &manifest(plan, e, opts, &trials, &bp_groups),
+        )?;
+    }
+    let mut run = Run {
+        plan,
+        e,
+        opts,
+        dir,
+        total: trials.len() + bp_groups.len(),
+        started: Instant::now(),
+        counts: Counts::default(),
+    };
+    run.trials(&trials)?;
+    if let Some(bp) = &plan.breakpoint {
+        run.breakpoints(bp, &bp_groups, trials.len())?;
+    }
+    let summary = summarize(&run.dir)?;
+    store::write_json(
+        &run.dir.root.join("summary.json"),
+        &serde_json::json!({ "schema": SUMMARY_SCHEMA, "groups": summary }),
+    )?;
+    let c = run.counts;
+    Ok(RunResult {
+        done: c.done,
+        failed: c.failed,
+        checks_missed: c.checks_missed,
+        skipped_existing: c.existing,
+        interrupted: opts.interrupt.load(Ordering::Relaxed),
+        summary,
+    })
+}
+
+/// The run's manifest (`run-v1`): the plan, the trials in their order,
+/// the searches, the machine, the command and the seed.
+fn manifest(
+    plan: &Plan,
+    e: &Expanded,
+    opts: &RunOptions,
+    trials: &[&PlannedTrial],
+    bp_groups: &[PlannedTrial],
+) -> Manifest {
+    Manifest {
         schema: RUN_SCHEMA.into(),
         layout: store::LAYOUT.into(),
         plan: plan.name.clone(),
@@ -236,39 +288,93 @@ pub fn run_plan(
         environment: Environment::capture(vec![opts.command.clone()]),
         command: opts.command.clone(),
         seed: Some(opts.seed),
-    };
-    if !opts.resume || !dir.manifest().exists() {
-        store::write_json(&dir.manifest(), &manifest)?;
     }
-    let started = Instant::now();
-    let (mut done, mut failed, mut existing, mut checks_missed) = (0, 0, 0, 0);
-    let total = trials.len() + bp_groups.len();
-    for (n, t) in trials.iter().enumerate() {
-        if opts.interrupt.load(Ordering::Relaxed) {
-            break;
+}
+
+/// What a run has counted so far (a resumed run's earlier part included).
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    done: usize,
+    failed: usize,
+    /// Records already in the directory that a resume kept.
+    existing: usize,
+    checks_missed: usize,
+}
+
+/// One run in progress: what each trial and search needs, and the counts.
+struct Run<'a> {
+    plan: &'a Plan,
+    e: &'a Expanded,
+    opts: &'a RunOptions,
+    dir: ResultsDir,
+    /// Trials and searches in this run, for `Progress`.
+    total: usize,
+    started: Instant,
+    counts: Counts,
+}
+
+impl Run<'_> {
+    fn interrupted(&self) -> bool {
+        self.opts.interrupt.load(Ordering::Relaxed)
+    }
+
+    fn show(&self, p: &Progress) {
+        if let Some(show) = self.opts.progress {
+            show(p);
         }
-        let path = dir.trial(&t.id);
-        if let Some(old) = opts.resume.then(|| already_done(&path)).flatten() {
-            existing += 1;
-            failed += usize::from(old.outcome == Outcome::Failed);
-            checks_missed += usize::from(old.checks_missed() > 0);
-            continue;
-        }
-        if let Some(show) = opts.progress {
+    }
+
+    /// The fixed-load trials in order; each record is written the moment
+    /// its trial ends. A resume keeps every record that did not end
+    /// interrupted.
+    fn trials(&mut self, trials: &[&PlannedTrial]) -> std::io::Result<()> {
+        for (n, t) in trials.iter().enumerate() {
+            if self.interrupted() {
+                break;
+            }
+            let path = self.dir.trial(&t.id);
+            if let Some(old) = self.opts.resume.then(|| already_done(&path)).flatten() {
+                self.counts.existing += 1;
+                self.counts.failed += usize::from(old.outcome == Outcome::Failed);
+                self.counts.checks_missed += usize::from(old.checks_missed() > 0);
+                continue;
+            }
+            let done = self.counts.done;
             let eta = if done > 0 {
-                started.elapsed() / done as u32 * (total - n) as u32
+                self.started.elapsed() / done as u32 * (self.total - n) as u32
             } else {
                 Duration::ZERO
             };
-            show(&Progress::Trial {
+            self.show(&Progress::Trial {
                 n: n + 1,
-                total,
+                total: self.total,
                 trial: t,
                 eta,
             });
+            let stored = self.run_trial(t);
+            self.show(&Progress::TrialDone(&stored));
+            self.counts.checks_missed += usize::from(stored.checks_missed() > 0);
+            // Written now, whole or not at all: a later crash cannot lose it.
+            store::write_json(&path, &stored)?;
+            match stored.outcome {
+                Outcome::Ok => self.counts.done += 1,
+                Outcome::Failed => {
+                    self.counts.done += 1;
+                    self.counts.failed += 1
+                }
+                Outcome::Interrupted => {}
+            }
         }
-        let spec = trial_spec(t, e, plan, opts, dir.work(&t.id), None);
-        let stored = match run_trial(spec) {
+        Ok(())
+    }
+
+    /// One trial through the lab, as the record the run keeps: its outcome
+    /// (a server that died is a failure), the plan's checks, or the error
+    /// that kept it from running.
+    fn run_trial(&self, t: &PlannedTrial) -> StoredTrial {
+        let (plan, opts) = (self.plan, self.opts);
+        let spec = trial_spec(t, self.e, plan, opts, self.dir.work(&t.id), None);
+        let (outcome, error, checks, trial) = match run_trial(spec) {
             Ok(rec) => {
                 let outcome = if rec.interrupted {
                     Outcome::Interrupted
@@ -277,92 +383,62 @@ pub fn run_plan(
                 } else {
                     Outcome::Ok
                 };
-                StoredTrial {
-                    schema: STORED_SCHEMA.into(),
-                    id: t.id.clone(),
-                    group: t.group.clone(),
-                    repeat: t.repeat,
-                    outcome,
-                    error: rec.server_exit.clone(),
-                    planned: (*t).clone(),
-                    checks: crate::checks::evaluate_all(&plan.checks, &rec.load),
-                    trial: Some(rec),
-                }
+                let checks = crate::checks::evaluate_all(&plan.checks, &rec.load);
+                (outcome, rec.server_exit.clone(), checks, Some(rec))
             }
             Err(err) => {
-                let interrupted = opts.interrupt.load(Ordering::Relaxed);
-                StoredTrial {
-                    schema: STORED_SCHEMA.into(),
-                    id: t.id.clone(),
-                    group: t.group.clone(),
-                    repeat: t.repeat,
-                    outcome: if interrupted {
-                        Outcome::Interrupted
-                    } else {
-                        Outcome::Failed
-                    },
-                    error: Some(err.to_string()),
-                    planned: (*t).clone(),
-                    trial: None,
-                    checks: Vec::new(),
-                }
+                let outcome = if self.interrupted() {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Failed
+                };
+                (outcome, Some(err.to_string()), Vec::new(), None)
             }
         };
-        if let Some(show) = opts.progress {
-            show(&Progress::TrialDone(&stored));
-        }
-        checks_missed += usize::from(stored.checks_missed() > 0);
-        // Written now, whole or not at all: a later crash cannot lose it.
-        store::write_json(&path, &stored)?;
-        match stored.outcome {
-            Outcome::Ok => done += 1,
-            Outcome::Failed => {
-                done += 1;
-                failed += 1
-            }
-            Outcome::Interrupted => {}
+        StoredTrial {
+            schema: STORED_SCHEMA.into(),
+            id: t.id.clone(),
+            group: t.group.clone(),
+            repeat: t.repeat,
+            outcome,
+            error,
+            planned: t.clone(),
+            checks,
+            trial,
         }
     }
-    if let Some(bp) = &plan.breakpoint {
-        for (i, t) in bp_groups.iter().enumerate() {
-            if opts.interrupt.load(Ordering::Relaxed) {
+
+    /// The break-point searches, numbered on from the `before` trials; a
+    /// search cut short by Ctrl-C writes no record (a resume redoes it).
+    fn breakpoints(
+        &mut self,
+        bp: &super::BreakpointSection,
+        groups: &[PlannedTrial],
+        before: usize,
+    ) -> std::io::Result<()> {
+        for (i, t) in groups.iter().enumerate() {
+            if self.interrupted() {
                 break;
             }
-            let path = dir.breakpoint(&t.group);
-            if opts.resume && path.exists() {
-                existing += 1;
+            let path = self.dir.breakpoint(&t.group);
+            if self.opts.resume && path.exists() {
+                self.counts.existing += 1;
                 continue;
             }
-            if let Some(show) = opts.progress {
-                show(&Progress::Breakpoint {
-                    n: trials.len() + i + 1,
-                    total,
-                    trial: t,
-                });
-            }
-            let record = run_breakpoint(t, e, plan, bp, opts, &dir)?;
-            if let Some(show) = opts.progress {
-                show(&Progress::BreakpointDone(&record));
-            }
-            if !opts.interrupt.load(Ordering::Relaxed) {
+            self.show(&Progress::Breakpoint {
+                n: before + i + 1,
+                total: self.total,
+                trial: t,
+            });
+            let record = run_breakpoint(t, self.e, self.plan, bp, self.opts, &self.dir)?;
+            self.show(&Progress::BreakpointDone(&record));
+            if !self.interrupted() {
                 store::write_json(&path, &record)?;
-                done += 1;
+                self.counts.done += 1;
             }
         }
+        Ok(())
     }
-    let summary = summarize(&dir)?;
-    store::write_json(
-        &dir.root.join("summary.json"),
-        &serde_json::json!({ "schema": SUMMARY_SCHEMA, "groups": summary }),
-    )?;
-    Ok(RunResult {
-        done,
-        failed,
-        checks_missed,
-        skipped_existing: existing,
-        interrupted: opts.interrupt.load(Ordering::Relaxed),
-        summary,
-    })
 }
 
 /// The trial every step of a plan's break-point search starts from
@@ -390,19 +466,20 @@ fn run_breakpoint(
     dir: &ResultsDir,
 ) -> std::io::Result<StoredBreakpoint> {
     let rate_mode = bp.mode == "rate";
-    let cfg = SearchConfig {
-        start: bp.start,
-        max: bp.max,
-        growth: bp.growth,
-        resolution: bp.resolution,
-        integer: !rate_mode,
-        slo_p99_us: bp.slo.as_deref().and_then(|s| search::parse_slo(s).ok()),
-        probe_s: crate::units::duration(&bp.probe).map_or(1.0, |d| d.as_secs_f64()),
-    };
+    let probe = crate::units::duration(&bp.probe).unwrap_or(Duration::from_secs(1));
+    let cfg = SearchConfig::new(
+        rate_mode,
+        bp.start,
+        bp.max,
+        bp.growth,
+        bp.resolution,
+        bp.slo.as_deref().and_then(|s| search::parse_slo(s).ok()),
+        probe,
+    );
     let step_load = StepLoad {
         rate_mode,
         step: crate::units::duration(&bp.step_duration).unwrap_or(Duration::from_secs(5)),
-        probe: Duration::from_secs_f64(cfg.probe_s),
+        probe,
         rate_connections: Some(plan.load.rate_connections),
     };
     let base = breakpoint_base(t, e, plan, opts);

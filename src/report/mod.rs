@@ -249,6 +249,159 @@ pub fn short(reason: &str, max: usize) -> String {
     }
 }
 
+/// The manifest, or None with a warning saying why (missing: only the
+/// trials on disk can be shown; unreadable).
+fn read_manifest(rd: &ResultsDir, warnings: &mut Vec<String>) -> Option<Manifest> {
+    if rd.manifest().exists() {
+        match store::read_json::<Manifest>(&rd.manifest()) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                warnings.push(format!("manifest.json unreadable: {e}"));
+                None
+            }
+        }
+    } else {
+        warnings.push(
+            "manifest.json is missing: only the trials on disk are shown, not what was planned"
+                .into(),
+        );
+        None
+    }
+}
+
+/// Trial records on disk by id, and the ids whose record is unreadable
+/// (with why, also as a warning).
+fn read_trials(
+    dir: &Path,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<(BTreeMap<String, StoredTrial>, BTreeMap<String, String>)> {
+    let mut stored: BTreeMap<String, StoredTrial> = BTreeMap::new();
+    let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
+    for path in json_files(&dir.join("trials"))? {
+        let id = stem(&path);
+        match store::read_json::<StoredTrial>(&path) {
+            Ok(t) => {
+                stored.insert(t.id.clone(), t);
+            }
+            Err(e) => {
+                warnings.push(format!("trials/{id}.json unreadable: {e}"));
+                unreadable.insert(id, e.to_string());
+            }
+        }
+    }
+    Ok((stored, unreadable))
+}
+
+/// One row per trial the manifest planned, then per record it did not
+/// (an older plan's), each with its status and reason, in report order.
+fn trial_rows(
+    manifest: Option<&Manifest>,
+    mut stored: BTreeMap<String, StoredTrial>,
+    unreadable: &BTreeMap<String, String>,
+) -> Vec<TrialRow> {
+    let mut planned: Vec<PlannedTrial> = manifest.map(|m| m.trials.clone()).unwrap_or_default();
+    for t in stored.values() {
+        if !planned.iter().any(|p| p.id == t.id) {
+            planned.push(t.planned.clone());
+        }
+    }
+    let mut trials: Vec<TrialRow> = planned
+        .into_iter()
+        .map(|p| match stored.remove(&p.id) {
+            Some(t) => TrialRow {
+                status: match t.outcome {
+                    Outcome::Ok => Status::Ok,
+                    Outcome::Failed => Status::Failed,
+                    Outcome::Interrupted => Status::Interrupted,
+                },
+                reason: t.error.clone().or_else(|| match t.outcome {
+                    Outcome::Ok => None,
+                    Outcome::Failed => Some("failed (no reason recorded)".into()),
+                    Outcome::Interrupted => Some("interrupted (Ctrl-C)".into()),
+                }),
+                record: t.trial,
+                planned: p,
+            },
+            None => TrialRow {
+                reason: Some(match unreadable.get(&p.id) {
+                    Some(e) => format!("record unreadable: {e}"),
+                    None => "not run: no record in trials/".into(),
+                }),
+                status: Status::Missing,
+                record: None,
+                planned: p,
+            },
+        })
+        .collect();
+    trials.sort_by(|a, b| {
+        sort_key(&a.planned)
+            .cmp(&sort_key(&b.planned))
+            .then(a.planned.group.cmp(&b.planned.group))
+            .then(a.planned.repeat.cmp(&b.planned.repeat))
+            .then(a.planned.id.cmp(&b.planned.id))
+    });
+    trials
+}
+
+/// The groups of repeats, in the rows' order, with their summary and
+/// counts by status.
+fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for t in trials {
+        if groups.last().is_none_or(|g| g.group != t.planned.group) {
+            groups.push(Group {
+                group: t.planned.group.clone(),
+                planned: t.planned.clone(),
+                summary: summaries.get(&t.planned.group).cloned(),
+                planned_runs: 0,
+                ok: 0,
+                failed: 0,
+                interrupted: 0,
+                missing: 0,
+            });
+        }
+        let g = groups.last_mut().expect("pushed above");
+        g.planned_runs += 1;
+        match t.status {
+            Status::Ok => g.ok += 1,
+            Status::Failed => g.failed += 1,
+            Status::Interrupted => g.interrupted += 1,
+            Status::Missing => g.missing += 1,
+        }
+    }
+    groups
+}
+
+/// The break-point records by group, and the groups the manifest planned
+/// a search for that left none.
+fn read_breakpoints(
+    dir: &Path,
+    manifest: Option<&Manifest>,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<(Vec<StoredBreakpoint>, Vec<String>)> {
+    let mut breakpoints = Vec::new();
+    for path in json_files(&dir.join("breakpoints"))? {
+        match store::read_json::<StoredBreakpoint>(&path) {
+            Ok(b) => breakpoints.push(b),
+            Err(e) => warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path))),
+        }
+    }
+    breakpoints.sort_by(|a, b| a.group.cmp(&b.group));
+    let missing = manifest
+        .map(|m| {
+            let mut v: Vec<String> = m
+                .breakpoints
+                .iter()
+                .filter(|g| !breakpoints.iter().any(|b| &b.group == *g))
+                .cloned()
+                .collect();
+            v.sort();
+            v
+        })
+        .unwrap_or_default();
+    Ok((breakpoints, missing))
+}
+
 impl Report {
     /// Trials with no good record (failed, interrupted, missing).
     pub fn incomplete(&self) -> Vec<&TrialRow> {
@@ -258,148 +411,34 @@ impl Report {
             .collect()
     }
 
-    /// Reads the manifest, every trial record and every break point.
+    /// Reads the manifest, every trial record and every break point: one
+    /// row per planned trial (a record on disk, or why there is none), the
+    /// groups with their summaries, the searches and those missing. What
+    /// cannot be read becomes a warning, not an error, unless nothing is
+    /// left to report.
     pub fn load(dir: &Path) -> anyhow::Result<Report> {
         if !dir.is_dir() {
             bail!("{} is not a directory", dir.display());
         }
         let rd = ResultsDir::new(dir);
         let mut warnings = Vec::new();
-        let manifest = if rd.manifest().exists() {
-            match store::read_json::<Manifest>(&rd.manifest()) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    warnings.push(format!("manifest.json unreadable: {e}"));
-                    None
-                }
-            }
-        } else {
-            warnings.push(
-                "manifest.json is missing: only the trials on disk are shown, not what was planned"
-                    .into(),
-            );
-            None
-        };
-
-        // Records on disk, by id.
-        let mut stored: BTreeMap<String, StoredTrial> = BTreeMap::new();
-        let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
-        for path in json_files(&dir.join("trials"))? {
-            let id = stem(&path);
-            match store::read_json::<StoredTrial>(&path) {
-                Ok(t) => {
-                    stored.insert(t.id.clone(), t);
-                }
-                Err(e) => {
-                    warnings.push(format!("trials/{id}.json unreadable: {e}"));
-                    unreadable.insert(id, e.to_string());
-                }
-            }
-        }
+        let manifest = read_manifest(&rd, &mut warnings);
+        let (stored, unreadable) = read_trials(dir, &mut warnings)?;
         if manifest.is_none() && stored.is_empty() {
             bail!(
                 "{} holds no manifest.json and no trials/*.json: not a rackbench results directory",
                 dir.display()
             );
         }
-
-        let mut planned: Vec<PlannedTrial> = manifest
-            .as_ref()
-            .map(|m| m.trials.clone())
-            .unwrap_or_default();
-        for t in stored.values() {
-            if !planned.iter().any(|p| p.id == t.id) {
-                planned.push(t.planned.clone());
-            }
-        }
-        let mut trials: Vec<TrialRow> = planned
-            .into_iter()
-            .map(|p| match stored.remove(&p.id) {
-                Some(t) => TrialRow {
-                    status: match t.outcome {
-                        Outcome::Ok => Status::Ok,
-                        Outcome::Failed => Status::Failed,
-                        Outcome::Interrupted => Status::Interrupted,
-                    },
-                    reason: t.error.clone().or_else(|| match t.outcome {
-                        Outcome::Ok => None,
-                        Outcome::Failed => Some("failed (no reason recorded)".into()),
-                        Outcome::Interrupted => Some("interrupted (Ctrl-C)".into()),
-                    }),
-                    record: t.trial,
-                    planned: p,
-                },
-                None => TrialRow {
-                    reason: Some(match unreadable.get(&p.id) {
-                        Some(e) => format!("record unreadable: {e}"),
-                        None => "not run: no record in trials/".into(),
-                    }),
-                    status: Status::Missing,
-                    record: None,
-                    planned: p,
-                },
-            })
-            .collect();
-        trials.sort_by(|a, b| {
-            sort_key(&a.planned)
-                .cmp(&sort_key(&b.planned))
-                .then(a.planned.group.cmp(&b.planned.group))
-                .then(a.planned.repeat.cmp(&b.planned.repeat))
-                .then(a.planned.id.cmp(&b.planned.id))
-        });
-
+        let trials = trial_rows(manifest.as_ref(), stored, &unreadable);
         let summaries: BTreeMap<String, GroupSummary> = summarize(&rd)
             .with_context(|| format!("cannot read the trials in {}", dir.display()))?
             .into_iter()
             .map(|g| (g.group.clone(), g))
             .collect();
-        let mut groups: Vec<Group> = Vec::new();
-        for t in &trials {
-            if groups.last().is_none_or(|g| g.group != t.planned.group) {
-                groups.push(Group {
-                    group: t.planned.group.clone(),
-                    planned: t.planned.clone(),
-                    summary: summaries.get(&t.planned.group).cloned(),
-                    planned_runs: 0,
-                    ok: 0,
-                    failed: 0,
-                    interrupted: 0,
-                    missing: 0,
-                });
-            }
-            let g = groups.last_mut().expect("pushed above");
-            g.planned_runs += 1;
-            match t.status {
-                Status::Ok => g.ok += 1,
-                Status::Failed => g.failed += 1,
-                Status::Interrupted => g.interrupted += 1,
-                Status::Missing => g.missing += 1,
-            }
-        }
-
-        let mut breakpoints = Vec::new();
-        for path in json_files(&dir.join("breakpoints"))? {
-            match store::read_json::<StoredBreakpoint>(&path) {
-                Ok(b) => breakpoints.push(b),
-                Err(e) => {
-                    warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path)))
-                }
-            }
-        }
-        breakpoints.sort_by(|a, b| a.group.cmp(&b.group));
-        let missing_breakpoints = manifest
-            .as_ref()
-            .map(|m| {
-                let mut v: Vec<String> = m
-                    .breakpoints
-                    .iter()
-                    .filter(|g| !breakpoints.iter().any(|b| &b.group == *g))
-                    .cloned()
-                    .collect();
-                v.sort();
-                v
-            })
-            .unwrap_or_default();
+        let groups = group_rows(&trials, &summaries);
+        let (breakpoints, missing_breakpoints) =
+            read_breakpoints(dir, manifest.as_ref(), &mut warnings)?;
         warnings.sort();
         Ok(Report {
             manifest,

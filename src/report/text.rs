@@ -1,6 +1,7 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
-use super::{breakpoint_front, front, load_label, short, Group, Report};
+use super::{breakpoint_front, front, load_label, short, Group, Report, TrialRow};
+use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::stats::spread::Spread;
 use crate::store::summary::GroupSummary;
@@ -130,39 +131,6 @@ fn md_time_split(s: &mut String, groups: &[&Group]) {
         );
     }
     s.push('\n');
-}
-
-/// The telemetry columns of report.csv and trials.csv, in µs and shares:
-/// queue p50, app p50, GC runs per 1,000 requests, GC time % of app time.
-const CSV_TELEMETRY: [&str; 4] = [
-    "queue_p50_us",
-    "app_p50_us",
-    "gc_runs_per_1k_requests",
-    "gc_time_pct",
-];
-
-fn csv_telemetry(t: Option<&crate::telemetry::Telemetry>) -> [String; 4] {
-    let Some(t) = t else {
-        return Default::default();
-    };
-    [
-        opt(t.queue_us.map(|q| f1(q.p50))),
-        f1(t.app_us.p50),
-        f1(t.gc_runs_per_1k_requests),
-        opt(t.gc_time_share.map(|g| f1(g * 100.0))),
-    ]
-}
-
-fn csv_group_telemetry(sum: Option<&GroupSummary>) -> [String; 4] {
-    let Some(t) = sum.and_then(|s| s.telemetry.as_ref()) else {
-        return Default::default();
-    };
-    [
-        opt(t.queue_p50_us.map(|q| f1(q.median))),
-        f1(t.app_p50_us.median),
-        f1(t.gc_runs_per_1k_requests.median),
-        opt(t.gc_time_share.map(|g| f1(g.median * 100.0))),
-    ]
 }
 
 impl Report {
@@ -542,177 +510,206 @@ impl Report {
 
     /// One row per trial group: medians, ranges and run counts.
     pub fn csv(&self) -> String {
-        let head = [
-            "group",
-            "server",
-            "variant",
-            "app",
-            "behind",
-            "nginx_workers",
-            "connections",
-            "rate",
-            "planned_runs",
-            "ok",
-            "failed",
-            "interrupted",
-            "missing",
-            "throughput_rps_median",
-            "throughput_rps_min",
-            "throughput_rps_max",
-            "latency_mean_us",
-            "latency_stdev_us",
-            "latency_p50_us",
-            "latency_p99_us",
-            "latency_p99_us_min",
-            "latency_p99_us_max",
-            "latency_max_us",
-            "rss_peak_bytes",
-            "rss_peak_bytes_min",
-            "rss_peak_bytes_max",
-            "pss_peak_bytes",
-            "cpu_ms_per_request",
-            "errors",
-            "latency_lower_bound",
-            "notes",
-        ];
-        // Columns added later go after the first ones, so readers by
-        // position keep working.
-        let head: Vec<String> = head
-            .iter()
-            .chain(&CSV_TELEMETRY)
-            .map(|h| h.to_string())
-            .collect();
-        let mut s = csv_row(&head);
-        for g in &self.groups {
-            let p = &g.planned;
-            let mut row = vec![
-                g.group.clone(),
-                p.server.clone(),
-                p.variant.clone(),
-                p.app.clone(),
-                p.behind.clone(),
-                p.nginx_workers.to_string(),
-                p.shape.connections.to_string(),
-                opt(p.shape.rate),
-                g.planned_runs.to_string(),
-                g.ok.to_string(),
-                g.failed.to_string(),
-                g.interrupted.to_string(),
-                g.missing.to_string(),
-            ];
-            match g.good() {
-                Some(m) => row.extend([
-                    f1(m.throughput_rps.median),
-                    f1(m.throughput_rps.min),
-                    f1(m.throughput_rps.max),
-                    f1(m.latency_mean_us.median),
-                    f1(m.latency_stdev_us.median),
-                    f1(m.latency_p50_us.median),
-                    f1(m.latency_p99_us.median),
-                    f1(m.latency_p99_us.min),
-                    f1(m.latency_p99_us.max),
-                    f1(m.latency_max_us.median),
-                    f1(m.rss_peak_bytes.median),
-                    f1(m.rss_peak_bytes.min),
-                    f1(m.rss_peak_bytes.max),
-                    opt(m.pss_peak_bytes.map(|p| f1(p.median))),
-                    opt(m.cpu_ms_per_request.map(|c| f3(c.median))),
-                    m.errors.to_string(),
-                    m.caveats.lower_bound.to_string(),
-                ]),
-                None => row.extend((0..17).map(|_| String::new())),
-            }
-            row.push(g.notes());
-            row.extend(csv_group_telemetry(g.good()));
-            s.push_str(&csv_row(&row));
-        }
-        s
+        csv_table(GROUP_COLUMNS, &self.groups)
     }
 
     /// One row per planned trial run, the missing and failed included.
     pub fn trials_csv(&self) -> String {
-        let head = [
-            "id",
-            "group",
-            "repeat",
-            "server",
-            "variant",
-            "app",
-            "behind",
-            "connections",
-            "rate",
-            "status",
-            "error",
-            "throughput_rps",
-            "requests_ok",
-            "errors",
-            "latency_mean_us",
-            "latency_stdev_us",
-            "latency_p50_us",
-            "latency_p90_us",
-            "latency_p99_us",
-            "latency_p999_us",
-            "latency_max_us",
-            "rss_peak_bytes",
-            "pss_peak_bytes",
-            "cpu_ms_per_request",
-            "latency_lower_bound",
-            "notes",
-        ];
-        let head: Vec<String> = head
-            .iter()
-            .chain(&CSV_TELEMETRY)
-            .map(|h| h.to_string())
-            .collect();
-        let mut s = csv_row(&head);
-        for t in &self.trials {
-            let p = &t.planned;
-            let mut row = vec![
-                p.id.clone(),
-                p.group.clone(),
-                p.repeat.to_string(),
-                p.server.clone(),
-                p.variant.clone(),
-                p.app.clone(),
-                p.behind.clone(),
-                p.shape.connections.to_string(),
-                opt(p.shape.rate),
-                t.status.label().to_string(),
-                t.reason.clone().unwrap_or_default(),
-            ];
-            match &t.record {
-                Some(r) => {
-                    let l = &r.load.latency_us;
-                    row.extend([
-                        f1(r.load.throughput_rps),
-                        r.load.requests.ok.to_string(),
-                        r.load.errors.total().to_string(),
-                        f1(l.mean),
-                        f1(l.stdev),
-                        l.p50.to_string(),
-                        l.p90.to_string(),
-                        l.p99.to_string(),
-                        l.p999.to_string(),
-                        l.max.to_string(),
-                        r.server_metrics.rss_peak_bytes.to_string(),
-                        opt(r.server_metrics.pss_peak_bytes),
-                        opt(r.server_metrics.cpu_ms_per_request.map(f3)),
-                        r.load.latency_lower_bound.to_string(),
-                        Caveats::of(&r.load).notes().join("; "),
-                    ]);
-                }
-                None => row.extend((0..15).map(|_| String::new())),
-            }
-            row.extend(csv_telemetry(
-                t.record
-                    .as_ref()
-                    .and_then(|r| r.server_metrics.telemetry.as_ref()),
-            ));
-            s.push_str(&csv_row(&row));
-        }
-        s
+        csv_table(TRIAL_COLUMNS, &self.trials)
     }
 }
+
+/// A CSV column: its header and how a row's cell is made. Header and cell
+/// stand on one line, so a column added or moved cannot put a figure
+/// under another's name (the two tables were once a header list and a row
+/// list kept in step by hand, with the count of empty cells written out).
+type Column<T> = (&'static str, fn(&T) -> String);
+
+/// A header line, then one line per row.
+fn csv_table<T>(columns: &[Column<T>], rows: &[T]) -> String {
+    let head: Vec<String> = columns.iter().map(|(name, _)| name.to_string()).collect();
+    let mut s = csv_row(&head);
+    for r in rows {
+        let cells: Vec<String> = columns.iter().map(|(_, cell)| cell(r)).collect();
+        s.push_str(&csv_row(&cells));
+    }
+    s
+}
+
+/// A figure of a group's good runs; empty when it has none.
+fn good(g: &Group, figure: impl Fn(&GroupSummary) -> String) -> String {
+    g.good().map_or(String::new(), figure)
+}
+
+/// A figure of a trial's record; empty when it has none (failed, missing).
+fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
+    t.record.as_ref().map_or(String::new(), figure)
+}
+
+/// A telemetry figure of a group's good runs; empty without telemetry.
+fn told(g: &Group, figure: impl Fn(&crate::store::summary::TelemetrySummary) -> String) -> String {
+    g.good()
+        .and_then(|m| m.telemetry.as_ref())
+        .map_or(String::new(), figure)
+}
+
+/// A telemetry figure of a trial's record; empty without telemetry.
+fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String) -> String {
+    t.record
+        .as_ref()
+        .and_then(|r| r.server_metrics.telemetry.as_ref())
+        .map_or(String::new(), figure)
+}
+
+/// `summary.csv`: a group's plan, run counts, then the medians and ranges
+/// of its good runs.
+const GROUP_COLUMNS: &[Column<Group>] = &[
+    ("group", |g| g.group.clone()),
+    ("server", |g| g.planned.server.clone()),
+    ("variant", |g| g.planned.variant.clone()),
+    ("app", |g| g.planned.app.clone()),
+    ("behind", |g| g.planned.behind.clone()),
+    ("nginx_workers", |g| g.planned.nginx_workers.to_string()),
+    ("connections", |g| g.planned.shape.connections.to_string()),
+    ("rate", |g| opt(g.planned.shape.rate)),
+    ("planned_runs", |g| g.planned_runs.to_string()),
+    ("ok", |g| g.ok.to_string()),
+    ("failed", |g| g.failed.to_string()),
+    ("interrupted", |g| g.interrupted.to_string()),
+    ("missing", |g| g.missing.to_string()),
+    ("throughput_rps_median", |g| {
+        good(g, |m| f1(m.throughput_rps.median))
+    }),
+    ("throughput_rps_min", |g| {
+        good(g, |m| f1(m.throughput_rps.min))
+    }),
+    ("throughput_rps_max", |g| {
+        good(g, |m| f1(m.throughput_rps.max))
+    }),
+    ("latency_mean_us", |g| {
+        good(g, |m| f1(m.latency_mean_us.median))
+    }),
+    ("latency_stdev_us", |g| {
+        good(g, |m| f1(m.latency_stdev_us.median))
+    }),
+    ("latency_p50_us", |g| {
+        good(g, |m| f1(m.latency_p50_us.median))
+    }),
+    ("latency_p99_us", |g| {
+        good(g, |m| f1(m.latency_p99_us.median))
+    }),
+    ("latency_p99_us_min", |g| {
+        good(g, |m| f1(m.latency_p99_us.min))
+    }),
+    ("latency_p99_us_max", |g| {
+        good(g, |m| f1(m.latency_p99_us.max))
+    }),
+    ("latency_max_us", |g| {
+        good(g, |m| f1(m.latency_max_us.median))
+    }),
+    ("rss_peak_bytes", |g| {
+        good(g, |m| f1(m.rss_peak_bytes.median))
+    }),
+    ("rss_peak_bytes_min", |g| {
+        good(g, |m| f1(m.rss_peak_bytes.min))
+    }),
+    ("rss_peak_bytes_max", |g| {
+        good(g, |m| f1(m.rss_peak_bytes.max))
+    }),
+    ("pss_peak_bytes", |g| {
+        good(g, |m| opt(m.pss_peak_bytes.map(|p| f1(p.median))))
+    }),
+    ("cpu_ms_per_request", |g| {
+        good(g, |m| opt(m.cpu_ms_per_request.map(|c| f3(c.median))))
+    }),
+    ("errors", |g| good(g, |m| m.errors.to_string())),
+    ("latency_lower_bound", |g| {
+        good(g, |m| m.caveats.lower_bound.to_string())
+    }),
+    ("notes", |g| g.notes()),
+    // Telemetry (issue 15), after the older columns so readers by position
+    // keep working; empty for groups that ran without it.
+    ("queue_p50_us", |g| {
+        told(g, |t| opt(t.queue_p50_us.map(|q| f1(q.median))))
+    }),
+    ("app_p50_us", |g| told(g, |t| f1(t.app_p50_us.median))),
+    ("gc_runs_per_1k_requests", |g| {
+        told(g, |t| f1(t.gc_runs_per_1k_requests.median))
+    }),
+    ("gc_time_pct", |g| {
+        told(g, |t| opt(t.gc_time_share.map(|s| f1(s.median * 100.0))))
+    }),
+];
+
+/// `trials.csv`: a trial's plan and status, then its record's figures.
+const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
+    ("id", |t| t.planned.id.clone()),
+    ("group", |t| t.planned.group.clone()),
+    ("repeat", |t| t.planned.repeat.to_string()),
+    ("server", |t| t.planned.server.clone()),
+    ("variant", |t| t.planned.variant.clone()),
+    ("app", |t| t.planned.app.clone()),
+    ("behind", |t| t.planned.behind.clone()),
+    ("connections", |t| t.planned.shape.connections.to_string()),
+    ("rate", |t| opt(t.planned.shape.rate)),
+    ("status", |t| t.status.label().to_string()),
+    ("error", |t| t.reason.clone().unwrap_or_default()),
+    ("throughput_rps", |t| {
+        recorded(t, |r| f1(r.load.throughput_rps))
+    }),
+    ("requests_ok", |t| {
+        recorded(t, |r| r.load.requests.ok.to_string())
+    }),
+    ("errors", |t| {
+        recorded(t, |r| r.load.errors.total().to_string())
+    }),
+    ("latency_mean_us", |t| {
+        recorded(t, |r| f1(r.load.latency_us.mean))
+    }),
+    ("latency_stdev_us", |t| {
+        recorded(t, |r| f1(r.load.latency_us.stdev))
+    }),
+    ("latency_p50_us", |t| {
+        recorded(t, |r| r.load.latency_us.p50.to_string())
+    }),
+    ("latency_p90_us", |t| {
+        recorded(t, |r| r.load.latency_us.p90.to_string())
+    }),
+    ("latency_p99_us", |t| {
+        recorded(t, |r| r.load.latency_us.p99.to_string())
+    }),
+    ("latency_p999_us", |t| {
+        recorded(t, |r| r.load.latency_us.p999.to_string())
+    }),
+    ("latency_max_us", |t| {
+        recorded(t, |r| r.load.latency_us.max.to_string())
+    }),
+    ("rss_peak_bytes", |t| {
+        recorded(t, |r| r.server_metrics.rss_peak_bytes.to_string())
+    }),
+    ("pss_peak_bytes", |t| {
+        recorded(t, |r| opt(r.server_metrics.pss_peak_bytes))
+    }),
+    ("cpu_ms_per_request", |t| {
+        recorded(t, |r| opt(r.server_metrics.cpu_ms_per_request.map(f3)))
+    }),
+    ("latency_lower_bound", |t| {
+        recorded(t, |r| r.load.latency_lower_bound.to_string())
+    }),
+    ("notes", |t| {
+        recorded(t, |r| Caveats::of(&r.load).notes().join("; "))
+    }),
+    ("queue_p50_us", |t| {
+        inside(t, |x| opt(x.queue_us.map(|q| f1(q.p50))))
+    }),
+    ("app_p50_us", |t| inside(t, |x| f1(x.app_us.p50))),
+    ("gc_runs_per_1k_requests", |t| {
+        inside(t, |x| f1(x.gc_runs_per_1k_requests))
+    }),
+    ("gc_time_pct", |t| {
+        inside(t, |x| opt(x.gc_time_share.map(|s| f1(s * 100.0))))
+    }),
+];
 
 /// The terminal table of a summary (what `run` prints at its end).
 pub fn render_summary(groups: &[GroupSummary]) -> String {

@@ -201,6 +201,32 @@ pub struct SearchConfig {
     pub probe_s: f64,
 }
 
+impl SearchConfig {
+    /// The knobs of one search, over connections (whole levels) or, with
+    /// `rate_mode`, a rate; `probe` zero runs every step in full. The one
+    /// constructor `rackbench breakpoint` and the plan runner share, so a
+    /// search's recorded `search` block means the same from either.
+    pub fn new(
+        rate_mode: bool,
+        start: f64,
+        max: f64,
+        growth: f64,
+        resolution: f64,
+        slo_p99_us: Option<u64>,
+        probe: Duration,
+    ) -> SearchConfig {
+        SearchConfig {
+            start,
+            max,
+            growth,
+            resolution,
+            integer: !rate_mode,
+            slo_p99_us,
+            probe_s: probe.as_secs_f64(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Breakpoint {
     /// Highest clean level found (None when even the first step failed).

@@ -1,0 +1,626 @@
+//! A replay schedule: requests with their own bytes and their own due
+//! times, read from a `rackbench/record-v1` file or an nginx access log.
+//!
+//! The connection loop sends schedule entry k at `t0 + offset(k)` exactly
+//! as the `--rate` loop sends request k at `t0 + k/rate`
+//! ([`super::Pacing::Schedule`]); only where the bytes and the due time
+//! come from differs. This module parses what it is handed (a reader); it
+//! never opens files itself.
+//!
+//! Every request is rendered once, up front, into one buffer: a send is
+//! then one slice, with no parsing or allocation in the loop. The price is
+//! memory, so a schedule is refused past [`MAX_BYTES`] of rendered
+//! requests (a day of GETs at 100 req/s, about 200 bytes each, is 1.7 GB;
+//! cut such a file into hours).
+
+use super::target::{render_request, RequestSpec, Url};
+use base64::Engine;
+use serde::Deserialize;
+use std::io::BufRead;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most request bytes a schedule holds in memory.
+pub const MAX_BYTES: usize = 512 * 1024 * 1024;
+
+/// Headers the replayer sets itself (framing, connection handling) or
+/// replaces (Host names the URL given, not the proxy that recorded it).
+const REPLACED: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// One request to replay, before rendering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// When it arrived, microseconds from any fixed origin.
+    pub t_us: u64,
+    pub method: String,
+    /// Path and query (origin form).
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Requests rendered for one URL, with their due offsets.
+#[derive(Debug)]
+pub struct Schedule {
+    /// Due offset of each request from the start, nanoseconds, already
+    /// divided by the speed; non-decreasing, the first is 0.
+    offsets_ns: Vec<u64>,
+    /// All rendered requests back to back; request i is
+    /// `bytes[ends[i-1]..ends[i]]`.
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    head: Vec<bool>,
+    /// With `--loop`: the schedule starts again this long after it began.
+    period_ns: u64,
+    repeat: bool,
+}
+
+/// A schedule that cannot be built; the message names the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("{0}")]
+    Bad(String),
+    #[error("cannot read {what}: {err}")]
+    Io { what: String, err: std::io::Error },
+}
+
+impl Schedule {
+    /// Renders `entries` against `url` (its host and port; each entry
+    /// keeps its own target). Entries are sorted by arrival; offsets count
+    /// from the first and are divided by `speed`.
+    pub fn build(
+        entries: Vec<Entry>,
+        url: &Url,
+        speed: f64,
+        repeat: bool,
+        keep_alive: bool,
+    ) -> Result<Schedule, ScheduleError> {
+        Schedule::build_within(entries, url, speed, repeat, keep_alive, MAX_BYTES)
+    }
+
+    fn build_within(
+        mut entries: Vec<Entry>,
+        url: &Url,
+        speed: f64,
+        repeat: bool,
+        keep_alive: bool,
+        max_bytes: usize,
+    ) -> Result<Schedule, ScheduleError> {
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(ScheduleError::Bad(format!(
+                "--speed {speed} must be a positive number, e.g. 1 or 2.0"
+            )));
+        }
+        if entries.is_empty() {
+            return Err(ScheduleError::Bad(
+                "the schedule has no requests to replay: record some traffic first".into(),
+            ));
+        }
+        // Stable: equal times keep the file's order.
+        entries.sort_by_key(|e| e.t_us);
+        let first = entries[0].t_us;
+        let mut s = Schedule {
+            offsets_ns: Vec::with_capacity(entries.len()),
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(entries.len()),
+            head: Vec::with_capacity(entries.len()),
+            period_ns: 0,
+            repeat,
+        };
+        for e in entries {
+            let mut u = url.clone();
+            u.path = e.target;
+            let spec = RequestSpec {
+                method: e.method.clone(),
+                headers: e
+                    .headers
+                    .into_iter()
+                    .filter(|(n, _)| !REPLACED.iter().any(|r| n.eq_ignore_ascii_case(r)))
+                    .collect(),
+                body: e.body,
+                keep_alive,
+            };
+            let rendered = render_request(&u, &spec)
+                .map_err(|err| ScheduleError::Bad(format!("request at t_us {}: {err}", e.t_us)))?;
+            if s.bytes.len() + rendered.len() > max_bytes {
+                return Err(ScheduleError::Bad(format!(
+                    "the schedule renders to more than {} MiB of requests: replay a part of \
+                     the file (split it by time)",
+                    max_bytes >> 20
+                )));
+            }
+            s.bytes.extend_from_slice(&rendered);
+            s.ends.push(s.bytes.len());
+            s.head.push(e.method == "HEAD");
+            s.offsets_ns
+                .push(((e.t_us - first) as f64 * 1000.0 / speed).round() as u64);
+        }
+        let n = s.offsets_ns.len() as u64;
+        let span = *s.offsets_ns.last().expect("not empty");
+        // A repeat begins one mean gap after the last request, so the seam
+        // between two passes looks like the rest of the schedule.
+        s.period_ns = if n > 1 {
+            span + span / (n - 1)
+        } else {
+            1_000_000_000
+        }
+        .max(1);
+        Ok(s)
+    }
+
+    /// Requests in one pass.
+    pub fn len(&self) -> usize {
+        self.offsets_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offsets_ns.is_empty()
+    }
+
+    /// Whether the schedule starts again at its end (`--loop`).
+    pub fn repeats(&self) -> bool {
+        self.repeat
+    }
+
+    /// From the first request's due time to the last's, at the speed given.
+    pub fn span(&self) -> Duration {
+        Duration::from_nanos(*self.offsets_ns.last().unwrap_or(&0))
+    }
+
+    /// When request `k` (counting across repeats) is due after the start;
+    /// None past the end of a schedule that does not repeat.
+    #[inline]
+    pub fn due_offset(&self, k: u64) -> Option<Duration> {
+        let n = self.offsets_ns.len() as u64;
+        let (pass, i) = (k / n, (k % n) as usize);
+        if pass > 0 && !self.repeat {
+            return None;
+        }
+        let ns = pass
+            .checked_mul(self.period_ns)?
+            .checked_add(self.offsets_ns[i])?;
+        Some(Duration::from_nanos(ns))
+    }
+
+    /// Makes `cfg` replay this schedule: once (every request once, the run
+    /// ends when the last is answered), or with `--loop` until `cfg`'s
+    /// duration ends. Any status counts as an answer: a replay's answers
+    /// are whatever the app returns (a caller may narrow it afterwards).
+    pub fn drive(self: Arc<Self>, cfg: &mut super::LoadConfig) {
+        cfg.pacing = super::Pacing::Schedule;
+        if !self.repeat {
+            cfg.requests = Some(self.len() as u64);
+            cfg.duration = None;
+        }
+        cfg.warmup = Duration::ZERO;
+        cfg.warmup_until_steady = false;
+        cfg.expect_status = super::ExpectStatus::Codes((100..600).collect());
+        cfg.head_request = false;
+        cfg.io = super::IoMode::Epoll;
+        cfg.schedule = Some(self);
+    }
+
+    /// The position in one pass of request `k`.
+    #[inline]
+    pub fn index(&self, k: u64) -> u32 {
+        (k % self.offsets_ns.len() as u64) as u32
+    }
+
+    /// The rendered bytes of the request at position `i`.
+    #[inline]
+    pub fn request(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Whether the request at position `i` is a HEAD (its answer has no body).
+    #[inline]
+    pub fn is_head(&self, i: u32) -> bool {
+        self.head[i as usize]
+    }
+}
+
+#[derive(Deserialize)]
+struct RecordHead {
+    format: String,
+}
+
+#[derive(Deserialize)]
+struct RecordLine {
+    t_us: u64,
+    method: String,
+    target: String,
+    #[serde(default)]
+    headers: Vec<(String, String)>,
+    #[serde(default)]
+    body_b64: String,
+}
+
+/// Reads a `rackbench/record-v1` file (docs/RECORD_FORMAT.md); `name`
+/// labels errors, which name the line.
+pub fn read_record(input: impl BufRead, name: &str) -> Result<Vec<Entry>, ScheduleError> {
+    let mut entries = Vec::new();
+    for (i, line) in input.lines().enumerate() {
+        let lineno = i + 1;
+        let line = line.map_err(|err| ScheduleError::Io {
+            what: format!("{name}:{lineno}"),
+            err,
+        })?;
+        if i == 0 {
+            let head: RecordHead = serde_json::from_str(&line).map_err(|e| {
+                ScheduleError::Bad(format!(
+                    "{name}:1: not a rackbench record ({e}): give a file written by \
+                     `rackbench record`, or use --nginx-log for an access log"
+                ))
+            })?;
+            if head.format != RECORD_FORMAT {
+                return Err(ScheduleError::Bad(format!(
+                    "{name}:1: format '{}' is not {RECORD_FORMAT}: give a file written by \
+                     `rackbench record`",
+                    head.format
+                )));
+            }
+            continue;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: RecordLine = serde_json::from_str(&line).map_err(|e| {
+            ScheduleError::Bad(format!(
+                "{name}:{lineno}: not a record-v1 request line ({e}): fix or delete that line"
+            ))
+        })?;
+        let body = base64::engine::general_purpose::STANDARD
+            .decode(r.body_b64.as_bytes())
+            .map_err(|e| {
+                ScheduleError::Bad(format!(
+                    "{name}:{lineno}: body_b64 is not base64 ({e}): fix or delete that line"
+                ))
+            })?;
+        entries.push(Entry {
+            t_us: r.t_us,
+            method: r.method,
+            target: r.target,
+            headers: r.headers,
+            body,
+        });
+    }
+    if entries.is_empty() {
+        return Err(ScheduleError::Bad(format!(
+            "{name} holds no requests: record some traffic first"
+        )));
+    }
+    Ok(entries)
+}
+
+/// The format name a record file's first line carries.
+pub const RECORD_FORMAT: &str = "rackbench/record-v1";
+
+/// What an nginx log gave: the requests kept, and the lines skipped.
+#[derive(Debug, Default)]
+pub struct NginxLog {
+    pub entries: Vec<Entry>,
+    /// Lines that are requests other than GET or HEAD.
+    pub skipped_methods: u64,
+}
+
+/// Reads an nginx access log in the `combined` format:
+///
+/// `$remote_addr - $remote_user [$time_local] "$request" $status
+/// $body_bytes_sent "$http_referer" "$http_user_agent"`
+///
+/// with, optionally, more fields after it. The arrival time is `$msec`
+/// (a field like `1795456581.610`, seconds with milliseconds) when a
+/// line has one after the user agent, less a `$request_time` (a field like
+/// `0.005`) beside it, since nginx writes `$msec` as the request ends;
+/// else `$time_local` (whole seconds;
+/// the requests of one second are then spread evenly over it, in order).
+/// Only GET and HEAD are kept, with their target and, when not `-`, their
+/// Referer and User-Agent; other methods are counted and skipped (their
+/// bodies are not in the log). A line that is not in this format is an
+/// error naming it.
+pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, ScheduleError> {
+    let mut log = NginxLog::default();
+    // Lines of whole-second times, to spread over their second.
+    let mut whole: Vec<(usize, u64)> = Vec::new();
+    for (i, line) in input.lines().enumerate() {
+        let lineno = i + 1;
+        let line = line.map_err(|err| ScheduleError::Io {
+            what: format!("{name}:{lineno}"),
+            err,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |why: &str| {
+            ScheduleError::Bad(format!(
+                "{name}:{lineno}: {why}: the log must be in nginx's combined format \
+                 ('$remote_addr - $remote_user [$time_local] \"$request\" $status ...')"
+            ))
+        };
+        let p = parse_combined(&line).map_err(bad)?;
+        let (method, target) = match p.request.split(' ').collect::<Vec<_>>()[..] {
+            [m, t, _] | [m, t] => (m, t),
+            _ => return Err(bad("the request field is not 'METHOD TARGET HTTP/x'")),
+        };
+        if method != "GET" && method != "HEAD" {
+            log.skipped_methods += 1;
+            continue;
+        }
+        if !target.starts_with('/') {
+            return Err(bad("the request target does not start with '/'"));
+        }
+        let mut headers = Vec::new();
+        if p.referer != "-" && !p.referer.is_empty() {
+            headers.push(("referer".to_string(), p.referer.to_string()));
+        }
+        if p.user_agent != "-" && !p.user_agent.is_empty() {
+            headers.push(("user-agent".to_string(), p.user_agent.to_string()));
+        }
+        let t_us = match p.msec {
+            Some(us) => us,
+            None => {
+                let secs = time_local_secs(p.time_local)
+                    .ok_or_else(|| bad("$time_local is not like [10/Oct/2026:13:55:36 +0000]"))?;
+                whole.push((log.entries.len(), secs));
+                secs * 1_000_000
+            }
+        };
+        log.entries.push(Entry {
+            t_us,
+            method: method.to_string(),
+            target: target.to_string(),
+            headers,
+            body: Vec::new(),
+        });
+    }
+    // Spread the requests of each whole second evenly over it.
+    let mut j = 0;
+    while j < whole.len() {
+        let sec = whole[j].1;
+        let k = whole[j..].iter().take_while(|w| w.1 == sec).count();
+        for (m, w) in whole[j..j + k].iter().enumerate() {
+            log.entries[w.0].t_us += m as u64 * 1_000_000 / k as u64;
+        }
+        j += k;
+    }
+    if log.entries.is_empty() {
+        return Err(ScheduleError::Bad(format!(
+            "{name} holds no GET or HEAD requests to replay ({} other requests skipped)",
+            log.skipped_methods
+        )));
+    }
+    Ok(log)
+}
+
+struct Combined<'a> {
+    time_local: &'a str,
+    request: &'a str,
+    referer: &'a str,
+    user_agent: &'a str,
+    /// `$msec`, as microseconds, when the line has it.
+    msec: Option<u64>,
+}
+
+fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
+    let open = line.find('[').ok_or("no [$time_local]")?;
+    let close = open + line[open..].find(']').ok_or("no [$time_local]")?;
+    let time_local = &line[open + 1..close];
+    let rest = &line[close + 1..];
+    let (request, rest) = quoted(rest).ok_or("no quoted \"$request\"")?;
+    let (referer, rest) = quoted(rest).ok_or("no quoted \"$http_referer\"")?;
+    let (user_agent, rest) = quoted(rest).ok_or("no quoted \"$http_user_agent\"")?;
+    let fields: Vec<&str> = rest
+        .split_whitespace()
+        .map(|f| f.trim_matches('"'))
+        .collect();
+    // nginx writes $msec when the request ends: with a $request_time
+    // beside it, the request arrived that long before.
+    let msec = fields.iter().find_map(|f| msec_us(f)).map(|end| {
+        let took = fields.iter().find_map(|f| request_time_us(f)).unwrap_or(0);
+        end.saturating_sub(took)
+    });
+    Ok(Combined {
+        time_local,
+        request,
+        referer,
+        user_agent,
+        msec,
+    })
+}
+
+/// The next `"..."` field (with `\"` escapes, as nginx writes them).
+fn quoted(s: &str) -> Option<(&str, &str)> {
+    let start = s.find('"')? + 1;
+    let b = s.as_bytes();
+    let mut i = start;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some((&s[start..i], &s[i + 1..])),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// `$msec`: seconds since the epoch with exactly three decimals.
+fn msec_us(f: &str) -> Option<u64> {
+    let (s, ms) = f.split_once('.')?;
+    if s.len() < 9 || ms.len() != 3 || !s.bytes().chain(ms.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(s.parse::<u64>().ok()? * 1_000_000 + ms.parse::<u64>().ok()? * 1000)
+}
+
+/// `$request_time`: seconds with exactly three decimals, under a day (so
+/// it is never taken for a `$msec`).
+fn request_time_us(f: &str) -> Option<u64> {
+    let (s, ms) = f.split_once('.')?;
+    if s.is_empty() || s.len() > 5 || ms.len() != 3 {
+        return None;
+    }
+    if !s.bytes().chain(ms.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(s.parse::<u64>().ok()? * 1_000_000 + ms.parse::<u64>().ok()? * 1000)
+}
+
+/// `10/Oct/2026:13:55:36 +0000` as seconds since the epoch.
+fn time_local_secs(t: &str) -> Option<u64> {
+    let (dt, zone) = t.split_once(' ')?;
+    let mut parts = dt.splitn(4, [':', '/']);
+    let day: i64 = parts.next()?.parse().ok()?;
+    let mon = parts.next()?;
+    let year: i64 = parts.next()?.parse().ok()?;
+    let hms: Vec<i64> = parts
+        .next()?
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, mi, se] = hms[..] else { return None };
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = MONTHS.iter().position(|x| *x == mon)? as i64 + 1;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let sign = if zone.starts_with('-') { -1 } else { 1 };
+    let z = zone.trim_start_matches(['+', '-']);
+    if z.len() != 4 {
+        return None;
+    }
+    let off = sign * (z[..2].parse::<i64>().ok()? * 3600 + z[2..].parse::<i64>().ok()? * 60);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + se - off;
+    u64::try_from(secs).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a?x=1 HTTP/1.1" 200 12 "-" "curl/8.0"
+127.0.0.1 - frank [23/Nov/2026:10:00:00 +0000] "POST /form HTTP/1.1" 302 0 "-" "-"
+::1 - - [23/Nov/2026:10:00:00 +0000] "HEAD /b HTTP/1.1" 200 0 "http://x/" "Mozilla/5.0 (X11; \"q\")"
+
+10.0.0.1 - - [23/Nov/2026:11:00:01 +0100] "GET /c HTTP/1.0" 404 9 "-" "-"
+"#;
+
+    #[test]
+    fn combined_lines_keep_get_and_head_with_their_times() {
+        let log = read_nginx_log(LOG.as_bytes(), "access.log").unwrap();
+        assert_eq!(log.skipped_methods, 1);
+        let e = &log.entries;
+        assert_eq!(e.len(), 3);
+        assert_eq!(
+            (e[0].method.as_str(), e[0].target.as_str()),
+            ("GET", "/a?x=1")
+        );
+        assert_eq!(e[0].headers, vec![("user-agent".into(), "curl/8.0".into())]);
+        assert_eq!(e[1].method, "HEAD");
+        assert_eq!(e[1].headers[0], ("referer".into(), "http://x/".into()));
+        assert_eq!(e[1].headers[1].1, r#"Mozilla/5.0 (X11; \"q\")"#);
+        // 2026-11-23T10:00:00Z; two GET/HEAD in that second: spread by 0.5 s.
+        let t0 = 1_795_428_000_000_000u64;
+        assert_eq!(e[0].t_us, t0);
+        assert_eq!(e[1].t_us, t0 + 500_000);
+        // 11:00:01 +0100 is 10:00:01 UTC.
+        assert_eq!(e[2].t_us, t0 + 1_000_000);
+    }
+
+    #[test]
+    fn msec_wins_over_time_local() {
+        let line = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" 1795428000.250 0.001"#;
+        let log = read_nginx_log(line.as_bytes(), "a").unwrap();
+        // $msec is when the request ended; $request_time (1 ms) before it, it began.
+        assert_eq!(log.entries[0].t_us, 1_795_428_000_249_000);
+        let line = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" 1795428000.250"#;
+        let log = read_nginx_log(line.as_bytes(), "a").unwrap();
+        assert_eq!(log.entries[0].t_us, 1_795_428_000_250_000);
+    }
+
+    #[test]
+    fn a_line_in_another_format_is_named() {
+        let text = format!(
+            "{}garbage here\n",
+            LOG.lines().next().unwrap().to_owned() + "\n"
+        );
+        let err = read_nginx_log(text.as_bytes(), "access.log").unwrap_err();
+        assert!(err.to_string().starts_with("access.log:2: "), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_record_line_is_named() {
+        let text = "{\"format\":\"rackbench/record-v1\"}\n\
+                    {\"seq\":1,\"t_us\":5,\"method\":\"GET\",\"target\":\"/\",\"headers\":[],\"body_b64\":\"\"}\n\
+                    {\"seq\":2,\"t_us\":\n";
+        let err = read_record(text.as_bytes(), "r.jsonl").unwrap_err();
+        assert!(err.to_string().starts_with("r.jsonl:3: "), "{err}");
+        let err = read_record("{\"format\":\"x\"}\n".as_bytes(), "r.jsonl").unwrap_err();
+        assert!(err.to_string().contains("r.jsonl:1: format 'x'"), "{err}");
+    }
+
+    #[test]
+    fn offsets_scale_with_speed_and_repeat_one_gap_later() {
+        let e = |t_us, target: &str| Entry {
+            t_us,
+            method: "GET".into(),
+            target: target.into(),
+            headers: vec![
+                ("host".into(), "proxy:1".into()),
+                ("x-a".into(), "1".into()),
+            ],
+            body: Vec::new(),
+        };
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        let entries = vec![e(3_000, "/b"), e(1_000, "/a"), e(5_000, "/c")];
+        let s = Schedule::build(entries.clone(), &url, 2.0, true, true).unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(s.due_offset(0), Some(Duration::ZERO));
+        assert_eq!(s.due_offset(1), Some(Duration::from_micros(1000)));
+        assert_eq!(s.due_offset(2), Some(Duration::from_micros(2000)));
+        // Period: span 2 ms + one mean gap 1 ms.
+        assert_eq!(s.due_offset(3), Some(Duration::from_micros(3000)));
+        let r = String::from_utf8(s.request(s.index(4)).to_vec()).unwrap();
+        assert_eq!(r, "GET /b HTTP/1.1\r\nHost: 127.0.0.1:9\r\nx-a: 1\r\n\r\n");
+        let once = Schedule::build(entries, &url, 1.0, false, true).unwrap();
+        assert_eq!(once.due_offset(2), Some(Duration::from_micros(4000)));
+        assert_eq!(once.due_offset(3), None);
+    }
+
+    #[test]
+    fn a_schedule_past_its_memory_bound_is_refused() {
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        let big = |n: u64| {
+            (0..n)
+                .map(|i| Entry {
+                    t_us: i,
+                    method: "POST".into(),
+                    target: "/".into(),
+                    headers: Vec::new(),
+                    body: vec![b'x'; 1 << 19],
+                })
+                .collect::<Vec<_>>()
+        };
+        // Seven half-MiB bodies and their heads fit in 4 MiB; eight do not.
+        assert!(Schedule::build_within(big(7), &url, 1.0, false, true, 4 << 20).is_ok());
+        let err = Schedule::build_within(big(8), &url, 1.0, false, true, 4 << 20).unwrap_err();
+        assert!(err.to_string().contains("more than 4 MiB"), "{err}");
+    }
+}
