@@ -226,6 +226,29 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             Set(json!("yesterday")),
             "does not match pattern",
         ),
+        // The record always says whether telemetry was on, and the
+        // figures are held to telemetry-v1 through a $ref.
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/telemetry",
+            Remove,
+            "missing properties 'telemetry'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/server_metrics/telemetry/gc_runs",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/server_metrics/accept_queue/max",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
         (
             "run-trial-v1",
             "run-trial-v1.json",

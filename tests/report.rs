@@ -64,6 +64,7 @@ fn record(server: &str, conns: u64, seed: f64, errors_at: Option<(u64, u64)>) ->
     .collect();
     let rss = 30_000_000 + (seed as u64) * 100_000 + conns * 1000;
     let server_cmd = format!("{server} --port 9000 hello.ru");
+    let (telemetry, accept_queue) = inside(server, p50, (rps * 3.0) as u64);
     let load_cmd = format!("rackbench load http://127.0.0.1:9000/ -c {conns} -d 3s --warmup 1s");
     json!({
         "schema": "rackbench/trial-v1",
@@ -109,12 +110,47 @@ fn record(server: &str, conns: u64, seed: f64, errors_at: Option<(u64, u64)>) ->
                 "uss_peak_bytes": rss - 8_000_000, "uss_mean_bytes": rss - 8_100_000,
                 "processes_peak": 2, "processes_mean": 2.0, "samples": 20, "interval_ms": 200,
                 "timeline": []
-            }
+            },
+            "telemetry": telemetry,
+            "accept_queue": accept_queue
         },
+        "telemetry": !telemetry.is_null(),
         "environment": environment(vec![server_cmd, load_cmd]),
         "killed_after_grace": [], "stopped_on_errors": false, "interrupted": false,
         "dir": "/results/work/x"
     })
+}
+
+/// puma's runs had telemetry on (app time 60% of the client's p50, some
+/// GC); thin's did not. Both have the accept queue, sampled always.
+fn inside(server: &str, p50: u64, requests: u64) -> (Value, Value) {
+    let queue = json!({
+        "max": 3, "mean": 1.5, "samples": 30,
+        "timeline": [
+            {"t_s": 0, "max": 2, "mean": 1.0, "samples": 10},
+            {"t_s": 1, "max": 3, "mean": 2.0, "samples": 10},
+            {"t_s": 2, "max": 2, "mean": 1.5, "samples": 10}
+        ]
+    });
+    if server != "puma" {
+        return (Value::Null, queue);
+    }
+    let app = p50 as f64 * 0.6;
+    let q = |v: f64| json!({"p50": v, "p90": v * 1.5, "p99": v * 3.0, "mean": v * 1.1});
+    let t = json!({
+        "requests": requests, "app_us": q(app), "queue_requests": 0,
+        "gc_runs": requests / 250, "gc_major_runs": 1, "gc_minor_runs": requests / 250 - 1,
+        "gc_time_ms": requests as f64 * app * 1.1 * 0.05 / 1000.0,
+        "gc_runs_per_1k_requests": 4.0, "gc_time_share": 0.05,
+        "allocated_objects_per_request": 120.0, "processes": 1, "processes_exited_cleanly": 1,
+        "per_worker": [],
+        "timeline": [
+            {"t_s": 0, "requests": requests / 3, "gc_runs": 40, "gc_time_ms": 12.0, "app_us_mean": app},
+            {"t_s": 1, "requests": requests / 3, "gc_runs": 44, "gc_time_ms": 13.0, "app_us_mean": app},
+            {"t_s": 2, "requests": requests / 3, "gc_runs": 36, "gc_time_ms": 11.0, "app_us_mean": app}
+        ]
+    });
+    (t, queue)
 }
 
 /// Two records shaped like seed 001's misleading rows: puma c16 rep1 as
@@ -558,5 +594,85 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
     );
     let puma = line(&summary, "puma ", "347494");
     assert!(puma.contains("not a result"), "{puma}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 15: telemetry in every report. puma's runs had it on, thin's
+/// did not: the columns, the stacked bar per group and the per-second
+/// accept queue and GC runs show for puma, and thin's rows stay empty.
+#[test]
+fn telemetry_shows_where_the_time_goes_in_every_report() {
+    let dir = fixture_dir("telemetry");
+    report::write_all(&dir, None).unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("| queue p50 (ms) | app p50 (ms) | GC/1k req | GC time % |"),
+        "{md}"
+    );
+    // puma c4: app p50 is 60% of the client's 0.2 ms, GC 4 per 1k, 5%.
+    assert!(
+        md.contains("| puma | 4 conn | - | 0.12 | 4.0 | 5.0 |"),
+        "{md}"
+    );
+    assert!(
+        !md.contains("| thin | 4 conn | - |"),
+        "thin had no telemetry"
+    );
+
+    let csv = std::fs::read_to_string(dir.join("report.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no {name}: {head:?}"))
+    };
+    let (app, gc, share) = (
+        col("app_p50_us"),
+        col("gc_runs_per_1k_requests"),
+        col("gc_time_pct"),
+    );
+    col("queue_p50_us");
+    for line in lines {
+        let row: Vec<&str> = line.split(',').collect();
+        if row[0] == "puma__hello__direct__c4" {
+            assert_eq!(
+                (row[app], row[gc], row[share]),
+                ("118.5", "4.0", "5.0"),
+                "{line}"
+            );
+        }
+        if row[0] == "thin__hello__direct__c4" {
+            assert_eq!((row[app], row[gc]), ("", ""), "{line}");
+        }
+    }
+    let trials = std::fs::read_to_string(dir.join("trials.csv")).unwrap();
+    assert!(trials
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with("queue_p50_us,app_p50_us,gc_runs_per_1k_requests,gc_time_pct"));
+
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let split = &html[html.find("id=\"time-split\"").expect("the stacked bars")..];
+    let split = &split[..split.find("</section>").unwrap()];
+    assert!(
+        split.contains("puma · hello · direct · 4 conn: app "),
+        "{split}"
+    );
+    assert!(
+        split.contains(": GC ") && split.contains(": rest "),
+        "{split}"
+    );
+    assert!(!split.contains("thin ·"), "thin had no telemetry");
+    assert!(html.contains("href=\"#time-split\""));
+    let tl = &html[html
+        .find("Inside the server per second, puma__hello__direct__c4__rep1")
+        .expect("puma's timeline")..];
+    assert!(tl[..tl.find("</svg>").unwrap()].contains("GC runs/s"));
+    assert!(
+        html.contains("Inside the server per second, thin__hello__direct__c4__rep1"),
+        "the accept queue is drawn without telemetry too"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

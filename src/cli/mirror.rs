@@ -187,6 +187,11 @@ fn start_shadow_server(
             "--shadow {name} and --shadow-server {name} share a name; rename the --shadow"
         )));
     }
+    if args.server.telemetry {
+        return Err(usage(
+            "--telemetry is for trial, breakpoint and run (their records carry it); a shadow server's figures would be read by nobody: drop --telemetry".into(),
+        ));
+    }
     let mut opts = args.server.clone();
     opts.server = Some(name.clone());
     // The lab's request checks use the load options; a mirror has none of

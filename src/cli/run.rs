@@ -49,6 +49,10 @@ pub struct RunArgs {
     /// With --aa: the variant to use as control [default: the plan's first].
     #[arg(long, requires = "aa", value_name = "VARIANT")]
     pub control: Option<String>,
+    /// Telemetry in every trial, as the plan's `telemetry = true`: app
+    /// time, queue time behind nginx, GC (docs/TELEMETRY.md).
+    #[arg(long)]
+    pub telemetry: bool,
 }
 
 /// Where a usage error (exit 2) is made from a message.
@@ -123,6 +127,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         progress: Some(print_progress),
         command: command.clone(),
         seed,
+        telemetry: args.telemetry,
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
@@ -231,6 +236,9 @@ fn replay_command(args: &RunArgs, out: &std::path::Path, seed: u64) -> String {
     }
     if args.no_pin {
         command.push_str(" --no-pin");
+    }
+    if args.telemetry {
+        command.push_str(" --telemetry");
     }
     command.push_str(&format!(" --seed {seed}"));
     command

@@ -77,6 +77,10 @@ pub struct SweepArgs {
     /// Do not pin the servers and the generator to separate CPUs.
     #[arg(long)]
     pub no_pin: bool,
+    /// Telemetry in every trial (app time, queue time behind nginx, GC), as
+    /// a plan's `telemetry = true`.
+    #[arg(long)]
+    pub telemetry: bool,
     /// Print the trials the sweep expands to and stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -350,6 +354,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             dry_run: args.dry_run,
             aa: false,
             control: None,
+            telemetry: args.telemetry,
         })
     })?;
     if args.dry_run {

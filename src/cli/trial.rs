@@ -82,6 +82,10 @@ pub struct ServerOptions {
     /// Keep server logs and rendered configs here [default: a temporary directory].
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Wrap the app in rackbench's telemetry middleware: app time, queue
+    /// time behind nginx, GC runs and time (docs/TELEMETRY.md).
+    #[arg(long)]
+    pub telemetry: bool,
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +202,7 @@ impl ServerOptions {
             interrupt,
             sample_interval: Duration::from_millis(200),
             stop_on_errors: false,
+            telemetry: self.telemetry,
         })
     }
 }
@@ -334,11 +339,49 @@ pub fn render_trial(r: &TrialRecord) -> String {
         m.uss_peak_bytes.map_or("-".into(), fmt_bytes),
         m.processes_peak
     );
+    render_inside(&mut s, r);
     if let Some(e) = &r.server_exit {
         let _ = writeln!(s, "  SERVER DIED: {e}");
     }
     let _ = writeln!(s, "  logs:        {}", r.dir);
     s
+}
+
+/// The accept queue, and with telemetry where the time went inside.
+fn render_inside(s: &mut String, r: &TrialRecord) {
+    use std::fmt::Write;
+    let m = &r.server_metrics;
+    if let Some(q) = &m.accept_queue {
+        let _ = writeln!(
+            s,
+            "  queue:       accept queue max {}, mean {:.1} (connections waiting for a worker)",
+            q.max, q.mean
+        );
+    }
+    if !r.telemetry {
+        return;
+    }
+    let Some(t) = m.telemetry.as_ref().filter(|t| t.requests > 0) else {
+        let _ = writeln!(
+            s,
+            "  inside:      telemetry was on but no request reached the middleware; see the server log"
+        );
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "  inside:      app p50 {}, p99 {}{}; GC {:.1} per 1k requests{}, {:.0} objects per request ({} requests, {} processes)",
+        fmt_us(t.app_us.p50),
+        fmt_us(t.app_us.p99),
+        t.queue_us
+            .map_or(String::new(), |q| format!("; queue p50 {}, p99 {}", fmt_us(q.p50), fmt_us(q.p99))),
+        t.gc_runs_per_1k_requests,
+        t.gc_time_share
+            .map_or(String::new(), |g| format!(", {:.1}% of app time", g * 100.0)),
+        t.allocated_objects_per_request,
+        t.requests,
+        t.processes
+    );
 }
 
 pub fn run(args: TrialArgs) -> Result<ExitCode> {
@@ -376,4 +419,24 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trial with telemetry prints where the time went; one without
+    /// says nothing of it (a real record: tests/contracts/trial-v1.json).
+    #[test]
+    fn the_trial_text_says_what_telemetry_saw() {
+        let mut r: TrialRecord =
+            serde_json::from_str(include_str!("../../tests/contracts/trial-v1.json")).unwrap();
+        let text = render_trial(&r);
+        assert!(text.contains("  inside:      app p50 "), "{text}");
+        assert!(text.contains("per 1k requests"), "{text}");
+        assert!(text.contains("  queue:       accept queue max "), "{text}");
+        r.telemetry = false;
+        r.server_metrics.telemetry = None;
+        assert!(!render_trial(&r).contains("inside:"));
+    }
 }

@@ -153,6 +153,11 @@ pub struct NginxConf<'a> {
     pub dir: &'a str,
     pub host: &'a str,
     pub port: u16,
+    /// Stamp each proxied request with `X-Request-Start: t=<msec>`, from
+    /// which the telemetry middleware takes queue time. Only with
+    /// telemetry on, so a trial without it sends the server exactly the
+    /// requests earlier runs did and stays comparable with them.
+    pub request_start: bool,
 }
 
 impl NginxConf<'_> {
@@ -177,7 +182,15 @@ impl NginxConf<'_> {
             .set("keepalive", self.keepalive)
             .set("http_version", self.http)
             .set("host", self.host)
-            .set("port", self.port);
+            .set("port", self.port)
+            .set(
+                "request_start",
+                if self.request_start {
+                    r#"proxy_set_header X-Request-Start "t=${msec}";"#
+                } else {
+                    ""
+                },
+            );
         template::render(text, &v)
     }
 }
@@ -195,6 +208,7 @@ mod tests {
             dir: "/tmp/t",
             host: "127.0.0.1",
             port: 8080,
+            request_start: false,
         }
         .render()
         .unwrap()
@@ -209,6 +223,34 @@ mod tests {
             .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
             .filter(|d| !d.is_empty())
             .collect()
+    }
+
+    /// Telemetry's queue time is nginx's stamp: present with it on, and
+    /// absent without, so other trials send what earlier runs sent.
+    #[test]
+    fn the_front_stamps_x_request_start_only_for_telemetry() {
+        let ups = ["unix:/s.sock".to_string()];
+        let mut c = NginxConf {
+            workers: 1,
+            keepalive: 64,
+            http: HttpVersion::V1_1,
+            upstreams: &ups,
+            dir: "/tmp/t",
+            host: "127.0.0.1",
+            port: 8080,
+            request_start: true,
+        };
+        let on = c.render().unwrap();
+        assert!(
+            on.contains(r#"proxy_set_header X-Request-Start "t=${msec}";"#),
+            "{on}"
+        );
+        c.request_start = false;
+        let off = directives(&c.render().unwrap());
+        assert!(
+            !off.iter().any(|d| d.contains("X-Request-Start")),
+            "{off:#?}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use crate::server::probe::Answer;
 use crate::server::spec::{read_version, Missing, ServerSpec};
 use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
 use crate::server::template::{self, Vars};
+use crate::telemetry::{AcceptQueue, Listen, Telemetry};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -170,6 +171,9 @@ pub struct TrialSpec {
     /// (break-point steps: a failing level needs no full run to be known
     /// as failing).
     pub stop_on_errors: bool,
+    /// Put rackbench's telemetry middleware around the app (app time,
+    /// queue time behind nginx, GC): docs/TELEMETRY.md.
+    pub telemetry: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -207,6 +211,21 @@ pub struct ServerMetrics {
     pub cpu_ms_per_request: Option<f64>,
     /// The full sampler output (timeline included).
     pub samples: SamplerReport,
+    /// What the telemetry middleware saw inside the server, over the
+    /// counted window (`--telemetry`; docs/TELEMETRY.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+    /// The server's own listening socket's accept queue over the counted
+    /// window, summed over its instances. Sampled on every trial: it needs
+    /// nothing from the app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue: Option<AcceptQueue>,
+    /// The server's own view of its queue, per field its adapter names
+    /// (puma: backlog, running, pool_capacity), summed over instances and
+    /// workers, over the counted window. Telemetry on, servers with
+    /// `stats` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats: Option<BTreeMap<String, AcceptQueue>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -258,6 +277,10 @@ pub struct TrialRecord {
     /// break-point step that failed).
     #[serde(default)]
     pub stopped_on_errors: bool,
+    /// Whether the telemetry middleware was on (false in records made
+    /// before it existed).
+    #[serde(default)]
+    pub telemetry: bool,
     pub interrupted: bool,
     /// Where the server's log and rendered files are.
     pub dir: String,
@@ -318,7 +341,7 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let prep = prepare(&spec)?;
     let mut servers = start_servers(&spec, &prep)?;
     let cfg = load_config(&spec, &servers, &prep.host)?;
-    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep.dir);
+    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep);
     Ok(record(spec, prep, servers, outcome?, started_at))
 }
 
@@ -373,6 +396,31 @@ struct Prepared {
     threads: u32,
     settings: BTreeMap<String, String>,
     env: BTreeMap<String, String>,
+    /// The telemetry wrapper around the app, when on: the server is given
+    /// its rackup as `{{app}}` (`{{app_dir}}` and the working directory
+    /// stay the app's own) and its environment besides `env`.
+    telemetry: Option<crate::telemetry::Wrapper>,
+}
+
+impl Prepared {
+    /// The rackup file the server is given: the app's, or the telemetry
+    /// wrapper around it.
+    fn rackup(&self) -> &Path {
+        self.telemetry
+            .as_ref()
+            .map_or(&self.app_file, |w| &w.rackup)
+    }
+
+    /// The server's environment: the trial's, plus telemetry's directory.
+    /// Only `env` goes into the record, so a group's settings read the
+    /// same with telemetry on or off.
+    fn launch_env(&self) -> BTreeMap<String, String> {
+        let mut env = self.env.clone();
+        if let Some(w) = &self.telemetry {
+            env.extend(w.env.iter().cloned());
+        }
+        env
+    }
 }
 
 fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
@@ -402,6 +450,20 @@ fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     settings.extend(spec.settings.clone());
     let mut env: BTreeMap<String, String> = s.env.clone();
     env.extend(spec.env.iter().cloned());
+    let telemetry = if spec.telemetry {
+        let w = crate::telemetry::write_wrapper(
+            &app_file,
+            &dir.join("telemetry-wrapper"),
+            &dir.join("telemetry"),
+        )
+        .map_err(|e| TrialError::Io {
+            dir: dir.display().to_string(),
+            source: std::io::Error::other(format!("{e:#}")),
+        })?;
+        Some(w)
+    } else {
+        None
+    };
     Ok(Prepared {
         dir,
         app_file,
@@ -413,6 +475,7 @@ fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
         threads: spec.threads.unwrap_or(s.default_threads),
         settings,
         env,
+        telemetry,
     })
 }
 
@@ -432,14 +495,15 @@ struct Servers {
 /// Starts the server (one copy, or several behind nginx), then nginx in
 /// front if asked, each verified with the app's answer before the next.
 fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers, TrialError> {
+    let env = prep.launch_env();
     let started = start_instances(&Instances {
         spec,
         count: spec.topology.instances(),
         workers: prep.workers,
         threads: prep.threads,
         settings: &prep.settings,
-        env: &prep.env,
-        app_file: &prep.app_file,
+        env: &env,
+        app_file: prep.rackup(),
         app_dir: &prep.app_dir,
         dir: &prep.dir,
         run_dir: &prep.run_dir.0,
@@ -484,6 +548,7 @@ fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers, TrialErro
             dir: &prep.dir.display().to_string(),
             host: &prep.host,
             port: front_port,
+            request_start: spec.telemetry,
         };
         let (n, ncmd) = start_nginx(spec, &conf, &prep.dir)?;
         servers.commands.push(ncmd.clone());
@@ -539,6 +604,9 @@ struct Watched {
     samples: SamplerReport,
     server_exit: Option<String>,
     killed: Vec<u32>,
+    telemetry: Option<Telemetry>,
+    accept_queue: Option<AcceptQueue>,
+    server_stats: Option<BTreeMap<String, AcceptQueue>>,
 }
 
 /// Runs the load while the samplers watch the server (and nginx) and a
@@ -549,27 +617,15 @@ fn load_while_watching(
     spec: &TrialSpec,
     mut cfg: LoadConfig,
     servers: &mut Servers,
-    dir: &Path,
+    prep: &Prepared,
 ) -> Result<Watched, TrialError> {
+    let dir = &prep.dir;
     // The load has a flag of its own: Ctrl-C (the trial's flag) sets it
     // through the watcher, and so does the server dying or a failing
     // break-point step, without stopping anything beyond this trial.
     let load_flag = Arc::new(AtomicBool::new(false));
     cfg.interrupt = Arc::clone(&load_flag);
-    servers.commands.push(format!(
-        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
-        cfg.url,
-        cfg.connections,
-        cfg.threads,
-        cfg.duration.map_or(String::new(), |d| format!("-d {d:?} ")),
-        cfg.requests.map_or(String::new(), |n| format!("-n {n} ")),
-        cfg.warmup,
-        if cfg.keep_alive {
-            ""
-        } else {
-            " --no-keepalive"
-        }
-    ));
+    servers.commands.push(load_command(&cfg));
 
     // Further instances are rackbench's children too: `adopted_by` takes
     // them in, so the sampled "server" is every instance's tree.
@@ -579,6 +635,8 @@ fn load_while_watching(
         exclude: servers.nginx.iter().map(|n| n.pid).collect(),
     };
     let sampler = Arc::new(Sampler::start_scope(scope, spec.sample_interval));
+    let queue = QueueWatch::start(&servers.started.endpoints);
+    let stats = StatsWatch::start(&servers.started.stats, &spec.server);
     let nginx_sampler = servers
         .nginx
         .as_ref()
@@ -588,36 +646,22 @@ fn load_while_watching(
     let died = Arc::new(AtomicBool::new(false));
     let load_done = Arc::new(AtomicBool::new(false));
     let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
-    let watcher = {
-        let mut mark = WindowMark {
+    let watcher = spawn_watcher(
+        WindowMark {
             window: Arc::clone(&window),
             samplers: std::iter::once(Arc::clone(&sampler))
                 .chain(nginx_sampler.clone())
                 .collect(),
             marked: false,
-        };
-        let (died, load_done, interrupt, user_stop) = (
+        },
+        servers.started.pids(),
+        [
             Arc::clone(&died),
             Arc::clone(&load_done),
             Arc::clone(&load_flag),
             Arc::clone(&spec.interrupt),
-        );
-        let pids = servers.started.pids();
-        std::thread::spawn(move || {
-            while !load_done.load(Ordering::Relaxed) {
-                mark.poll(Instant::now());
-                if user_stop.load(Ordering::Relaxed) {
-                    interrupt.store(true, Ordering::Relaxed);
-                }
-                if !pids.iter().all(|&p| supervisor::is_alive(p)) {
-                    died.store(true, Ordering::Relaxed);
-                    interrupt.store(true, Ordering::Relaxed);
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-    };
+        ],
+    );
     // nginx's error log from here on says why it answered a 5xx itself.
     let nginx_log = dir.join("nginx-error.log");
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
@@ -637,14 +681,20 @@ fn load_while_watching(
         .stop();
     servers.topo.nginx_metrics =
         nginx_sampler.map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
-    let server_exit = server_died.then(|| servers.started.exit_report(&spec.server.name));
-    let mut killed = Vec::new();
-    if let Some(mut n) = servers.nginx.take() {
-        killed.extend(n.stop());
+    let window_start = window.get().and_then(|w| w.start());
+    let accept_queue = queue.finish(window_start);
+    let server_stats = stats.and_then(|s| s.finish(window_start));
+    if prep.telemetry.is_some() {
+        // Every process's last second reaches its file before the stop:
+        // uWSGI's INT skips at_exit, and a killed worker writes nothing.
+        std::thread::sleep(Duration::from_secs_f64(flush_s(&prep.launch_env()) + 0.2));
     }
-    killed.extend(servers.started.stop());
-    // Helpers the server daemonized (now ours, as subreaper) go too.
-    killed.extend(supervisor::stop_adopted(&[], spec.grace));
+    let server_exit = server_died.then(|| servers.started.exit_report(&spec.server.name));
+    let killed = stop_all(spec, servers);
+    let telemetry = prep
+        .telemetry
+        .as_ref()
+        .and_then(|w| read_telemetry(&w.data_dir, window_start));
     let mut report = report.map_err(TrialError::Load)?;
     if let Some(f) = report.first_failure.as_mut() {
         let front = servers.topo.nginx_command.is_some().then(|| {
@@ -660,7 +710,266 @@ fn load_while_watching(
         samples,
         server_exit,
         killed,
+        telemetry,
+        accept_queue,
+        server_stats,
     })
+}
+
+/// The equivalent `rackbench load` command, for the record.
+fn load_command(cfg: &LoadConfig) -> String {
+    format!(
+        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
+        cfg.url,
+        cfg.connections,
+        cfg.threads,
+        cfg.duration.map_or(String::new(), |d| format!("-d {d:?} ")),
+        cfg.requests.map_or(String::new(), |n| format!("-n {n} ")),
+        cfg.warmup,
+        if cfg.keep_alive {
+            ""
+        } else {
+            " --no-keepalive"
+        }
+    )
+}
+
+/// The watcher: every 20 ms marks the counted window for the samplers,
+/// passes Ctrl-C (`user_stop`) on to the load, and ends the load when a
+/// server process dies, until `load_done`. Flags: [died, load_done,
+/// load interrupt, user_stop].
+fn spawn_watcher(
+    mut mark: WindowMark,
+    pids: Vec<u32>,
+    flags: [Arc<AtomicBool>; 4],
+) -> std::thread::JoinHandle<()> {
+    let [died, load_done, interrupt, user_stop] = flags;
+    std::thread::spawn(move || {
+        while !load_done.load(Ordering::Relaxed) {
+            mark.poll(Instant::now());
+            if user_stop.load(Ordering::Relaxed) {
+                interrupt.store(true, Ordering::Relaxed);
+            }
+            if !pids.iter().all(|&p| supervisor::is_alive(p)) {
+                died.store(true, Ordering::Relaxed);
+                interrupt.store(true, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+/// Stops nginx, every instance, and the helpers the server daemonized
+/// (ours, as subreaper); returns the PIDs that needed SIGKILL.
+fn stop_all(spec: &TrialSpec, servers: &mut Servers) -> Vec<u32> {
+    let mut killed = Vec::new();
+    if let Some(mut n) = servers.nginx.take() {
+        killed.extend(n.stop());
+    }
+    killed.extend(servers.started.stop());
+    killed.extend(supervisor::stop_adopted(&[], spec.grace));
+    killed
+}
+
+/// Reads the server's own stats endpoint(s) four times a second until the
+/// load ends (see `server::spec::StatsSource`).
+struct StatsWatch {
+    fields: Vec<String>,
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(Instant, Vec<Option<f64>>)>>,
+}
+
+impl StatsWatch {
+    fn start(endpoints: &[(Endpoint, Vec<u8>)], server: &ServerSpec) -> Option<StatsWatch> {
+        let fields = server.stats.as_ref()?.fields.clone();
+        if endpoints.is_empty() {
+            return None;
+        }
+        let endpoints = endpoints.to_vec();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, names) = (Arc::clone(&stop), fields.clone());
+        let handle = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let mut sums: Vec<Option<f64>> = vec![None; names.len()];
+                for (endpoint, request) in &endpoints {
+                    let Ok(answer) =
+                        crate::server::probe::send(endpoint, request, Duration::from_millis(500))
+                    else {
+                        continue;
+                    };
+                    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(&answer.body) else {
+                        continue;
+                    };
+                    for (sum, name) in sums.iter_mut().zip(&names) {
+                        if let Some(v) = sum_field(&doc, name) {
+                            *sum = Some(sum.unwrap_or(0.0) + v);
+                        }
+                    }
+                }
+                samples.push((Instant::now(), sums));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            samples
+        });
+        Some(StatsWatch {
+            fields,
+            stop,
+            handle,
+        })
+    }
+
+    /// Per field, what was read from `origin` on; None when nothing was.
+    fn finish(self, origin: Option<Instant>) -> Option<BTreeMap<String, AcceptQueue>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self.handle.join().ok()?;
+        let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
+        let mut out = BTreeMap::new();
+        for (i, name) in self.fields.iter().enumerate() {
+            let mut rec = crate::telemetry::AcceptQueueRecorder::new();
+            for (at, sums) in &samples {
+                if let (true, Some(v)) = (*at >= origin, sums[i]) {
+                    rec.record((*at - origin).as_secs_f64(), v.max(0.0).round() as u32);
+                }
+            }
+            let q = rec.summary();
+            if q.samples > 0 {
+                out.insert(name.clone(), q);
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// The sum of every number under key `name` anywhere in `doc`: puma's
+/// single mode has `backlog` at the top, cluster mode once per worker
+/// under `worker_status[].last_status`.
+fn sum_field(doc: &serde_json::Value, name: &str) -> Option<f64> {
+    use serde_json::Value;
+    match doc {
+        Value::Object(map) => {
+            let mut total = map.get(name).and_then(Value::as_f64);
+            for (k, v) in map {
+                if k != name {
+                    if let Some(x) = sum_field(v, name) {
+                        total = Some(total.unwrap_or(0.0) + x);
+                    }
+                }
+            }
+            total
+        }
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| sum_field(v, name))
+            .fold(None, |acc, x| Some(acc.unwrap_or(0.0) + x)),
+        _ => None,
+    }
+}
+
+/// The middleware's flush interval the server runs with
+/// (`RACKBENCH_TELEMETRY_FLUSH_S` in its environment or ours, default 1 s,
+/// kept to the 0.05..60 the middleware accepts).
+fn flush_s(env: &BTreeMap<String, String>) -> f64 {
+    let key = crate::telemetry::FLUSH_ENV;
+    env.get(key)
+        .cloned()
+        .or_else(|| std::env::var(key).ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .map_or(1.0, |v| v.clamp(0.05, 60.0))
+}
+
+/// The telemetry of the counted window: lines written from its start on,
+/// timed from it. A directory that cannot be read is warned about, and the
+/// record then says telemetry was on with no figures.
+fn read_telemetry(data_dir: &Path, window_start: Option<Instant>) -> Option<Telemetry> {
+    let start = window_start.map(unix_time_of);
+    let opts = crate::telemetry::ReadOptions {
+        origin_unix_s: start,
+        since_unix_s: start,
+    };
+    match crate::telemetry::read(data_dir, opts) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("warning: telemetry in {}: {e:#}", data_dir.display());
+            None
+        }
+    }
+}
+
+/// The real-time clock's reading (seconds since the epoch) at `at`.
+fn unix_time_of(at: Instant) -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    now - Instant::now().saturating_duration_since(at).as_secs_f64()
+}
+
+/// How often the accept queue is read: often enough to see a queue that
+/// fills and drains within a second, and cheap (one /proc or netlink read
+/// per instance).
+const QUEUE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Samples the accept queue of the server's own listening sockets (not
+/// nginx's) from the servers' start until the load ends, summed over the
+/// instances: the connections waiting for any copy of the server, which is
+/// what the load feels. Timed from the counted window's start once known.
+struct QueueWatch {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<(Instant, u32)>>,
+}
+
+impl QueueWatch {
+    fn start(endpoints: &[Endpoint]) -> QueueWatch {
+        let listens: Vec<Listen> = endpoints
+            .iter()
+            .map(|e| match e {
+                Endpoint::Tcp(a) => Listen::Tcp(a.port()),
+                Endpoint::Unix(p) => Listen::Unix(p.clone()),
+            })
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let mut sum = None;
+                for l in &listens {
+                    match crate::telemetry::accept_queue_len(l) {
+                        Ok(Some(n)) => *sum.get_or_insert(0) += n,
+                        Ok(None) => {}
+                        // Unreadable here (no /proc, netlink refused): the
+                        // record has no accept queue rather than a wrong one.
+                        Err(_) => return Vec::new(),
+                    }
+                }
+                if let Some(n) = sum {
+                    samples.push((Instant::now(), n));
+                }
+                std::thread::sleep(QUEUE_INTERVAL);
+            }
+            samples
+        });
+        QueueWatch { stop, handle }
+    }
+
+    /// Stops sampling; what was seen from `origin` on (from the first
+    /// sample when the load never opened its window), or None.
+    fn finish(self, origin: Option<Instant>) -> Option<AcceptQueue> {
+        self.stop.store(true, Ordering::Relaxed);
+        let samples = self.handle.join().ok()?;
+        let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
+        let mut rec = crate::telemetry::AcceptQueueRecorder::new();
+        for (at, n) in samples {
+            if at >= origin {
+                rec.record((at - origin).as_secs_f64(), n);
+            }
+        }
+        let q = rec.summary();
+        (q.samples > 0).then_some(q)
+    }
 }
 
 /// The `rackbench/trial-v1` record of a finished trial.
@@ -677,6 +986,9 @@ fn record(
         samples,
         server_exit,
         killed,
+        telemetry,
+        accept_queue,
+        server_stats,
     } = watched;
     let started = &servers.started;
     let server_metrics = ServerMetrics {
@@ -690,6 +1002,9 @@ fn record(
         processes_peak: samples.processes_peak,
         cpu_ms_per_request: samples.cpu_ms_per_request(report.requests.ok),
         samples,
+        telemetry,
+        accept_queue,
+        server_stats,
     };
     TrialRecord {
         schema: SCHEMA.to_string(),
@@ -719,6 +1034,7 @@ fn record(
             body: started.answer.body_snippet(200),
         },
         stopped_on_errors: report.stopped_on_error,
+        telemetry: spec.telemetry,
         load: report,
         server_metrics,
         environment: Environment::capture(servers.commands.clone()),
@@ -788,6 +1104,9 @@ struct Started {
     config_file: Option<String>,
     /// The first instance's answer to the app's request.
     answer: Answer,
+    /// Each instance's own stats endpoint and the request that reads it
+    /// (telemetry on, for a server with `stats`).
+    stats: Vec<(Endpoint, Vec<u8>)>,
 }
 
 impl Started {
@@ -862,6 +1181,7 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
             status: 0,
             body: Vec::new(),
         },
+        stats: Vec::new(),
     };
     for i in 0..ctx.count {
         let file = |name: &str| instance_file(name, i, ctx.count);
@@ -903,6 +1223,9 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
         vars.set("listen", &listen)
             .set("bind", &listen)
             .set("listen_url", &listen_url);
+        if let Some(stats) = stats_endpoint(spec, &mut vars)? {
+            started.stats.push(stats);
+        }
         for (k, v) in ctx.settings {
             vars.set(k, v);
         }
@@ -957,6 +1280,50 @@ fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
         }
     }
     Ok(started)
+}
+
+/// With telemetry on and a server that reports its own queue (`stats` in
+/// its adapter): a free port and a token for it (`{{stats_port}}`,
+/// `{{stats_token}}`), and the GET that reads it. Without, the
+/// placeholders are empty and `{{?telemetry ...}}` leaves the command as
+/// it always was.
+fn stats_endpoint(
+    spec: &TrialSpec,
+    vars: &mut Vars,
+) -> Result<Option<(Endpoint, Vec<u8>)>, TrialError> {
+    vars.set("telemetry", spec.telemetry);
+    let source = spec.server.stats.as_ref().filter(|_| spec.telemetry);
+    let Some(source) = source else {
+        vars.set("stats_port", "").set("stats_token", "");
+        return Ok(None);
+    };
+    let port = free_port().map_err(TrialError::Port)?;
+    let token = format!("{:016x}", rand_token());
+    vars.set("stats_port", port).set("stats_token", &token);
+    let path = template::render(&source.path, vars).map_err(|e| TrialError::Template {
+        server: spec.server.name.clone(),
+        source: e,
+    })?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    Ok(Some((
+        Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], port))),
+        request.into_bytes(),
+    )))
+}
+
+/// A token no other local user can guess in the trial's lifetime (the
+/// stats endpoint listens on 127.0.0.1 only, but it can stop the server).
+fn rand_token() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 /// Renders nginx.conf into the trial directory, starts nginx and waits
@@ -1058,6 +1425,13 @@ impl TrialRecord {
         step.why = self.server_exit.clone();
         // Each step starts a server of its own: nothing to settle.
         step.settle_s = 0.0;
+        let m = &self.server_metrics;
+        if let Some(t) = m.telemetry.as_ref().filter(|t| t.requests > 0) {
+            step.app_p50_us = Some(t.app_us.p50);
+            step.queue_p50_us = t.queue_us.map(|q| q.p50);
+            step.gc_runs_per_1k_requests = Some(t.gc_runs_per_1k_requests);
+        }
+        step.accept_queue_max = m.accept_queue.as_ref().map(|q| q.max);
         step
     }
 }
@@ -1203,6 +1577,21 @@ impl LabServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// puma's stats: single mode at the top, cluster mode per worker.
+    #[test]
+    fn a_stats_field_is_summed_wherever_it_occurs() {
+        let single = serde_json::json!({"backlog": 3, "running": 5});
+        let cluster = serde_json::json!({"workers": 2, "worker_status": [
+            {"pid": 1, "last_status": {"backlog": 2, "running": 5}},
+            {"pid": 2, "last_status": {"backlog": 4, "running": 5}}
+        ]});
+        assert_eq!(sum_field(&single, "backlog"), Some(3.0));
+        assert_eq!(sum_field(&cluster, "backlog"), Some(6.0));
+        assert_eq!(sum_field(&cluster, "running"), Some(10.0));
+        assert_eq!(sum_field(&cluster, "nope"), None);
+        assert_eq!(sum_field(&serde_json::json!([]), "backlog"), None);
+    }
 
     /// Regression: under --warmup-until-steady the sampler was marked at
     /// the warm-up ceiling, not where the counted window began.

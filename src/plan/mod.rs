@@ -88,6 +88,10 @@ pub struct Plan {
     /// fields above once parsed.
     #[serde(default)]
     pub sweep: Option<sweep::SweepSection>,
+    /// Put the telemetry middleware around the app in every trial (app
+    /// time, queue time behind nginx, GC): `telemetry = true`.
+    #[serde(default)]
+    pub telemetry: bool,
 }
 
 /// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.

@@ -37,6 +37,8 @@ pub struct RunOptions {
     pub command: String,
     /// Seed of the shuffle within each round of repeats.
     pub seed: u64,
+    /// Telemetry on in every trial, whatever the plan says (`run --telemetry`).
+    pub telemetry: bool,
 }
 
 /// What the runner is doing, for whoever shows progress.
@@ -150,6 +152,7 @@ fn trial_spec(
         interrupt: Arc::clone(&opts.interrupt),
         sample_interval: Duration::from_millis(200),
         stop_on_errors: false,
+        telemetry: plan.telemetry || opts.telemetry,
     }
 }
 
@@ -577,6 +580,7 @@ mod tests {
             progress: None,
             command: String::new(),
             seed: 0,
+            telemetry: false,
         };
         let step = StepLoad {
             rate_mode: false,
@@ -613,6 +617,7 @@ mod tests {
             progress: None,
             command: String::new(),
             seed: 0,
+            telemetry: false,
         };
         let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
         assert_eq!(
@@ -625,5 +630,38 @@ mod tests {
                 instances: 4,
             }
         );
+    }
+
+    /// `telemetry = true` in a plan, or `run --telemetry`, turns it on in
+    /// every trial; neither leaves it off.
+    #[test]
+    fn telemetry_comes_from_the_plan_or_the_command_line() {
+        let mut reg = crate::server::spec::Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        let base =
+            "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [2]\n";
+        for (text, flag, want) in [
+            (format!("telemetry = true\n{base}"), false, true),
+            (base.to_string(), true, true),
+            (base.to_string(), false, false),
+        ] {
+            let plan = Plan::parse(&text, "t.toml").unwrap();
+            let e = plan.expand(&text, "t.toml", &reg).unwrap();
+            let opts = RunOptions {
+                out: PathBuf::from("/nonexistent"),
+                resume: false,
+                interrupt: Arc::new(AtomicBool::new(false)),
+                server_cpus: Vec::new(),
+                load_cpus: Vec::new(),
+                progress: None,
+                command: String::new(),
+                seed: 0,
+                telemetry: flag,
+            };
+            let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+            assert_eq!(spec.telemetry, want, "{text} --telemetry {flag}");
+        }
     }
 }

@@ -83,7 +83,11 @@ impl Report {
         let has_trials = !self.trials.is_empty();
         s.push_str("<nav><main style=\"padding:0 24px\">");
         if has_trials {
-            s.push_str("<a href=\"#summary\">Summary</a><a href=\"#throughput\">Throughput</a><a href=\"#latency\">Latency</a><a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a><a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
+            s.push_str("<a href=\"#summary\">Summary</a><a href=\"#throughput\">Throughput</a><a href=\"#latency\">Latency</a>");
+            if self.has_telemetry() {
+                s.push_str("<a href=\"#time-split\">Where the time goes</a>");
+            }
+            s.push_str("<a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a><a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
         }
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             s.push_str("<a href=\"#breakpoints\">Break points</a>");
@@ -95,6 +99,7 @@ impl Report {
             self.summary_table(&mut s, &variants);
             self.throughput(&mut s, &variants);
             self.latency(&mut s, &variants);
+            self.time_split(&mut s);
             self.timelines(&mut s);
             self.memory(&mut s, &variants);
             self.cpu(&mut s, &variants);
@@ -559,155 +564,318 @@ impl Report {
                 }
             );
             for t in rows {
-                let head = format!("Repeat {} ({})", t.planned.repeat, t.planned.id);
-                let _ = write!(
-                    s,
-                    "<div><h3>{} {}</h3>",
-                    esc(&head),
-                    if t.status == Status::Ok {
-                        String::new()
-                    } else {
-                        status_cell(t.status)
-                    }
-                );
-                let Some(r) = &t.record else {
-                    let _ = write!(
-                        s,
-                        "<p class=\"bad-text\">No timeline: {}</p><pre>{}</pre></div>",
-                        t.status.label(),
-                        esc(t.reason.as_deref().unwrap_or(""))
-                    );
-                    continue;
-                };
-                if let Some(reason) = &t.reason {
-                    let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&short(reason, 200)));
+                if self.trial_timeline(s, t) {
+                    drawn += 1;
                 }
-                let tl = &r.load.timeline;
-                if tl.is_empty() {
-                    s.push_str(
-                        "<p class=\"bad-text\">The record holds no timeline rows.</p></div>",
-                    );
-                    continue;
-                }
-                let tmax = tl.iter().map(|row| row.t_s + 1).max().unwrap_or(1) as f64;
-                let rmax = tl.iter().map(|row| row.rps).fold(1f64, f64::max);
-                let mut x = Axis::linear(0.0, tmax, "time since start (s)", &|v| num(v));
-                x.ticks.retain(|(v, _)| v.fract() == 0.0);
-                let y = Axis::linear(0.0, rmax * 1.1, "OK responses (req/s)", &fmt_count);
-                let mut p = Plot::new(570.0, 220.0, x.clone(), y).with_left(60.0);
-                for row in tl {
-                    let (a, b) = (row.t_s as f64, row.t_s as f64 + 1.0);
-                    if row.warmup {
-                        p.xband(a, b, "#999", 0.18, &format!("second {}: warm-up", row.t_s));
-                    }
-                    if row.errors > 0 {
-                        p.xband(
-                            a,
-                            b,
-                            RED,
-                            0.22,
-                            &format!("second {}: {} errors", row.t_s, row.errors),
-                        );
-                        p.text(
-                            a + 0.5,
-                            rmax * 1.02,
-                            &format!("{} err", row.errors),
-                            RED,
-                            "middle",
-                        );
-                    }
-                }
-                let pts: Vec<(f64, f64)> = tl
-                    .iter()
-                    .map(|row| (row.t_s as f64 + 0.5, row.rps))
-                    .collect();
-                p.line(&pts, "#1f5f9f", 2.0, false, "OK responses per second");
-                for row in tl {
-                    p.point(
-                        row.t_s as f64 + 0.5,
-                        row.rps,
-                        2.5,
-                        if row.errors > 0 { RED } else { "#1f5f9f" },
-                        &format!(
-                            "second {}: {:.0} req/s, {} ok, {} errors, p50 {}, p99 {}{}",
-                            row.t_s,
-                            row.rps,
-                            row.ok,
-                            row.errors,
-                            fmt_us(row.p50_us as f64),
-                            fmt_us(row.p99_us as f64),
-                            if row.warmup { " (warm-up)" } else { "" }
-                        ),
-                    );
-                }
-                p.legend("req/s", "#1f5f9f", false);
-                if tl.iter().any(|row| row.warmup) {
-                    p.legend("warm-up", "#bbb", false);
-                }
-                if tl.iter().any(|row| row.errors > 0) {
-                    p.legend("errors", RED, false);
-                }
-                let title = format!("Throughput per second, {}", t.planned.id);
-                s.push_str(&p.finish(&title, false));
-                // Latency per second.
-                let lat: Vec<&crate::load::report::TimelineRow> = tl
-                    .iter()
-                    .filter(|row| row.ok > 0 || row.p99_us > 0)
-                    .collect();
-                if !lat.is_empty() {
-                    let lo = lat
-                        .iter()
-                        .map(|row| row.p50_us.max(1) as f64)
-                        .fold(f64::MAX, f64::min);
-                    let hi = lat
-                        .iter()
-                        .map(|row| row.p99_us.max(1) as f64)
-                        .fold(1f64, f64::max);
-                    let y = Axis::log(lo, hi, "latency per second (log)", &fmt_us_short);
-                    let mut p = Plot::new(570.0, 180.0, x, y).with_left(60.0);
-                    for row in tl {
-                        if row.warmup {
-                            p.xband(
-                                row.t_s as f64,
-                                row.t_s as f64 + 1.0,
-                                "#999",
-                                0.18,
-                                "warm-up",
-                            );
-                        }
-                        if row.errors > 0 {
-                            p.xband(
-                                row.t_s as f64,
-                                row.t_s as f64 + 1.0,
-                                RED,
-                                0.22,
-                                &format!("{} errors", row.errors),
-                            );
-                        }
-                    }
-                    let p50: Vec<(f64, f64)> = lat
-                        .iter()
-                        .map(|row| (row.t_s as f64 + 0.5, row.p50_us.max(1) as f64))
-                        .collect();
-                    let p99: Vec<(f64, f64)> = lat
-                        .iter()
-                        .map(|row| (row.t_s as f64 + 0.5, row.p99_us.max(1) as f64))
-                        .collect();
-                    p.line(&p50, "#59a14f", 1.8, false, "p50 per second");
-                    p.line(&p99, "#b07aa1", 1.8, false, "p99 per second");
-                    p.legend("p50", "#59a14f", false);
-                    p.legend("p99", "#b07aa1", false);
-                    let title = format!("Latency per second, {}", t.planned.id);
-                    s.push_str(&p.finish(&title, false));
-                }
-                s.push_str("</div>");
-                drawn += 1;
             }
             s.push_str("</div></details>");
         }
         if drawn == 0 {
             s.push_str("<p class=\"bad-text\">No run has a timeline.</p><svg width=\"0\" height=\"0\"></svg>");
         }
+        s.push_str("</section>\n");
+    }
+
+    /// One run's timeline charts; false when it has none to draw.
+    fn trial_timeline(&self, s: &mut String, t: &TrialRow) -> bool {
+        let head = format!("Repeat {} ({})", t.planned.repeat, t.planned.id);
+        let _ = write!(
+            s,
+            "<div><h3>{} {}</h3>",
+            esc(&head),
+            if t.status == Status::Ok {
+                String::new()
+            } else {
+                status_cell(t.status)
+            }
+        );
+        let Some(r) = &t.record else {
+            let _ = write!(
+                s,
+                "<p class=\"bad-text\">No timeline: {}</p><pre>{}</pre></div>",
+                t.status.label(),
+                esc(t.reason.as_deref().unwrap_or(""))
+            );
+            return false;
+        };
+        if let Some(reason) = &t.reason {
+            let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&short(reason, 200)));
+        }
+        let tl = &r.load.timeline;
+        if tl.is_empty() {
+            s.push_str("<p class=\"bad-text\">The record holds no timeline rows.</p></div>");
+            return false;
+        }
+        let tmax = tl.iter().map(|row| row.t_s + 1).max().unwrap_or(1) as f64;
+        let rmax = tl.iter().map(|row| row.rps).fold(1f64, f64::max);
+        let mut x = Axis::linear(0.0, tmax, "time since start (s)", &|v| num(v));
+        x.ticks.retain(|(v, _)| v.fract() == 0.0);
+        let y = Axis::linear(0.0, rmax * 1.1, "OK responses (req/s)", &fmt_count);
+        let mut p = Plot::new(570.0, 220.0, x.clone(), y).with_left(60.0);
+        for row in tl {
+            let (a, b) = (row.t_s as f64, row.t_s as f64 + 1.0);
+            if row.warmup {
+                p.xband(a, b, "#999", 0.18, &format!("second {}: warm-up", row.t_s));
+            }
+            if row.errors > 0 {
+                p.xband(
+                    a,
+                    b,
+                    RED,
+                    0.22,
+                    &format!("second {}: {} errors", row.t_s, row.errors),
+                );
+                p.text(
+                    a + 0.5,
+                    rmax * 1.02,
+                    &format!("{} err", row.errors),
+                    RED,
+                    "middle",
+                );
+            }
+        }
+        let pts: Vec<(f64, f64)> = tl
+            .iter()
+            .map(|row| (row.t_s as f64 + 0.5, row.rps))
+            .collect();
+        p.line(&pts, "#1f5f9f", 2.0, false, "OK responses per second");
+        for row in tl {
+            p.point(
+                row.t_s as f64 + 0.5,
+                row.rps,
+                2.5,
+                if row.errors > 0 { RED } else { "#1f5f9f" },
+                &format!(
+                    "second {}: {:.0} req/s, {} ok, {} errors, p50 {}, p99 {}{}",
+                    row.t_s,
+                    row.rps,
+                    row.ok,
+                    row.errors,
+                    fmt_us(row.p50_us as f64),
+                    fmt_us(row.p99_us as f64),
+                    if row.warmup { " (warm-up)" } else { "" }
+                ),
+            );
+        }
+        p.legend("req/s", "#1f5f9f", false);
+        if tl.iter().any(|row| row.warmup) {
+            p.legend("warm-up", "#bbb", false);
+        }
+        if tl.iter().any(|row| row.errors > 0) {
+            p.legend("errors", RED, false);
+        }
+        let title = format!("Throughput per second, {}", t.planned.id);
+        s.push_str(&p.finish(&title, false));
+        latency_timeline(s, tl, x.clone(), &t.planned.id);
+        server_timeline(s, r, x, &t.planned.id);
+        s.push_str("</div>");
+        true
+    }
+}
+
+/// Latency per second of one run: p50 and p99 of that second's OK
+/// responses, log scale.
+fn latency_timeline(s: &mut String, tl: &[crate::load::report::TimelineRow], x: Axis, id: &str) {
+    let lat: Vec<&crate::load::report::TimelineRow> = tl
+        .iter()
+        .filter(|row| row.ok > 0 || row.p99_us > 0)
+        .collect();
+    if !lat.is_empty() {
+        let lo = lat
+            .iter()
+            .map(|row| row.p50_us.max(1) as f64)
+            .fold(f64::MAX, f64::min);
+        let hi = lat
+            .iter()
+            .map(|row| row.p99_us.max(1) as f64)
+            .fold(1f64, f64::max);
+        let y = Axis::log(lo, hi, "latency per second (log)", &fmt_us_short);
+        let mut p = Plot::new(570.0, 180.0, x, y).with_left(60.0);
+        for row in tl {
+            if row.warmup {
+                p.xband(
+                    row.t_s as f64,
+                    row.t_s as f64 + 1.0,
+                    "#999",
+                    0.18,
+                    "warm-up",
+                );
+            }
+            if row.errors > 0 {
+                p.xband(
+                    row.t_s as f64,
+                    row.t_s as f64 + 1.0,
+                    RED,
+                    0.22,
+                    &format!("{} errors", row.errors),
+                );
+            }
+        }
+        let p50: Vec<(f64, f64)> = lat
+            .iter()
+            .map(|row| (row.t_s as f64 + 0.5, row.p50_us.max(1) as f64))
+            .collect();
+        let p99: Vec<(f64, f64)> = lat
+            .iter()
+            .map(|row| (row.t_s as f64 + 0.5, row.p99_us.max(1) as f64))
+            .collect();
+        p.line(&p50, "#59a14f", 1.8, false, "p50 per second");
+        p.line(&p99, "#b07aa1", 1.8, false, "p99 per second");
+        p.legend("p50", "#59a14f", false);
+        p.legend("p99", "#b07aa1", false);
+        let title = format!("Latency per second, {id}");
+        s.push_str(&p.finish(&title, false));
+    }
+}
+
+/// Inside the server, second by second on the load's clock: the accept
+/// queue (connections waiting for a worker) and, with telemetry, GC runs.
+/// Both are timed from the counted window's start, which is the load
+/// timeline's first counted second.
+fn server_timeline(s: &mut String, r: &crate::lab::trial::TrialRecord, x: Axis, id: &str) {
+    let m = &r.server_metrics;
+    let queue = m.accept_queue.as_ref().filter(|q| !q.timeline.is_empty());
+    let gc = m.telemetry.as_ref().filter(|t| !t.timeline.is_empty());
+    if queue.is_none() && gc.is_none() {
+        return;
+    }
+    let offset = r
+        .load
+        .timeline
+        .iter()
+        .find(|row| !row.warmup)
+        .map_or(0.0, |row| row.t_s as f64);
+    let q_pts: Vec<(f64, f64)> = queue.map_or(Vec::new(), |q| {
+        q.timeline
+            .iter()
+            .map(|sec| (offset + sec.t_s as f64 + 0.5, sec.mean))
+            .collect()
+    });
+    let gc_pts: Vec<(f64, f64)> = gc.map_or(Vec::new(), |t| {
+        t.timeline
+            .iter()
+            .map(|sec| (offset + sec.t_s as f64 + 0.5, sec.gc_runs as f64))
+            .collect()
+    });
+    // Seconds past the load's last (the sampler's final partial second)
+    // fall off the shared time axis.
+    let inside = |pts: Vec<(f64, f64)>| -> Vec<(f64, f64)> {
+        pts.into_iter().filter(|p| p.0 <= x.max).collect()
+    };
+    let (q_pts, gc_pts) = (inside(q_pts), inside(gc_pts));
+    let ymax = q_pts
+        .iter()
+        .chain(&gc_pts)
+        .map(|p| p.1)
+        .fold(1f64, f64::max);
+    let y = Axis::linear(0.0, ymax * 1.1, "count per second", &fmt_count);
+    let mut p = Plot::new(570.0, 160.0, x, y).with_left(60.0);
+    if !q_pts.is_empty() {
+        p.line(
+            &q_pts,
+            "#e15759",
+            1.8,
+            false,
+            "accept queue, mean connections waiting",
+        );
+        for (x, v) in &q_pts {
+            p.point(
+                *x,
+                *v,
+                2.0,
+                "#e15759",
+                &format!("accept queue {v:.1} waiting"),
+            );
+        }
+        p.legend("accept queue", "#e15759", false);
+    }
+    if !gc_pts.is_empty() {
+        p.line(&gc_pts, "#f28e2b", 1.8, true, "GC runs per second");
+        for (x, v) in &gc_pts {
+            p.point(*x, *v, 2.0, "#f28e2b", &format!("{v:.0} GC runs"));
+        }
+        p.legend("GC runs/s", "#f28e2b", true);
+    }
+    s.push_str(&p.finish(&format!("Inside the server per second, {id}"), false));
+}
+
+impl Report {
+    fn has_telemetry(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.good().is_some_and(|sum| sum.telemetry.is_some()))
+    }
+
+    /// Where the time goes: per trial group with telemetry, the client's
+    /// mean latency as one stacked bar of queue (behind nginx), app time
+    /// less GC, GC, and the rest. Means, because they add up: p50s of
+    /// parts do not make the p50 of the whole.
+    fn time_split(&self, s: &mut String) {
+        let rows: Vec<(&Group, super::text::TimeSplit)> = self
+            .groups
+            .iter()
+            .filter_map(|g| g.good().and_then(super::text::time_split).map(|v| (g, v)))
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        s.push_str("<section class=\"chart\" id=\"time-split\"><h2>Where the time goes</h2><p class=\"note\">The client's mean latency per trial group (median over its runs), split by the telemetry middleware inside the server: <b>queue</b> is the wait between nginx and the app (nginx's X-Request-Start stamp; behind nginx only), <b>app</b> the app's own time less <b>GC</b> (GC time per request), and the <b>rest</b> is everything outside the app: the server's parsing and writing, nginx, the network and the client; served directly, the rest includes the wait in the kernel's accept queue (see each trial's timeline). Means add up where percentiles do not.</p>");
+        let total = |v: &super::text::TimeSplit| v.queue_us + v.app_us + v.rest_us;
+        let xmax = rows.iter().map(|(_, v)| total(v)).fold(0f64, f64::max);
+        let x = Axis::linear(
+            0.0,
+            if xmax > 0.0 { xmax * 1.12 } else { 1.0 },
+            "mean latency per request",
+            &fmt_us_short,
+        );
+        let y = Axis {
+            min: 0.0,
+            max: rows.len() as f64,
+            log: false,
+            label: String::new(),
+            ticks: Vec::new(),
+        };
+        let row_h = 24.0;
+        let mut p =
+            Plot::new(1150.0, 28.0 + 46.0 + row_h * rows.len() as f64, x, y).with_left(330.0);
+        let parts = [
+            ("queue", "#4e79a7"),
+            ("app", "#59a14f"),
+            ("GC", "#f28e2b"),
+            ("rest", "#bab0ac"),
+        ];
+        for (i, (g, v)) in rows.iter().enumerate() {
+            let top = p.plot_top() + row_h * i as f64 + 4.0;
+            let label = format!(
+                "{} · {} · {} · {}",
+                g.planned.variant,
+                g.planned.app,
+                front(&g.planned),
+                load_label(&g.planned)
+            );
+            p.text_px(p.plot_left() - 8.0, top + 12.0, &label, "#222", "end");
+            let mut at = 0.0;
+            let lens = [v.queue_us, v.app_us - v.gc_us, v.gc_us, v.rest_us];
+            for ((name, c), len) in parts.iter().zip(lens) {
+                if len > 0.0 {
+                    let tip = format!("{label}: {name} {}", fmt_us(len));
+                    p.hspan_px(at, at + len, top, 16.0, c, &tip);
+                }
+                at += len;
+            }
+            let end = p.px(at) + 6.0;
+            p.text_px(
+                end,
+                top + 12.0,
+                &format!("{} mean", fmt_us(at)),
+                "#333",
+                "start",
+            );
+        }
+        for (name, c) in parts {
+            p.legend(name, c, false);
+        }
+        s.push_str(&p.finish("Mean latency: queue, app, GC and the rest", true));
         s.push_str("</section>\n");
     }
 

@@ -274,6 +274,18 @@ impl Plot {
         );
     }
 
+    /// A horizontal bar from `v0` to `v1` at pixel row `py`: one part of
+    /// a stacked bar.
+    pub fn hspan_px(&mut self, v0: f64, v1: f64, py: f64, height: f64, color: &str, title: &str) {
+        let (a, b) = (self.px(v0), self.px(v1));
+        let _ = write!(
+            self.body,
+            "<rect x=\"{a:.1}\" y=\"{py:.1}\" width=\"{:.1}\" height=\"{height:.1}\" fill=\"{color}\"><title>{}</title></rect>",
+            (b - a).max(0.0),
+            esc(title)
+        );
+    }
+
     /// A vertical marker line across the plot with a label at the top.
     pub fn vline(&mut self, x: f64, color: &str, label: &str) {
         let px = self.px(x);

@@ -52,6 +52,87 @@ fn f3(v: f64) -> String {
     format!("{v:.4}")
 }
 
+/// The client's mean latency split by telemetry, µs. Means add up where
+/// percentiles do not.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeSplit {
+    /// Between nginx and the app (0 without nginx).
+    pub queue_us: f64,
+    /// The app's own time, GC included.
+    pub app_us: f64,
+    /// The GC part of `app_us`.
+    pub gc_us: f64,
+    /// The rest: the server's parsing and writing, nginx, the network and
+    /// the client.
+    pub rest_us: f64,
+}
+
+pub(crate) fn time_split(sum: &GroupSummary) -> Option<TimeSplit> {
+    let t = sum.telemetry.as_ref()?;
+    let queue_us = t.queue_mean_us.map_or(0.0, |q| q.median);
+    let app_us = t.app_mean_us.median;
+    Some(TimeSplit {
+        queue_us,
+        app_us,
+        gc_us: t.gc_mean_us.map_or(0.0, |g| g.median.min(app_us)),
+        rest_us: (sum.latency_mean_us.median - queue_us - app_us).max(0.0),
+    })
+}
+
+/// "Where the time goes" under a section's table, for the groups that had
+/// telemetry on (nothing when none had).
+fn md_time_split(s: &mut String, groups: &[&Group]) {
+    let with: Vec<(&Group, &GroupSummary)> = groups
+        .iter()
+        .filter_map(|g| {
+            g.good()
+                .filter(|sum| sum.telemetry.is_some())
+                .map(|sum| (*g, sum))
+        })
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Where the time goes (telemetry: inside the server; the rest is the server's own parsing and writing, nginx, the network and the client):\n"
+    );
+    let _ = writeln!(
+        s,
+        "| Server | Load | queue p50 (ms) | app p50 (ms) | GC/1k req | GC time % | Mean: queue / app (GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|:--|"
+    );
+    for (g, sum) in with {
+        let t = sum.telemetry.as_ref().expect("filtered");
+        let TimeSplit {
+            queue_us: queue,
+            app_us: app,
+            gc_us: gc,
+            rest_us: rest,
+        } = time_split(sum).expect("has telemetry");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.1} | {} | {} / {} ({}) / {} | {} |",
+            md_cell(&g.planned.variant),
+            load_label(&g.planned),
+            t.queue_p50_us.map_or("-".into(), |q| fmt_ms(q.median)),
+            fmt_ms(t.app_p50_us.median),
+            t.gc_runs_per_1k_requests.median,
+            t.gc_time_share
+                .map_or("-".into(), |g| format!("{:.1}", g.median * 100.0)),
+            if t.queue_mean_us.is_some() {
+                fmt_ms(queue)
+            } else {
+                "-".into()
+            },
+            fmt_ms(app),
+            fmt_ms(gc),
+            fmt_ms(rest),
+            md_cell(&g.short_notes())
+        );
+    }
+    s.push('\n');
+}
+
 impl Report {
     /// The table printed on the terminal, then what is missing or failed.
     pub fn terminal(&self) -> String {
@@ -174,6 +255,20 @@ impl Report {
     /// Markdown in the style of costajob's README tables.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
+        self.md_header(&mut s);
+        self.md_groups(&mut s);
+        self.md_incomplete(&mut s);
+        self.md_errors(&mut s);
+        self.md_breakpoints(&mut s);
+        self.md_skipped_and_warnings(&mut s);
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    }
+
+    /// The plan, the machine, the command, the trial counts and how to
+    /// read the tables.
+    fn md_header(&self, s: &mut String) {
         let m = self.manifest.as_ref();
         let _ = writeln!(
             s,
@@ -225,6 +320,11 @@ impl Report {
              with fewer than 10 responses beyond it, or a throughput from fewer than 200; a row \
              with more than 1% errors is not a result. The notes say which.\n"
         );
+    }
+
+    /// One table per app and front, one row per trial group, and where
+    /// the time went when telemetry was on.
+    fn md_groups(&self, s: &mut String) {
         for ((app, fr), groups) in self.sections() {
             let _ = writeln!(s, "## {app}, {fr}\n");
             let _ = writeln!(
@@ -232,7 +332,7 @@ impl Report {
                 "| Server | Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
             );
             let _ = writeln!(s, "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|");
-            for g in groups {
+            for g in &groups {
                 let p = &g.planned;
                 let lead = format!(
                     "| {} | {} | {}/{} ",
@@ -277,7 +377,11 @@ impl Report {
                 }
             }
             s.push('\n');
+            md_time_split(s, &groups);
         }
+    }
+
+    fn md_incomplete(&self, s: &mut String) {
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "## Trials not completed\n");
@@ -293,6 +397,9 @@ impl Report {
             }
             s.push('\n');
         }
+    }
+
+    fn md_errors(&self, s: &mut String) {
         let with_errors: Vec<_> = self
             .trials
             .iter()
@@ -338,6 +445,9 @@ impl Report {
             }
             s.push('\n');
         }
+    }
+
+    fn md_breakpoints(&self, s: &mut String) {
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             let _ = writeln!(s, "## Break points\n");
             let _ = writeln!(
@@ -379,7 +489,10 @@ impl Report {
             }
             s.push('\n');
         }
-        if let Some(m) = m.filter(|m| !m.skipped.is_empty()) {
+    }
+
+    fn md_skipped_and_warnings(&self, s: &mut String) {
+        if let Some(m) = self.manifest.as_ref().filter(|m| !m.skipped.is_empty()) {
             let _ = writeln!(s, "## Skipped combinations\n");
             for k in &m.skipped {
                 let _ = writeln!(s, "- {}", md_cell(k));
@@ -393,9 +506,6 @@ impl Report {
             }
             s.push('\n');
         }
-        s.truncate(s.trim_end().len());
-        s.push('\n');
-        s
     }
 
     /// One row per trial group: medians, ranges and run counts.
@@ -434,6 +544,21 @@ fn good(g: &Group, figure: impl Fn(&GroupSummary) -> String) -> String {
 /// A figure of a trial's record; empty when it has none (failed, missing).
 fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
     t.record.as_ref().map_or(String::new(), figure)
+}
+
+/// A telemetry figure of a group's good runs; empty without telemetry.
+fn told(g: &Group, figure: impl Fn(&crate::store::summary::TelemetrySummary) -> String) -> String {
+    g.good()
+        .and_then(|m| m.telemetry.as_ref())
+        .map_or(String::new(), figure)
+}
+
+/// A telemetry figure of a trial's record; empty without telemetry.
+fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String) -> String {
+    t.record
+        .as_ref()
+        .and_then(|r| r.server_metrics.telemetry.as_ref())
+        .map_or(String::new(), figure)
 }
 
 /// `summary.csv`: a group's plan, run counts, then the medians and ranges
@@ -502,6 +627,18 @@ const GROUP_COLUMNS: &[Column<Group>] = &[
         good(g, |m| m.caveats.lower_bound.to_string())
     }),
     ("notes", |g| g.notes()),
+    // Telemetry (issue 15), after the older columns so readers by position
+    // keep working; empty for groups that ran without it.
+    ("queue_p50_us", |g| {
+        told(g, |t| opt(t.queue_p50_us.map(|q| f1(q.median))))
+    }),
+    ("app_p50_us", |g| told(g, |t| f1(t.app_p50_us.median))),
+    ("gc_runs_per_1k_requests", |g| {
+        told(g, |t| f1(t.gc_runs_per_1k_requests.median))
+    }),
+    ("gc_time_pct", |g| {
+        told(g, |t| opt(t.gc_time_share.map(|s| f1(s.median * 100.0))))
+    }),
 ];
 
 /// `trials.csv`: a trial's plan and status, then its record's figures.
@@ -561,6 +698,16 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     }),
     ("notes", |t| {
         recorded(t, |r| Caveats::of(&r.load).notes().join("; "))
+    }),
+    ("queue_p50_us", |t| {
+        inside(t, |x| opt(x.queue_us.map(|q| f1(q.p50))))
+    }),
+    ("app_p50_us", |t| inside(t, |x| f1(x.app_us.p50))),
+    ("gc_runs_per_1k_requests", |t| {
+        inside(t, |x| f1(x.gc_runs_per_1k_requests))
+    }),
+    ("gc_time_pct", |t| {
+        inside(t, |x| opt(x.gc_time_share.map(|s| f1(s * 100.0))))
     }),
 ];
 

@@ -59,6 +59,20 @@ pub struct StepResult {
     /// The step's first failure, warm-up included: why the level failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<FirstFailure>,
+    /// Lab steps with telemetry on: the app's own time, p50, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_p50_us: Option<f64>,
+    /// Lab steps with telemetry behind nginx: the wait between nginx and
+    /// the app, p50, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_p50_us: Option<f64>,
+    /// Lab steps with telemetry on: GC runs per 1,000 requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_runs_per_1k_requests: Option<f64>,
+    /// Lab steps: the longest accept queue of the server's own socket over
+    /// the counted window (connections waiting for a worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue_max: Option<u32>,
 }
 
 /// How long a step runs: the caller maps these to durations.

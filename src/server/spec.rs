@@ -89,6 +89,25 @@ pub struct ServerSpec {
     /// What a user should know (shown by `rackbench servers`).
     #[serde(default)]
     pub notes: String,
+    /// The server's own view of its queue, read with telemetry on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsSource>,
+}
+
+/// Where a server reports its own queue: an HTTP GET of `path` on
+/// 127.0.0.1:`{{stats_port}}`, answered with JSON (puma's control server).
+/// Each field named in `fields` is summed over every place it occurs in
+/// the answer, so a cluster's per-worker figures add up. The command
+/// template opens the port with `{{?telemetry ...}}` and
+/// `{{stats_port}}`/`{{stats_token}}`, so nothing changes without
+/// telemetry.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StatsSource {
+    /// Path and query, a template (`/stats?token={{stats_token}}`).
+    pub path: String,
+    /// JSON keys to read, e.g. ["backlog", "running"].
+    pub fields: Vec<String>,
 }
 
 fn default_stop_signal() -> String {
@@ -164,6 +183,7 @@ impl ServerSpec {
             env: BTreeMap::new(),
             start_timeout_s: default_start_timeout(),
             notes: String::new(),
+            stats: None,
         }
     }
 

@@ -35,6 +35,66 @@ pub struct GroupSummary {
     /// worst run decides); every report renders its marks and notes.
     #[serde(default)]
     pub caveats: Caveats,
+    /// Where the time went inside the server, over the good runs that had
+    /// telemetry on; absent when none had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetrySummary>,
+}
+
+/// A group's telemetry figures, each the median and range over its runs.
+/// Means add up where percentiles do not: the client's mean latency is
+/// queue + app + the rest, so reports decompose it with `*_mean_us`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TelemetrySummary {
+    /// Runs with telemetry figures.
+    pub runs: usize,
+    pub app_p50_us: Spread,
+    pub app_mean_us: Spread,
+    /// Only behind nginx (requests stamped with X-Request-Start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_p50_us: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_mean_us: Option<Spread>,
+    /// GC time per request, µs (GC time over requests): the GC part of
+    /// `app_mean_us`. Absent on a Ruby without `GC.stat(:time)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_mean_us: Option<Spread>,
+    pub gc_runs_per_1k_requests: Spread,
+    /// GC time over app time. GC the server triggers outside the app's
+    /// call counts too, so on a tiny app it can exceed 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_time_share: Option<Spread>,
+}
+
+impl TelemetrySummary {
+    /// Over the runs whose record has telemetry figures (with requests);
+    /// None when there are none.
+    pub fn of(runs: &[&TrialRecord]) -> Option<TelemetrySummary> {
+        let tel: Vec<&crate::telemetry::Telemetry> = runs
+            .iter()
+            .filter_map(|r| r.server_metrics.telemetry.as_ref())
+            .filter(|t| t.requests > 0)
+            .collect();
+        let spread = |get: &dyn Fn(&crate::telemetry::Telemetry) -> Option<f64>| {
+            let v: Vec<f64> = tel.iter().filter_map(|t| get(t)).collect();
+            // A figure some runs lack is left out rather than half-told.
+            if v.len() == tel.len() {
+                Spread::of(&v)
+            } else {
+                None
+            }
+        };
+        Some(TelemetrySummary {
+            runs: tel.len(),
+            app_p50_us: spread(&|t| Some(t.app_us.p50))?,
+            app_mean_us: spread(&|t| Some(t.app_us.mean))?,
+            queue_p50_us: spread(&|t| t.queue_us.map(|q| q.p50)),
+            queue_mean_us: spread(&|t| t.queue_us.map(|q| q.mean)),
+            gc_mean_us: spread(&|t| t.gc_time_ms.map(|ms| ms * 1000.0 / t.requests as f64)),
+            gc_runs_per_1k_requests: spread(&|t| Some(t.gc_runs_per_1k_requests))?,
+            gc_time_share: spread(&|t| t.gc_time_share),
+        })
+    }
 }
 
 /// Reads every stored trial and groups repeats: median and range.
@@ -99,6 +159,7 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
             ),
             errors: ok.iter().map(|r| r.load.errors.total()).sum(),
             caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
+            telemetry: TelemetrySummary::of(&ok),
         });
     }
     Ok(out)
