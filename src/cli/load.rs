@@ -253,8 +253,19 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         write!(out, "{}", report.render_text())?;
     }
     drop(out);
-    let checks_met = print_checks(&checks::evaluate_all(&args.checks, &report), args.json);
-    Ok(if report.interrupted {
+    Ok(exit_code(&report, &args.checks, args.json))
+}
+
+/// The exit status of a load run, after printing its checks: 130 when
+/// interrupted, 1 when no request succeeded or a check was missed.
+/// `rackbench load` and `rackbench replay` share it.
+pub(crate) fn exit_code(
+    report: &crate::load::LoadReport,
+    checks: &[Check],
+    json: bool,
+) -> ExitCode {
+    let checks_met = print_checks(&checks::evaluate_all(checks, report), json);
+    if report.interrupted {
         ExitCode::from(130)
     } else if report.requests.ok == 0 {
         eprintln!(
@@ -266,7 +277,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    })
+    }
 }
 
 /// Prints one line per check (on stderr beside a JSON document, so stdout

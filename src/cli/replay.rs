@@ -2,9 +2,9 @@
 //! at their recorded arrival times (scaled by `--speed`), through the
 //! load engine; `--nginx-log` takes them from an nginx access log instead.
 
-use super::load::{print_checks, stop_on_signals};
+use super::load::{exit_code, stop_on_signals};
 use super::{parse, UsageError};
-use crate::checks::{self, Check};
+use crate::checks::Check;
 use crate::load::schedule::{self, Schedule};
 use crate::load::target::{Endpoint, Url};
 use crate::load::{self, ExpectStatus, LoadConfig};
@@ -183,18 +183,5 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         }
     }
     drop(out);
-    let checks_met = print_checks(&checks::evaluate_all(&args.checks, &report), args.json);
-    Ok(if report.interrupted {
-        ExitCode::from(130)
-    } else if report.requests.ok == 0 {
-        eprintln!(
-            "error: no request succeeded ({} counted); see the errors above",
-            report.requests.total
-        );
-        ExitCode::from(1)
-    } else if !checks_met {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(exit_code(&report, &args.checks, args.json))
 }
