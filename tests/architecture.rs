@@ -228,8 +228,6 @@ const MAX_FN_LINES: usize = 120;
 /// the line before its `fn` (or in its doc comment) when it really reads
 /// better in one piece.
 const TO_BE_SPLIT: &[&str] = &[
-    // The plan's matrix expansion (a sweep is being added to it).
-    "src/plan/mod.rs::expand",
     // Report sections (telemetry split markdown and timelines; these two
     // it did not touch).
     "src/report/html.rs::throughput",

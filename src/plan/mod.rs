@@ -301,6 +301,15 @@ pub struct Expanded {
     pub replay: Option<std::sync::Arc<crate::load::schedule::Schedule>>,
 }
 
+/// A duration knob, or an error at its line naming the field.
+fn duration_at(
+    field: &str,
+    v: &str,
+    at: &impl Fn(&str, String) -> PlanError,
+) -> Result<Duration, PlanError> {
+    crate::units::duration(v).map_err(|e| at(&format!("{field} ="), format!("{field}: {e}")))
+}
+
 fn line_of(text: &str, needle: &str) -> usize {
     text.lines()
         .position(|l| l.contains(needle))
@@ -349,6 +358,11 @@ impl Plan {
     /// Checks everything that can be checked without starting anything and
     /// expands the matrix. Repeats are interleaved (A B C A B C) so drift
     /// over the run hits every variant alike.
+    ///
+    /// The steps, in order: check the plan's knobs (times, apps, load
+    /// shape, fronts, break point), resolve the servers and their
+    /// variants, build the load shapes, expand the matrix of trials with
+    /// its skips, then number the repeats.
     pub fn expand(
         &self,
         text: &str,
@@ -360,13 +374,9 @@ impl Plan {
             line: line_of(text, needle),
             message,
         };
-        let dur = |field: &str, v: &str| {
-            crate::units::duration(v)
-                .map_err(|e| at(&format!("{field} ="), format!("{field}: {e}")))
-        };
-        let duration = dur("duration", &self.load.duration)?;
-        let warmup = dur("warmup", &self.load.warmup)?;
-        let timeout = dur("timeout", &self.load.timeout)?;
+        let duration = duration_at("duration", &self.load.duration, &at)?;
+        let warmup = duration_at("warmup", &self.load.warmup, &at)?;
+        let timeout = duration_at("timeout", &self.load.timeout, &at)?;
         if duration.is_zero() {
             return Err(at(
                 "duration",
@@ -376,6 +386,33 @@ impl Plan {
         if self.repeats == 0 {
             return Err(at("repeats", "repeats must be at least 1".into()));
         }
+        self.check_apps(&at)?;
+        let replay = self.check_load(file, &at)?;
+        self.check_fronts(&at)?;
+        self.check_breakpoint(&at)?;
+
+        let (registry, entries) = self.server_entries(registry, &at)?;
+        let shapes = self.shapes(replay.is_some());
+        let mut skipped = Vec::new();
+        let combos = self.expand_matrix(&registry, &entries, &shapes, &mut skipped, &at)?;
+        // A reason found once per app or front is listed once.
+        let mut seen = std::collections::HashSet::new();
+        skipped.retain(|s| seen.insert(s.clone()));
+        self.check_sweep_fixed(&combos)
+            .map_err(|m| at("[sweep]", m))?;
+        Ok(Expanded {
+            trials: self.repeated(&combos),
+            skipped,
+            duration,
+            warmup,
+            timeout,
+            replay,
+        })
+    }
+
+    /// Apps: at least one, each known, and `app_connections` only for
+    /// apps of the plan, with counts of at least 1.
+    fn check_apps(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
         if self.apps.is_empty() {
             return Err(at(
                 "apps",
@@ -401,11 +438,22 @@ impl Plan {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The load: some shape to run (connections, rates, a replay, a
+    /// break-point search or every app's own connections), each count
+    /// and rate positive. Returns the replay's schedule, if any.
+    fn check_load(
+        &self,
+        file: &str,
+        at: &impl Fn(&str, String) -> PlanError,
+    ) -> Result<Option<std::sync::Arc<crate::load::schedule::Schedule>>, PlanError> {
         let every_app_has_its_own = self
             .apps
             .iter()
             .all(|a| self.load.app_connections.contains_key(a));
-        let replay = self.replay_schedule(file, &at)?;
+        let replay = self.replay_schedule(file, at)?;
         if self.load.connections.is_empty()
             && self.load.rates.is_empty()
             && replay.is_none()
@@ -434,6 +482,12 @@ impl Plan {
                 format!("rate {r}: each must be a positive number of requests per second"),
             ));
         }
+        Ok(replay)
+    }
+
+    /// Fronts: `behind` is "none" or "nginx", each nginx knob list has a
+    /// value, and no server asks for zero instances.
+    fn check_fronts(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
         for b in &self.behind {
             if b != "none" && b != "nginx" {
                 return Err(at(
@@ -454,38 +508,52 @@ impl Plan {
                 format!("server {}: instances 0: each must be at least 1", e.name),
             ));
         }
-        if let Some(bp) = &self.breakpoint {
-            if bp.mode != "connections" && bp.mode != "rate" {
-                return Err(at(
-                    "mode",
-                    format!(
-                        "breakpoint mode \"{}\": use \"connections\" or \"rate\"",
-                        bp.mode
-                    ),
-                ));
-            }
-            if !crate::search::knobs_are_sane(bp.start, bp.max, bp.growth, bp.resolution) {
-                return Err(at(
-                    "[breakpoint]",
-                    "breakpoint needs start > 0, max >= start, growth > 1 and resolution > 0"
-                        .into(),
-                ));
-            }
-            dur("step_duration", &bp.step_duration)?;
-            dur("probe", &bp.probe)?;
-            if let Some(slo) = &bp.slo {
-                crate::search::parse_slo(slo).map_err(|e| at("slo", e))?;
-            }
-        }
+        Ok(())
+    }
 
+    /// `[breakpoint]`, if any: a known mode, sane search knobs, valid
+    /// step and probe durations and SLO.
+    fn check_breakpoint(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
+        let Some(bp) = &self.breakpoint else {
+            return Ok(());
+        };
+        if bp.mode != "connections" && bp.mode != "rate" {
+            return Err(at(
+                "mode",
+                format!(
+                    "breakpoint mode \"{}\": use \"connections\" or \"rate\"",
+                    bp.mode
+                ),
+            ));
+        }
+        if !crate::search::knobs_are_sane(bp.start, bp.max, bp.growth, bp.resolution) {
+            return Err(at(
+                "[breakpoint]",
+                "breakpoint needs start > 0, max >= start, growth > 1 and resolution > 0".into(),
+            ));
+        }
+        duration_at("step_duration", &bp.step_duration, at)?;
+        duration_at("probe", &bp.probe, at)?;
+        if let Some(slo) = &bp.slo {
+            crate::search::parse_slo(slo).map_err(|e| at("slo", e))?;
+        }
+        Ok(())
+    }
+
+    /// The registry with the plan's own `[server_defs]` in it, and which
+    /// servers to run, with which variants ("installed" names every
+    /// server of the registry).
+    fn server_entries(
+        &self,
+        registry: &Registry,
+        at: &impl Fn(&str, String) -> PlanError,
+    ) -> Result<(Registry, Vec<ServerEntry>), PlanError> {
         let mut registry = registry.clone();
         for spec in self.server_defs.values() {
             registry.servers.retain(|s| s.name != spec.name);
             registry.servers.push(spec.clone());
         }
-        // Which servers, with which variants.
         let mut entries: Vec<ServerEntry> = Vec::new();
-        let mut skipped = Vec::new();
         for name in &self.servers {
             if name == "installed" {
                 for s in &registry.servers {
@@ -499,6 +567,14 @@ impl Plan {
         if entries.is_empty() {
             return Err(at("servers", "no servers: set servers = [\"installed\"] or name some, e.g. servers = [\"puma\", \"unicorn\"]".into()));
         }
+        Ok((registry, entries))
+    }
+
+    /// The load shapes: each connection count, each rate (at
+    /// `rate_connections`), the replay; a break-point-only plan gets one
+    /// placeholder so its searches have their server/app/topology groups
+    /// (the runner does not run it as a fixed trial).
+    fn shapes(&self, has_replay: bool) -> Vec<Shape> {
         let mut shapes: Vec<Shape> = self
             .load
             .connections
@@ -512,15 +588,12 @@ impl Plan {
             connections: self.load.rate_connections,
             rate: Some(r),
         }));
-        if replay.is_some() {
+        if has_replay {
             shapes.push(Shape {
                 connections: self.load.rate_connections,
                 rate: None,
             });
         }
-        // A break-point-only plan: one placeholder shape per combination,
-        // so the searches have their server/app/topology groups; the
-        // runner does not run these as fixed trials.
         if shapes.is_empty() {
             let start = self.breakpoint.as_ref().map_or(1.0, |b| b.start);
             shapes.push(Shape {
@@ -528,10 +601,25 @@ impl Plan {
                 rate: None,
             });
         }
+        shapes
+    }
 
+    /// The matrix, once (before repeats): each server entry that is
+    /// installed, in each of its variants, across apps, fronts and
+    /// shapes. A server that is not installed is skipped (silently when
+    /// it came only from "installed"); an unknown server or setting is
+    /// an error.
+    fn expand_matrix(
+        &self,
+        registry: &Registry,
+        entries: &[ServerEntry],
+        shapes: &[Shape],
+        skipped: &mut Vec<String>,
+        at: &impl Fn(&str, String) -> PlanError,
+    ) -> Result<Vec<PlannedTrial>, PlanError> {
         let mut combos: Vec<PlannedTrial> = Vec::new();
         let only_installed = self.servers.iter().any(|s| s == "installed");
-        for e in &entries {
+        for e in entries {
             let spec = registry
                 .get(&e.name)
                 .map_err(|err| at(&format!("\"{}\"", e.name), err.to_string()))?;
@@ -556,102 +644,89 @@ impl Plan {
                     ),
                 ));
             }
-            let workers: Vec<Option<u32>> = if e.workers.is_empty() {
+            self.expand_variants(e, spec, shapes, &mut combos, skipped);
+        }
+        Ok(combos)
+    }
+
+    /// One server entry's variants (workers × threads × instances), each
+    /// across apps, fronts and shapes; a variant the server cannot run
+    /// (workers for a one-process server, threads without a pool) is
+    /// skipped.
+    fn expand_variants(
+        &self,
+        e: &ServerEntry,
+        spec: &ServerSpec,
+        shapes: &[Shape],
+        combos: &mut Vec<PlannedTrial>,
+        skipped: &mut Vec<String>,
+    ) {
+        let each = |v: &[u32]| -> Vec<Option<u32>> {
+            if v.is_empty() {
                 vec![None]
             } else {
-                e.workers.iter().map(|&w| Some(w)).collect()
-            };
-            let threads: Vec<Option<u32>> = if e.threads.is_empty() {
-                vec![None]
-            } else {
-                e.threads.iter().map(|&t| Some(t)).collect()
-            };
-            let instances: Vec<Option<u32>> = if e.instances.is_empty() {
-                vec![None]
-            } else {
-                e.instances.iter().map(|&n| Some(n)).collect()
-            };
-            for &w in &workers {
-                for &t in &threads {
-                    match spec.missing(w, t, []) {
-                        Some(Missing::Processes(w)) => {
-                            skipped
-                                .push(format!("{} with {w} workers: it runs one process", e.name));
-                            continue;
-                        }
-                        Some(Missing::Threads(t)) => {
-                            skipped.push(format!(
-                                "{} with {t} threads: it has no thread pool",
-                                e.name
-                            ));
-                            continue;
-                        }
-                        _ => {}
+                v.iter().map(|&x| Some(x)).collect()
+            }
+        };
+        let (workers, threads, instances) =
+            (each(&e.workers), each(&e.threads), each(&e.instances));
+        for &w in &workers {
+            for &t in &threads {
+                match spec.missing(w, t, []) {
+                    Some(Missing::Processes(w)) => {
+                        skipped.push(format!("{} with {w} workers: it runs one process", e.name));
+                        continue;
                     }
-                    for &n in &instances {
-                        let mut variant = e.label.clone().unwrap_or_else(|| e.name.clone());
-                        if e.label.is_none() {
-                            if let Some(w) = w {
-                                variant.push_str(&format!("-w{w}"));
-                            }
-                            if let Some(t) = t {
-                                variant.push_str(&format!("-t{t}"));
-                            }
-                            if let Some(n) = n {
-                                variant.push_str(&format!("-x{n}"));
-                            }
-                            for (k, v) in &e.settings {
-                                variant.push_str(&format!("-{k}={v}"));
-                            }
-                        }
-                        let mut env = self.env.clone();
-                        env.extend(e.env.clone());
-                        let base = PlannedTrial {
-                            id: String::new(),
-                            group: String::new(),
-                            server: e.name.clone(),
-                            variant,
-                            workers: w,
-                            threads: t,
-                            settings: e.settings.clone(),
-                            env,
-                            app: String::new(),
-                            behind: String::new(),
-                            nginx_workers: 0,
-                            nginx_keepalive: DEFAULT_KEEPALIVE,
-                            nginx_http: HttpVersion::default(),
-                            instances: n,
-                            shape: shapes[0],
-                            repeat: 0,
-                            spec: Some(spec.clone()),
-                        };
-                        self.expand_fronts(&base, &shapes, &mut combos, &mut skipped);
+                    Some(Missing::Threads(t)) => {
+                        skipped.push(format!(
+                            "{} with {t} threads: it has no thread pool",
+                            e.name
+                        ));
+                        continue;
                     }
+                    _ => {}
+                }
+                for &n in &instances {
+                    let mut env = self.env.clone();
+                    env.extend(e.env.clone());
+                    let base = PlannedTrial {
+                        id: String::new(),
+                        group: String::new(),
+                        server: e.name.clone(),
+                        variant: e.variant(w, t, n),
+                        workers: w,
+                        threads: t,
+                        settings: e.settings.clone(),
+                        env,
+                        app: String::new(),
+                        behind: String::new(),
+                        nginx_workers: 0,
+                        nginx_keepalive: DEFAULT_KEEPALIVE,
+                        nginx_http: HttpVersion::default(),
+                        instances: n,
+                        shape: shapes[0],
+                        repeat: 0,
+                        spec: Some(spec.clone()),
+                    };
+                    self.expand_fronts(&base, shapes, combos, skipped);
                 }
             }
         }
-        // A reason found once per app or front is listed once.
-        let mut seen = std::collections::HashSet::new();
-        skipped.retain(|s| seen.insert(s.clone()));
-        self.check_sweep_fixed(&combos)
-            .map_err(|m| at("[sweep]", m))?;
+    }
+
+    /// Every combination `repeats` times, interleaved (A B C A B C), with
+    /// its id: the group and the repeat.
+    fn repeated(&self, combos: &[PlannedTrial]) -> Vec<PlannedTrial> {
         let mut trials = Vec::new();
         for r in 1..=self.repeats {
-            for c in &combos {
+            for c in combos {
                 let mut t = c.clone();
                 t.repeat = r;
                 t.id = format!("{}__rep{r}", t.group);
                 trials.push(t);
             }
         }
-        Ok(Expanded {
-            trials,
-            skipped,
-            duration,
-            warmup,
-            timeout,
-            replay,
-        })
+        trials
     }
 
     /// Reads `[load] replay` (relative to the plan file) into a schedule;
@@ -818,6 +893,27 @@ impl ServerEntry {
             settings: BTreeMap::new(),
             env: BTreeMap::new(),
         }
+    }
+
+    /// The variant's name: the entry's label, or the server's name with
+    /// its workers, threads, instances and settings.
+    fn variant(&self, w: Option<u32>, t: Option<u32>, n: Option<u32>) -> String {
+        let mut variant = self.label.clone().unwrap_or_else(|| self.name.clone());
+        if self.label.is_none() {
+            if let Some(w) = w {
+                variant.push_str(&format!("-w{w}"));
+            }
+            if let Some(t) = t {
+                variant.push_str(&format!("-t{t}"));
+            }
+            if let Some(n) = n {
+                variant.push_str(&format!("-x{n}"));
+            }
+            for (k, v) in &self.settings {
+                variant.push_str(&format!("-{k}={v}"));
+            }
+        }
+        variant
     }
 }
 
