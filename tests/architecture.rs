@@ -230,8 +230,6 @@ const MAX_FN_LINES: usize = 120;
 const TO_BE_SPLIT: &[&str] = &[
     // The plan's matrix expansion (a sweep is being added to it).
     "src/plan/mod.rs::expand",
-    // The mirror's request path (issue 16 is still extending it).
-    "src/mirror/proxy.rs::handle",
 ];
 
 /// `text` with the insides of comments, strings and char literals blanked
