@@ -17,6 +17,7 @@ use bytes::Bytes;
 use http_body_util::{Either, Full};
 use hyper::body::{Body, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName};
+use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode};
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -84,29 +85,13 @@ fn plain(status: StatusCode, msg: &'static str) -> Response<ProxyBody> {
     r
 }
 
-pub async fn handle(
-    sh: Arc<Shared>,
-    req: Request<Incoming>,
-) -> Result<Response<ProxyBody>, Infallible> {
-    let t0 = Instant::now();
-    let seq = sh.primary.requests.fetch_add(1, Ordering::Relaxed) + 1;
-    let (mut parts, body) = req.into_parts();
-    let target = parts
-        .uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/".into());
-    let mirror = !sh.shadow_tx.is_empty() && sh.cfg.mirror_methods.contains(&parts.method);
-    let pair = if mirror {
-        sh.primary.mirrored.fetch_add(1, Ordering::Relaxed);
-        let path = parts.uri.path().to_string();
-        Some(Pair::new(path, Arc::clone(&sh.judge)))
-    } else {
-        None
-    };
-    let mut primary_part = PrimaryPart(pair.clone());
+/// What the recorder keeps of a request's head, taken before the
+/// hop-by-hop headers go: microseconds since the start, the HTTP version
+/// and the headers it keeps. None when not recording.
+type RecordHead = (u64, String, Vec<(String, String)>);
 
-    let record_head = sh.recorder.as_ref().map(|rec| {
+fn record_head(sh: &Shared, parts: &Parts, t0: Instant) -> Option<RecordHead> {
+    sh.recorder.as_ref().map(|rec| {
         let headers: Vec<(String, String)> = parts
             .headers
             .iter()
@@ -123,15 +108,26 @@ pub async fn handle(
             format!("{:?}", parts.version),
             headers,
         )
-    });
-    strip_hop_by_hop(&mut parts.headers);
+    })
+}
 
-    // What to do with the request body once it has been seen in full.
-    let copies = (mirror || record_head.is_some()).then(|| {
-        let sh = Arc::clone(&sh);
+/// What to do with the request body once it has been seen in full: write
+/// the record line (when recording) and offer a copy to every shadow queue
+/// (when mirrored). None when neither is wanted.
+fn body_copies(
+    sh: &Arc<Shared>,
+    parts: &Parts,
+    seq: u64,
+    target: &str,
+    mirror: bool,
+    pair: &Option<Arc<Pair>>,
+    record_head: Option<RecordHead>,
+) -> Option<impl FnOnce(Captured) + Send + 'static> {
+    (mirror || record_head.is_some()).then(|| {
+        let sh = Arc::clone(sh);
         let method = parts.method.clone();
         let headers = parts.headers.clone();
-        let target = target.clone();
+        let target = target.to_string();
         let pair = pair.clone();
         move |seen: Captured| {
             if let (Some(rec), Some((t_us, version, headers))) = (&sh.recorder, record_head) {
@@ -176,7 +172,35 @@ pub async fn handle(
                 let _ = tx.try_send(item);
             }
         }
-    });
+    })
+}
+
+pub async fn handle(
+    sh: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<ProxyBody>, Infallible> {
+    let t0 = Instant::now();
+    let seq = sh.primary.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    let (mut parts, body) = req.into_parts();
+    let target = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let mirror = !sh.shadow_tx.is_empty() && sh.cfg.mirror_methods.contains(&parts.method);
+    let pair = if mirror {
+        sh.primary.mirrored.fetch_add(1, Ordering::Relaxed);
+        let path = parts.uri.path().to_string();
+        Some(Pair::new(path, Arc::clone(&sh.judge)))
+    } else {
+        None
+    };
+    let mut primary_part = PrimaryPart(pair.clone());
+
+    let record_head = record_head(&sh, &parts, t0);
+    strip_hop_by_hop(&mut parts.headers);
+
+    let copies = body_copies(&sh, &parts, seq, &target, mirror, &pair, record_head);
     let up_body = match copies {
         Some(f) if body.is_end_stream() => {
             f(Captured {

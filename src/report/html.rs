@@ -262,134 +262,20 @@ impl Report {
                 .first()
                 .is_some_and(|g| g.planned.topology() != Topology::Direct);
             for rate_mode in [false, true] {
-                let gs: Vec<&&Group> = groups
+                let gs: Vec<&Group> = groups
                     .iter()
+                    .copied()
                     .filter(|g| g.planned.shape.rate.is_some() == rate_mode)
                     .collect();
                 if gs.is_empty() {
                     continue;
                 }
-                let level = |g: &Group| {
-                    g.planned
-                        .shape
-                        .rate
-                        .unwrap_or(g.planned.shape.connections as f64)
-                };
-                let bps: Vec<&StoredBreakpoint> = self
-                    .breakpoints
-                    .iter()
-                    .filter(|b| {
-                        b.app == app
-                            && (b.behind == "nginx") == behind_nginx
-                            && (b.mode == "rate") == rate_mode
-                    })
-                    .collect();
-                let mut levels: Vec<f64> = gs.iter().map(|g| level(g)).collect();
-                let bp_levels: Vec<f64> = bps.iter().filter_map(|b| b.result.level).collect();
-                let all: Vec<f64> = levels.iter().chain(&bp_levels).copied().collect();
-                levels.extend(bp_levels.iter().copied());
-                let (lo, hi) = all
-                    .iter()
-                    .fold((f64::MAX, 0f64), |(a, b), v| (a.min(*v), b.max(*v)));
-                let log = lo > 0.0 && hi / lo >= 8.0;
-                let ymax = gs
-                    .iter()
-                    .filter_map(|g| g.good())
-                    .map(|m| m.throughput_rps.max)
-                    .chain(bps.iter().map(|b| b.throughput_rps))
-                    .fold(0f64, f64::max);
-                let xlabel = if rate_mode {
-                    "offered rate (req/s)"
-                } else {
-                    "concurrent connections"
-                };
-                let x = Axis::at(&levels, log, xlabel, &|v| num(v));
-                let y = Axis::linear(0.0, ymax * 1.08, "throughput (req/s)", &fmt_count);
-                let mut plot = Plot::new(1150.0, 380.0, x, y);
-                let present: Vec<&String> = variants
-                    .iter()
-                    .filter(|v| gs.iter().any(|g| &&g.planned.variant == v))
-                    .collect();
-                for (vi, v) in present.iter().enumerate() {
-                    let v = *v;
-                    let mut pts = Vec::new();
-                    // Whiskers of servers at the same level side by side.
-                    let shift = (vi as f64 - (present.len() as f64 - 1.0) / 2.0) * 6.0;
-                    for g in gs.iter().filter(|g| &g.planned.variant == v) {
-                        let c = color(variants, v);
-                        let xv = level(g);
-                        match g.good() {
-                            Some(m) => {
-                                let t = &m.throughput_rps;
-                                plot.vwhisker_shift(xv, shift, t.min, t.max, c);
-                                plot.point(
-                                    xv,
-                                    t.median,
-                                    4.0,
-                                    c,
-                                    &format!(
-                                        "{v}, {}: {:.0} req/s (min {:.0}, max {:.0}, {} runs){}",
-                                        load_label(&g.planned),
-                                        t.median,
-                                        t.min,
-                                        t.max,
-                                        t.n,
-                                        if g.notes().is_empty() {
-                                            String::new()
-                                        } else {
-                                            format!("; {}", g.notes())
-                                        }
-                                    ),
-                                );
-                                if !g.short_notes().is_empty() {
-                                    plot.text(
-                                        xv,
-                                        t.median,
-                                        &format!("  {}", g.short_notes()),
-                                        RED,
-                                        "start",
-                                    );
-                                }
-                                pts.push((xv, t.median));
-                            }
-                            None => {
-                                plot.text(xv, 0.0, "×", RED, "middle");
-                                plot.text(
-                                    xv,
-                                    ymax * 0.04,
-                                    &format!("{v}: no data ({})", g.notes()),
-                                    RED,
-                                    "middle",
-                                );
-                            }
-                        }
-                    }
-                    if !pts.is_empty() {
-                        plot.line(&pts, color(variants, v), 2.0, false, v);
-                        plot.legend(v, color(variants, v), false);
-                    }
-                }
-                for b in &bps {
-                    if let Some(l) = b.result.level {
-                        plot.vline(
-                            l,
-                            color(variants, &b.variant),
-                            &format!("{} break point {}", b.variant, num(l)),
-                        );
-                        plot.point(
-                            l,
-                            b.throughput_rps,
-                            5.0,
-                            color(variants, &b.variant),
-                            &format!("{} break point: {:.0} req/s", b.variant, b.throughput_rps),
-                        );
-                    }
-                }
+                let bps = self.chart_breakpoints(&app, behind_nginx, rate_mode);
                 let t = format!(
                     "Throughput, {app}, {fr}{}",
                     if rate_mode { ", open loop" } else { "" }
                 );
-                let _ = write!(s, "<h3>{}</h3>{}", esc(&t), plot.finish(&t, true));
+                throughput_chart(s, variants, &gs, &bps, &t, rate_mode);
                 drawn += 1;
             }
         }
@@ -399,8 +285,59 @@ impl Report {
         s.push_str("</section>\n");
     }
 
+    /// The break points found for one throughput chart: same app, same
+    /// front (direct or behind nginx), same load mode (closed or open loop).
+    fn chart_breakpoints(
+        &self,
+        app: &str,
+        behind_nginx: bool,
+        rate_mode: bool,
+    ) -> Vec<&StoredBreakpoint> {
+        self.breakpoints
+            .iter()
+            .filter(|b| {
+                b.app == app
+                    && (b.behind == "nginx") == behind_nginx
+                    && (b.mode == "rate") == rate_mode
+            })
+            .collect()
+    }
+
     fn latency(&self, s: &mut String, variants: &[String]) {
         s.push_str("<section class=\"chart\" id=\"latency\"><h2>Latency distribution</h2><p class=\"note\">Every run's full latency distribution (OK responses; a run flagged ≥ shows the ages of unanswered requests, lower bounds), log scale. The x axis is in nines: each step right is ten times rarer (90th, 99th, 99.9th percentile…). Dashed lines are later repeats.</p><div class=\"pair\">");
+        let mut drawn = 0;
+        for (app, fr, ld) in self.latency_keys() {
+            let rows: Vec<&TrialRow> = self
+                .trials
+                .iter()
+                .filter(|t| {
+                    t.planned.app == app && front(&t.planned) == fr && load_label(&t.planned) == ld
+                })
+                .collect();
+            let dists = latency_distributions(&rows);
+            let t = format!("Latency percentiles, {app}, {fr}, {ld}");
+            let _ = write!(s, "<div><h3>{}</h3>", esc(&t));
+            if dists.is_empty() {
+                let _ = write!(s, "<p class=\"bad-text\">No latency data: no good run.</p><svg width=\"0\" height=\"0\"></svg></div>");
+                continue;
+            }
+            let mut plot = latency_plot(&dists);
+            for (t, pts) in &dists {
+                latency_line(&mut plot, variants, t, pts);
+            }
+            latency_missing_note(&mut plot, &rows);
+            let _ = write!(s, "{}</div>", plot.finish(&t, true));
+            drawn += 1;
+        }
+        if drawn == 0 {
+            s.push_str("<svg width=\"0\" height=\"0\"></svg>");
+        }
+        s.push_str("</div></section>\n");
+    }
+
+    /// One latency chart per (app, front, load), in the order the groups
+    /// first name them.
+    fn latency_keys(&self) -> Vec<(String, String, String)> {
         let mut keys: Vec<(String, String, String)> = Vec::new();
         for g in &self.groups {
             let k = (
@@ -412,127 +349,7 @@ impl Report {
                 keys.push(k);
             }
         }
-        let mut drawn = 0;
-        for (app, fr, ld) in keys {
-            let rows: Vec<&TrialRow> = self
-                .trials
-                .iter()
-                .filter(|t| {
-                    t.planned.app == app && front(&t.planned) == fr && load_label(&t.planned) == ld
-                })
-                .collect();
-            let dists: Vec<(&TrialRow, Vec<(f64, f64)>)> = rows
-                .iter()
-                .filter_map(|t| t.record.as_ref().map(|r| (*t, r)))
-                .map(|(t, r)| {
-                    let pts = r
-                        .load
-                        .latency_distribution
-                        .iter()
-                        .filter(|p| p.percentile < 100.0)
-                        .map(|p| (nines(p.percentile), (p.latency_us as f64).max(1.0)))
-                        .collect();
-                    (t, pts)
-                })
-                .filter(|(_, p): &(_, Vec<_>)| !p.is_empty())
-                .collect();
-            let t = format!("Latency percentiles, {app}, {fr}, {ld}");
-            let _ = write!(s, "<div><h3>{}</h3>", esc(&t));
-            if dists.is_empty() {
-                let _ = write!(s, "<p class=\"bad-text\">No latency data: no good run.</p><svg width=\"0\" height=\"0\"></svg></div>");
-                continue;
-            }
-            let xmax = dists
-                .iter()
-                .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
-                .fold(2.0f64, f64::max)
-                .ceil();
-            let (ylo, yhi) = dists
-                .iter()
-                .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
-                .fold((f64::MAX, 1f64), |(a, b), v| (a.min(v), b.max(v)));
-            let ticks: Vec<(f64, String)> = (0..=xmax as i32)
-                .map(|n| {
-                    let label = if n == 0 {
-                        "0".to_string()
-                    } else {
-                        let p = 100.0 - 100.0 / 10f64.powi(n);
-                        let s = format!("{p:.6}");
-                        s.trim_end_matches('0').trim_end_matches('.').to_string()
-                    };
-                    (n as f64, label)
-                })
-                .collect();
-            let x = Axis {
-                min: 0.0,
-                max: xmax,
-                log: false,
-                label: "percentile (%), in nines".into(),
-                ticks,
-            };
-            let y = Axis::log(ylo, yhi, "latency (log scale)", &fmt_us_short);
-            let mut plot = Plot::new(570.0, 330.0, x, y).with_left(60.0);
-            for (t, pts) in &dists {
-                let c = color(variants, &t.planned.variant);
-                let flags = t
-                    .record
-                    .as_ref()
-                    .and_then(|r| Caveats::of(&r.load).short())
-                    .map_or(String::new(), |f| format!(" ({f})"));
-                plot.line(
-                    pts,
-                    c,
-                    1.8,
-                    t.planned.repeat > 1,
-                    &format!("{} repeat {}{flags}", t.planned.variant, t.planned.repeat),
-                );
-                if let Some((_, last)) = pts.last() {
-                    let x = pts.last().map_or(0.0, |p| p.0);
-                    plot.point(
-                        x,
-                        *last,
-                        2.5,
-                        c,
-                        &format!(
-                            "{} repeat {}: {}{flags}",
-                            t.planned.variant,
-                            t.planned.repeat,
-                            fmt_us(*last)
-                        ),
-                    );
-                }
-                plot.legend(&t.planned.variant, c, false);
-            }
-            let missing: Vec<String> = rows
-                .iter()
-                .filter(|t| t.record.is_none())
-                .map(|t| {
-                    format!(
-                        "{} rep {} {}",
-                        t.planned.variant,
-                        t.planned.repeat,
-                        t.status.label()
-                    )
-                })
-                .collect();
-            if !missing.is_empty() {
-                let top = plot.plot_top();
-                let left = plot.plot_left();
-                plot.text_px(
-                    left + 6.0,
-                    top + 14.0,
-                    &format!("no data: {}", missing.join("; ")),
-                    RED,
-                    "start",
-                );
-            }
-            let _ = write!(s, "{}</div>", plot.finish(&t, true));
-            drawn += 1;
-        }
-        if drawn == 0 {
-            s.push_str("<svg width=\"0\" height=\"0\"></svg>");
-        }
-        s.push_str("</div></section>\n");
+        keys
     }
 
     fn timelines(&self, s: &mut String) {
@@ -670,6 +487,273 @@ impl Report {
         server_timeline(s, r, x, &t.planned.id);
         s.push_str("</div>");
         true
+    }
+}
+
+/// The load level a group sits at on the throughput chart's x axis: the
+/// offered rate in open loop, the connection count in closed loop.
+fn level(g: &Group) -> f64 {
+    g.planned
+        .shape
+        .rate
+        .unwrap_or(g.planned.shape.connections as f64)
+}
+
+/// One throughput chart: axes spanning the groups and break points, one
+/// line per server, the break points marked, then the titled SVG.
+fn throughput_chart(
+    s: &mut String,
+    variants: &[String],
+    gs: &[&Group],
+    bps: &[&StoredBreakpoint],
+    title: &str,
+    rate_mode: bool,
+) {
+    let (mut plot, ymax) = throughput_plot(gs, bps, rate_mode);
+    let present: Vec<&String> = variants
+        .iter()
+        .filter(|v| gs.iter().any(|g| &&g.planned.variant == v))
+        .collect();
+    for (vi, v) in present.iter().enumerate() {
+        // Whiskers of servers at the same level side by side.
+        let shift = (vi as f64 - (present.len() as f64 - 1.0) / 2.0) * 6.0;
+        throughput_line(&mut plot, variants, gs, v, shift, ymax);
+    }
+    breakpoint_marks(&mut plot, variants, bps);
+    let _ = write!(s, "<h3>{}</h3>{}", esc(title), plot.finish(title, true));
+}
+
+/// The empty throughput plot and its y maximum: x over every group's and
+/// break point's level (log when they span 8× or more), y from 0 to the
+/// highest throughput seen plus headroom.
+fn throughput_plot(gs: &[&Group], bps: &[&StoredBreakpoint], rate_mode: bool) -> (Plot, f64) {
+    let mut levels: Vec<f64> = gs.iter().map(|g| level(g)).collect();
+    let bp_levels: Vec<f64> = bps.iter().filter_map(|b| b.result.level).collect();
+    let all: Vec<f64> = levels.iter().chain(&bp_levels).copied().collect();
+    levels.extend(bp_levels.iter().copied());
+    let (lo, hi) = all
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), v| (a.min(*v), b.max(*v)));
+    let log = lo > 0.0 && hi / lo >= 8.0;
+    let ymax = gs
+        .iter()
+        .filter_map(|g| g.good())
+        .map(|m| m.throughput_rps.max)
+        .chain(bps.iter().map(|b| b.throughput_rps))
+        .fold(0f64, f64::max);
+    let xlabel = if rate_mode {
+        "offered rate (req/s)"
+    } else {
+        "concurrent connections"
+    };
+    let x = Axis::at(&levels, log, xlabel, &|v| num(v));
+    let y = Axis::linear(0.0, ymax * 1.08, "throughput (req/s)", &fmt_count);
+    (Plot::new(1150.0, 380.0, x, y), ymax)
+}
+
+/// One server's line: a whisker and median point per load level with a
+/// good run, a red × where there is none, and the line through the medians.
+fn throughput_line(
+    plot: &mut Plot,
+    variants: &[String],
+    gs: &[&Group],
+    v: &String,
+    shift: f64,
+    ymax: f64,
+) {
+    let mut pts = Vec::new();
+    for g in gs.iter().filter(|g| &g.planned.variant == v) {
+        let c = color(variants, v);
+        let xv = level(g);
+        match g.good() {
+            Some(m) => {
+                let t = &m.throughput_rps;
+                plot.vwhisker_shift(xv, shift, t.min, t.max, c);
+                plot.point(
+                    xv,
+                    t.median,
+                    4.0,
+                    c,
+                    &format!(
+                        "{v}, {}: {:.0} req/s (min {:.0}, max {:.0}, {} runs){}",
+                        load_label(&g.planned),
+                        t.median,
+                        t.min,
+                        t.max,
+                        t.n,
+                        if g.notes().is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {}", g.notes())
+                        }
+                    ),
+                );
+                if !g.short_notes().is_empty() {
+                    plot.text(
+                        xv,
+                        t.median,
+                        &format!("  {}", g.short_notes()),
+                        RED,
+                        "start",
+                    );
+                }
+                pts.push((xv, t.median));
+            }
+            None => {
+                plot.text(xv, 0.0, "×", RED, "middle");
+                plot.text(
+                    xv,
+                    ymax * 0.04,
+                    &format!("{v}: no data ({})", g.notes()),
+                    RED,
+                    "middle",
+                );
+            }
+        }
+    }
+    if !pts.is_empty() {
+        plot.line(&pts, color(variants, v), 2.0, false, v);
+        plot.legend(v, color(variants, v), false);
+    }
+}
+
+/// Each found break point as a dashed vertical line and a point.
+fn breakpoint_marks(plot: &mut Plot, variants: &[String], bps: &[&StoredBreakpoint]) {
+    for b in bps {
+        if let Some(l) = b.result.level {
+            plot.vline(
+                l,
+                color(variants, &b.variant),
+                &format!("{} break point {}", b.variant, num(l)),
+            );
+            plot.point(
+                l,
+                b.throughput_rps,
+                5.0,
+                color(variants, &b.variant),
+                &format!("{} break point: {:.0} req/s", b.variant, b.throughput_rps),
+            );
+        }
+    }
+}
+
+/// Each recorded run's latency curve in nines (x) against microseconds
+/// (y, at least 1 for the log scale), without the 100th percentile; runs
+/// with no points are left out.
+fn latency_distributions<'a>(rows: &[&'a TrialRow]) -> Vec<(&'a TrialRow, Vec<(f64, f64)>)> {
+    rows.iter()
+        .filter_map(|t| t.record.as_ref().map(|r| (*t, r)))
+        .map(|(t, r)| {
+            let pts = r
+                .load
+                .latency_distribution
+                .iter()
+                .filter(|p| p.percentile < 100.0)
+                .map(|p| (nines(p.percentile), (p.latency_us as f64).max(1.0)))
+                .collect();
+            (t, pts)
+        })
+        .filter(|(_, p): &(_, Vec<_>)| !p.is_empty())
+        .collect()
+}
+
+/// The empty latency plot: x in whole nines (at least 2), y log over
+/// every curve's latencies.
+fn latency_plot(dists: &[(&TrialRow, Vec<(f64, f64)>)]) -> Plot {
+    let xmax = dists
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+        .fold(2.0f64, f64::max)
+        .ceil();
+    let (ylo, yhi) = dists
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+        .fold((f64::MAX, 1f64), |(a, b), v| (a.min(v), b.max(v)));
+    let x = Axis {
+        min: 0.0,
+        max: xmax,
+        log: false,
+        label: "percentile (%), in nines".into(),
+        ticks: nines_ticks(xmax),
+    };
+    let y = Axis::log(ylo, yhi, "latency (log scale)", &fmt_us_short);
+    Plot::new(570.0, 330.0, x, y).with_left(60.0)
+}
+
+/// Ticks 0, 90, 99, 99.9… up to `xmax` nines.
+fn nines_ticks(xmax: f64) -> Vec<(f64, String)> {
+    (0..=xmax as i32)
+        .map(|n| {
+            let label = if n == 0 {
+                "0".to_string()
+            } else {
+                let p = 100.0 - 100.0 / 10f64.powi(n);
+                let s = format!("{p:.6}");
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            };
+            (n as f64, label)
+        })
+        .collect()
+}
+
+/// One run's latency curve (dashed for later repeats), its last point
+/// marked, and its server in the legend.
+fn latency_line(plot: &mut Plot, variants: &[String], t: &TrialRow, pts: &[(f64, f64)]) {
+    let c = color(variants, &t.planned.variant);
+    let flags = t
+        .record
+        .as_ref()
+        .and_then(|r| Caveats::of(&r.load).short())
+        .map_or(String::new(), |f| format!(" ({f})"));
+    plot.line(
+        pts,
+        c,
+        1.8,
+        t.planned.repeat > 1,
+        &format!("{} repeat {}{flags}", t.planned.variant, t.planned.repeat),
+    );
+    if let Some((_, last)) = pts.last() {
+        let x = pts.last().map_or(0.0, |p| p.0);
+        plot.point(
+            x,
+            *last,
+            2.5,
+            c,
+            &format!(
+                "{} repeat {}: {}{flags}",
+                t.planned.variant,
+                t.planned.repeat,
+                fmt_us(*last)
+            ),
+        );
+    }
+    plot.legend(&t.planned.variant, c, false);
+}
+
+/// The runs of a latency chart with no record, named in red in its corner.
+fn latency_missing_note(plot: &mut Plot, rows: &[&TrialRow]) {
+    let missing: Vec<String> = rows
+        .iter()
+        .filter(|t| t.record.is_none())
+        .map(|t| {
+            format!(
+                "{} rep {} {}",
+                t.planned.variant,
+                t.planned.repeat,
+                t.status.label()
+            )
+        })
+        .collect();
+    if !missing.is_empty() {
+        let top = plot.plot_top();
+        let left = plot.plot_left();
+        plot.text_px(
+            left + 6.0,
+            top + 14.0,
+            &format!("no data: {}", missing.join("; ")),
+            RED,
+            "start",
+        );
     }
 }
 
