@@ -271,6 +271,40 @@ pub struct Row {
     pub direction: String,
 }
 
+impl Row {
+    /// One metric's row before judgement: both medians, the change, its
+    /// bootstrap interval (seeded by `seed`) and the rank test's p. Used
+    /// by `compare` (A against B) and the sweep (each value against the
+    /// control); `judge` decides significance over all rows together.
+    pub fn unjudged(group: &str, metric: &str, a: &[f64], b: &[f64], seed: u64) -> Row {
+        let (ma, mb) = (median(a), median(b));
+        let change = (ma != 0.0).then(|| change_pct(a, b));
+        let ci = change.and(change_ci_pct(a, b, 1.0 - ALPHA, RESAMPLES, seed));
+        Row {
+            group: group.to_string(),
+            metric: metric.to_string(),
+            a: ma,
+            b: mb,
+            change_pct: change,
+            ci_low_pct: ci.map(|c| c.0),
+            ci_high_pct: ci.map(|c| c.1),
+            significant: false,
+            n_a: a.len(),
+            n_b: b.len(),
+            verdict: String::new(),
+            p_value: mann_whitney_p(a, b),
+            p_adjusted: 1.0,
+            direction: "same".into(),
+            judged: false,
+            merged_a_us: None,
+            merged_b_us: None,
+            merged_change_pct: None,
+            merged_ci_low_pct: None,
+            merged_ci_high_pct: None,
+        }
+    }
+}
+
 /// A whole comparison, the body of compare-v1.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Comparison {
@@ -317,9 +351,6 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
                 continue;
             };
             let stream = seed.wrapping_add((rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let (ma, mb) = (median(xa), median(xb));
-            let change = (ma != 0.0).then(|| change_pct(xa, xb));
-            let ci = change.and(change_ci_pct(xa, xb, 1.0 - ALPHA, RESAMPLES, stream));
             let q = match metric {
                 "p50" => Some(0.5),
                 "p90" => Some(0.9),
@@ -332,28 +363,13 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
                 merged_b = Some(hb.value_at_quantile(q) as f64);
                 merged_change = histogram::quantile_change(ha, hb, q, 2000, stream);
             }
-            rows.push(Row {
-                group: group.clone(),
-                metric: metric.to_string(),
-                a: ma,
-                b: mb,
-                change_pct: change,
-                ci_low_pct: ci.map(|c| c.0),
-                ci_high_pct: ci.map(|c| c.1),
-                significant: false,
-                n_a: xa.len(),
-                n_b: xb.len(),
-                verdict: String::new(),
-                p_value: mann_whitney_p(xa, xb),
-                p_adjusted: 1.0,
-                direction: "same".into(),
-                judged: false,
-                merged_a_us: merged_a,
-                merged_b_us: merged_b,
-                merged_change_pct: merged_change.map(|c| c.0),
-                merged_ci_low_pct: merged_change.map(|c| c.1),
-                merged_ci_high_pct: merged_change.map(|c| c.2),
-            });
+            let mut row = Row::unjudged(group, metric, xa, xb, stream);
+            row.merged_a_us = merged_a;
+            row.merged_b_us = merged_b;
+            row.merged_change_pct = merged_change.map(|c| c.0);
+            row.merged_ci_low_pct = merged_change.map(|c| c.1);
+            row.merged_ci_high_pct = merged_change.map(|c| c.2);
+            rows.push(row);
         }
     }
     if rows.is_empty() {

@@ -10,9 +10,8 @@
 //! and is told how to read a trial's value (the caller knows the plan's
 //! `[sweep]`). It runs nothing.
 
-use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
+use super::bootstrap::median;
 use super::compare::{judge, Row, ALPHA};
-use super::significance::mann_whitney_p;
 use super::spread::Spread;
 use super::usl;
 use serde::{Deserialize, Serialize};
@@ -172,31 +171,7 @@ fn row_vs(metric: &str, value: &str, a: &[f64], b: &[f64], seed: u64) -> Option<
     if a.is_empty() || b.is_empty() {
         return None;
     }
-    let (ma, mb) = (median(a), median(b));
-    let change = (ma != 0.0).then(|| change_pct(a, b));
-    let ci = change.and(change_ci_pct(a, b, 1.0 - ALPHA, RESAMPLES, seed));
-    Some(Row {
-        group: value.to_string(),
-        metric: metric.to_string(),
-        a: ma,
-        b: mb,
-        change_pct: change,
-        ci_low_pct: ci.map(|c| c.0),
-        ci_high_pct: ci.map(|c| c.1),
-        significant: false,
-        n_a: a.len(),
-        n_b: b.len(),
-        verdict: String::new(),
-        p_value: mann_whitney_p(a, b),
-        p_adjusted: 1.0,
-        judged: false,
-        merged_a_us: None,
-        merged_b_us: None,
-        merged_change_pct: None,
-        merged_ci_low_pct: None,
-        merged_ci_high_pct: None,
-        direction: "same".into(),
-    })
+    Some(Row::unjudged(value, metric, a, b, seed))
 }
 
 /// Analyse a sweep's results directory.
