@@ -432,3 +432,65 @@ fn a_late_segment_says_by_how_much_and_the_interval_log_holds_every_second() {
     assert!(intervals >= 2, "{intervals} intervals");
     assert_eq!(count, timeline_ok);
 }
+
+#[test]
+fn replay_segments_take_every_nth_request() {
+    // Eleven recorded requests 10 ms apart, replayed as two segments: the
+    // first sends requests 0, 2, ..., 10 (six), the second 1, 3, ..., 9
+    // (five), and the server sees each of the eleven once.
+    let dir = tmpdir("replay");
+    let record = dir.join("record.jsonl");
+    let mut text = String::from("{\"format\":\"rackbench/record-v1\"}\n");
+    for i in 0..11 {
+        text.push_str(&format!(
+            "{{\"seq\":{i},\"t_us\":{},\"method\":\"GET\",\"target\":\"/r{i}\",\"headers\":[],\"body_b64\":\"\"}}\n",
+            i * 10_000
+        ));
+    }
+    std::fs::write(&record, text).unwrap();
+    let arrivals = dir.join("arrivals.txt");
+    let server = Server::start(&["--arrivals-out", arrivals.to_str().unwrap()]);
+    let start = start_in(Duration::from_millis(1200));
+    let children: Vec<(PathBuf, Child)> = (0..2)
+        .map(|i| {
+            let file = dir.join(format!("replay-{i}.json"));
+            let child = Command::new(EXE)
+                .args(["replay", record.to_str().unwrap(), &server.url, "-c", "2"])
+                .args(["--segment", &format!("{i}/2"), "--json"])
+                .args(["--start-at", &format!("{start:.3}")])
+                .stdout(std::fs::File::create(&file).unwrap())
+                .spawn()
+                .unwrap();
+            (file, child)
+        })
+        .collect();
+    let files: Vec<PathBuf> = children
+        .into_iter()
+        .map(|(f, mut c)| {
+            assert!(c.wait().unwrap().success());
+            f
+        })
+        .collect();
+    let answered = u(&server.stop()["answered"]);
+    let oks: Vec<u64> = files
+        .iter()
+        .map(|f| u(&read_json(f)["requests"]["ok"]))
+        .collect();
+    assert_eq!(oks, [6, 5]);
+    assert_eq!(answered, 11);
+    // Each recorded slot (10 ms apart) was sent once, by one segment or
+    // the other: no segment sent the first half of the file.
+    let mut slots: Vec<i64> = std::fs::read_to_string(&arrivals)
+        .unwrap()
+        .lines()
+        .map(|l| ((l.parse::<f64>().unwrap() - start * 1e6) / 10_000.0).round() as i64)
+        .collect();
+    slots.sort_unstable();
+    assert_eq!(
+        slots,
+        (0..11).collect::<Vec<i64>>(),
+        "slots of 10 ms from the start"
+    );
+    let merged: Value = serde_json::from_slice(&merge(&files, &["--json"]).stdout).unwrap();
+    assert_eq!(u(&merged["requests"]["ok"]), 11);
+}

@@ -277,6 +277,19 @@ impl LoadOptions {
     }
 }
 
+/// After a run: says on stderr how late a segment began, and writes its
+/// `--hist-out`.
+pub(crate) fn after_segment(report: &crate::load::LoadReport, opts: &SegmentOptions) -> Result<()> {
+    if let Some(seg) = report.segment.as_ref().filter(|s| s.late_ms > 0.0) {
+        eprintln!("warning: {}", load::report::late_warning(seg));
+    }
+    if let Some(path) = &opts.hist_out {
+        write_hist_out(report, path)
+            .map_err(|e| anyhow::anyhow!("cannot write --hist-out {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Writes the run's interval log to `path` whole (a temporary file renamed).
 fn write_hist_out(report: &crate::load::LoadReport, path: &std::path::Path) -> std::io::Result<()> {
     let tmp = path.with_extension("hlog.tmp");
@@ -332,13 +345,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if live {
         eprint!("\r\x1b[2K");
     }
-    if let Some(seg) = report.segment.as_ref().filter(|s| s.late_ms > 0.0) {
-        eprintln!("warning: {}", load::report::late_warning(seg));
-    }
-    if let Some(path) = &args.segment.hist_out {
-        write_hist_out(&report, path)
-            .map_err(|e| anyhow::anyhow!("cannot write --hist-out {}: {e}", path.display()))?;
-    }
+    after_segment(&report, &args.segment)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;

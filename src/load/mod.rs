@@ -384,6 +384,11 @@ impl StartClock {
     }
 }
 
+/// How long before a start ahead an open loop opens its connections:
+/// enough for a connect across a network, short enough that no server's
+/// keep-alive timeout closes them idle (puma's is 20 s, nginx's 75 s).
+const CONNECT_LEAD: Duration = Duration::from_secs(1);
+
 /// Waits until `t0` (a `--start-at` ahead), or until the run is stopped.
 fn wait_for_start(t0: Instant, interrupt: &AtomicBool) {
     loop {
@@ -435,6 +440,14 @@ fn spawn_workers(
 ) -> std::io::Result<Vec<WorkerHandle>> {
     let mut handles = Vec::with_capacity(threads);
     let seg = config.segment.unwrap_or(segment::Segment::WHOLE);
+    // An open loop connects before a start ahead (`--start-at`), so its
+    // first request leaves on time; a closed loop's first request goes
+    // out as its connection opens, so it connects at the start.
+    let lead = if config.pacing.is_open() {
+        CONNECT_LEAD
+    } else {
+        Duration::ZERO
+    };
     for i in 0..threads {
         let lane = seg.lane(i, threads);
         let plan = ThreadPlan {
@@ -480,7 +493,7 @@ fn spawn_workers(
                         ))
                     })?;
                 }
-                wait_for_start(t0, &stop_all);
+                wait_for_start(t0.checked_sub(lead).unwrap_or(t0), &stop_all);
                 worker::Worker::new(plan, rec, t0, window)?.run()
             })?;
         handles.push(handle);
