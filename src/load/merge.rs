@@ -597,6 +597,95 @@ mod tests {
         }
     }
 
+    /// A segment document: `rows` (t_s, ok, latency of each) over a
+    /// counted window of `rows.len()` seconds from `start_ms`.
+    fn segment(index: u32, count: u32, start_ms: f64, rows: &[(u64, u64, u64)]) -> LoadReport {
+        let mut r: LoadReport = serde_json::from_value(serde_json::json!({
+            "schema": "rackbench/load-v1", "rackbench_version": "0", "url": "http://127.0.0.1:1/",
+            "config": {"endpoint": "127.0.0.1:1", "connections": 2, "threads": 1, "warmup_s": 0.0,
+                       "pipeline": 1, "keep_alive": true, "timeout_s": 10.0},
+            "requests": {"total": 0, "ok": 0, "unfinished": 0, "unsent": 0},
+            "errors": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0, "status": 0, "body": 0},
+            "throughput_rps": 0.0, "duration_s": 1.0,
+            "latency_us": {"count": 0, "min": 0, "mean": 0.0, "stdev": 0.0, "p50": 0, "p90": 0,
+                           "p99": 0, "p999": 0, "max": 0},
+            "connections": {"configured": 2, "opened": 2, "connect_failures": 0, "never_answered": 0},
+            "latency_distribution": [], "timeline": [],
+            "generator": {"cpu_user_s": 0.0, "cpu_sys_s": 0.0, "peak_rss_bytes": 0,
+                          "busiest_thread_utilization": 0.0},
+            "warnings": [], "interrupted": false
+        }))
+        .unwrap();
+        let mut all = new_histogram(3);
+        let mut seconds = Vec::new();
+        for &(t_s, ok, us) in rows {
+            let mut h = new_histogram(2);
+            h.record_n(us, ok).unwrap();
+            all.record_n(us, ok).unwrap();
+            seconds.push(SecondHistogram {
+                t_s,
+                ok_us: encode(&h).unwrap(),
+            });
+            r.timeline.push(TimelineRow {
+                t_s,
+                ok,
+                errors: 0,
+                p50_us: us,
+                p99_us: us,
+                rps: ok as f64,
+                warmup: false,
+                span_s: 1.0,
+            });
+        }
+        r.requests.ok = all.len();
+        r.requests.total = all.len();
+        r.duration_s = rows.len() as f64;
+        r.throughput_rps = all.len() as f64 / r.duration_s;
+        r.segment = Some(super::super::segment::SegmentInfo {
+            index,
+            count,
+            start_at: None,
+            late_ms: 0.0,
+            run_start_unix_ms: start_ms,
+            window_start_unix_ms: start_ms,
+        });
+        r.histograms = Some(Histograms {
+            ok: encode(&all),
+            seconds,
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn the_timeline_lines_up_by_wall_clock_second_and_throughput_spans_the_union() {
+        // Segment 1 began a second after segment 0: its row 0 is the
+        // merged row 1.
+        let t = 1_795_467_600_000.0;
+        let a = segment(0, 2, t, &[(0, 10, 1000), (1, 10, 1000)]);
+        let b = segment(1, 2, t + 1000.0, &[(0, 30, 5000), (1, 5, 5000)]);
+        let m = merge_reports(&[("a".into(), a), ("b".into(), b)])
+            .unwrap()
+            .report;
+        let rows: Vec<(u64, u64)> = m.timeline.iter().map(|r| (r.t_s, r.ok)).collect();
+        assert_eq!(rows, [(0, 10), (1, 40), (2, 5)]);
+        // Merged second 1 holds 10 at 1 ms and 30 at 5 ms: its p50 is 5 ms.
+        assert!(
+            (4950..=5050).contains(&m.timeline[1].p50_us),
+            "{:?}",
+            m.timeline[1]
+        );
+        assert!((990..=1010).contains(&m.timeline[0].p50_us));
+        // 55 OK responses over the union of [t, t+2 s) and [t+1 s, t+3 s).
+        assert_eq!(m.duration_s, 3.0);
+        assert!((m.throughput_rps - 55.0 / 3.0).abs() < 1e-9);
+        assert_eq!(m.requests.ok, 55);
+        assert_eq!(m.config.connections, 4);
+        assert_eq!(m.latency_us.count, 55);
+        let segs = m.segments.unwrap();
+        assert_eq!(segs.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+    }
+
     #[test]
     fn averaged_percentiles_would_be_wrong_here() {
         // Why the merge reads percentiles off the merged histogram: one

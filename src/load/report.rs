@@ -627,6 +627,14 @@ impl LoadReport {
                 format!(", {}", g.io)
             }
         );
+        if let Some(seg) = self.segment.as_ref().filter(|g| g.count > 1) {
+            let _ = writeln!(
+                s,
+                "  segment:     {}/{} of a split load: these are its figures only; merge every \
+                 segment's --json document with `rackbench merge`",
+                seg.index, seg.count
+            );
+        }
         if self.interrupted {
             let _ = writeln!(
                 s,
