@@ -8,6 +8,7 @@ mod common;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use rackbench::load::recorder::new_histogram;
+use rackbench::load::report::headline;
 use rackbench::stats::histogram::decode;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -194,12 +195,20 @@ fn merged_segments_count_what_the_server_answered_and_read_percentiles_off_one_h
 
     // Merged percentiles are those of one histogram of every sample: the
     // segments' embedded histograms decoded and added.
-    let mut all = new_histogram(3);
-    for s in &segs {
-        all.add(decode(s["histograms"]["ok"].as_str().unwrap()).unwrap())
-            .unwrap();
-    }
-    assert_eq!(all.len(), ok);
+    // The headline is the OK latencies plus, as in any run, the ages of
+    // the requests still unanswered at the end (see report::headline).
+    let sum = |what: &str| {
+        let mut all = new_histogram(3);
+        for s in &segs {
+            if let Some(text) = s["histograms"][what].as_str() {
+                all.add(decode(text).unwrap()).unwrap();
+            }
+        }
+        all
+    };
+    let ok_hist = sum("ok");
+    assert_eq!(ok_hist.len(), ok);
+    let (all, _) = headline(&ok_hist, &sum("censored"), &sum("unanswered"));
     let lat = &merged["latency_us"];
     for (field, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
         assert_eq!(u(&lat[field]), all.value_at_quantile(q), "{field}");
@@ -291,13 +300,13 @@ fn merge_refuses_what_it_cannot_merge_exactly_and_warns_of_missing_segments() {
 
 #[test]
 fn segments_at_a_share_of_the_rate_interleave_into_the_schedule_of_one_run() {
-    // Four segments at 200/4 req/s each, started together: the server must
-    // see the schedule of one generator at 200 req/s, a request every 5 ms
-    // at (k·4 + I)/200, not four requests at once every 20 ms.
+    // Four segments at 100/4 req/s each, started together: the server must
+    // see the schedule of one generator at 100 req/s, a request every 10 ms
+    // at (k·4 + I)/100, not four requests at once every 40 ms.
     let dir = tmpdir("rate");
     let arrivals = dir.join("arrivals.txt");
     let server = Server::start(&["--arrivals-out", arrivals.to_str().unwrap()]);
-    let (n, rate, secs) = (4u32, 200.0f64, 3.0f64);
+    let (n, rate, secs) = (4u32, 100.0f64, 3.0f64);
     let start = start_in(Duration::from_millis(1500));
     let args: Vec<String> = [
         server.url.as_str(),
@@ -358,10 +367,11 @@ fn segments_at_a_share_of_the_rate_interleave_into_the_schedule_of_one_run() {
     );
     let single = slots.values().filter(|&&c| c == 1).count();
     // On an idle machine every slot holds one arrival; a busy one makes a
-    // few sends late. Four segments in step would fill a quarter of the
-    // slots four times over.
+    // few sends late (the margins are wide for a machine running other
+    // tests). Four segments in step would fill a quarter of the slots four
+    // times over: no slot would hold exactly one.
     assert!(
-        near * 10 >= total * 8 && single * 10 >= expected * 7,
+        near * 10 >= total * 7 && single * 10 >= expected * 6,
         "{near} of {total} arrivals near a slot, {single} slots of {expected} with exactly one"
     );
 }
@@ -435,7 +445,8 @@ fn a_late_segment_says_by_how_much_and_the_interval_log_holds_every_second() {
 
 #[test]
 fn replay_segments_take_every_nth_request() {
-    // Eleven recorded requests 10 ms apart, replayed as two segments: the
+    // Eleven recorded requests 50 ms apart (wide enough for a busy
+    // machine's late sends), replayed as two segments: the
     // first sends requests 0, 2, ..., 10 (six), the second 1, 3, ..., 9
     // (five), and the server sees each of the eleven once.
     let dir = tmpdir("replay");
@@ -444,7 +455,7 @@ fn replay_segments_take_every_nth_request() {
     for i in 0..11 {
         text.push_str(&format!(
             "{{\"seq\":{i},\"t_us\":{},\"method\":\"GET\",\"target\":\"/r{i}\",\"headers\":[],\"body_b64\":\"\"}}\n",
-            i * 10_000
+            i * 50_000
         ));
     }
     std::fs::write(&record, text).unwrap();
@@ -478,18 +489,18 @@ fn replay_segments_take_every_nth_request() {
         .collect();
     assert_eq!(oks, [6, 5]);
     assert_eq!(answered, 11);
-    // Each recorded slot (10 ms apart) was sent once, by one segment or
+    // Each recorded slot (50 ms apart) was sent once, by one segment or
     // the other: no segment sent the first half of the file.
     let mut slots: Vec<i64> = std::fs::read_to_string(&arrivals)
         .unwrap()
         .lines()
-        .map(|l| ((l.parse::<f64>().unwrap() - start * 1e6) / 10_000.0).round() as i64)
+        .map(|l| ((l.parse::<f64>().unwrap() - start * 1e6) / 50_000.0).round() as i64)
         .collect();
     slots.sort_unstable();
     assert_eq!(
         slots,
         (0..11).collect::<Vec<i64>>(),
-        "slots of 10 ms from the start"
+        "slots of 50 ms from the start"
     );
     let merged: Value = serde_json::from_slice(&merge(&files, &["--json"]).stdout).unwrap();
     assert_eq!(u(&merged["requests"]["ok"]), 11);
