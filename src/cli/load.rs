@@ -277,6 +277,19 @@ impl LoadOptions {
     }
 }
 
+/// Before a run with `--start-at` ahead: says on stderr how long it waits.
+pub(crate) fn announce_start(config: &LoadConfig) {
+    if let Some(at) = config.start_at {
+        if let Ok(ahead) = at.duration_since(std::time::SystemTime::now()) {
+            eprintln!(
+                "waiting {:.1}s for --start-at {}",
+                ahead.as_secs_f64(),
+                segment::rfc3339_ms(at)
+            );
+        }
+    }
+}
+
 /// After a run: says on stderr how late a segment began, and writes its
 /// `--hist-out`.
 pub(crate) fn after_segment(report: &crate::load::LoadReport, opts: &SegmentOptions) -> Result<()> {
@@ -314,15 +327,7 @@ pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>, hard_second: bool) {
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let mut config = args.options.to_config(&args.url, args.threads)?;
     args.segment.apply(&mut config)?;
-    if let Some(at) = config.start_at {
-        if let Ok(ahead) = at.duration_since(std::time::SystemTime::now()) {
-            eprintln!(
-                "waiting {:.1}s for --start-at {}",
-                ahead.as_secs_f64(),
-                segment::rfc3339_ms(at)
-            );
-        }
-    }
+    announce_start(&config);
     super::raise_fd_limit();
     stop_on_signals(&config.interrupt, true);
     let live = !args.json && std::io::stdout().is_terminal();
