@@ -402,3 +402,61 @@ pub(crate) fn print_checks(results: &[CheckResult], json: bool) -> bool {
     }
     failed == 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(c: usize, n: Option<u64>, rate: Option<f64>) -> LoadConfig {
+        let mut cfg = LoadConfig::get("http://127.0.0.1:9/").unwrap();
+        cfg.connections = c;
+        cfg.requests = n;
+        cfg.pacing = rate.map_or(Pacing::Closed, Pacing::Rate);
+        cfg
+    }
+
+    fn opts(seg: &str) -> SegmentOptions {
+        SegmentOptions {
+            segment: Some(Segment::parse(seg).unwrap()),
+            start_at: None,
+            hist_out: None,
+        }
+    }
+
+    #[test]
+    fn a_segment_takes_its_share_and_an_empty_share_is_refused() {
+        let mut cfg = config(7, Some(10), Some(300.0));
+        opts("0/3").apply(&mut cfg).unwrap();
+        assert_eq!((cfg.connections, cfg.requests), (3, Some(4)));
+        assert_eq!(cfg.pacing, Pacing::Rate(100.0));
+        assert!(cfg.keep_histograms);
+        let mut cfg = config(7, Some(10), None);
+        opts("2/3").apply(&mut cfg).unwrap();
+        assert_eq!((cfg.connections, cfg.requests), (2, Some(3)));
+        assert_eq!(cfg.pacing, Pacing::Closed);
+
+        let err = opts("3/4").apply(&mut config(3, None, None)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--segment 3/4 gets no connections of -c 3"),
+            "{err}"
+        );
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        let err = opts("2/3")
+            .apply(&mut config(3, Some(2), None))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("gets no requests of -n 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_start_time_far_off_is_a_usage_error() {
+        let mut o = opts("0/2");
+        o.start_at = Some("2020-01-01T00:00:00Z".into());
+        let err = o.apply(&mut config(2, None, None)).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        assert!(err.to_string().contains("h ago"), "{err}");
+    }
+}
