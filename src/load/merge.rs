@@ -687,6 +687,28 @@ mod tests {
     }
 
     #[test]
+    fn the_json_entry_point_merges_and_names_a_bad_document_by_position() {
+        let t = 1_795_467_600_000.0;
+        let docs: Vec<serde_json::Value> = [
+            segment(1, 2, t, &[(0, 4, 2000)]),
+            segment(0, 2, t, &[(0, 6, 1000)]),
+        ]
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect();
+        let m: LoadReport = serde_json::from_value(merge(&docs).unwrap()).unwrap();
+        assert_eq!(m.requests.ok, 10);
+        assert_eq!(m.segments.unwrap().len(), 2);
+        let mut plain = docs[0].clone();
+        plain.as_object_mut().unwrap().remove("histograms");
+        let err = merge(&[docs[1].clone(), plain]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("document 2 has no embedded histograms"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn averaged_percentiles_would_be_wrong_here() {
         // Why the merge reads percentiles off the merged histogram: one
         // slow segment, three fast ones; the mean of their p99s is far
