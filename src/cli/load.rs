@@ -139,7 +139,10 @@ impl SegmentOptions {
             let at = segment::parse_start_at(text, std::time::SystemTime::now()).map_err(usage)?;
             config.start_at = Some(at);
         }
-        config.keep_histograms = self.segment.is_some() || self.hist_out.is_some();
+        // A start time alone embeds them too: the document then says
+        // where on the wall clock it ran, and how late (`segment.late_ms`).
+        config.keep_histograms =
+            self.segment.is_some() || self.hist_out.is_some() || self.start_at.is_some();
         let Some(seg) = self.segment else {
             return Ok(());
         };
@@ -449,6 +452,26 @@ mod tests {
             err.to_string().contains("gets no requests of -n 2"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_start_time_alone_keeps_what_says_how_late() {
+        let o = SegmentOptions {
+            segment: None,
+            start_at: Some(format!(
+                "{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs()
+                    + 60
+            )),
+            hist_out: None,
+        };
+        let mut cfg = config(2, None, None);
+        o.apply(&mut cfg).unwrap();
+        assert!(cfg.keep_histograms && cfg.start_at.is_some() && cfg.segment.is_none());
+        assert_eq!(cfg.connections, 2);
     }
 
     #[test]

@@ -122,8 +122,8 @@ pub struct LoadConfig {
     /// than at once; a start already past begins at once and says how late.
     pub start_at: Option<SystemTime>,
     /// Embed what an exact merge needs in the report (`segment`,
-    /// `histograms`); set with a segment, or when the histograms are
-    /// wanted for their own sake (`--hist-out`).
+    /// `histograms`); set with a segment or a start time, or when the
+    /// histograms are wanted for their own sake (`--hist-out`).
     pub keep_histograms: bool,
 }
 
