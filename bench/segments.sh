@@ -20,6 +20,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 RACKBENCH=${RACKBENCH:-$root/target/release/rackbench}
+RACKBENCH=$(cd "$(dirname "$RACKBENCH")" && pwd)/$(basename "$RACKBENCH")
 out=""
 secs=5
 rate=400
@@ -151,8 +152,9 @@ run_one() {
   local merged="$out/raw/$mode-n$n-merged.json"
   printf '%q ' "$RACKBENCH" merge "${files[@]#"$out"/}" --json >>"$cmdlog"
   printf '> raw/%s\n' "$(basename "$merged")" >>"$cmdlog"
-  "$RACKBENCH" merge "${files[@]}" --json >"$merged"
-  "$RACKBENCH" merge "${files[@]}" >"$out/raw/$mode-n$n-merged.txt"
+  # Relative names, as in commands.txt (they land in the merged `segments`).
+  (cd "$out" && "$RACKBENCH" merge "${files[@]#"$out"/}" --json >"$merged")
+  (cd "$out" && "$RACKBENCH" merge "${files[@]#"$out"/}" >"$out/raw/$mode-n$n-merged.txt")
   sleep 0.5  # nginx writes its log as each request ends
   local to
   to=$(awk -v s="$start" -v d="$secs" 'BEGIN { printf "%.3f", s + d }')
