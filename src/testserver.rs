@@ -89,6 +89,9 @@ pub struct TestServerConfig {
     /// backlog, unicorn's workers and listen queue): abandoned requests
     /// are worked off one pool-load after another.
     pub workers: usize,
+    /// Keep each request's arrival on the wall clock (unix µs), for a test
+    /// of when load arrived (segments that must interleave).
+    pub record_arrivals: bool,
 }
 
 impl Default for TestServerConfig {
@@ -106,6 +109,7 @@ impl Default for TestServerConfig {
             max_connections: 0,
             max_in_progress: 0,
             workers: 0,
+            record_arrivals: false,
         }
     }
 }
@@ -130,6 +134,8 @@ struct Shared {
     accepted: AtomicU64,
     open: AtomicU64,
     service: Mutex<Histogram<u64>>,
+    /// Arrival of each request, unix µs (with `record_arrivals`).
+    arrivals: Mutex<Vec<u64>>,
     /// (requests admitted, of which being worked on), with `turn`.
     pool: Mutex<(usize, usize)>,
     turn: Condvar,
@@ -221,6 +227,7 @@ impl TestServer {
             accepted: AtomicU64::new(0),
             open: AtomicU64::new(0),
             service: Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds")),
+            arrivals: Mutex::new(Vec::new()),
             pool: Mutex::new((0, 0)),
             turn: Condvar::new(),
             cfg,
@@ -276,6 +283,14 @@ impl TestServer {
                 .expect("service histogram")
                 .clone(),
         }
+    }
+
+    /// When each request arrived, unix µs, in order (empty without
+    /// `record_arrivals`).
+    pub fn arrivals(&self) -> Vec<u64> {
+        let mut v = self.shared.arrivals.lock().expect("arrivals").clone();
+        v.sort_unstable();
+        v
     }
 
     /// Stops accepting and tells every connection thread to finish.
@@ -412,6 +427,12 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             buf.drain(..used);
             let n = sh.seen.fetch_add(1, Ordering::SeqCst) + 1;
             let t = Instant::now();
+            if cfg.record_arrivals {
+                let us = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros() as u64);
+                sh.arrivals.lock().expect("arrivals").push(us);
+            }
             let faulty = cfg.fault != Fault::None && n % cfg.fault_every.max(1) == 0;
             let delay = match (faulty, cfg.fault_delay) {
                 (true, Some(d)) => d,
@@ -561,6 +582,16 @@ fn hang(sh: &Shared) {
 /// URL first and its own figures (answered, service p50/p99) as one JSON
 /// line on stderr at the end.
 pub fn serve_forever(cfg: TestServerConfig) -> io::Result<()> {
+    serve_forever_recording(cfg, None)
+}
+
+/// [`serve_forever`], writing each request's arrival (unix µs, one per
+/// line, in order) to `arrivals_out` at the end.
+pub fn serve_forever_recording(
+    mut cfg: TestServerConfig,
+    arrivals_out: Option<&std::path::Path>,
+) -> io::Result<()> {
+    cfg.record_arrivals |= arrivals_out.is_some();
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [libc::SIGINT, libc::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&flag))?;
@@ -581,6 +612,14 @@ pub fn serve_forever(cfg: TestServerConfig) -> io::Result<()> {
         s.service_us.value_at_quantile(0.99)
     );
     server.shutdown();
+    if let Some(path) = arrivals_out {
+        let mut text = String::new();
+        for us in server.arrivals() {
+            text.push_str(&us.to_string());
+            text.push('\n');
+        }
+        std::fs::write(path, text)?;
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 use super::{parse, UsageError};
 use crate::checks::{self, Check, CheckResult};
 use crate::load::report::TimelineRow;
+use crate::load::segment::{self, Segment};
 use crate::load::target::{self, parse_header, render_request, Endpoint, RequestSpec, Url};
 use crate::load::{self, ExpectStatus, IoMode, LoadConfig, Pacing};
 use crate::units::fmt_us;
@@ -102,6 +103,73 @@ pub struct LoadArgs {
     /// 'rps>5000' (repeatable); exit status 1 when any is not met.
     #[arg(long = "check", value_parser = Check::parse)]
     pub checks: Vec<Check>,
+    #[command(flatten)]
+    pub segment: SegmentOptions,
+}
+
+/// Running one share of a load that several generators make together
+/// (docs/SCALING.md).
+#[derive(Debug, Clone, Args)]
+pub struct SegmentOptions {
+    /// Run segment I of N (I from 0, e.g. 0/4; a Kubernetes Indexed Job's
+    /// JOB_COMPLETION_INDEX is I): its share of -c, --rate and -n, on the
+    /// whole schedule's slots; the JSON carries what `rackbench merge` needs.
+    #[arg(long, value_parser = parse_segment)]
+    pub segment: Option<Segment>,
+    /// Start (warm-up first) at this wall-clock time: RFC 3339 UTC like
+    /// 2026-11-23T21:00:00Z, or unix seconds like 1795467600.5.
+    #[arg(long)]
+    pub start_at: Option<String>,
+    /// Also write the latency histograms as an HdrHistogram interval log
+    /// (one interval per second, compressed V2) for HdrHistogram's tools.
+    #[arg(long)]
+    pub hist_out: Option<PathBuf>,
+}
+
+fn parse_segment(text: &str) -> Result<Segment, String> {
+    Segment::parse(text)
+}
+
+impl SegmentOptions {
+    /// Narrows `config` to this segment's share and sets its start; every
+    /// share that comes out empty is a usage error naming the fix.
+    pub fn apply(&self, config: &mut LoadConfig) -> Result<()> {
+        let usage = |m: String| anyhow::Error::new(UsageError(m));
+        if let Some(text) = &self.start_at {
+            let at = segment::parse_start_at(text, std::time::SystemTime::now()).map_err(usage)?;
+            config.start_at = Some(at);
+        }
+        // A start time alone embeds them too: the document then says
+        // where on the wall clock it ran, and how late (`segment.late_ms`).
+        config.keep_histograms =
+            self.segment.is_some() || self.hist_out.is_some() || self.start_at.is_some();
+        let Some(seg) = self.segment else {
+            return Ok(());
+        };
+        let connections = seg.share(config.connections as u64) as usize;
+        if connections == 0 {
+            return Err(usage(format!(
+                "--segment {seg} gets no connections of -c {}: give at least -c {} (one per segment), or fewer segments",
+                config.connections, seg.count
+            )));
+        }
+        config.connections = connections;
+        if let Some(n) = config.requests {
+            let mine = seg.share(n);
+            if mine == 0 {
+                return Err(usage(format!(
+                    "--segment {seg} gets no requests of -n {n}: give at least -n {} (one per segment), or fewer segments",
+                    seg.count
+                )));
+            }
+            config.requests = Some(mine);
+        }
+        if let Pacing::Rate(r) = config.pacing {
+            config.pacing = Pacing::Rate(r / f64::from(seg.count));
+        }
+        config.segment = Some(seg);
+        Ok(())
+    }
 }
 
 impl LoadOptions {
@@ -205,8 +273,46 @@ impl LoadOptions {
             interrupt: Arc::new(AtomicBool::new(false)),
             io,
             schedule: None,
+            segment: None,
+            start_at: None,
+            keep_histograms: false,
         })
     }
+}
+
+/// Before a run with `--start-at` ahead: says on stderr how long it waits.
+pub(crate) fn announce_start(config: &LoadConfig) {
+    if let Some(at) = config.start_at {
+        if let Ok(ahead) = at.duration_since(std::time::SystemTime::now()) {
+            eprintln!(
+                "waiting {:.1}s for --start-at {}",
+                ahead.as_secs_f64(),
+                segment::rfc3339_ms(at)
+            );
+        }
+    }
+}
+
+/// After a run: says on stderr how late a segment began, and writes its
+/// `--hist-out`.
+pub(crate) fn after_segment(report: &crate::load::LoadReport, opts: &SegmentOptions) -> Result<()> {
+    if let Some(seg) = report.segment.as_ref().filter(|s| s.late_ms > 0.0) {
+        eprintln!("warning: {}", load::report::late_warning(seg));
+    }
+    if let Some(path) = &opts.hist_out {
+        write_hist_out(report, path)
+            .map_err(|e| anyhow::anyhow!("cannot write --hist-out {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Writes the run's interval log to `path` whole (a temporary file renamed).
+fn write_hist_out(report: &crate::load::LoadReport, path: &std::path::Path) -> std::io::Result<()> {
+    let tmp = path.with_extension("hlog.tmp");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    crate::load::merge::write_interval_log(report, &mut f)?;
+    f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    std::fs::rename(&tmp, path)
 }
 
 /// Sets `flag` on Ctrl-C or SIGTERM. With `hard_second`, a second signal
@@ -222,7 +328,9 @@ pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>, hard_second: bool) {
 }
 
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
-    let config = args.options.to_config(&args.url, args.threads)?;
+    let mut config = args.options.to_config(&args.url, args.threads)?;
+    args.segment.apply(&mut config)?;
+    announce_start(&config);
     super::raise_fd_limit();
     stop_on_signals(&config.interrupt, true);
     let live = !args.json && std::io::stdout().is_terminal();
@@ -245,6 +353,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if live {
         eprint!("\r\x1b[2K");
     }
+    after_segment(&report, &args.segment)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;
@@ -295,4 +404,82 @@ pub(crate) fn print_checks(results: &[CheckResult], json: bool) -> bool {
         eprintln!("{failed} of {} check(s) not met", results.len());
     }
     failed == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(c: usize, n: Option<u64>, rate: Option<f64>) -> LoadConfig {
+        let mut cfg = LoadConfig::get("http://127.0.0.1:9/").unwrap();
+        cfg.connections = c;
+        cfg.requests = n;
+        cfg.pacing = rate.map_or(Pacing::Closed, Pacing::Rate);
+        cfg
+    }
+
+    fn opts(seg: &str) -> SegmentOptions {
+        SegmentOptions {
+            segment: Some(Segment::parse(seg).unwrap()),
+            start_at: None,
+            hist_out: None,
+        }
+    }
+
+    #[test]
+    fn a_segment_takes_its_share_and_an_empty_share_is_refused() {
+        let mut cfg = config(7, Some(10), Some(300.0));
+        opts("0/3").apply(&mut cfg).unwrap();
+        assert_eq!((cfg.connections, cfg.requests), (3, Some(4)));
+        assert_eq!(cfg.pacing, Pacing::Rate(100.0));
+        assert!(cfg.keep_histograms);
+        let mut cfg = config(7, Some(10), None);
+        opts("2/3").apply(&mut cfg).unwrap();
+        assert_eq!((cfg.connections, cfg.requests), (2, Some(3)));
+        assert_eq!(cfg.pacing, Pacing::Closed);
+
+        let err = opts("3/4").apply(&mut config(3, None, None)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--segment 3/4 gets no connections of -c 3"),
+            "{err}"
+        );
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        let err = opts("2/3")
+            .apply(&mut config(3, Some(2), None))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("gets no requests of -n 2"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_start_time_alone_keeps_what_says_how_late() {
+        let o = SegmentOptions {
+            segment: None,
+            start_at: Some(format!(
+                "{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs()
+                    + 60
+            )),
+            hist_out: None,
+        };
+        let mut cfg = config(2, None, None);
+        o.apply(&mut cfg).unwrap();
+        assert!(cfg.keep_histograms && cfg.start_at.is_some() && cfg.segment.is_none());
+        assert_eq!(cfg.connections, 2);
+    }
+
+    #[test]
+    fn a_start_time_far_off_is_a_usage_error() {
+        let mut o = opts("0/2");
+        o.start_at = Some("2020-01-01T00:00:00Z".into());
+        let err = o.apply(&mut config(2, None, None)).unwrap_err();
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        assert!(err.to_string().contains("h ago"), "{err}");
+    }
 }

@@ -7,6 +7,7 @@
 mod breakpoint;
 mod compare;
 mod load;
+mod merge;
 mod mirror;
 mod parse;
 mod replay;
@@ -35,6 +36,8 @@ pub struct Cli {
 enum Command {
     /// Drive HTTP load at a URL and report throughput, latency and errors.
     Load(Box<load::LoadArgs>),
+    /// Merge segment documents (`load --segment I/N --json`) exactly: counts add, histograms merge.
+    Merge(merge::MergeArgs),
     /// List the server adapters, whether each is installed, and its version.
     Servers(servers::ServersArgs),
     /// Start a server with an app, verify it, load it, sample it, stop it.
@@ -69,6 +72,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Load(args) => load::run(*args),
+        Command::Merge(args) => merge::run(args),
         Command::Servers(args) => servers::run(args),
         Command::Trial(args) => trial::run(*args),
         Command::Run(args) => run::run(args),

@@ -65,6 +65,9 @@ pub struct ReplayArgs {
     /// A threshold the run must meet, e.g. 'p99<200ms' (repeatable).
     #[arg(long = "check", value_parser = Check::parse)]
     pub checks: Vec<Check>,
+    /// --segment I/N takes every N-th request from the I-th (docs/SCALING.md).
+    #[command(flatten)]
+    pub segment: super::load::SegmentOptions,
 }
 
 fn usage(m: String) -> anyhow::Error {
@@ -154,16 +157,19 @@ impl ReplayArgs {
         if let Some(e) = &self.expect_status {
             cfg.expect_status = e.clone();
         }
+        self.segment.apply(&mut cfg)?;
         Ok(cfg)
     }
 }
 
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let config = args.to_config()?;
+    super::load::announce_start(&config);
     super::raise_fd_limit();
     stop_on_signals(&config.interrupt, true);
     let schedule = Arc::clone(config.schedule.as_ref().expect("a replay"));
     let report = load::run(config, |_| {})?;
+    super::load::after_segment(&report, &args.segment)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;

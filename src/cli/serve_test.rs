@@ -4,7 +4,7 @@
 
 use super::parse;
 use crate::testserver::{
-    serve_forever, serve_with_connection_limit, Bind, Fault, TestServerConfig,
+    serve_forever_recording, serve_with_connection_limit, Bind, Fault, TestServerConfig,
 };
 use anyhow::Result;
 use clap::Args;
@@ -36,6 +36,9 @@ pub struct ServeTestArgs {
     /// never): a server that drops connections, e.g. behind nginx.
     #[arg(long, default_value_t = 0, conflicts_with = "max_connections")]
     pub reset_every: u64,
+    /// At the end, write each request's arrival (unix µs, one per line).
+    #[arg(long, conflicts_with = "max_connections")]
+    pub arrivals_out: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
@@ -54,19 +57,22 @@ pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
         eprintln!("{{\"answered\":{answered}}}");
         return Ok(ExitCode::SUCCESS);
     }
-    serve_forever(TestServerConfig {
-        bind: Bind::Tcp(args.listen),
-        delay: args.delay,
-        max_connections: args.max_connections,
-        max_in_progress: args.max_in_progress,
-        workers: args.workers,
-        fault: if args.reset_every > 0 {
-            Fault::Reset
-        } else {
-            Fault::None
+    serve_forever_recording(
+        TestServerConfig {
+            bind: Bind::Tcp(args.listen),
+            delay: args.delay,
+            max_connections: args.max_connections,
+            max_in_progress: args.max_in_progress,
+            workers: args.workers,
+            fault: if args.reset_every > 0 {
+                Fault::Reset
+            } else {
+                Fault::None
+            },
+            fault_every: args.reset_every.max(1),
+            ..Default::default()
         },
-        fault_every: args.reset_every.max(1),
-        ..Default::default()
-    })?;
+        args.arrivals_out.as_deref(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }

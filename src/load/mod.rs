@@ -10,10 +10,12 @@
 pub mod caveats;
 pub mod cpus;
 pub(crate) mod epoll;
+pub mod merge;
 pub mod recorder;
 pub mod report;
 pub mod response;
 pub mod schedule;
+pub mod segment;
 mod sys;
 pub mod target;
 pub(crate) mod uring;
@@ -31,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use window::Window;
 
 /// Which statuses count as a good answer.
@@ -112,6 +114,17 @@ pub struct LoadConfig {
     pub io: IoMode,
     /// The replayed requests under [`Pacing::Schedule`]; None otherwise.
     pub schedule: Option<Arc<schedule::Schedule>>,
+    /// This run is one segment of a load several generators make together
+    /// (see `segment.rs`): `connections`, `requests` and the `--rate` above
+    /// are already its share; the segment sets the phase of its schedule.
+    pub segment: Option<segment::Segment>,
+    /// Start the run (warm-up first) at this wall-clock instant rather
+    /// than at once; a start already past begins at once and says how late.
+    pub start_at: Option<SystemTime>,
+    /// Embed what an exact merge needs in the report (`segment`,
+    /// `histograms`); set with a segment or a start time, or when the
+    /// histograms are wanted for their own sake (`--hist-out`).
+    pub keep_histograms: bool,
 }
 
 /// The kernel interface a connection loop waits on (see `uring.rs`).
@@ -167,6 +180,9 @@ impl LoadConfig {
             stop_on_error: false,
             io: IoMode::Auto,
             schedule: None,
+            segment: None,
+            start_at: None,
+            keep_histograms: false,
         })
     }
 }
@@ -177,9 +193,13 @@ pub(crate) struct ThreadPlan {
     connections: usize,
     pacing: Pacing,
     requests: Option<u64>,
-    /// This thread's number and the thread count: under a schedule,
-    /// thread i sends requests i, i + threads, ...
+    /// This thread's lane and the lane count over every segment's
+    /// threads: under a schedule, lane l sends requests l, l + lanes, ...
     lane: (u64, u64),
+    /// Under `--rate`: when this lane's first request falls due after the
+    /// start (lane / whole rate), so the lanes interleave into one
+    /// schedule instead of sending together.
+    phase: Duration,
 }
 
 /// What a worker measured about itself.
@@ -237,7 +257,8 @@ pub fn run_observed(
     let config = Arc::new(config);
     let usage_before = report::process_usage();
     let (tx, rx) = mpsc::channel::<(usize, SecondReport)>();
-    let t0 = Instant::now();
+    let clock = StartClock::at(config.start_at);
+    let t0 = clock.t0;
     let window = Arc::new(if config.warmup_until_steady && !config.warmup.is_zero() {
         Window::until_steady(t0, config.warmup, config.duration)
     } else {
@@ -245,7 +266,14 @@ pub fn run_observed(
     });
     on_window(Arc::clone(&window));
     let handles = spawn_workers(&config, threads, t0, &window, tx)?;
-    let timeline = collect_timeline(rx, threads, &window, config.warmup_until_steady, on_second);
+    let (timeline, seconds) = collect_timeline(
+        rx,
+        threads,
+        &window,
+        config.warmup_until_steady,
+        config.keep_histograms,
+        on_second,
+    );
     let mut results = Vec::with_capacity(threads);
     for h in handles {
         let r = h
@@ -265,6 +293,12 @@ pub fn run_observed(
         .as_secs_f64();
     let (headline, lower_bound) = report::headline(&sum.latency, &sum.censored, &sum.unanswered);
     let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
+    let (segment, histograms) = if config.keep_histograms {
+        let info = clock.info(&config, window_start);
+        (Some(info), Some(sum.histograms(seconds)))
+    } else {
+        (None, None)
+    };
     let stats = sum.stats;
     let mut generator = GeneratorCost::between(&usage_before, &usage_after, sum.busiest, stats.io);
     generator.wakeups = stats.wakeups;
@@ -298,7 +332,72 @@ pub fn run_observed(
         timeline,
         generator,
         histogram: &headline,
+        segment,
+        histograms,
     }))
+}
+
+/// Where the run starts: on the monotonic clock (`t0`) and on the wall
+/// clock, and how late that is after `--start-at`.
+struct StartClock {
+    t0: Instant,
+    t0_wall: SystemTime,
+    start_at: Option<SystemTime>,
+    late: Duration,
+}
+
+impl StartClock {
+    /// Now, or `start_at` if it is still ahead (the workers wait for it);
+    /// a `start_at` already past starts now, that much late.
+    fn at(start_at: Option<SystemTime>) -> StartClock {
+        let (now, now_wall) = (Instant::now(), SystemTime::now());
+        let (t0, t0_wall, late) = match start_at.map(|at| at.duration_since(now_wall)) {
+            Some(Ok(ahead)) => (now + ahead, now_wall + ahead, Duration::ZERO),
+            Some(Err(behind)) => (now, now_wall, behind.duration()),
+            None => (now, now_wall, Duration::ZERO),
+        };
+        StartClock {
+            t0,
+            t0_wall,
+            start_at,
+            late,
+        }
+    }
+
+    /// The report's `segment` object (a run that is no segment is segment
+    /// 0 of 1).
+    fn info(&self, config: &LoadConfig, window_start: Instant) -> segment::SegmentInfo {
+        let seg = config.segment.unwrap_or(segment::Segment::WHOLE);
+        let run_start_unix_ms = segment::unix_ms(self.t0_wall);
+        segment::SegmentInfo {
+            index: seg.index,
+            count: seg.count,
+            start_at: self.start_at.map(segment::rfc3339_ms),
+            late_ms: self.late.as_secs_f64() * 1000.0,
+            run_start_unix_ms,
+            window_start_unix_ms: run_start_unix_ms
+                + window_start
+                    .saturating_duration_since(self.t0)
+                    .as_secs_f64()
+                    * 1000.0,
+        }
+    }
+}
+
+/// How long before a start ahead an open loop opens its connections:
+/// enough for a connect across a network, short enough that no server's
+/// keep-alive timeout closes them idle (puma's is 20 s, nginx's 75 s).
+const CONNECT_LEAD: Duration = Duration::from_secs(1);
+
+/// Waits until `t0` (a `--start-at` ahead), or until the run is stopped.
+fn wait_for_start(t0: Instant, interrupt: &AtomicBool) {
+    loop {
+        let left = t0.saturating_duration_since(Instant::now());
+        if left.is_zero() || interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
 }
 
 /// Refuses a run that cannot be what was asked, before any load: an I/O
@@ -340,7 +439,17 @@ fn spawn_workers(
     tx: mpsc::Sender<(usize, SecondReport)>,
 ) -> std::io::Result<Vec<WorkerHandle>> {
     let mut handles = Vec::with_capacity(threads);
+    let seg = config.segment.unwrap_or(segment::Segment::WHOLE);
+    // An open loop connects before a start ahead (`--start-at`), so its
+    // first request leaves on time; a closed loop's first request goes
+    // out as its connection opens, so it connects at the start.
+    let lead = if config.pacing.is_open() {
+        CONNECT_LEAD
+    } else {
+        Duration::ZERO
+    };
     for i in 0..threads {
+        let lane = seg.lane(i, threads);
         let plan = ThreadPlan {
             config: Arc::clone(config),
             connections: share(config.connections as u64, threads, i) as usize,
@@ -350,7 +459,15 @@ fn spawn_workers(
                 Pacing::Schedule => Pacing::Schedule,
             },
             requests: config.requests.map(|n| share(n, threads, i)),
-            lane: (i as u64, threads as u64),
+            lane,
+            // The rate given is this segment's; the whole schedule's is N
+            // times it, and lane l's first request falls at l over that.
+            phase: match config.pacing {
+                Pacing::Rate(r) => {
+                    Duration::from_secs_f64(lane.0 as f64 / (r * f64::from(seg.count)))
+                }
+                _ => Duration::ZERO,
+            },
         };
         let window = Arc::clone(window);
         let rec = Recorder::new(
@@ -376,6 +493,7 @@ fn spawn_workers(
                         ))
                     })?;
                 }
+                wait_for_start(t0.checked_sub(lead).unwrap_or(t0), &stop_all);
                 worker::Worker::new(plan, rec, t0, window)?.run()
             })?;
         handles.push(handle);
@@ -392,14 +510,24 @@ fn collect_timeline(
     threads: usize,
     window: &Window,
     steady_rule: bool,
+    keep_histograms: bool,
     mut on_second: impl FnMut(&TimelineRow),
-) -> Vec<TimelineRow> {
+) -> (Vec<TimelineRow>, Vec<segment::SecondHistogram>) {
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
     let mut timeline = Vec::new();
+    let mut seconds = Vec::new();
     let mut next_sec = 0u64;
     let mut rates: Vec<f64> = Vec::new();
     let mut emit = |sec_report: SecondReport, timeline: &mut Vec<TimelineRow>| {
         let row = TimelineRow::from_second(&sec_report, window.is_warmup_second(sec_report.sec));
+        if keep_histograms {
+            if let Some(ok_us) = crate::stats::histogram::encode(&sec_report.latency) {
+                seconds.push(segment::SecondHistogram {
+                    t_s: sec_report.sec,
+                    ok_us,
+                });
+            }
+        }
         // The steady-state rule: the warm-up ends the moment the last
         // seconds' throughput agrees; the workers see it at once.
         if steady_rule && window.start().is_none() && row.span_s >= 0.999 {
@@ -441,7 +569,7 @@ fn collect_timeline(
         }
         emit(r, &mut timeline);
     }
-    timeline
+    (timeline, seconds)
 }
 
 /// Every worker's tally and stats added up.
@@ -525,6 +653,22 @@ impl Sum {
                 .get_or_insert_with(|| new_histogram(3))
                 .add(h)
                 .expect("same histogram bounds");
+        }
+    }
+}
+
+impl Sum {
+    /// The histograms a merge needs, encoded (see `segment::Histograms`).
+    fn histograms(&self, seconds: Vec<segment::SecondHistogram>) -> segment::Histograms {
+        use crate::stats::histogram::encode;
+        segment::Histograms {
+            ok: encode(&self.latency),
+            censored: encode(&self.censored),
+            unanswered: encode(&self.unanswered),
+            failed: encode(&self.failed),
+            unfinished: encode(&self.unfinished_ages),
+            uncorrected: self.uncorrected.as_ref().and_then(encode),
+            seconds,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! rename none. The committed schema is `schema/load-v1.schema.json`.
 
 use super::recorder::{ErrorCounts, FirstFailure, SecondReport};
+use super::segment::{Histograms, SegmentInfo, SegmentSummary};
 use super::{LoadConfig, Pacing};
 use crate::units::{fmt_bytes, fmt_us};
 use hdrhistogram::Histogram;
@@ -79,6 +80,17 @@ pub struct LoadReport {
     /// The first request that failed, warm-up included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<FirstFailure>,
+    /// With `--segment` (or `--start-at`): which share of a load this run
+    /// was and where it sat on the wall clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SegmentInfo>,
+    /// With `--segment` or `--hist-out`: the histograms an exact merge
+    /// needs (`rackbench merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<Histograms>,
+    /// A merged document (`rackbench merge`): the segments it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<SegmentSummary>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -308,6 +320,8 @@ pub(crate) struct Parts<'a> {
     pub timeline: Vec<TimelineRow>,
     pub generator: GeneratorCost,
     pub histogram: &'a Histogram<u64>,
+    pub segment: Option<SegmentInfo>,
+    pub histograms: Option<Histograms>,
 }
 
 /// Fewer OK responses than this make the headline latency come from the
@@ -380,6 +394,9 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
              the server was slower than {of}, or --connections is too low for it",
             p.late_sends, p.unsent
         ));
+    }
+    if let Some(seg) = p.segment.as_ref().filter(|s| s.late_ms > 0.0) {
+        warnings.push(late_warning(seg));
     }
     if p.unfinished > 0 && p.unfinished * 100 > total.max(1) {
         warnings.push(format!(
@@ -459,7 +476,21 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         elapsed_s: p.elapsed_s,
         status_codes: p.status_codes,
         first_failure: p.first_failure,
+        segment: p.segment,
+        histograms: p.histograms,
+        segments: None,
     }
+}
+
+/// The warning of a segment that began after its `--start-at`.
+pub fn late_warning(seg: &SegmentInfo) -> String {
+    format!(
+        "segment {}/{} began {:.0} ms after --start-at {}: give every segment a start further ahead (its schedule is shifted by that much)",
+        seg.index,
+        seg.count,
+        seg.late_ms,
+        seg.start_at.as_deref().unwrap_or("?")
+    )
 }
 
 impl LoadReport {
@@ -596,6 +627,14 @@ impl LoadReport {
                 format!(", {}", g.io)
             }
         );
+        if let Some(seg) = self.segment.as_ref().filter(|g| g.count > 1) {
+            let _ = writeln!(
+                s,
+                "  segment:     {}/{} of a split load: these are its figures only; merge every \
+                 segment's --json document with `rackbench merge`",
+                seg.index, seg.count
+            );
+        }
         if self.interrupted {
             let _ = writeln!(
                 s,

@@ -426,7 +426,9 @@ impl Worker {
 
     fn due_at(&self, k: u64) -> Instant {
         match self.plan.pacing {
-            Pacing::Rate(rate) => self.t0 + Duration::from_secs_f64(k as f64 / rate),
+            Pacing::Rate(rate) => {
+                self.t0 + self.plan.phase + Duration::from_secs_f64(k as f64 / rate)
+            }
             Pacing::Schedule => {
                 // This thread's k-th request is the schedule's
                 // (k * threads + thread)-th; past the end of a schedule
