@@ -1,0 +1,463 @@
+//! `rackbench k8s`: the Indexed Job it writes, read back into the
+//! Kubernetes API types, carries what a segmented load needs (index env
+//! from the downward API reaching the args, one start for all, guaranteed
+//! resources, anti-affinity); bad input is one line with exit 2; a cluster
+//! that cannot be reached is one clear line within seconds, never a hang.
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn rackbench(args: &[&str], kubeconfig: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    cmd.args(args).env_remove("KUBERNETES_SERVICE_HOST");
+    match kubeconfig {
+        Some(path) => cmd.env("KUBECONFIG", path),
+        None => cmd.env_remove("KUBECONFIG"),
+    };
+    cmd.output().expect("run rackbench")
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn job_from(args: &[&str]) -> Job {
+    let out = rackbench(args, None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    serde_norway::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a batch/v1 Job: {e}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn pod_spec(job: &Job) -> &PodSpec {
+    job.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+}
+
+fn container(job: &Job) -> &Container {
+    let pod = pod_spec(job);
+    assert_eq!(pod.containers.len(), 1);
+    &pod.containers[0]
+}
+
+/// The value after `flag` in `args`.
+fn after<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let at = args.iter().position(|a| a == flag)?;
+    args.get(at + 1).map(String::as_str)
+}
+
+#[test]
+fn job_manifest_reads_back_as_an_indexed_job_with_what_segments_need() {
+    let before = now_unix();
+    let job = job_from(&[
+        "k8s",
+        "job",
+        "--segments",
+        "4",
+        "--image",
+        "registry.example/rackbench:1",
+        "--name",
+        "rb-test",
+        "--namespace",
+        "bench",
+        "--cpu",
+        "2",
+        "--memory",
+        "512Mi",
+        "--start-in",
+        "90s",
+        "--",
+        "load",
+        "http://web:8080/",
+        "-c",
+        "40",
+        "-d",
+        "20s",
+    ]);
+    let after_run = now_unix();
+    let meta = &job.metadata;
+    assert_eq!(meta.name.as_deref(), Some("rb-test"));
+    assert_eq!(meta.namespace.as_deref(), Some("bench"));
+
+    let spec = job.spec.as_ref().unwrap();
+    assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
+    assert_eq!(spec.completions, Some(4));
+    assert_eq!(spec.parallelism, Some(4));
+    assert_eq!(spec.backoff_limit, Some(0));
+    let pod = pod_spec(&job);
+    assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+
+    let c = container(&job);
+    assert_eq!(c.image.as_deref(), Some("registry.example/rackbench:1"));
+    assert_eq!(c.command.as_deref(), Some(&["rackbench".to_string()][..]));
+
+    // The index reaches the args: declared in env from the downward API,
+    // referenced as $(JOB_COMPLETION_INDEX) in --segment.
+    let env = c.env.as_ref().expect("env");
+    let index = env
+        .iter()
+        .find(|e| e.name == "JOB_COMPLETION_INDEX")
+        .expect("JOB_COMPLETION_INDEX declared in env");
+    let field = index
+        .value_from
+        .as_ref()
+        .and_then(|v| v.field_ref.as_ref())
+        .expect("from a fieldRef");
+    assert_eq!(
+        field.field_path,
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+    let args = c.args.as_ref().expect("args");
+    assert_eq!(
+        &args[..6],
+        ["load", "http://web:8080/", "-c", "40", "-d", "20s"]
+    );
+    assert_eq!(after(args, "--segment"), Some("$(JOB_COMPLETION_INDEX)/4"));
+    assert!(args.contains(&"--json".to_string()), "{args:?}");
+    for arg in args {
+        for (at, _) in arg.match_indices("$(") {
+            if at > 0 && arg.as_bytes()[at - 1] == b'$' {
+                continue; // $$( is an escaped literal
+            }
+            let name = arg[at + 2..].split(')').next().unwrap();
+            assert!(
+                env.iter().any(|e| e.name == name),
+                "$({name}) in {arg} is not declared in env, so Kubernetes would pass it literally"
+            );
+        }
+    }
+
+    // One start for every segment (one pod template), now + 90 s, and the
+    // same instant in the label and annotations.
+    let start = after(args, "--start-at").expect("--start-at");
+    let labels = meta.labels.as_ref().unwrap();
+    let unix: u64 = labels["rackbench.dev/start-at-unix"].parse().unwrap();
+    assert!(
+        (before + 90..=after_run + 90).contains(&unix),
+        "start {unix} is not now + 90 s ({before}..{after_run})"
+    );
+    assert_eq!(start, rackbench::host::rfc3339(unix));
+    let template = spec.template.metadata.as_ref().unwrap();
+    for annotations in [meta.annotations.as_ref(), template.annotations.as_ref()] {
+        assert_eq!(annotations.unwrap()["rackbench.dev/start-at"], start);
+    }
+
+    // Requests equal limits: the Guaranteed class.
+    let res = c.resources.as_ref().unwrap();
+    let (req, lim) = (res.requests.as_ref().unwrap(), res.limits.as_ref().unwrap());
+    assert_eq!(req, lim);
+    assert_eq!(req["cpu"].0, "2");
+    assert_eq!(req["memory"].0, "512Mi");
+
+    // Preferred anti-affinity on the hostname, selecting this Job's pods.
+    let anti = pod
+        .affinity
+        .as_ref()
+        .unwrap()
+        .pod_anti_affinity
+        .as_ref()
+        .unwrap();
+    assert!(anti
+        .required_during_scheduling_ignored_during_execution
+        .is_none());
+    let terms = anti
+        .preferred_during_scheduling_ignored_during_execution
+        .as_ref()
+        .expect("preferred anti-affinity by default");
+    let term = &terms[0].pod_affinity_term;
+    assert_eq!(term.topology_key, "kubernetes.io/hostname");
+    let pod_labels = template.labels.as_ref().unwrap();
+    let selector = term
+        .label_selector
+        .as_ref()
+        .unwrap()
+        .match_labels
+        .as_ref()
+        .unwrap();
+    assert!(!selector.is_empty());
+    for (k, v) in selector {
+        assert_eq!(
+            pod_labels.get(k),
+            Some(v),
+            "selector {k}={v} misses the Job's pods"
+        );
+    }
+    assert_eq!(pod_labels["rackbench.dev/job"], "rb-test");
+}
+
+#[test]
+fn spread_required_keeps_segments_on_different_nodes() {
+    let job = job_from(&[
+        "k8s",
+        "job",
+        "--segments",
+        "2",
+        "--image",
+        "rb",
+        "--spread",
+        "required",
+        "--",
+        "load",
+        "http://web/",
+    ]);
+    let anti = pod_spec(&job)
+        .affinity
+        .as_ref()
+        .unwrap()
+        .pod_anti_affinity
+        .clone()
+        .unwrap();
+    let terms = anti
+        .required_during_scheduling_ignored_during_execution
+        .expect("required anti-affinity");
+    assert_eq!(terms[0].topology_key, "kubernetes.io/hostname");
+    assert!(anti
+        .preferred_during_scheduling_ignored_during_execution
+        .is_none());
+}
+
+#[test]
+fn job_out_writes_the_same_manifest_to_a_file() {
+    let dir = std::env::temp_dir().join(format!("rackbench-k8s-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("job.yaml");
+    let out = rackbench(
+        &[
+            "k8s",
+            "job",
+            "--segments",
+            "3",
+            "--image",
+            "rb",
+            "--out",
+            path.to_str().unwrap(),
+            "--",
+            "load",
+            "http://web/",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let job: Job = serde_norway::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(job.spec.unwrap().completions, Some(3));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_job_input_is_one_line_naming_the_fix() {
+    let base = ["k8s", "job", "--image", "rb"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--segments", "2"], "give the load after '--'"),
+        (
+            &["--segments", "2", "--", "trial", "puma"],
+            "must be `load URL [flags]`",
+        ),
+        (
+            &["--segments", "2", "--", "load"],
+            "give the load after '--'",
+        ),
+        (
+            &["--segments", "0", "--", "load", "http://web/"],
+            "--segments must be at least 1",
+        ),
+        (
+            &[
+                "--segments",
+                "2",
+                "--",
+                "load",
+                "http://web/",
+                "--segment",
+                "0/2",
+            ],
+            "remove --segment",
+        ),
+        (
+            &[
+                "--segments",
+                "2",
+                "--",
+                "load",
+                "http://web/",
+                "--start-at=2026-11-23T21:00:00Z",
+            ],
+            "remove --start-at",
+        ),
+        (
+            &["--segments", "2", "--", "load", "http://web/", "--json"],
+            "remove --json",
+        ),
+        (
+            &[
+                "--segments",
+                "2",
+                "--",
+                "load",
+                "http://web/",
+                "--no-such-flag",
+            ],
+            "'--no-such-flag'",
+        ),
+        (
+            &[
+                "--segments",
+                "2",
+                "--name",
+                "Bad_Name",
+                "--",
+                "load",
+                "http://web/",
+            ],
+            "not a Kubernetes name",
+        ),
+        (
+            &[
+                "--segments",
+                "2",
+                "--cpu",
+                "lots",
+                "--",
+                "load",
+                "http://web/",
+            ],
+            "--cpu 'lots' is not a Kubernetes quantity",
+        ),
+        (
+            &[
+                "--segments",
+                "2",
+                "--memory",
+                "1GB",
+                "--",
+                "load",
+                "http://web/",
+            ],
+            "--memory '1GB' is not a Kubernetes quantity",
+        ),
+    ];
+    for (args, want) in cases {
+        let all: Vec<&str> = base.iter().chain(args.iter()).copied().collect();
+        let out = rackbench(&all, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: want {want:?} in {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?} printed a manifest");
+    }
+}
+
+/// A kubeconfig whose server is a port on 127.0.0.1 that nothing listens on.
+fn unreachable_kubeconfig(dir: &Path) -> std::path::PathBuf {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }; // dropped: closed
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n\
+             contexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n\
+             users:\n- name: u\n  user: {{token: t}}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn kubectl_installed() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn an_unreachable_cluster_is_one_clear_line_quickly() {
+    if !rackbench::require::require(
+        "kubectl",
+        kubectl_installed(),
+        "apt-get install kubernetes-client",
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rackbench-k8s-down-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = unreachable_kubeconfig(&dir);
+    let out_dir = dir.join("out");
+    let runs: [&[&str]; 2] = [
+        &["k8s", "collect", "rb", "--out", out_dir.to_str().unwrap()],
+        &[
+            "k8s",
+            "run",
+            "--segments",
+            "2",
+            "--image",
+            "rb",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--",
+            "load",
+            "http://web/",
+        ],
+    ];
+    for args in runs {
+        let start = Instant::now();
+        let out = rackbench(args, Some(&kubeconfig));
+        let took = start.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot reach the cluster") && stderr.contains("KUBECONFIG"),
+            "{args:?}: {stderr}"
+        );
+        // A refused port answers at once; the margin is for a busy machine.
+        assert!(took < Duration::from_secs(30), "{args:?} took {took:?}");
+    }
+    assert!(!out_dir.join("segment-0.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn no_kubeconfig_names_the_fix_without_calling_a_cluster() {
+    let home = std::env::temp_dir().join(format!("rackbench-k8s-home-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let cases: [(Option<&Path>, &str); 2] = [
+        (Some(Path::new("/nonexistent/kubeconfig")), "names no file"),
+        (None, "~/.kube/config does not exist"),
+    ];
+    for (kubeconfig, want) in cases {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+        cmd.args(["k8s", "collect", "rb"])
+            .env("HOME", &home)
+            .env_remove("KUBERNETES_SERVICE_HOST");
+        match kubeconfig {
+            Some(p) => cmd.env("KUBECONFIG", p),
+            None => cmd.env_remove("KUBECONFIG"),
+        };
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("no kubeconfig") && stderr.contains(want),
+            "{stderr}"
+        );
+        assert!(stderr.contains("KUBECONFIG"), "{stderr}");
+    }
+    std::fs::remove_dir_all(&home).unwrap();
+}
