@@ -461,3 +461,201 @@ fn no_kubeconfig_names_the_fix_without_calling_a_cluster() {
     }
     std::fs::remove_dir_all(&home).unwrap();
 }
+
+/// A fake API server on 127.0.0.1: just enough of Kubernetes' discovery,
+/// one Indexed Job, its pods and their logs for kubectl's `get` and `logs`.
+/// Answers `routes` by path (query ignored), 404 otherwise; its thread
+/// lives as long as the test process.
+struct FakeApiServer {
+    port: u16,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakeApiServer {
+    fn start(routes: Vec<(String, String)>) -> FakeApiServer {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request = String::new();
+                if reader.read_line(&mut request).is_err() {
+                    continue;
+                }
+                // Drain the headers (no bodies: only GETs are answered).
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let target = request.split_whitespace().nth(1).unwrap_or("").to_string();
+                let path = target.split('?').next().unwrap().to_string();
+                log.lock().unwrap().push(target);
+                let (status, body) = match routes.iter().find(|(p, _)| *p == path) {
+                    Some((_, body)) => ("200 OK", body.clone()),
+                    None => ("404 Not Found", r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#.to_string()),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        FakeApiServer { port, seen }
+    }
+}
+
+fn fake_cluster_routes(job: &str, docs: &[(&str, usize, &str, &str)]) -> Vec<(String, String)> {
+    let ns = "default";
+    let resources = |group_version: &str, list: &str| {
+        format!(
+            r#"{{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"{group_version}","resources":[{list}]}}"#
+        )
+    };
+    let pod = |name: &str, index: usize, phase: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{ns}","labels":{{"job-name":"{job}"}},"annotations":{{"batch.kubernetes.io/job-completion-index":"{index}"}}}},"spec":{{"containers":[{{"name":"load","image":"rb"}}]}},"status":{{"phase":"{phase}"}}}}"#
+        )
+    };
+    let pods: Vec<String> = docs
+        .iter()
+        .map(|(name, index, phase, _)| pod(name, *index, phase))
+        .collect();
+    let mut routes = vec![
+        ("/version".into(), r#"{"major":"1","minor":"33","gitVersion":"v1.33.0"}"#.into()),
+        ("/api".into(), r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}"#.into()),
+        ("/apis".into(), r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"batch","versions":[{"groupVersion":"batch/v1","version":"v1"}],"preferredVersion":{"groupVersion":"batch/v1","version":"v1"}}]}"#.into()),
+        ("/api/v1".into(), resources("v1", r#"{"name":"pods","singularName":"pod","namespaced":true,"kind":"Pod","verbs":["get","list"],"shortNames":["po"]},{"name":"pods/log","singularName":"","namespaced":true,"kind":"Pod","verbs":["get"]}"#)),
+        ("/apis/batch/v1".into(), resources("batch/v1", r#"{"name":"jobs","singularName":"job","namespaced":true,"kind":"Job","verbs":["get","list","create"]}"#)),
+        (
+            format!("/apis/batch/v1/namespaces/{ns}/jobs/{job}"),
+            format!(r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"{job}","namespace":"{ns}"}},"spec":{{"completionMode":"Indexed","completions":{},"parallelism":{},"template":{{"spec":{{"containers":[{{"name":"load","image":"rb"}}]}}}}}},"status":{{"succeeded":{}}}}}"#, docs.len(), docs.len(), docs.len()),
+        ),
+        (
+            format!("/api/v1/namespaces/{ns}/pods"),
+            format!(r#"{{"apiVersion":"v1","kind":"PodList","metadata":{{}},"items":[{}]}}"#, pods.join(",")),
+        ),
+    ];
+    for (name, index, phase, log) in docs {
+        routes.push((
+            format!("/api/v1/namespaces/{ns}/pods/{name}"),
+            pod(name, *index, phase),
+        ));
+        routes.push((
+            format!("/api/v1/namespaces/{ns}/pods/{name}/log"),
+            (*log).to_string(),
+        ));
+    }
+    routes
+}
+
+#[test]
+fn collect_saves_each_index_from_its_pods_log_then_runs_merge() {
+    if !rackbench::require::require(
+        "kubectl",
+        kubectl_installed(),
+        "apt-get install kubernetes-client",
+    ) {
+        return;
+    }
+    let doc =
+        |n: u64| format!("{{\n  \"schema\": \"rackbench/load-v1\",\n  \"requests\": {n}\n}}\n");
+    let (doc0, doc1) = (doc(100), doc(111));
+    let log1 = format!("warning: segment 1 started 0.1 s late\n{doc1}");
+    // Index 1's pod is listed first: collect must go by the index
+    // annotation, not the listing order.
+    let pods = [
+        ("rb-1-bbbbb", 1, "Succeeded", log1.as_str()),
+        ("rb-0-aaaaa", 0, "Succeeded", doc0.as_str()),
+    ];
+    let server = FakeApiServer::start(fake_cluster_routes("rb", &pods));
+    let dir = std::env::temp_dir().join(format!("rackbench-k8s-fake-{}", std::process::id()));
+    let out_dir = dir.join("out");
+    let out = collect_from(&server, &dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let seen = server.seen.lock().unwrap().clone();
+    for (index, want) in [(0, 100), (1, 111)] {
+        let path = out_dir.join(format!("segment-{index}.json"));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{stderr}\nrequests: {seen:?}", path.display()));
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["requests"], want, "segment {index}: {text}");
+    }
+    assert!(stderr.contains("saved 2 segments"), "{stderr}");
+    // Then `rackbench merge` ran on them: it either wrote merged.json or
+    // failed (these two documents are too small to merge) and said so.
+    let merged = out_dir.join("merged.json");
+    assert!(
+        merged.exists() || stderr.contains("`rackbench merge` of 2 segments failed"),
+        "{stderr}"
+    );
+    assert!(
+        seen.iter()
+            .any(|t| t.starts_with("/api/v1/namespaces/default/pods/rb-0-aaaaa/log")),
+        "{seen:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `rackbench k8s collect rb --out DIR/out` against `server`.
+fn collect_from(server: &FakeApiServer, dir: &Path) -> Output {
+    std::fs::create_dir_all(dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{}\n\
+             contexts:\n- name: x\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: x\n\
+             users:\n- name: u\n  user: {{token: t}}\n",
+            server.port
+        ),
+    )
+    .unwrap();
+    Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["k8s", "collect", "rb", "--out"])
+        .arg(dir.join("out"))
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOME", dir) // kubectl's discovery cache goes here
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn collect_merges_nothing_when_a_segment_failed() {
+    if !rackbench::require::require(
+        "kubectl",
+        kubectl_installed(),
+        "apt-get install kubernetes-client",
+    ) {
+        return;
+    }
+    let doc = "{\"schema\": \"rackbench/load-v1\", \"requests\": 5}\n";
+    let pods = [
+        ("rb-0-aaaaa", 0, "Failed", "error: connection refused\n"),
+        ("rb-1-bbbbb", 1, "Succeeded", doc),
+        ("rb-2-ccccc", 2, "Succeeded", "no document here\n"),
+    ];
+    let server = FakeApiServer::start(fake_cluster_routes("rb", &pods));
+    let dir = std::env::temp_dir().join(format!("rackbench-k8s-failed-{}", std::process::id()));
+    let out = collect_from(&server, &dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("2 of 3 segments cannot be merged"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("0 (no succeeded pod)"), "{stderr}");
+    assert!(
+        stderr.contains("2 (pod rb-2-ccccc printed no load-v1 document)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kubectl logs -l job-name=rb"), "{stderr}");
+    assert!(!dir.join("out/merged.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
