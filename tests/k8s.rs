@@ -468,16 +468,21 @@ fn no_kubeconfig_names_the_fix_without_calling_a_cluster() {
 /// lives as long as the test process.
 struct FakeApiServer {
     port: u16,
+    /// "METHOD target" of each request.
     seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The bodies of POSTs.
+    posted: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl FakeApiServer {
-    fn start(routes: Vec<(String, String)>) -> FakeApiServer {
+    fn start(mut routes: Vec<(String, String)>) -> FakeApiServer {
         use std::io::{BufRead, BufReader, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = seen.clone();
+        let posted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let bodies = posted.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
@@ -486,16 +491,35 @@ impl FakeApiServer {
                 if reader.read_line(&mut request).is_err() {
                     continue;
                 }
-                // Drain the headers (no bodies: only GETs are answered).
+                // The headers, then the body (kubectl create's POST).
                 let mut line = String::new();
+                let mut length = 0;
                 while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
                     line.clear();
                 }
-                let target = request.split_whitespace().nth(1).unwrap_or("").to_string();
+                let mut body = vec![0; length];
+                let _ = std::io::Read::read_exact(&mut reader, &mut body);
+                let mut words = request.split_whitespace();
+                let method = words.next().unwrap_or("").to_string();
+                let target = words.next().unwrap_or("").to_string();
                 let path = target.split('?').next().unwrap().to_string();
-                log.lock().unwrap().push(target);
-                let (status, body) = match routes.iter().find(|(p, _)| *p == path) {
-                    Some((_, body)) => ("200 OK", body.clone()),
+                log.lock().unwrap().push(format!("{method} {target}"));
+                if method == "POST" {
+                    bodies
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&body).into_owned());
+                }
+                let matching = routes.iter().filter(|(p, _)| *p == path).count();
+                let at = routes.iter().position(|(p, _)| *p == path);
+                let (status, body) = match at {
+                    // A path given more than once answers each in turn,
+                    // the last one from then on.
+                    Some(at) if matching > 1 => ("200 OK", routes.remove(at).1),
+                    Some(at) => ("200 OK", routes[at].1.clone()),
                     None => ("404 Not Found", r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#.to_string()),
                 };
                 let _ = write!(
@@ -505,7 +529,7 @@ impl FakeApiServer {
                 );
             }
         });
-        FakeApiServer { port, seen }
+        FakeApiServer { port, seen, posted }
     }
 }
 
@@ -533,7 +557,7 @@ fn fake_cluster_routes(job: &str, docs: &[(&str, usize, &str, &str)]) -> Vec<(St
         ("/apis/batch/v1".into(), resources("batch/v1", r#"{"name":"jobs","singularName":"job","namespaced":true,"kind":"Job","verbs":["get","list","create"]}"#)),
         (
             format!("/apis/batch/v1/namespaces/{ns}/jobs/{job}"),
-            format!(r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"{job}","namespace":"{ns}"}},"spec":{{"completionMode":"Indexed","completions":{},"parallelism":{},"template":{{"spec":{{"containers":[{{"name":"load","image":"rb"}}]}}}}}},"status":{{"succeeded":{}}}}}"#, docs.len(), docs.len(), docs.len()),
+            format!(r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"{job}","namespace":"{ns}"}},"spec":{{"completionMode":"Indexed","completions":{},"parallelism":{},"template":{{"spec":{{"containers":[{{"name":"load","image":"rb"}}]}}}}}},"status":{{"succeeded":{},"conditions":[{{"type":"Complete","status":"True"}}]}}}}"#, docs.len(), docs.len(), docs.len()),
         ),
         (
             format!("/api/v1/namespaces/{ns}/pods"),
@@ -595,15 +619,14 @@ fn collect_saves_each_index_from_its_pods_log_then_runs_merge() {
     );
     assert!(
         seen.iter()
-            .any(|t| t.starts_with("/api/v1/namespaces/default/pods/rb-0-aaaaa/log")),
+            .any(|t| t.starts_with("GET /api/v1/namespaces/default/pods/rb-0-aaaaa/log")),
         "{seen:?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `rackbench k8s collect rb --out DIR/out` against `server`.
-fn collect_from(server: &FakeApiServer, dir: &Path) -> Output {
-    std::fs::create_dir_all(dir).unwrap();
+/// A kubeconfig in `dir` for `server` (plain HTTP, namespace default).
+fn fake_kubeconfig(server: &FakeApiServer, dir: &Path) -> std::path::PathBuf {
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -615,6 +638,13 @@ fn collect_from(server: &FakeApiServer, dir: &Path) -> Output {
         ),
     )
     .unwrap();
+    kubeconfig
+}
+
+/// `rackbench k8s collect rb --out DIR/out` against `server`.
+fn collect_from(server: &FakeApiServer, dir: &Path) -> Output {
+    std::fs::create_dir_all(dir).unwrap();
+    let kubeconfig = fake_kubeconfig(server, dir);
     Command::new(env!("CARGO_BIN_EXE_rackbench"))
         .args(["k8s", "collect", "rb", "--out"])
         .arg(dir.join("out"))
@@ -657,5 +687,120 @@ fn collect_merges_nothing_when_a_segment_failed() {
     );
     assert!(stderr.contains("kubectl logs -l job-name=rb"), "{stderr}");
     assert!(!dir.join("out/merged.json").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_creates_the_job_waits_for_it_and_collects() {
+    if !rackbench::require::require(
+        "kubectl",
+        kubectl_installed(),
+        "apt-get install kubernetes-client",
+    ) {
+        return;
+    }
+    let doc = "{\"schema\": \"rackbench/load-v1\", \"requests\": 5}\n";
+    let pods = [("rb-0-aaaaa", 0, "Succeeded", doc)];
+    let mut routes = fake_cluster_routes("rb", &pods);
+    let job_path = "/apis/batch/v1/namespaces/default/jobs/rb";
+    let done = routes
+        .iter()
+        .find(|(p, _)| p == job_path)
+        .unwrap()
+        .1
+        .clone();
+    let running = done.replace(
+        r#""status":{"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]}"#,
+        r#""status":{"active":1}"#,
+    );
+    assert_ne!(running, done);
+    // The Job is seen running twice, then complete.
+    routes.retain(|(p, _)| p != job_path);
+    for body in [&running, &running, &done] {
+        routes.push((job_path.into(), body.clone()));
+    }
+    routes.push((
+        "/apis/batch/v1/namespaces/default/jobs".into(),
+        done.clone(),
+    ));
+    // kubectl create asks the OpenAPI v3 document whether the server
+    // validates fields itself (it does: its PATCH of a Job takes
+    // fieldValidation), and then leaves validation to the server.
+    routes.push((
+        "/openapi/v3".into(),
+        r#"{"paths":{"apis/batch/v1":{"serverRelativeURL":"/openapi/v3/apis/batch/v1?hash=1"}}}"#
+            .into(),
+    ));
+    routes.push((
+        "/openapi/v3/apis/batch/v1".into(),
+        r#"{"openapi":"3.0.0","info":{"title":"Kubernetes","version":"v1.33.0"},"paths":{"/apis/batch/v1/namespaces/{namespace}/jobs/{name}":{"patch":{"x-kubernetes-action":"patch","x-kubernetes-group-version-kind":{"group":"batch","version":"v1","kind":"Job"},"parameters":[{"name":"fieldValidation","in":"query","schema":{"type":"string"}}],"responses":{"200":{"description":"OK"}}}}},"components":{"schemas":{}}}"#.into(),
+    ));
+    let server = FakeApiServer::start(routes);
+    let dir = std::env::temp_dir().join(format!("rackbench-k8s-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = fake_kubeconfig(&server, &dir);
+    let out_dir = dir.join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args([
+            "k8s",
+            "run",
+            "--segments",
+            "1",
+            "--image",
+            "rb:1",
+            "--name",
+            "rb",
+        ])
+        .args(["--start-in", "1s", "--deadline", "10s", "--out"])
+        .arg(&out_dir)
+        .args(["--", "load", "http://web/", "-d", "1s"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOME", &dir)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let seen = server.seen.lock().unwrap().clone();
+    let context = format!("{stderr}\nrequests: {seen:#?}");
+
+    // Created with the server validating fields, from the manifest.
+    assert!(
+        seen.iter().any(
+            |t| t.starts_with("POST /apis/batch/v1/namespaces/default/jobs?")
+                && t.contains("fieldValidation=Strict")
+        ),
+        "{context}"
+    );
+    let posted = server.posted.lock().unwrap().clone();
+    assert_eq!(posted.len(), 1, "{context}");
+    let job: Job = serde_json::from_str(&posted[0]).expect("kubectl posted a Job");
+    let args = container(&job).args.clone().unwrap();
+    assert_eq!(after(&args, "--segment"), Some("$(JOB_COMPLETION_INDEX)/1"));
+    let saved: Job =
+        serde_norway::from_slice(&std::fs::read(out_dir.join("job.yaml")).unwrap()).unwrap();
+    // (kubectl fills in the context's namespace before it posts.)
+    assert_eq!(saved.spec, job.spec, "job.yaml is what was submitted");
+
+    // Waited through the running state to completion, then collected.
+    let running_at = stderr
+        .find("job rb: 1 running, 0 succeeded")
+        .expect(&context);
+    let done_at = stderr
+        .find("job rb: 0 running, 1 succeeded")
+        .expect(&context);
+    assert!(running_at < done_at, "{context}");
+    assert_eq!(
+        stderr.matches("1 running").count(),
+        1,
+        "a line per change: {context}"
+    );
+    let segment = std::fs::read_to_string(out_dir.join("segment-0.json")).expect(&context);
+    let v: serde_json::Value = serde_json::from_str(&segment).unwrap();
+    assert_eq!(v["requests"], 5);
+    assert!(
+        out_dir.join("merged.json").exists()
+            || stderr.contains("`rackbench merge` of 1 segments failed"),
+        "{context}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
