@@ -690,15 +690,9 @@ fn collect_merges_nothing_when_a_segment_failed() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn run_creates_the_job_waits_for_it_and_collects() {
-    if !rackbench::require::require(
-        "kubectl",
-        kubectl_installed(),
-        "apt-get install kubernetes-client",
-    ) {
-        return;
-    }
+/// `rackbench k8s run` of one segment against a fake API server that shows
+/// the Job running twice, then complete (or failed when `fails`).
+fn run_against_fake_cluster(fails: bool) -> (Output, FakeApiServer, std::path::PathBuf) {
     let doc = "{\"schema\": \"rackbench/load-v1\", \"requests\": 5}\n";
     let pods = [("rb-0-aaaaa", 0, "Succeeded", doc)];
     let mut routes = fake_cluster_routes("rb", &pods);
@@ -714,9 +708,13 @@ fn run_creates_the_job_waits_for_it_and_collects() {
         r#""status":{"active":1}"#,
     );
     assert_ne!(running, done);
-    // The Job is seen running twice, then complete.
+    let failed = done
+        .replace(r#""succeeded":1"#, r#""failed":1"#)
+        .replace("Complete", "Failed");
+    // The Job is seen running twice, then complete (or failed).
     routes.retain(|(p, _)| p != job_path);
-    for body in [&running, &running, &done] {
+    let last = if fails { &failed } else { &done };
+    for body in [&running, &running, last] {
         routes.push((job_path.into(), body.clone()));
     }
     routes.push((
@@ -736,7 +734,8 @@ fn run_creates_the_job_waits_for_it_and_collects() {
         r#"{"openapi":"3.0.0","info":{"title":"Kubernetes","version":"v1.33.0"},"paths":{"/apis/batch/v1/namespaces/{namespace}/jobs/{name}":{"patch":{"x-kubernetes-action":"patch","x-kubernetes-group-version-kind":{"group":"batch","version":"v1","kind":"Job"},"parameters":[{"name":"fieldValidation","in":"query","schema":{"type":"string"}}],"responses":{"200":{"description":"OK"}}}}},"components":{"schemas":{}}}"#.into(),
     ));
     let server = FakeApiServer::start(routes);
-    let dir = std::env::temp_dir().join(format!("rackbench-k8s-run-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("rackbench-k8s-run-{fails}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let kubeconfig = fake_kubeconfig(&server, &dir);
     let out_dir = dir.join("out");
@@ -759,6 +758,20 @@ fn run_creates_the_job_waits_for_it_and_collects() {
         .env_remove("KUBERNETES_SERVICE_HOST")
         .output()
         .unwrap();
+    (out, server, dir)
+}
+
+#[test]
+fn run_creates_the_job_waits_for_it_and_collects() {
+    if !rackbench::require::require(
+        "kubectl",
+        kubectl_installed(),
+        "apt-get install kubernetes-client",
+    ) {
+        return;
+    }
+    let (out, server, dir) = run_against_fake_cluster(false);
+    let out_dir = dir.join("out");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let seen = server.seen.lock().unwrap().clone();
     let context = format!("{stderr}\nrequests: {seen:#?}");
@@ -802,5 +815,27 @@ fn run_creates_the_job_waits_for_it_and_collects() {
             || stderr.contains("`rackbench merge` of 1 segments failed"),
         "{context}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_stops_at_a_failed_job_and_names_how_to_see_why() {
+    if !rackbench::require::require(
+        "kubectl",
+        kubectl_installed(),
+        "apt-get install kubernetes-client",
+    ) {
+        return;
+    }
+    let (out, _server, dir) = run_against_fake_cluster(true);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let last = stderr.trim_end().lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("error: job rb failed (1 of 1 segments failed"),
+        "{stderr}"
+    );
+    assert!(last.contains("kubectl describe job rb"), "{stderr}");
+    assert!(!dir.join("out/segment-0.json").exists(), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
