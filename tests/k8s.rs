@@ -379,20 +379,22 @@ fn unreachable_kubeconfig(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-fn kubectl_installed() -> bool {
-    Command::new("kubectl")
+/// kubectl on PATH, or a SKIP line (a failure under RACKBENCH_REQUIRE).
+fn kubectl_ready() -> bool {
+    let installed = Command::new("kubectl")
         .args(["version", "--client"])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    rackbench::require::require(
+        "kubectl",
+        installed,
+        "install a recent kubectl (tested with 1.32; Debian 12's kubernetes-client, 1.20, predates the OpenAPI v3 the fake API server speaks)",
+    )
 }
 
 #[test]
 fn an_unreachable_cluster_is_one_clear_line_quickly() {
-    if !rackbench::require::require(
-        "kubectl",
-        kubectl_installed(),
-        "apt-get install kubernetes-client",
-    ) {
+    if !kubectl_ready() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("rackbench-k8s-down-{}", std::process::id()));
@@ -579,11 +581,7 @@ fn fake_cluster_routes(job: &str, docs: &[(&str, usize, &str, &str)]) -> Vec<(St
 
 #[test]
 fn collect_saves_each_index_from_its_pods_log_then_runs_merge() {
-    if !rackbench::require::require(
-        "kubectl",
-        kubectl_installed(),
-        "apt-get install kubernetes-client",
-    ) {
+    if !kubectl_ready() {
         return;
     }
     let doc =
@@ -657,11 +655,7 @@ fn collect_from(server: &FakeApiServer, dir: &Path) -> Output {
 
 #[test]
 fn collect_merges_nothing_when_a_segment_failed() {
-    if !rackbench::require::require(
-        "kubectl",
-        kubectl_installed(),
-        "apt-get install kubernetes-client",
-    ) {
+    if !kubectl_ready() {
         return;
     }
     let doc = "{\"schema\": \"rackbench/load-v1\", \"requests\": 5}\n";
@@ -763,11 +757,7 @@ fn run_against_fake_cluster(fails: bool) -> (Output, FakeApiServer, std::path::P
 
 #[test]
 fn run_creates_the_job_waits_for_it_and_collects() {
-    if !rackbench::require::require(
-        "kubectl",
-        kubectl_installed(),
-        "apt-get install kubernetes-client",
-    ) {
+    if !kubectl_ready() {
         return;
     }
     let (out, server, dir) = run_against_fake_cluster(false);
@@ -820,11 +810,7 @@ fn run_creates_the_job_waits_for_it_and_collects() {
 
 #[test]
 fn run_stops_at_a_failed_job_and_names_how_to_see_why() {
-    if !rackbench::require::require(
-        "kubectl",
-        kubectl_installed(),
-        "apt-get install kubernetes-client",
-    ) {
+    if !kubectl_ready() {
         return;
     }
     let (out, _server, dir) = run_against_fake_cluster(true);

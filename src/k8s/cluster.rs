@@ -32,7 +32,7 @@ const PROCESS_DEADLINE: Duration = Duration::from_secs(30);
 /// Why the cluster could not be used; each names the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("kubectl is not installed or not on PATH: install kubectl (Debian: apt-get install kubernetes-client), or write the Job with `rackbench k8s job` and submit it yourself")]
+    #[error("kubectl is not installed or not on PATH: install kubectl, or write the Job with `rackbench k8s job` and submit it yourself")]
     NoKubectl,
     #[error("no kubeconfig: {0}; point KUBECONFIG at your cluster's config (or create ~/.kube/config), check with `kubectl cluster-info`")]
     NoKubeconfig(String),
