@@ -2,8 +2,8 @@
 //! create the Job, watch it, read each segment's pod log.
 //!
 //! Why kubectl and not the `kube` crate: kube with rustls added 163 s to a
-//! release build here (134 crates: ring, rustls, tower, a JSONPath parser,
-//! the deprecated serde_yaml), paid again for clippy and the test build,
+//! release build here on top of k8s-openapi, tokio and hyper (ring, rustls,
+//! tower, a JSONPath parser, the deprecated serde_yaml), paid again for clippy and the test build,
 //! while kubectl is already where Kubernetes is used and knows every
 //! kubeconfig auth plugin (exec credentials, OIDC) that kube would need
 //! extra features for. The objects are still k8s-openapi types both ways:
