@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/release/rackbench
 
-.PHONY: all build test lint unit run bench clean
+.PHONY: all build test lint unit run bench image clean
 
 all: build
 
@@ -46,6 +46,14 @@ bench: build
 	RACKBENCH=$(BIN) bench/truth.sh
 	RACKBENCH=$(BIN) bench/breakpoint.sh
 	RACKBENCH=$(BIN) bench/openloop-idle.sh
+
+# The container image for `rackbench k8s job --image` (Dockerfile; needs a
+# Docker engine with BuildKit and access to a registry holding rust and
+# debian images). Push it where the cluster can pull it, e.g.
+# make image IMAGE=registry.example/rackbench:0.1 && docker push ...
+IMAGE ?= rackbench:latest
+image:
+	docker build -t $(IMAGE) .
 
 clean:
 	$(CARGO) clean

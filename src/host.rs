@@ -21,9 +21,18 @@ pub fn free_port() -> std::io::Result<u16> {
 
 /// UTC time as RFC 3339, without a date crate.
 pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
+    rfc3339(unix_now())
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Unix seconds as RFC 3339 UTC, e.g. 2026-11-23T21:00:00Z.
+pub fn rfc3339(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -52,5 +61,12 @@ mod tests {
         assert_eq!(t.len(), 20, "{t}");
         assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
         assert!(t.as_str() > "2024-01-01", "{t}");
+    }
+
+    #[test]
+    fn rfc3339_of_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_795_467_600), "2026-11-23T21:00:00Z");
     }
 }

@@ -7,6 +7,9 @@
 //!
 //! - [`cli`]: the command line: clap types, one file per subcommand, each
 //!   turning flags into a library call and the result into output.
+//! - [`k8s`]: load from many nodes as a Kubernetes Indexed Job (k8s-openapi
+//!   types, submitted with kubectl); runs `rackbench load` and `merge` only
+//!   as the binary, never through their types.
 //! - [`mirror`]: the traffic-duplicating proxy (primary and shadows) and
 //!   the request recorder; relays what arrives, never drives load itself.
 //! - [`report`]: terminal, Markdown, CSV, JSON and HTML reports, built from
@@ -40,6 +43,7 @@
 pub mod checks;
 pub mod cli;
 pub mod host;
+pub mod k8s;
 pub mod lab;
 pub mod load;
 pub mod mirror;

@@ -6,6 +6,7 @@
 
 mod breakpoint;
 mod compare;
+mod k8s;
 mod load;
 mod merge;
 mod mirror;
@@ -58,6 +59,8 @@ enum Command {
     Record(Box<mirror::MirrorArgs>),
     /// Send recorded requests (or an nginx log's) again at their recorded times, open loop.
     Replay(Box<replay::ReplayArgs>),
+    /// Load from many nodes as a Kubernetes Indexed Job: write it, run it, collect and merge its segments.
+    K8s(k8s::K8sArgs),
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
@@ -84,6 +87,7 @@ pub fn main() -> ExitCode {
         Command::Mirror(args) => mirror::run(*args),
         Command::Record(args) => mirror::run_record(*args),
         Command::Replay(args) => replay::run(*args),
+        Command::K8s(args) => k8s::run(args),
     };
     match result {
         Ok(code) => code,
