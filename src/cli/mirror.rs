@@ -6,7 +6,7 @@ use super::{parse, UsageError};
 use crate::lab::trial::LabServer;
 use crate::load::Endpoint;
 use crate::mirror::doc::ShadowServerDoc;
-use crate::mirror::{html, Mirror, MirrorConfig, Upstream};
+use crate::mirror::{html, Mirror, MirrorConfig, ShadowSend, Upstream};
 use anyhow::{Context, Result};
 use clap::Args;
 use hyper::Method;
@@ -42,6 +42,11 @@ pub struct MirrorArgs {
     /// A shadow request unanswered this long is abandoned and counted.
     #[arg(long, value_parser = parse::duration, default_value = "2s")]
     pub shadow_timeout: Duration,
+    /// When copies go to the shadows: `answered` (once the client has the
+    /// primary's answer, so shadow work never competes with the request
+    /// the client waits for) or `arrival` (as soon as the request is in).
+    #[arg(long, value_parser = ShadowSend::parse, default_value = "answered")]
+    pub shadow_send: ShadowSend,
     /// The client gets 504 if the primary's answer has not begun by then.
     #[arg(long, value_parser = parse::duration, default_value = "60s")]
     pub primary_timeout: Duration,
@@ -131,6 +136,7 @@ impl MirrorArgs {
         cfg.queue = self.queue;
         cfg.shadow_concurrency = self.shadow_concurrency;
         cfg.shadow_timeout = self.shadow_timeout;
+        cfg.shadow_send = self.shadow_send;
         cfg.primary_timeout = self.primary_timeout;
         cfg.body_limit = self.body_limit;
         cfg.diff_bodies = self.diff_bodies;
