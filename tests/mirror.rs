@@ -663,7 +663,8 @@ fn a_shadow_server_is_started_verified_sampled_and_stopped() {
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
         env!("CARGO_BIN_EXE_rackbench")
     );
-    shadow_server_run(&["lab", "--command", &cmd], "serve-test");
+    let sh = shadow_server_run(&["lab", "--command", &cmd], "serve-test");
+    assert!(sh["server"].get("telemetry").is_none(), "{sh}");
 }
 
 #[test]
@@ -677,8 +678,8 @@ fn puma_as_a_shadow_server() {
 
 /// Runs `rackbench mirror --shadow-server ARGS...` for a few seconds with
 /// five requests through it; checks the shadow answered them, was sampled
-/// and is gone afterwards.
-fn shadow_server_run(server_args: &[&str], command_has: &str) {
+/// and is gone afterwards. Returns its mirror-v1 shadow entry.
+fn shadow_server_run(server_args: &[&str], command_has: &str) -> serde_json::Value {
     let primary = TestServer::start(TestServerConfig::default()).unwrap();
     let port = rackbench::host::free_port().unwrap();
     let listen = format!("127.0.0.1:{port}");
@@ -737,6 +738,24 @@ fn shadow_server_run(server_args: &[&str], command_has: &str) {
         TcpStream::connect(shadow).is_err(),
         "the shadow server still listens"
     );
+    sh.clone()
+}
+
+/// `--telemetry` with `--shadow-server`: the middleware's figures from
+/// inside the shadow's app land in its mirror-v1 entry (it was refused
+/// before, as nothing read them).
+#[test]
+fn a_shadow_servers_telemetry_is_in_its_entry() {
+    let there = rackbench::server::spec::which("puma").is_some();
+    if !rackbench::require::require("puma", there, "apt-get install puma") {
+        return;
+    }
+    let sh = shadow_server_run(
+        &["puma", "--workers", "2", "--threads", "2", "--telemetry"],
+        "puma --bind",
+    );
+    let t = &sh["server"]["telemetry"];
+    assert!(t["requests"].as_u64().is_some_and(|n| n > 0), "{sh}");
 }
 
 /// A dead or resetting shadow costs a connect and a failure per copy, on

@@ -47,6 +47,11 @@ pub struct MirrorArgs {
     /// the client waits for) or `arrival` (as soon as the request is in).
     #[arg(long, value_parser = ShadowSend::parse, default_value = "answered")]
     pub shadow_send: ShadowSend,
+    /// Threads relaying the primary path. One keeps a request's hand-overs
+    /// on one thread (lowest added latency); more for rates one core
+    /// cannot relay.
+    #[arg(long, default_value_t = 1)]
+    pub proxy_threads: usize,
     /// The client gets 504 if the primary's answer has not begun by then.
     #[arg(long, value_parser = parse::duration, default_value = "60s")]
     pub primary_timeout: Duration,
@@ -130,6 +135,10 @@ impl MirrorArgs {
                 "--queue and --shadow-concurrency must be at least 1".into(),
             ));
         }
+        if self.proxy_threads == 0 {
+            return Err(usage("--proxy-threads must be at least 1".into()));
+        }
+        cfg.threads = self.proxy_threads;
         if self.shadow_timeout.is_zero() || self.primary_timeout.is_zero() {
             return Err(usage("timeouts must be longer than zero, e.g. 2s".into()));
         }
@@ -193,11 +202,6 @@ fn start_shadow_server(
             "--shadow {name} and --shadow-server {name} share a name; rename the --shadow"
         )));
     }
-    if args.server.telemetry {
-        return Err(usage(
-            "--telemetry is for trial, breakpoint and run (their records carry it); a shadow server's figures would be read by nobody: drop --telemetry".into(),
-        ));
-    }
     let mut opts = args.server.clone();
     opts.server = Some(name.clone());
     // The lab's request checks use the load options; a mirror has none of
@@ -259,7 +263,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
     let mut doc = mirror.stop();
     if let Some((name, server)) = shadow_server {
         let commands = server.commands.clone();
-        let r = server.stop();
+        let (r, telemetry) = server.stop_with_telemetry(Some(t0));
         if let Some(sh) = doc.shadows.iter_mut().find(|s| s.name == name) {
             sh.server = Some(ShadowServerDoc {
                 commands,
@@ -269,6 +273,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
                 rss_mean_bytes: r.rss_mean_bytes,
                 processes_peak: r.processes_peak,
                 samples: r.samples,
+                telemetry,
             });
         }
     }

@@ -114,6 +114,10 @@ pub struct ShadowServerDoc {
     pub rss_mean_bytes: u64,
     pub processes_peak: u32,
     pub samples: u64,
+    /// With `--telemetry`: what rackbench's middleware saw inside the
+    /// shadow's app over the mirror's run (added field; docs/TELEMETRY.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// Shadow − primary latency per request both answered.

@@ -129,6 +129,8 @@ pub struct MirrorConfig {
     pub shadow_concurrency: usize,
     pub shadow_timeout: Duration,
     pub shadow_send: ShadowSend,
+    /// Threads of the primary path (1: one-thread runtime).
+    pub threads: usize,
     /// Time for the primary's response head before the client gets 504.
     pub primary_timeout: Duration,
     /// Longest request body copied to shadows and the record, and longest
@@ -157,6 +159,7 @@ impl MirrorConfig {
             shadow_concurrency: 64,
             shadow_timeout: Duration::from_secs(2),
             shadow_send: ShadowSend::Answered,
+            threads: 1,
             primary_timeout: Duration::from_secs(60),
             body_limit: 1 << 20,
             diff_bodies: false,
@@ -194,13 +197,9 @@ pub struct Mirror {
 /// server side, client side and the primary's connection are tasks on the
 /// same thread and hand over without waking another (a cross-thread wake
 /// costs tens of µs on a busy machine, more than the proxy's own work).
-/// `RACKBENCH_MIRROR_THREADS=N` (N > 1) gives a multi-thread runtime for
-/// rates one core cannot relay.
-fn primary_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    let threads: usize = std::env::var("RACKBENCH_MIRROR_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+/// `threads` > 1 (`--proxy-threads`) gives a multi-thread runtime for rates one
+/// core cannot relay.
+fn primary_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     if threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -225,19 +224,9 @@ fn start_shadows(
         .enable_all()
         .build()?;
     let (stop, mut stop_rx) = watch::channel(false);
-    let nice: Option<i32> = std::env::var("RACKBENCH_MIRROR_SHADOW_NICE")
-        .ok()
-        .and_then(|v| v.parse().ok());
     let thread = std::thread::Builder::new()
         .name("mirror-shadows".into())
         .spawn(move || {
-            if let Some(n) = nice {
-                // SAFETY: gettid and setpriority on this thread only.
-                unsafe {
-                    let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-                    libc::setpriority(libc::PRIO_PROCESS, tid, n);
-                }
-            }
             rt.block_on(async move {
                 for (rx, target) in workers {
                     let client: shadow::ShadowClient = Client::builder(TokioExecutor::new())
@@ -284,7 +273,7 @@ impl Mirror {
             ),
             None => None,
         };
-        let rt = primary_runtime()?;
+        let rt = primary_runtime(cfg.threads)?;
 
         // Every shadow, then the second primary: it is queued and bounded
         // like a shadow, so it can never slow the client either.
