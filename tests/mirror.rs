@@ -838,6 +838,52 @@ fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
     }
     let v = serde_json::to_value(&doc).unwrap();
     common::schema::assert_valid("mirror-v1", &v, "a mirror run with a backed-off shadow");
+    let page = rackbench::mirror::html::page(&doc);
+    assert!(page.contains("of which backed off"), "{page}");
+    assert!(
+        page.contains(&format!("<td>{}</td>", doc.shadows[0].backed_off)),
+        "{page}"
+    );
+}
+
+/// `--proxy-threads N`: the primary path on a multi-thread runtime relays
+/// and mirrors the same; 0 is refused with the fix.
+#[test]
+fn more_proxy_threads_relay_and_mirror_the_same() {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let mut cfg = config(&primary, &[("s", shadow.url())]);
+    cfg.threads = 3;
+    let m = Mirror::start(cfg).unwrap();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let addr = m.addr;
+            std::thread::spawn(move || {
+                let mut c = connect(addr);
+                for _ in 0..50 {
+                    let r = exchange(&mut c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+                    assert_eq!(r.body, b"hello world");
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    eventually("every copy answered", || {
+        m.snapshot().shadows[0].answered == 200
+    });
+    let doc = m.stop();
+    assert_eq!((doc.requests, doc.primary.errors), (200, 0));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["mirror", "--listen", "127.0.0.1:0", "--primary"])
+        .arg(primary.url())
+        .args(["--shadow", &format!("s={}", shadow.url())])
+        .args(["--proxy-threads", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--proxy-threads must be at least 1"));
 }
 
 /// `--shadow-send answered` (the default) holds a request's copies until
