@@ -59,9 +59,10 @@ impl Breaker {
     }
 
     /// The sender's decision for one copy. Past the end of a back-off the
-    /// first copy is the probe; it re-arms the period so the copies after
-    /// it wait for its outcome.
-    pub fn admit(&self, now_us: u64) -> Admit {
+    /// first copy is the probe; it re-arms the back-off for the period or
+    /// `probe_wait_us` (the shadow timeout), whichever is longer, so the
+    /// copies after it wait for its outcome: one probe at a time.
+    pub fn admit(&self, now_us: u64, probe_wait_us: u64) -> Admit {
         let u = self.open_until_us.load(Ordering::Acquire);
         if u == 0 {
             return Admit::Send;
@@ -70,7 +71,7 @@ impl Breaker {
             return Admit::BackedOff;
         }
         let level = self.level.load(Ordering::Relaxed);
-        let next = (now_us + period_us(level)).max(1);
+        let next = (now_us + period_us(level).max(probe_wait_us)).max(1);
         match self
             .open_until_us
             .compare_exchange(u, next, Ordering::AcqRel, Ordering::Acquire)
@@ -132,12 +133,12 @@ mod tests {
         }
         b.answered();
         b.failed(0, false);
-        assert_eq!(b.admit(1), Admit::Send, "one failure after an answer");
+        assert_eq!(b.admit(1, 0), Admit::Send, "one failure after an answer");
         for _ in 0..TRIP_AFTER {
             b.failed(10, false);
         }
         assert!(b.backed_off(11));
-        assert_eq!(b.admit(11), Admit::BackedOff);
+        assert_eq!(b.admit(11, 0), Admit::BackedOff);
         assert_eq!(b.periods.load(Ordering::Relaxed), 1);
         // More failures of copies already in flight do not lengthen it.
         b.failed(20, false);
@@ -154,17 +155,35 @@ mod tests {
         let mut period = FIRST_BACKOFF_MS * MS;
         for _ in 0..12 {
             now += period;
-            assert_eq!(b.admit(now), Admit::Probe);
-            assert_eq!(b.admit(now), Admit::BackedOff, "one probe at a time");
+            assert_eq!(b.admit(now, 0), Admit::Probe);
+            assert_eq!(b.admit(now, 0), Admit::BackedOff, "one probe at a time");
             b.failed(now, true);
             period = (period * 2).min(MAX_BACKOFF_MS * MS);
             assert_eq!(b.remaining_us(now), Some(period));
         }
         assert_eq!(period, MAX_BACKOFF_MS * MS);
         now += period;
-        assert_eq!(b.admit(now), Admit::Probe);
+        assert_eq!(b.admit(now, 0), Admit::Probe);
         b.answered();
         assert!(!b.backed_off(now));
-        assert_eq!(b.admit(now), Admit::Send);
+        assert_eq!(b.admit(now, 0), Admit::Send);
+    }
+
+    /// A probe to a shadow that hangs takes the whole timeout to fail; no
+    /// second probe goes while it may still be answered.
+    #[test]
+    fn a_probe_holds_the_next_one_back_for_the_shadow_timeout() {
+        let b = Breaker::default();
+        for _ in 0..TRIP_AFTER {
+            b.failed(0, false);
+        }
+        let timeout = 2_000 * MS;
+        let first = FIRST_BACKOFF_MS * MS;
+        assert_eq!(b.admit(first, timeout), Admit::Probe);
+        assert_eq!(b.admit(first + 2 * first, timeout), Admit::BackedOff);
+        assert_eq!(b.admit(first + timeout - 1, timeout), Admit::BackedOff);
+        // It timed out: the next period is twice the first, from then.
+        b.failed(first + timeout, true);
+        assert_eq!(b.remaining_us(first + timeout), Some(2 * first));
     }
 }

@@ -116,7 +116,11 @@ pub async fn run(
     while let Some(mut item) = rx.recv().await {
         // A backed-off shadow's copies go no further, without waiting for
         // a permit: the queue drains at once.
-        match item.stats.breaker.admit(now_us(&target)) {
+        match item
+            .stats
+            .breaker
+            .admit(now_us(&target), target.timeout.as_micros() as u64)
+        {
             Admit::BackedOff => {
                 item.back_off();
                 continue;
