@@ -663,7 +663,8 @@ fn a_shadow_server_is_started_verified_sampled_and_stopped() {
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
         env!("CARGO_BIN_EXE_rackbench")
     );
-    shadow_server_run(&["lab", "--command", &cmd], "serve-test");
+    let sh = shadow_server_run(&["lab", "--command", &cmd], "serve-test");
+    assert!(sh["server"].get("telemetry").is_none(), "{sh}");
 }
 
 #[test]
@@ -677,8 +678,8 @@ fn puma_as_a_shadow_server() {
 
 /// Runs `rackbench mirror --shadow-server ARGS...` for a few seconds with
 /// five requests through it; checks the shadow answered them, was sampled
-/// and is gone afterwards.
-fn shadow_server_run(server_args: &[&str], command_has: &str) {
+/// and is gone afterwards. Returns its mirror-v1 shadow entry.
+fn shadow_server_run(server_args: &[&str], command_has: &str) -> serde_json::Value {
     let primary = TestServer::start(TestServerConfig::default()).unwrap();
     let port = rackbench::host::free_port().unwrap();
     let listen = format!("127.0.0.1:{port}");
@@ -737,4 +738,188 @@ fn shadow_server_run(server_args: &[&str], command_has: &str) {
         TcpStream::connect(shadow).is_err(),
         "the shadow server still listens"
     );
+    sh.clone()
+}
+
+/// `--telemetry` with `--shadow-server`: the middleware's figures from
+/// inside the shadow's app land in its mirror-v1 entry (it was refused
+/// before, as nothing read them).
+#[test]
+fn a_shadow_servers_telemetry_is_in_its_entry() {
+    let there = rackbench::server::spec::which("puma").is_some();
+    if !rackbench::require::require("puma", there, "apt-get install puma") {
+        return;
+    }
+    let sh = shadow_server_run(
+        &["puma", "--workers", "2", "--threads", "2", "--telemetry"],
+        "puma --bind",
+    );
+    let t = &sh["server"]["telemetry"];
+    assert!(t["requests"].as_u64().is_some_and(|n| n > 0), "{sh}");
+}
+
+/// A dead or resetting shadow costs a connect and a failure per copy, on
+/// the CPUs the primary path uses; after a few failures in a row the
+/// mirror backs it off and probes now and then. Exists because without
+/// the back-off a resetting shadow added over 500 µs to the primary's p99
+/// (bench/runs/2026-11-23-mirror-quiet).
+#[test]
+fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let reset = TestServer::start(TestServerConfig {
+        fault: Fault::Reset,
+        ..Default::default()
+    })
+    .unwrap();
+    let dead_addr = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let m = Mirror::start(config(
+        &primary,
+        &[
+            ("reset", reset.url()),
+            ("dead", format!("http://{dead_addr}")),
+        ],
+    ))
+    .unwrap();
+    let mut c = connect(m.addr);
+    let get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    let n = 300;
+    for _ in 0..n {
+        let r = exchange(&mut c, get);
+        assert!(r.status_line.starts_with("HTTP/1.1 200"), "{r:?}");
+        assert_eq!(r.body, b"hello world");
+    }
+    eventually("every copy accounted for", || {
+        m.snapshot()
+            .shadows
+            .iter()
+            .all(|s| s.sent + s.dropped == n && s.in_flight == 0)
+    });
+    let doc = m.snapshot();
+    for s in &doc.shadows {
+        assert!(s.backoffs >= 1, "{s:?}");
+        assert!(s.backed_off > n / 2, "most copies backed off: {s:?}");
+        assert!(
+            s.backed_off <= s.dropped,
+            "backed off counts as dropped: {s:?}"
+        );
+        assert_eq!(s.answered, 0, "{s:?}");
+        assert_eq!(s.errors, s.sent, "{s:?}");
+    }
+    // The resetting shadow saw a few connections, not one per copy.
+    let accepted = reset.stats().accepted_connections;
+    assert!(accepted < n / 4, "{accepted} connections for {n} copies");
+
+    // The dead shadow comes up: after its back-off a probe reaches it and
+    // copies flow again.
+    let _revived = TestServer::start(TestServerConfig {
+        bind: rackbench::testserver::Bind::Tcp(dead_addr),
+        ..Default::default()
+    })
+    .unwrap();
+    eventually("the revived shadow answers a probe", || {
+        exchange(&mut c, get);
+        let d = m.snapshot();
+        d.shadows[1].answered > 0
+    });
+    for _ in 0..20 {
+        exchange(&mut c, get);
+    }
+    let doc = m.stop();
+    assert_eq!(doc.primary.errors, 0);
+    let dead = &doc.shadows[1];
+    assert!(dead.answered >= 20, "{dead:?}");
+    assert_eq!(dead.backed_off_for_ms, None, "{dead:?}");
+    for s in &doc.shadows {
+        assert_eq!(s.sent + s.dropped, doc.requests, "{s:?}");
+        assert_eq!(s.answered + s.timeouts + s.errors + s.in_flight, s.sent);
+    }
+    let v = serde_json::to_value(&doc).unwrap();
+    common::schema::assert_valid("mirror-v1", &v, "a mirror run with a backed-off shadow");
+    let page = rackbench::mirror::html::page(&doc);
+    assert!(page.contains("of which backed off"), "{page}");
+    assert!(
+        page.contains(&format!("<td>{}</td>", doc.shadows[0].backed_off)),
+        "{page}"
+    );
+}
+
+/// `--proxy-threads N`: the primary path on a multi-thread runtime relays
+/// and mirrors the same; 0 is refused with the fix.
+#[test]
+fn more_proxy_threads_relay_and_mirror_the_same() {
+    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let mut cfg = config(&primary, &[("s", shadow.url())]);
+    cfg.threads = 3;
+    let m = Mirror::start(cfg).unwrap();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let addr = m.addr;
+            std::thread::spawn(move || {
+                let mut c = connect(addr);
+                for _ in 0..50 {
+                    let r = exchange(&mut c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+                    assert_eq!(r.body, b"hello world");
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    eventually("every copy answered", || {
+        m.snapshot().shadows[0].answered == 200
+    });
+    let doc = m.stop();
+    assert_eq!((doc.requests, doc.primary.errors), (200, 0));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .args(["mirror", "--listen", "127.0.0.1:0", "--primary"])
+        .arg(primary.url())
+        .args(["--shadow", &format!("s={}", shadow.url())])
+        .args(["--proxy-threads", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--proxy-threads must be at least 1"));
+}
+
+/// `--shadow-send answered` (the default) holds a request's copies until
+/// the client has the primary's answer, so shadow work never competes with
+/// the request the client waits for; `arrival` sends them at once.
+#[test]
+fn copies_go_once_the_client_is_answered_or_at_arrival_when_asked() {
+    use rackbench::mirror::ShadowSend;
+    for (send, early) in [(ShadowSend::Answered, 0), (ShadowSend::Arrival, 1)] {
+        let primary = TestServer::start(TestServerConfig {
+            delay: Duration::from_millis(800),
+            ..Default::default()
+        })
+        .unwrap();
+        let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+        let mut cfg = config(&primary, &[("s", shadow.url())]);
+        cfg.shadow_send = send;
+        let m = Mirror::start(cfg).unwrap();
+        let addr = m.addr;
+        let client = std::thread::spawn(move || {
+            let mut c = connect(addr);
+            exchange(&mut c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        });
+        // Well inside the primary's 800 ms, well after an arrival copy.
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(
+            shadow.stats().requests_seen,
+            early,
+            "{send:?}: copies at the shadow while the client waits"
+        );
+        let r = client.join().unwrap();
+        assert!(r.status_line.starts_with("HTTP/1.1 200"), "{r:?}");
+        eventually("the shadow answers", || {
+            m.snapshot().shadows[0].answered == 1
+        });
+        let doc = m.stop();
+        assert_eq!(doc.config.shadow_send, send.name());
+    }
 }

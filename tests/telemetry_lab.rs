@@ -359,25 +359,3 @@ fn puma_reports_its_own_threads_through_its_control_server_only_with_telemetry()
     let cmd = r["server"]["command"].as_str().unwrap();
     assert!(!cmd.contains("--control-url"), "{cmd}");
 }
-
-/// mirror's shadow servers share the server flags, --telemetry among
-/// them, but no record would carry the figures: refused, not ignored.
-#[test]
-fn mirror_refuses_telemetry_for_a_shadow_server_it_would_never_read() {
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
-        .args([
-            "mirror",
-            "--listen",
-            "127.0.0.1:0",
-            "--primary",
-            "http://127.0.0.1:1/",
-            "--shadow-server",
-            "puma",
-            "--telemetry",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("drop --telemetry"), "{err}");
-}

@@ -6,7 +6,7 @@ use super::{parse, UsageError};
 use crate::lab::trial::LabServer;
 use crate::load::Endpoint;
 use crate::mirror::doc::ShadowServerDoc;
-use crate::mirror::{html, Mirror, MirrorConfig, Upstream};
+use crate::mirror::{html, Mirror, MirrorConfig, ShadowSend, Upstream};
 use anyhow::{Context, Result};
 use clap::Args;
 use hyper::Method;
@@ -42,6 +42,16 @@ pub struct MirrorArgs {
     /// A shadow request unanswered this long is abandoned and counted.
     #[arg(long, value_parser = parse::duration, default_value = "2s")]
     pub shadow_timeout: Duration,
+    /// When copies go to the shadows: `answered` (once the client has the
+    /// primary's answer, so shadow work never competes with the request
+    /// the client waits for) or `arrival` (as soon as the request is in).
+    #[arg(long, value_parser = ShadowSend::parse, default_value = "answered")]
+    pub shadow_send: ShadowSend,
+    /// Threads relaying the primary path. One keeps a request's hand-overs
+    /// on one thread (lowest added latency); more for rates one core
+    /// cannot relay.
+    #[arg(long, default_value_t = 1)]
+    pub proxy_threads: usize,
     /// The client gets 504 if the primary's answer has not begun by then.
     #[arg(long, value_parser = parse::duration, default_value = "60s")]
     pub primary_timeout: Duration,
@@ -125,12 +135,17 @@ impl MirrorArgs {
                 "--queue and --shadow-concurrency must be at least 1".into(),
             ));
         }
+        if self.proxy_threads == 0 {
+            return Err(usage("--proxy-threads must be at least 1".into()));
+        }
+        cfg.threads = self.proxy_threads;
         if self.shadow_timeout.is_zero() || self.primary_timeout.is_zero() {
             return Err(usage("timeouts must be longer than zero, e.g. 2s".into()));
         }
         cfg.queue = self.queue;
         cfg.shadow_concurrency = self.shadow_concurrency;
         cfg.shadow_timeout = self.shadow_timeout;
+        cfg.shadow_send = self.shadow_send;
         cfg.primary_timeout = self.primary_timeout;
         cfg.body_limit = self.body_limit;
         cfg.diff_bodies = self.diff_bodies;
@@ -186,11 +201,6 @@ fn start_shadow_server(
         return Err(usage(format!(
             "--shadow {name} and --shadow-server {name} share a name; rename the --shadow"
         )));
-    }
-    if args.server.telemetry {
-        return Err(usage(
-            "--telemetry is for trial, breakpoint and run (their records carry it); a shadow server's figures would be read by nobody: drop --telemetry".into(),
-        ));
     }
     let mut opts = args.server.clone();
     opts.server = Some(name.clone());
@@ -253,7 +263,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
     let mut doc = mirror.stop();
     if let Some((name, server)) = shadow_server {
         let commands = server.commands.clone();
-        let r = server.stop();
+        let (r, telemetry) = server.stop_with_telemetry(Some(t0));
         if let Some(sh) = doc.shadows.iter_mut().find(|s| s.name == name) {
             sh.server = Some(ShadowServerDoc {
                 commands,
@@ -263,6 +273,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
                 rss_mean_bytes: r.rss_mean_bytes,
                 processes_peak: r.processes_peak,
                 samples: r.samples,
+                telemetry,
             });
         }
     }

@@ -1536,7 +1536,7 @@ pub struct LabServer {
     // run directory their sockets live in.
     sampler: Option<Sampler>,
     servers: Servers,
-    _prep: Prepared,
+    prep: Prepared,
     /// Where it answers (the lone server, or nginx in front).
     pub endpoint: Endpoint,
     /// The commands run to start it.
@@ -1560,7 +1560,7 @@ pub fn start_server(spec: &TrialSpec) -> Result<LabServer, TrialError> {
         endpoint: servers.front.clone(),
         commands: servers.commands.clone(),
         servers,
-        _prep: prep,
+        prep,
     })
 }
 
@@ -1571,6 +1571,29 @@ impl LabServer {
         let report = self.sampler.take().map(Sampler::stop).unwrap_or_default();
         self.servers.started.stop();
         report
+    }
+
+    /// Like [`LabServer::stop`], and with telemetry on (`--telemetry`) reads
+    /// what the middleware saw from `since` on (None without it): waits
+    /// one flush first, as a trial does, so every process's last lines
+    /// are in.
+    pub fn stop_with_telemetry(
+        mut self,
+        since: Option<Instant>,
+    ) -> (SamplerReport, Option<Telemetry>) {
+        let report = self.sampler.take().map(Sampler::stop).unwrap_or_default();
+        if self.prep.telemetry.is_some() {
+            std::thread::sleep(Duration::from_secs_f64(
+                flush_s(&self.prep.launch_env()) + 0.2,
+            ));
+        }
+        self.servers.started.stop();
+        let telemetry = self
+            .prep
+            .telemetry
+            .as_ref()
+            .and_then(|w| read_telemetry(&w.data_dir, since));
+        (report, telemetry)
     }
 }
 

@@ -40,6 +40,15 @@ pub struct ConfigEcho {
     pub primary_timeout_ms: u64,
     pub body_limit_bytes: usize,
     pub diff_bodies: bool,
+    /// When copies go to the shadows: "answered" or "arrival" (added
+    /// field; documents without it were written by the arrival-only
+    /// mirror).
+    #[serde(default = "arrival")]
+    pub shadow_send: String,
+}
+
+fn arrival() -> String {
+    "arrival".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +74,17 @@ pub struct ShadowDoc {
     pub dropped: u64,
     /// Of `dropped`: the request body was over the body limit.
     pub dropped_body: u64,
+    /// Of `dropped`: skipped while the shadow was backed off after
+    /// failures in a row (added field).
+    #[serde(default)]
+    pub backed_off: u64,
+    /// Back-off periods begun (added field).
+    #[serde(default)]
+    pub backoffs: u64,
+    /// Time left in the back-off the shadow is in when the figures were
+    /// taken, ms; absent when it is not backed off (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backed_off_for_ms: Option<u64>,
     pub timeouts: u64,
     pub errors: u64,
     /// Sent but unfinished when the figures were taken.
@@ -94,6 +114,10 @@ pub struct ShadowServerDoc {
     pub rss_mean_bytes: u64,
     pub processes_peak: u32,
     pub samples: u64,
+    /// With `--telemetry`: what rackbench's middleware saw inside the
+    /// shadow's app over the mirror's run (added field; docs/TELEMETRY.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 /// Shadow − primary latency per request both answered.
@@ -137,7 +161,7 @@ pub struct RecordDoc {
 
 const PERCENTILES: &[f64] = &[1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 
-fn shadow_doc(name: &str, url: &str, st: &ShadowStats) -> ShadowDoc {
+fn shadow_doc(name: &str, url: &str, st: &ShadowStats, now_us: u64) -> ShadowDoc {
     let (latency_us, mut values, count, mut by_path) = {
         let slow = st.slow.lock().expect("shadow stats");
         (
@@ -185,6 +209,9 @@ fn shadow_doc(name: &str, url: &str, st: &ShadowStats) -> ShadowDoc {
         answered,
         dropped: st.dropped.load(Ordering::Relaxed),
         dropped_body: st.dropped_body.load(Ordering::Relaxed),
+        backed_off: st.backed_off.load(Ordering::Relaxed),
+        backoffs: st.breaker.periods.load(Ordering::Relaxed),
+        backed_off_for_ms: st.breaker.remaining_us(now_us).map(|u| u.div_ceil(1000)),
         timeouts,
         errors,
         in_flight: sent.saturating_sub(answered + timeouts + errors),
@@ -220,16 +247,17 @@ impl MirrorDoc {
     pub fn build(sh: &Shared, addr: SocketAddr) -> MirrorDoc {
         let cfg = &sh.cfg;
         let n = cfg.shadows.len();
+        let now_us = sh.started.elapsed().as_micros() as u64;
         let shadows = cfg
             .shadows
             .iter()
             .enumerate()
-            .map(|(i, (name, u))| shadow_doc(name, &u.url, &sh.judge.shadows[i]))
+            .map(|(i, (name, u))| shadow_doc(name, &u.url, &sh.judge.shadows[i], now_us))
             .collect();
         let primary_b = cfg
             .primary_b
             .as_ref()
-            .map(|u| shadow_doc("primary-b", &u.url, &sh.judge.shadows[n]));
+            .map(|u| shadow_doc("primary-b", &u.url, &sh.judge.shadows[n], now_us));
         MirrorDoc {
             schema: SCHEMA.into(),
             rackbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -246,6 +274,7 @@ impl MirrorDoc {
                 primary_timeout_ms: cfg.primary_timeout.as_millis() as u64,
                 body_limit_bytes: cfg.body_limit,
                 diff_bodies: cfg.diff_bodies,
+                shadow_send: cfg.shadow_send.name().into(),
             },
             primary: PrimaryDoc {
                 url: cfg.primary.url.clone(),
@@ -281,6 +310,13 @@ impl MirrorDoc {
                 "  | {}: sent {} answered {} dropped {} timeouts {} errors {}",
                 sh.name, sh.sent, sh.answered, sh.dropped, sh.timeouts, sh.errors
             ));
+            if sh.backed_off > 0 || sh.backed_off_for_ms.is_some() {
+                s.push_str(&format!(" (backed off {}", sh.backed_off));
+                if let Some(ms) = sh.backed_off_for_ms {
+                    s.push_str(&format!(", now for {ms}ms"));
+                }
+                s.push(')');
+            }
             if let Some(m) = sh.paired.median_us {
                 s.push_str(&format!(" Δp50 {m:+.0}µs"));
             }

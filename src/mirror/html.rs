@@ -23,7 +23,7 @@ pub fn section(doc: &MirrorDoc) -> String {
         fmt_us_short(doc.primary.latency_us.p99 as f64),
         doc.primary.errors
     );
-    s.push_str("<table><thead><tr><th>shadow</th><th>sent</th><th>answered</th><th>dropped</th><th>timeouts</th><th>errors</th><th>status mismatches</th><th>body mismatches</th><th>p50</th><th>p99</th><th>paired median (95% CI)</th></tr></thead><tbody>");
+    s.push_str("<table><thead><tr><th>shadow</th><th>sent</th><th>answered</th><th>dropped</th><th>of which backed off</th><th>timeouts</th><th>errors</th><th>status mismatches</th><th>body mismatches</th><th>p50</th><th>p99</th><th>paired median (95% CI)</th></tr></thead><tbody>");
     for sh in &doc.shadows {
         let paired = match (
             sh.paired.median_us,
@@ -36,11 +36,12 @@ pub fn section(doc: &MirrorDoc) -> String {
         };
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&sh.name),
             sh.sent,
             sh.answered,
             sh.dropped,
+            sh.backed_off,
             sh.timeouts,
             sh.errors,
             sh.status_mismatches,

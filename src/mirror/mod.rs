@@ -12,13 +12,15 @@
 //!
 //! - [`proxy`]: the primary path (hyper server and client).
 //! - [`tee`]: a body that streams through and keeps a bounded copy.
-//! - [`shadow`]: shadow queues and senders.
+//! - [`shadow`]: shadow queues and senders, on a thread of their own.
+//! - [`backoff`]: the circuit breaker that backs off a failing shadow.
 //! - [`stats`]: counters, pairing, the median's confidence interval,
 //!   body diffs with the second primary's noise filter.
 //! - [`record`]: the record writer (docs/RECORD_FORMAT.md).
 //! - [`doc`]: the `rackbench/mirror-v1` document.
 //! - [`html`]: the mirror section of the HTML report.
 
+pub mod backoff;
 pub mod doc;
 pub mod html;
 pub mod proxy;
@@ -83,6 +85,35 @@ impl Upstream {
     }
 }
 
+/// When a request's copies go to the shadows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShadowSend {
+    /// Once the client has the primary's answer (the default): shadow work
+    /// never competes with the request the client is waiting for.
+    Answered,
+    /// As soon as the request has arrived (its body read).
+    Arrival,
+}
+
+impl ShadowSend {
+    pub fn parse(s: &str) -> Result<ShadowSend, String> {
+        match s {
+            "answered" => Ok(ShadowSend::Answered),
+            "arrival" => Ok(ShadowSend::Arrival),
+            _ => Err(format!(
+                "'{s}' is not a send time; write answered or arrival"
+            )),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ShadowSend::Answered => "answered",
+            ShadowSend::Arrival => "arrival",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct MirrorConfig {
     pub listen: SocketAddr,
@@ -97,6 +128,9 @@ pub struct MirrorConfig {
     /// Requests in flight per shadow.
     pub shadow_concurrency: usize,
     pub shadow_timeout: Duration,
+    pub shadow_send: ShadowSend,
+    /// Threads of the primary path (1: one-thread runtime).
+    pub threads: usize,
     /// Time for the primary's response head before the client gets 504.
     pub primary_timeout: Duration,
     /// Longest request body copied to shadows and the record, and longest
@@ -124,6 +158,8 @@ impl MirrorConfig {
             queue: 1024,
             shadow_concurrency: 64,
             shadow_timeout: Duration::from_secs(2),
+            shadow_send: ShadowSend::Answered,
+            threads: 1,
             primary_timeout: Duration::from_secs(60),
             body_limit: 1 << 20,
             diff_bodies: false,
@@ -157,6 +193,60 @@ pub struct Mirror {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// The primary path's runtime: one thread by default, so a request's
+/// server side, client side and the primary's connection are tasks on the
+/// same thread and hand over without waking another (a cross-thread wake
+/// costs tens of µs on a busy machine, more than the proxy's own work).
+/// `threads` > 1 (`--proxy-threads`) gives a multi-thread runtime for rates one
+/// core cannot relay.
+fn primary_runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("mirror")
+            .enable_all()
+            .build()
+    }
+}
+
+/// The shadows run on a runtime and thread of their own: their sends,
+/// connects, failures and answers never queue behind or ahead of a
+/// primary request in one scheduler. Returns the stop signal and the
+/// thread; the runtime ends (dropping what is left) when stop is sent.
+fn start_shadows(
+    workers: Vec<(mpsc::Receiver<QueueItem>, ShadowTarget)>,
+) -> std::io::Result<(watch::Sender<bool>, std::thread::JoinHandle<()>)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (stop, mut stop_rx) = watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("mirror-shadows".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                for (rx, target) in workers {
+                    let client: shadow::ShadowClient = Client::builder(TokioExecutor::new())
+                        .pool_idle_timeout(Duration::from_secs(60))
+                        .pool_max_idle_per_host(target.concurrency)
+                        .build(connector());
+                    let sem = Arc::new(Semaphore::new(target.concurrency));
+                    tokio::spawn(shadow::run(rx, client, target, sem));
+                }
+                while !*stop_rx.borrow_and_update() {
+                    if stop_rx.changed().await.is_err() {
+                        break;
+                    }
+                }
+            });
+            rt.shutdown_timeout(Duration::from_millis(500));
+        })?;
+    Ok((stop, thread))
+}
+
 fn connector() -> HttpConnector {
     let mut c = HttpConnector::new();
     c.set_nodelay(true);
@@ -183,11 +273,7 @@ impl Mirror {
             ),
             None => None,
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("mirror")
-            .enable_all()
-            .build()?;
+        let rt = primary_runtime(cfg.threads)?;
 
         // Every shadow, then the second primary: it is queued and bounded
         // like a shadow, so it can never slow the client either.
@@ -198,6 +284,7 @@ impl Mirror {
             .chain(cfg.primary_b.as_ref())
             .collect();
         let keep_body = if cfg.diff_bodies { cfg.body_limit } else { 0 };
+        let started = Instant::now();
         let mut shadow_tx = Vec::new();
         let mut workers = Vec::new();
         let mut stats = Vec::new();
@@ -209,6 +296,7 @@ impl Mirror {
                 authority: u.authority.clone(),
                 concurrency: cfg.shadow_concurrency.max(1),
                 timeout: cfg.shadow_timeout,
+                epoch: started,
                 keep_body,
             };
             workers.push((rx, target));
@@ -227,7 +315,7 @@ impl Mirror {
                 .build(connector());
             Arc::new(Shared {
                 cfg,
-                started: Instant::now(),
+                started,
                 started_unix_ms,
                 primary: PrimaryStats::default(),
                 judge,
@@ -236,19 +324,12 @@ impl Mirror {
                 recorder,
             })
         };
+        let (shadows_stop, shadows) = start_shadows(workers)?;
         let sh = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("mirror-main".into())
             .spawn(move || {
                 rt.block_on(async move {
-                    for (rx, target) in workers {
-                        let client: shadow::ShadowClient = Client::builder(TokioExecutor::new())
-                            .pool_idle_timeout(Duration::from_secs(60))
-                            .pool_max_idle_per_host(target.concurrency)
-                            .build(connector());
-                        let sem = Arc::new(Semaphore::new(target.concurrency));
-                        tokio::spawn(shadow::run(rx, client, target, sem));
-                    }
                     let listener = match tokio::net::TcpListener::from_std(std_listener) {
                         Ok(l) => l,
                         Err(e) => {
@@ -269,9 +350,11 @@ impl Mirror {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                 });
-                // Dropping the runtime drops whatever is left: unsent copies
-                // count themselves dropped.
                 rt.shutdown_timeout(Duration::from_millis(500));
+                // Dropping the shadows' runtime drops whatever is left:
+                // unsent copies count themselves dropped.
+                let _ = shadows_stop.send(true);
+                let _ = shadows.join();
             })?;
         Ok(Mirror {
             addr,

@@ -12,7 +12,7 @@ use super::record::{base64, RecordLine};
 use super::shadow::{Job, QueueItem};
 use super::stats::{Answer, Pair, Part};
 use super::tee::{Captured, Tee};
-use super::Shared;
+use super::{ShadowSend, Shared};
 use bytes::Bytes;
 use http_body_util::{Either, Full};
 use hyper::body::{Body, Incoming};
@@ -75,6 +75,90 @@ impl Drop for PrimaryPart {
     }
 }
 
+type Dispatch = Box<dyn FnOnce() + Send>;
+
+/// Holds a request's shadow copies until the client has its answer
+/// (`--shadow-send answered`): the copies are handed to the shadow queues
+/// when both the copies are made (the request body was read) and the
+/// primary's answer has been passed on (or abandoned), whichever comes
+/// second. Why: on a machine whose cores the primary and the shadows
+/// share, a copy sent at arrival makes the shadow's connect, send and
+/// server work compete with the very request the client is waiting for.
+/// Never loses a copy: dropped unopened, it hands them over anyway.
+#[derive(Default)]
+pub struct Handoff {
+    state: std::sync::Mutex<Gate>,
+}
+
+#[derive(Default)]
+enum Gate {
+    #[default]
+    Waiting,
+    Ready(Dispatch),
+    Open,
+    Done,
+}
+
+impl Handoff {
+    /// The copies are made.
+    fn ready(&self, f: Dispatch) {
+        let mut st = self.state.lock().expect("handoff");
+        match std::mem::take(&mut *st) {
+            Gate::Open => {
+                *st = Gate::Done;
+                drop(st);
+                later(f);
+            }
+            _ => *st = Gate::Ready(f),
+        }
+    }
+
+    /// The client's answer is passed on (or abandoned).
+    fn open(&self) {
+        let mut st = self.state.lock().expect("handoff");
+        match std::mem::take(&mut *st) {
+            Gate::Ready(f) => {
+                *st = Gate::Done;
+                drop(st);
+                later(f);
+            }
+            Gate::Done => *st = Gate::Done,
+            _ => *st = Gate::Open,
+        }
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        if let Ok(st) = self.state.get_mut() {
+            if let Gate::Ready(f) = std::mem::take(st) {
+                f();
+            }
+        }
+    }
+}
+
+/// Runs `f` once the current task yields (after hyper has written what it
+/// was writing), or at once outside a runtime; a task dropped unrun still
+/// runs it, so the copies are always counted.
+fn later(f: Dispatch) {
+    struct RunOnDrop(Option<Dispatch>);
+    impl Drop for RunOnDrop {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    let guard = RunOnDrop(Some(f));
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) => {
+            h.spawn(async move { drop(guard) });
+        }
+        Err(_) => drop(guard),
+    }
+}
+
 fn plain(status: StatusCode, msg: &'static str) -> Response<ProxyBody> {
     let mut r = Response::new(Either::Right(Full::new(Bytes::from_static(msg.as_bytes()))));
     *r.status_mut() = status;
@@ -113,16 +197,17 @@ fn record_head(sh: &Shared, parts: &Parts, t0: Instant) -> Option<RecordHead> {
 
 /// What to do with the request body once it has been seen in full: write
 /// the record line (when recording) and offer a copy to every shadow queue
-/// (when mirrored). None when neither is wanted.
+/// (when mirrored: `pair` is Some). None when neither is wanted.
 fn body_copies(
     sh: &Arc<Shared>,
     parts: &Parts,
     seq: u64,
     target: &str,
-    mirror: bool,
     pair: &Option<Arc<Pair>>,
     record_head: Option<RecordHead>,
+    gate: Option<Arc<Handoff>>,
 ) -> Option<impl FnOnce(Captured) + Send + 'static> {
+    let mirror = pair.is_some();
     (mirror || record_head.is_some()).then(|| {
         let sh = Arc::clone(sh);
         let method = parts.method.clone();
@@ -155,24 +240,41 @@ fn body_copies(
                 headers,
                 body: Bytes::from(if fits { seen.body } else { Vec::new() }),
             });
-            for (i, tx) in sh.shadow_tx.iter().enumerate() {
-                let stats = Arc::clone(&sh.judge.shadows[i]);
-                let item = QueueItem::new(Arc::clone(&job), pair.clone(), i, stats);
-                if !fits {
-                    if seen.complete {
-                        sh.judge.shadows[i]
-                            .dropped_body
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                    drop(item); // counts itself dropped
-                    continue;
-                }
-                // Full or closed: the item comes back and is dropped,
-                // counting itself.
-                let _ = tx.try_send(item);
+            let dispatch = move || offer(&sh, job, pair, fits, seen.complete);
+            match gate {
+                Some(g) => g.ready(Box::new(dispatch)),
+                None => dispatch(),
             }
         }
     })
+}
+
+/// Offers one copy of the job to every shadow queue, never waiting: a
+/// copy that does not fit, or whose shadow is backed off, is dropped and
+/// counted.
+fn offer(sh: &Shared, job: Arc<Job>, pair: Option<Arc<Pair>>, fits: bool, complete: bool) {
+    let now_us = sh.started.elapsed().as_micros() as u64;
+    for (i, tx) in sh.shadow_tx.iter().enumerate() {
+        let stats = Arc::clone(&sh.judge.shadows[i]);
+        let backed_off = stats.breaker.backed_off(now_us);
+        let item = QueueItem::new(Arc::clone(&job), pair.clone(), i, stats);
+        if !fits {
+            if complete {
+                sh.judge.shadows[i]
+                    .dropped_body
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            drop(item); // counts itself dropped
+            continue;
+        }
+        if backed_off {
+            item.back_off();
+            continue;
+        }
+        // Full or closed: the item comes back and is dropped, counting
+        // itself.
+        let _ = tx.try_send(item);
+    }
 }
 
 pub async fn handle(
@@ -200,7 +302,9 @@ pub async fn handle(
     let record_head = record_head(&sh, &parts, t0);
     strip_hop_by_hop(&mut parts.headers);
 
-    let copies = body_copies(&sh, &parts, seq, &target, mirror, &pair, record_head);
+    let gate = (mirror && sh.cfg.shadow_send == ShadowSend::Answered)
+        .then(|| Arc::new(Handoff::default()));
+    let copies = body_copies(&sh, &parts, seq, &target, &pair, record_head, gate.clone());
     let up_body = match copies {
         Some(f) if body.is_end_stream() => {
             f(Captured {
@@ -255,6 +359,9 @@ pub async fn handle(
                     status,
                     body: whole.then_some(seen.body),
                 }));
+                if let Some(g) = gate {
+                    g.open();
+                }
             }),
         )
     } else {
@@ -263,7 +370,10 @@ pub async fn handle(
             status,
             body: None,
         }));
-        Tee::plain(rbody)
+        match gate {
+            Some(g) => Tee::capture(rbody, 0, Box::new(move |_| g.open())),
+            None => Tee::plain(rbody),
+        }
     };
     Ok(Response::from_parts(rparts, Either::Left(rbody)))
 }

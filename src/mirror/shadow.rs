@@ -4,9 +4,13 @@
 //! The primary path only ever calls `try_send` here: a copy that does not
 //! fit the queue is dropped and counted on the spot. A shadow that hangs
 //! holds at most `concurrency` requests for at most `timeout` each; a
-//! shadow that is dead or resets fails fast and is counted. Nothing here
+//! shadow that is dead or resets fails fast and is counted, and after a
+//! few failures in a row it is backed off (backoff.rs): its copies are
+//! dropped and counted without a connect until a probe gets an answer.
+//! Connections to a shadow are pooled and reused. Nothing here
 //! can slow or fail the client's answer.
 
+use super::backoff::Admit;
 use super::stats::{Answer, Pair, Part, ShadowStats};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -35,6 +39,8 @@ pub struct QueueItem {
     pub index: usize,
     pub stats: Arc<ShadowStats>,
     sent: bool,
+    /// Sent as the probe of a backed-off shadow.
+    probe: bool,
     finished: bool,
 }
 
@@ -52,8 +58,15 @@ impl QueueItem {
             index,
             stats,
             sent: false,
+            probe: false,
             finished: false,
         }
+    }
+
+    /// Drops the copy unsent because the shadow is backed off, counted.
+    pub fn back_off(self) {
+        self.stats.backed_off.fetch_add(1, Ordering::Relaxed);
+        // Drop counts it dropped and tells the pair.
     }
 
     fn finish(&mut self, answer: Option<Answer>) {
@@ -82,6 +95,8 @@ pub struct ShadowTarget {
     pub authority: String,
     pub concurrency: usize,
     pub timeout: Duration,
+    /// The mirror's start: the breaker's clock.
+    pub epoch: Instant,
     /// Keep up to this many bytes of each answer's body (0: none, the
     /// body is read and thrown away).
     pub keep_body: usize,
@@ -98,7 +113,21 @@ pub async fn run(
     busy: Arc<Semaphore>,
 ) {
     let target = Arc::new(target);
-    while let Some(item) = rx.recv().await {
+    while let Some(mut item) = rx.recv().await {
+        // A backed-off shadow's copies go no further, without waiting for
+        // a permit: the queue drains at once.
+        match item
+            .stats
+            .breaker
+            .admit(now_us(&target), target.timeout.as_micros() as u64)
+        {
+            Admit::BackedOff => {
+                item.back_off();
+                continue;
+            }
+            Admit::Probe => item.probe = true,
+            Admit::Send => {}
+        }
         // Waiting here is what bounds the shadow: while every permit is
         // out, the queue fills and the proxy's try_send drops copies.
         let Ok(permit) = Arc::clone(&busy).acquire_owned().await else {
@@ -111,6 +140,10 @@ pub async fn run(
             drop(permit);
         });
     }
+}
+
+fn now_us(target: &ShadowTarget) -> u64 {
+    target.epoch.elapsed().as_micros() as u64
 }
 
 async fn send(mut item: QueueItem, client: &ShadowClient, target: &ShadowTarget) {
@@ -162,14 +195,17 @@ async fn send(mut item: QueueItem, client: &ShadowClient, target: &ShadowTarget)
                 .expect("shadow stats")
                 .latency_us
                 .saturating_record(answer.latency_us);
+            item.stats.breaker.answered();
             item.finish(Some(answer));
             item.stats.answered.fetch_add(1, Ordering::Relaxed);
         }
         Ok(Err(_)) => {
+            item.stats.breaker.failed(now_us(target), item.probe);
             item.finish(None);
             item.stats.errors.fetch_add(1, Ordering::Relaxed);
         }
         Err(_) => {
+            item.stats.breaker.failed(now_us(target), item.probe);
             item.finish(None);
             item.stats.timeouts.fetch_add(1, Ordering::Relaxed);
         }

@@ -44,6 +44,10 @@ pub struct ShadowStats {
     pub dropped: AtomicU64,
     /// Of `dropped`: the request body did not fit the body limit.
     pub dropped_body: AtomicU64,
+    /// Of `dropped`: skipped while the shadow was backed off.
+    pub backed_off: AtomicU64,
+    /// The shadow's circuit breaker (backoff.rs).
+    pub breaker: super::backoff::Breaker,
     pub timeouts: AtomicU64,
     pub errors: AtomicU64,
     pub status_mismatches: AtomicU64,
