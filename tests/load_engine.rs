@@ -257,6 +257,46 @@ fn a_unix_socket_target_works() {
 }
 
 #[test]
+fn big_answers_on_many_connections_come_through_whole_on_kept_connections() {
+    // 64 KiB answers on 64 connections: each fills many receive buffers,
+    // more than the loop's buffer ring holds when they arrive together (on
+    // io_uring the receive stops and is started again once buffers are
+    // back). Keep-alive connections are kept: a send the loop lost track of
+    // would show as unasked-for bytes and a silent reconnect.
+    let s = server(TestServerConfig {
+        body: vec![b'x'; 64 * 1024],
+        ..Default::default()
+    });
+    let mut c = requests(&s, 640, 64);
+    c.expect_body = b"xxxx".to_vec();
+    let r = run(c);
+    assert_eq!(r.errors, ErrorCounts::default());
+    assert_eq!(r.requests.ok, 640, "{:?}", r.requests);
+    assert_eq!(r.connections.opened, 64, "{:?}", r.connections);
+}
+
+#[test]
+fn a_request_bigger_than_the_socket_buffer_goes_out_whole() {
+    // A 4 MiB body cannot go out in one write: the rest must follow.
+    let s = server(TestServerConfig::default());
+    let url = s.url();
+    let parsed = load::Url::parse(&url).unwrap();
+    let mut c = requests(&s, 6, 2);
+    let spec = load::RequestSpec {
+        method: "POST".into(),
+        keep_alive: true,
+        body: vec![b'b'; 4 << 20],
+        ..Default::default()
+    };
+    c.request = load::target::render_request(&parsed, &spec).unwrap();
+    let r = run(c);
+    assert_eq!(r.errors, ErrorCounts::default());
+    assert_eq!(r.requests.ok, 6, "{:?}", r.requests);
+    assert_eq!(s.stats().answered, 6);
+    assert_eq!(r.connections.opened, 2, "{:?}", r.connections);
+}
+
+#[test]
 fn ok_count_matches_what_the_server_answered() {
     let s = server(TestServerConfig::default());
     let mut c = config(&s.url());

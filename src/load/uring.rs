@@ -1,40 +1,48 @@
-//! io_uring as the closed loop's source of readiness, for waits that batch
-//! their wake-ups.
+//! io_uring as the connection loop's I/O: the receives and sends
+//! themselves go through the ring, many per system call.
 //!
-//! Only readiness moves here: each socket gets one multishot poll (the
-//! counterpart of an edge-triggered epoll registration), and the loop still
-//! reads and writes with plain `recv`/`send`. What io_uring adds is the
-//! wait. An epoll waiter is woken by the first event, and on loopback that
-//! wake-up is paid by the server: its `send` runs our socket's receive path
-//! and, finding us asleep, sends an inter-processor interrupt. A fast
-//! client sleeps between almost every pair of responses, so a saturated
-//! server spends a visible share of its CPU waking it (measured on a 2-core
-//! VM: nginx spent 10.8% of its time in that wake-up under rackbench on
-//! epoll, 7.9% under the slower wrk, and served 4-5% fewer requests).
+//! Each open socket has one multishot `recvmsg` that runs whenever data
+//! arrives and lands it, with the packet's kernel receive stamp
+//! (`SO_TIMESTAMPNS`), in a buffer the kernel takes from a ring of
+//! provided buffers ([`BufRing`]); the loop copies the bytes out and gives
+//! the buffer straight back. Each request batch is one `send` entry. A
+//! connect waits on a one-shot poll. None of these is a system call of its
+//! own: the loop queues entries while it handles a batch of completions,
+//! and one `io_uring_enter` submits them all and waits for the next batch.
+//! Against nginx here that took the loop from about 2.1 system calls per
+//! request (one `sendto`, one `recvmsg`, a share of a wait) to a share of
+//! one (see the README's engine notes for the measurements).
 //!
-//! With `DEFER_TASKRUN` the kernel queues poll events as task work and
-//! wakes the waiter only once as many are queued as it asked for. The loop
-//! asks for about as many responses as should arrive within a small share
-//! of the latency, so it wakes once per few responses instead of once per
-//! response. What bounds a wait is a timer the loop sets once and moves
-//! rarely, never a timeout per wait: on a VM, starting and cancelling a
-//! kernel timer per wait (as the minimum wait of Linux 6.12 does) cost more
-//! than the batching saved (measured: 6.7 against 5.7 us of generator CPU
-//! per request). A guard timer re-armed every [`GUARD`] ends a wait whose
+//! The wait batches wake-ups. An epoll waiter is woken by the first event,
+//! and on loopback that wake-up is paid by the server: its `send` runs our
+//! socket's receive path and, finding us asleep, sends an inter-processor
+//! interrupt. With `DEFER_TASKRUN` the kernel queues completions as task
+//! work that runs only when the loop enters the ring, and wakes the waiter
+//! only once as many are queued as it asked for. The loop asks for about as
+//! many responses as should arrive within a small share of the latency.
+//! What bounds a wait is a timer the loop sets once and moves rarely (in a
+//! closed loop; an open loop moves it to each request's due time), never a
+//! timeout per wait: on a VM, starting and cancelling a kernel timer per
+//! wait (as the minimum wait of Linux 6.12 does) cost more than the
+//! batching saved (measured: 6.7 against 5.7 us of generator CPU per
+//! request). A guard timer re-armed every [`GUARD`] ends a wait whose
 //! responses stopped coming.
 //!
-//! [`Uring::new`] fails on kernels without deferred task work (before
-//! Linux 6.1), or where io_uring is disabled, as some container runtimes
-//! do; the loop then uses epoll.
+//! [`Uring::new`] is the one place that decides whether the kernel has
+//! what this needs: deferred task work (Linux 6.1, which implies multishot
+//! `recvmsg`, 6.0, and provided buffer rings, 5.19) and the registration
+//! of the buffer ring. It fails otherwise, or where io_uring is disabled,
+//! as some container runtimes do; the loop then uses epoll.
 
 use super::epoll::Ready;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
-/// Tag of the completions of poll removals: no connection token has it
-/// (slot indexes stay far below 2^32 - 2).
+/// Tag of the completions of cancellations and timer moves: no connection
+/// token has it (slot indexes stay below 2^30).
 const REMOVE_TAG: u64 = u64::MAX - 1;
 
 /// Tag of the timer's completion (see [`Uring::arm_timer`]).
@@ -45,21 +53,136 @@ const GUARD_TAG: u64 = u64::MAX - 2;
 /// How long a wait for several events may sleep when they stop coming.
 pub const GUARD: Duration = Duration::from_millis(1);
 
-/// What a registration reports: read, write, and the peer's hang-up.
-const POLL_MASK: u32 = (libc::POLLIN | libc::POLLOUT | libc::POLLRDHUP) as u32;
+/// A connection's token carries the operation in bits 30-31 of its low
+/// word (the slot index is below them, the socket's generation above).
+pub const OP_MASK: u64 = 3 << 30;
+/// A connect's one-shot poll.
+pub const OP_POLL: u64 = 0;
+/// The socket's multishot receive.
+pub const OP_RECV: u64 = 1 << 30;
+/// A send.
+pub const OP_SEND: u64 = 2 << 30;
 
-/// One readiness report.
+/// What a connect's poll waits for: writable (connected or failed).
+const CONNECT_MASK: u32 = libc::POLLOUT as u32;
+
+/// The one buffer group.
+const BGID: u16 = 0;
+/// Bytes of each provided buffer (the receive header and the stamp's
+/// control message take the first 48 of them).
+pub const BUF_SIZE: usize = 4096;
+/// Room for one `SCM_TIMESTAMPNS` control message: CMSG_SPACE(16).
+const CONTROL_LEN: usize = 32;
+
+/// One completion, as the loop sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
     pub token: u64,
+    /// A connect poll's readiness (empty for other operations).
     pub ready: Ready,
-    /// The multishot poll ended (the kernel may end one, e.g. when the
-    /// completion queue overflowed): a live socket must be registered again.
+    /// The result: bytes received or sent, 0 at EOF, or -errno.
+    pub res: i32,
+    /// The provided buffer a receive filled; the loop must give it back
+    /// with [`Uring::recycle`] whatever it does with the event.
+    pub buf: Option<u16>,
+    /// The operation ended: a multishot receive will report no more and a
+    /// live socket needs a new one.
     pub ended: bool,
+}
+
+/// A ring of provided buffers (Linux 5.19+): the kernel takes one for each
+/// receive, the loop hands it back when it has copied the bytes out.
+struct BufRing {
+    /// The entries, shared with the kernel (page-aligned, as it requires).
+    entries: *mut types::BufRingEntry,
+    map_len: usize,
+    count: u16,
+    /// The tail the loop has filled up to (published to the kernel by
+    /// [`BufRing::publish`]).
+    tail: u16,
+    data: Vec<u8>,
+}
+
+impl BufRing {
+    /// Maps `count` entries (a power of two) and registers them with `ring`.
+    fn new(ring: &IoUring, count: u16) -> io::Result<Self> {
+        assert!(count.is_power_of_two());
+        let map_len = count as usize * std::mem::size_of::<types::BufRingEntry>();
+        // SAFETY: an anonymous private mapping; checked for failure.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut b = BufRing {
+            entries: addr.cast(),
+            map_len,
+            count,
+            tail: 0,
+            data: vec![0; count as usize * BUF_SIZE],
+        };
+        // SAFETY: the mapping lives until `b` drops, after the ring has
+        // forgotten it (see `Uring`'s Drop).
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(addr as u64, count, BGID, 0)?
+        };
+        for bid in 0..count {
+            b.push(bid);
+        }
+        b.publish();
+        Ok(b)
+    }
+
+    /// Queues buffer `bid` for the kernel (seen after [`BufRing::publish`]).
+    fn push(&mut self, bid: u16) {
+        let slot = (self.tail & (self.count - 1)) as usize;
+        // SAFETY: slot < count entries of the live mapping; the kernel
+        // reads only entries below the published tail, and this one is
+        // above it.
+        let e = unsafe { &mut *self.entries.add(slot) };
+        e.set_addr(self.data[bid as usize * BUF_SIZE..].as_ptr() as u64);
+        e.set_len(BUF_SIZE as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    fn publish(&self) {
+        // SAFETY: the tail field of the live mapping's first entry, which
+        // the kernel reads concurrently: hence the atomic release store.
+        unsafe {
+            let tail = types::BufRingEntry::tail(self.entries) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    fn get(&self, bid: u16, len: usize) -> &[u8] {
+        let at = bid as usize * BUF_SIZE;
+        &self.data[at..at + len.min(BUF_SIZE)]
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.entries.cast(), self.map_len) };
+    }
 }
 
 pub struct Uring {
     ring: IoUring,
+    bufs: BufRing,
+    /// The receives' message header: the kernel reads only its name and
+    /// control lengths, when each receive is submitted; boxed to stay put.
+    msg: Box<libc::msghdr>,
     events: Vec<Event>,
     timer: Timer,
     guard: Timer,
@@ -102,8 +225,14 @@ impl Timer {
 
 impl Uring {
     /// A ring for about `connections` sockets. Fails when the kernel lacks
-    /// deferred task work.
+    /// deferred task work (Linux 6.1) or the buffer ring cannot be set up.
     pub fn new(connections: usize) -> io::Result<Self> {
+        let entries = (connections.max(16) as u32).next_power_of_two().min(4096);
+        Self::with_buffers(connections, (entries as u16).max(256))
+    }
+
+    /// [`Uring::new`] with `buffers` provided buffers (a power of two).
+    pub fn with_buffers(connections: usize, buffers: u16) -> io::Result<Self> {
         let entries = (connections.max(16) as u32).next_power_of_two().min(4096);
         let ring = IoUring::builder()
             .setup_single_issuer()
@@ -118,8 +247,14 @@ impl Uring {
                 "io_uring lacks extended wait arguments (Linux 5.11+)",
             ));
         }
+        let bufs = BufRing::new(&ring, buffers)?;
+        // SAFETY: an all-zero msghdr is valid (no name, no control).
+        let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        msg.msg_controllen = CONTROL_LEN as _;
         Ok(Uring {
             ring,
+            bufs,
+            msg,
             events: Vec::with_capacity(entries as usize),
             timer: Timer::new(),
             guard: Timer::new(),
@@ -128,8 +263,9 @@ impl Uring {
 
     fn push(&mut self, entry: squeue::Entry) -> io::Result<()> {
         loop {
-            // SAFETY: poll entries point at no user memory; timer entries at
-            // a `Timer`'s boxed timespec, which lives as long as the ring.
+            // SAFETY: every entry points at memory that outlives its
+            // operation: timers at a `Timer`'s boxed timespec, receives at
+            // the boxed `msg`, sends at what [`Uring::send`]'s caller vouched for.
             if unsafe { self.ring.submission().push(&entry) }.is_ok() {
                 return Ok(());
             }
@@ -138,26 +274,96 @@ impl Uring {
         }
     }
 
-    /// Registers `fd` for read, write and hang-up, reported with `token`.
-    /// The registration holds the socket open until [`Uring::remove`].
-    pub fn add(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
-        let entry = opcode::PollAdd::new(types::Fd(fd), POLL_MASK)
-            .multi(true)
+    /// Hands queued entries to the kernel now. Before a descriptor is
+    /// closed, so that no entry naming its number reaches a new socket
+    /// that reuses it.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.ring.submission().is_empty() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    /// Reports when `fd`, connecting, becomes writable (connected or failed).
+    pub fn poll_connect(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        let entry = opcode::PollAdd::new(types::Fd(fd), CONNECT_MASK)
             .build()
-            .user_data(token);
+            .user_data(token | OP_POLL);
         self.push(entry)
     }
 
-    /// Ends the registration made with `token`, which lets the kernel
-    /// release its socket once the descriptor is closed too.
-    pub fn remove(&mut self, token: u64) -> io::Result<()> {
-        let entry = opcode::PollRemove::new(token).build().user_data(REMOVE_TAG);
+    /// Starts `fd`'s multishot receive, reported with `token`. It holds the
+    /// socket open until it ends or [`Uring::cancel`] ends it.
+    pub fn recv(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        let entry = opcode::RecvMsgMulti::new(types::Fd(fd), &*self.msg, BGID)
+            .build()
+            .user_data(token | OP_RECV);
         self.push(entry)
+    }
+
+    /// Queues a send of `len` bytes at `buf` on `fd`, reported with `token`.
+    ///
+    /// The kernel sends all of it (`MSG_WAITALL`: a full socket buffer is
+    /// waited out inside the ring). With `quiet`, a send that wrote every
+    /// byte reports nothing (`CQE_SKIP_SUCCESS`), so that a wait for a
+    /// batch of responses is not ended by the sends; one that failed, or
+    /// wrote only part before failing, still reports, with the bytes it
+    /// wrote or the error.
+    ///
+    /// # Safety
+    /// The bytes must stay valid and unchanged until the send is done:
+    /// reported, or (`quiet`) answered, or the ring dropped.
+    pub unsafe fn send(
+        &mut self,
+        fd: RawFd,
+        buf: *const u8,
+        len: usize,
+        token: u64,
+        quiet: bool,
+    ) -> io::Result<()> {
+        let mut entry = opcode::Send::new(types::Fd(fd), buf, len.min(u32::MAX as usize) as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .user_data(token | OP_SEND);
+        if quiet {
+            entry = entry.flags(squeue::Flags::SKIP_SUCCESS);
+        }
+        self.push(entry)
+    }
+
+    /// Ends the operation tagged `user_data` (a receive or a poll), which
+    /// lets the kernel release its socket once the descriptor is closed too.
+    pub fn cancel(&mut self, user_data: u64) -> io::Result<()> {
+        let entry = opcode::AsyncCancel::new(user_data)
+            .build()
+            .user_data(REMOVE_TAG);
+        self.push(entry)
+    }
+
+    /// The bytes a receive put in buffer `bid` (its result `res`) and the
+    /// kernel's receive stamp of the last packet read, if stamped.
+    pub fn received(&self, bid: u16, res: i32) -> (&[u8], Option<libc::timespec>) {
+        // `res` counts the whole buffer used: header, control, payload.
+        let buf = self.bufs.get(bid, res.max(0) as usize);
+        let Ok(out) = types::RecvMsgOut::parse(buf, &self.msg) else {
+            return (&[], None);
+        };
+        let stamp = stamp_in(out.control_data());
+        // The payload ends the buffer (a `RecvMsgOut` lends it out only for
+        // its own lifetime).
+        let len = out.payload_data().len();
+        (&buf[buf.len() - len..], stamp)
+    }
+
+    /// Gives buffer `bid` back to the kernel.
+    pub fn recycle(&mut self, bid: u16) {
+        self.bufs.push(bid);
+        self.bufs.publish();
     }
 
     /// Sets the timer to fire `after` from now (moving it if it is set),
     /// which ends a wait with an event tagged [`TIMER_TAG`]. The loop moves
-    /// it only when its own next deadline moves, a few times a second.
+    /// it only when its own next deadline moves.
     pub fn arm_timer(&mut self, after: Duration) -> io::Result<()> {
         let entry = self.timer.set(TIMER_TAG, after);
         self.push(entry)
@@ -202,31 +408,39 @@ impl Uring {
         self.events.clear();
         for cqe in self.ring.completion() {
             let token = cqe.user_data();
-            if token == REMOVE_TAG {
-                continue;
-            }
-            if token == GUARD_TAG {
-                self.guard.live = false;
-                continue;
-            }
-            if token == TIMER_TAG {
-                self.timer.live = false;
-                self.events.push(Event {
-                    token,
-                    ready: Ready::from_bits(0),
-                    ended: false,
-                });
-                continue;
-            }
-            let ended = !cqueue::more(cqe.flags());
-            let res = cqe.result();
-            if res > 0 || ended {
-                self.events.push(Event {
-                    token,
-                    ready: Ready::from_bits(res.max(0) as u32),
-                    ended,
-                });
-            }
+            let ev = match token {
+                REMOVE_TAG => continue,
+                GUARD_TAG => {
+                    self.guard.live = false;
+                    continue;
+                }
+                TIMER_TAG => {
+                    self.timer.live = false;
+                    Event {
+                        token,
+                        ready: Ready::from_bits(0),
+                        res: 0,
+                        buf: None,
+                        ended: true,
+                    }
+                }
+                _ => {
+                    let res = cqe.result();
+                    let ready = if token & OP_MASK == OP_POLL {
+                        Ready::from_bits(res.max(0) as u32)
+                    } else {
+                        Ready::from_bits(0)
+                    };
+                    Event {
+                        token,
+                        ready,
+                        res,
+                        buf: cqueue::buffer_select(cqe.flags()),
+                        ended: !cqueue::more(cqe.flags()),
+                    }
+                }
+            };
+            self.events.push(ev);
         }
         Ok(self.events.len())
     }
@@ -236,92 +450,228 @@ impl Uring {
     }
 }
 
+impl Drop for Uring {
+    fn drop(&mut self) {
+        // The ring's teardown may finish after this returns: make sure it
+        // can no longer write into the buffers about to be freed.
+        let _ = self.ring.submitter().unregister_buf_ring(BGID);
+    }
+}
+
+/// The `SCM_TIMESTAMPNS` stamp among a receive's control messages.
+fn stamp_in(control: &[u8]) -> Option<libc::timespec> {
+    let head = std::mem::size_of::<libc::cmsghdr>();
+    let mut at = 0;
+    while at + head <= control.len() {
+        // SAFETY: `head` bytes are in bounds; read unaligned.
+        let h = unsafe {
+            control
+                .as_ptr()
+                .add(at)
+                .cast::<libc::cmsghdr>()
+                .read_unaligned()
+        };
+        #[allow(clippy::unnecessary_cast)] // u32 on some targets
+        let len = h.cmsg_len as usize;
+        if len < head || at + len > control.len() {
+            return None;
+        }
+        let data = at + head;
+        if h.cmsg_level == libc::SOL_SOCKET
+            && h.cmsg_type == libc::SCM_TIMESTAMPNS
+            && data + std::mem::size_of::<libc::timespec>() <= control.len()
+        {
+            // SAFETY: in bounds, checked above; read unaligned.
+            return Some(unsafe {
+                control
+                    .as_ptr()
+                    .add(data)
+                    .cast::<libc::timespec>()
+                    .read_unaligned()
+            });
+        }
+        // Each message is padded to the alignment of a `size_t`.
+        at += (len + 7) & !7;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
     use std::time::Instant;
 
-    fn ring() -> Option<Uring> {
-        let u = Uring::new(8);
+    fn ring_with(buffers: u16) -> Option<Uring> {
+        let u = Uring::with_buffers(8, buffers);
         let how = format!(
-            "{}; a kernel of 5.6 or later with /proc/sys/kernel/io_uring_disabled at 0",
+            "{}; a kernel of 6.1 or later with /proc/sys/kernel/io_uring_disabled at 0",
             u.as_ref().err().map_or(String::new(), ToString::to_string)
         );
         crate::require::require("io_uring", u.is_ok(), &how).then(|| u.unwrap())
     }
 
+    fn ring() -> Option<Uring> {
+        ring_with(16)
+    }
+
+    /// Waits for the next completion of a receive.
+    fn next(u: &mut Uring) -> Event {
+        let n = u.wait(1, Some(Duration::from_secs(5))).unwrap();
+        assert!(n >= 1, "no completion within 5 s");
+        u.event(0)
+    }
+
     #[test]
-    fn a_registration_reports_each_arrival_until_removed() {
+    fn one_receive_lands_several_responses_with_their_kernel_stamp() {
         let Some(mut u) = ring() else { return };
-        let (mut a, mut b) = UnixStream::pair().unwrap();
-        b.set_nonblocking(true).unwrap();
-        u.add(b.as_raw_fd(), 42).unwrap();
-        // Writable at once.
-        let n = u.wait(1, Some(Duration::from_secs(5))).unwrap();
-        assert!(n >= 1);
-        assert_eq!(u.event(0).token, 42);
-        assert!(u.event(0).ready.writable());
-        for round in 0..3 {
-            a.write_all(b"ping").unwrap();
-            let n = u.wait(1, Some(Duration::from_secs(5))).unwrap();
-            assert!(n >= 1, "round {round}");
-            let ev = u.event(n - 1);
-            assert!(ev.ready.readable() && !ev.ended, "round {round}: {ev:?}");
-            let mut buf = [0u8; 8];
-            assert_eq!(b.read(&mut buf).unwrap(), 4);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let on: libc::c_int = 1;
+        // SAFETY: valid socket; `on` outlives the call.
+        unsafe {
+            libc::setsockopt(
+                client.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                4,
+            )
+        };
+        let (mut server, _) = listener.accept().unwrap();
+        // The kernel turns stamping on a moment after the first socket asks.
+        std::thread::sleep(Duration::from_millis(50));
+        // Three responses, written before the receive starts: one buffer.
+        for _ in 0..3 {
+            server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").unwrap();
         }
-        u.remove(42).unwrap();
-        // The removal ends the poll: its last report says so.
-        let n = u.wait(1, Some(Duration::from_secs(5))).unwrap();
-        assert!((0..n).any(|i| u.event(i).ended && u.event(i).token == 42));
+        std::thread::sleep(Duration::from_millis(20));
+        u.recv(client.as_raw_fd(), 7).unwrap();
+        let ev = next(&mut u);
+        let now = Instant::now();
+        assert_eq!(ev.token, 7 | OP_RECV);
+        assert!(!ev.ended, "{ev:?}");
+        let bid = ev.buf.expect("a receive fills a provided buffer");
+        let (bytes, stamp) = u.received(bid, ev.res);
+        assert_eq!(bytes, b"HTTP/1.1 200 OK\r\n\r\n".repeat(3));
+        let at = super::super::sys::arrival(now, stamp.expect("loopback TCP is stamped"));
+        // Received 20 ms after it arrived: the stamp says so.
+        assert!(now - at >= Duration::from_millis(19), "{:?}", now - at);
+        u.recycle(bid);
+    }
+
+    #[test]
+    fn an_empty_buffer_ring_ends_the_receive_until_buffers_come_back() {
+        let Some(mut u) = ring_with(2) else { return };
+        let (mut a, b) = UnixStream::pair().unwrap();
+        b.set_nonblocking(true).unwrap();
+        u.recv(b.as_raw_fd(), 3).unwrap();
+        let mut held = Vec::new();
+        // Two messages take both buffers (kept, not given back).
+        for msg in [b"one", b"two"] {
+            a.write_all(msg).unwrap();
+            let ev = next(&mut u);
+            assert_eq!(u.received(ev.buf.unwrap(), ev.res).0, msg);
+            held.push(ev.buf.unwrap());
+        }
+        // The third finds none: the receive ends, its bytes stay queued.
+        a.write_all(b"three").unwrap();
+        let ev = next(&mut u);
+        assert_eq!((ev.res, ev.buf, ev.ended), (-libc::ENOBUFS, None, true));
+        for bid in held {
+            u.recycle(bid);
+        }
+        // Buffers back and a new receive: the bytes come through.
+        u.recv(b.as_raw_fd(), 3).unwrap();
+        let ev = next(&mut u);
+        assert_eq!(u.received(ev.buf.unwrap(), ev.res).0, b"three");
+    }
+
+    #[test]
+    fn the_peer_closing_ends_the_receive_with_no_bytes() {
+        let Some(mut u) = ring() else { return };
+        let (mut a, b) = UnixStream::pair().unwrap();
+        u.recv(b.as_raw_fd(), 5).unwrap();
+        a.write_all(b"last").unwrap();
+        drop(a);
+        let mut got = Vec::new();
+        'wait: loop {
+            let n = u.wait(1, Some(Duration::from_secs(5))).unwrap();
+            assert!(n >= 1, "no completion within 5 s");
+            for i in 0..n {
+                let ev = u.event(i);
+                let bid = ev.buf.expect("even the EOF fills a buffer (the header)");
+                let bytes = u.received(bid, ev.res).0.to_vec();
+                u.recycle(bid);
+                if bytes.is_empty() {
+                    assert!(ev.ended, "{ev:?}");
+                    break 'wait;
+                }
+                got.extend(bytes);
+            }
+        }
+        assert_eq!(got, b"last");
+    }
+
+    #[test]
+    fn a_cancelled_receive_reports_no_more() {
+        let Some(mut u) = ring() else { return };
+        let (mut a, b) = UnixStream::pair().unwrap();
+        u.recv(b.as_raw_fd(), 9).unwrap();
+        u.cancel(9 | OP_RECV).unwrap();
+        let ev = next(&mut u);
+        assert_eq!((ev.res, ev.ended), (-libc::ECANCELED, true));
         a.write_all(b"late").unwrap();
         assert_eq!(u.wait(1, Some(Duration::from_millis(20))).unwrap(), 0);
     }
 
-    /// A ring watching one end of each of `n` socket pairs (tokens 0..n),
-    /// their first reports (writable) already taken; and the other ends, to
-    /// write to. The watched ends are returned too, to keep them open.
-    fn watched_pairs(n: usize) -> Option<(Uring, Vec<UnixStream>, Vec<UnixStream>)> {
-        let mut u = ring()?;
-        let (mut writers, mut watched) = (Vec::new(), Vec::new());
-        for token in 0..n {
-            let (a, b) = UnixStream::pair().unwrap();
-            b.set_nonblocking(true).unwrap();
-            u.add(b.as_raw_fd(), token as u64).unwrap();
-            writers.push(a);
-            watched.push(b);
+    #[test]
+    fn sends_are_submitted_together_and_report_their_bytes() {
+        let Some(mut u) = ring() else { return };
+        let pairs: Vec<_> = (0..3).map(|_| UnixStream::pair().unwrap()).collect();
+        let msg = b"GET / HTTP/1.1\r\n\r\n";
+        for (k, (a, _)) in pairs.iter().enumerate() {
+            // SAFETY: `msg` is static.
+            unsafe { u.send(a.as_raw_fd(), msg.as_ptr(), msg.len(), k as u64, false) }.unwrap();
         }
         let mut seen = 0;
-        while seen < n {
-            seen += u.wait(n - seen, Some(Duration::from_secs(5))).unwrap();
-        }
-        Some((u, writers, watched))
-    }
-
-    /// Writes one byte to each of `writers`, `gap` apart, from another thread.
-    fn write_each_after(
-        mut writers: Vec<UnixStream>,
-        gap: Duration,
-    ) -> std::thread::JoinHandle<Vec<UnixStream>> {
-        std::thread::spawn(move || {
-            for a in writers.iter_mut() {
-                std::thread::sleep(gap);
-                a.write_all(b"x").unwrap();
+        while seen < 3 {
+            let n = u.wait(3 - seen, Some(Duration::from_secs(5))).unwrap();
+            for i in 0..n {
+                let ev = u.event(i);
+                assert_eq!(ev.token & OP_MASK, OP_SEND);
+                assert_eq!(ev.res as usize, msg.len());
             }
-            writers
-        })
+            seen += n;
+        }
+        for (_, mut b) in pairs {
+            let mut buf = [0u8; 64];
+            let n = std::io::Read::read(&mut b, &mut buf).unwrap();
+            assert_eq!(&buf[..n], msg);
+        }
     }
 
     #[test]
     fn a_wait_for_several_sleeps_until_all_are_in() {
-        let Some((mut u, writers, _watched)) = watched_pairs(3) else {
-            return;
-        };
+        let Some(mut u) = ring() else { return };
+        let (mut writers, mut watched) = (Vec::new(), Vec::new());
+        for token in 0..3u64 {
+            let (a, b) = UnixStream::pair().unwrap();
+            u.recv(b.as_raw_fd(), token).unwrap();
+            writers.push(a);
+            watched.push(b);
+        }
         let t = Instant::now();
-        let writer = write_each_after(writers, Duration::from_millis(10));
+        let writer = std::thread::spawn(move || {
+            for a in writers.iter_mut() {
+                std::thread::sleep(Duration::from_millis(10));
+                a.write_all(b"x").unwrap();
+            }
+            writers
+        });
         let n = u.wait(3, Some(Duration::from_secs(5))).unwrap();
         let waited = t.elapsed();
         writer.join().unwrap();
@@ -333,20 +683,22 @@ mod tests {
 
     #[test]
     fn the_guard_ends_a_wait_for_more_than_will_come() {
-        let Some((mut u, mut writers, _watched)) = watched_pairs(8) else {
-            return;
-        };
+        let Some(mut u) = ring() else { return };
+        let (mut a, b) = UnixStream::pair().unwrap();
+        u.recv(b.as_raw_fd(), 0).unwrap();
         let t = Instant::now();
         // If the guard never fired, the wait below would never end: after
-        // 3 s the other seven arrive, and the test fails instead of hanging.
-        let rest = writers.split_off(1);
+        // 3 s a watchdog writes the rest, and the test fails instead of hanging.
+        let (mut late, late_b) = UnixStream::pair().unwrap();
+        u.recv(late_b.as_raw_fd(), 1).unwrap();
         let _watchdog = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs(3));
-            for mut a in rest {
-                let _ = a.write_all(b"x");
+            for _ in 0..8 {
+                let _ = late.write_all(b"x");
+                std::thread::sleep(Duration::from_millis(5));
             }
         });
-        let writer = write_each_after(writers, Duration::from_millis(10));
+        a.write_all(b"x").unwrap();
         // Asks for 8 with no timeout: one arrives, then the guard (re-armed
         // as it fires) ends the wait, and only the arrival is reported.
         let mut n = 0;
@@ -354,10 +706,9 @@ mod tests {
             u.arm_guard().unwrap();
             n = u.wait(8, None).unwrap();
         }
-        writer.join().unwrap();
         assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
         assert_eq!(n, 1);
-        assert_eq!(u.event(0).token, 0);
+        assert_eq!(u.event(0).token, OP_RECV);
         // Fired, it is armed again by the next call.
         assert!(!u.guard.live);
         u.arm_guard().unwrap();
@@ -385,5 +736,38 @@ mod tests {
         let t = Instant::now();
         assert_eq!(u.wait(4, Some(Duration::from_millis(20))).unwrap(), 0);
         assert!(t.elapsed() >= Duration::from_millis(20));
+    }
+
+    #[test]
+    fn control_messages_other_than_the_stamp_are_skipped() {
+        // A 20-byte message of another kind (padded to 24), then the stamp.
+        let head = std::mem::size_of::<libc::cmsghdr>();
+        let mut control = vec![0u8; 24 + head + 16];
+        let other = libc::cmsghdr {
+            cmsg_len: (head + 4) as _,
+            cmsg_level: libc::SOL_SOCKET,
+            cmsg_type: libc::SCM_RIGHTS,
+        };
+        let stamp = libc::cmsghdr {
+            cmsg_len: (head + 16) as _,
+            cmsg_level: libc::SOL_SOCKET,
+            cmsg_type: libc::SCM_TIMESTAMPNS,
+        };
+        let ts = libc::timespec {
+            tv_sec: 12,
+            tv_nsec: 34,
+        };
+        // SAFETY: every write is within `control`.
+        unsafe {
+            let p = control.as_mut_ptr();
+            p.cast::<libc::cmsghdr>().write_unaligned(other);
+            p.add(24).cast::<libc::cmsghdr>().write_unaligned(stamp);
+            p.add(24 + head)
+                .cast::<libc::timespec>()
+                .write_unaligned(ts);
+        }
+        let got = stamp_in(&control).expect("the stamp is found");
+        assert_eq!((got.tv_sec, got.tv_nsec), (12, 34));
+        assert!(stamp_in(&control[..24]).is_none());
     }
 }

@@ -13,10 +13,13 @@
 //!   one `send`;
 //! - the request bytes are rendered once and shared.
 //!
-//! A closed loop waits on io_uring where the kernel allows, so that it can
-//! sleep until several responses are in instead of being woken (by the
-//! server, at the server's expense) for each one; see `uring.rs` and
-//! [`batch_plan`]. The open loop waits on epoll with microsecond timeouts.
+//! Where the kernel allows, a closed loop runs on io_uring instead (see
+//! `uring.rs`): receives and sends are ring entries, one system call
+//! submits a batch of them, and the loop sleeps until several responses
+//! are in instead of being woken (by the server, at the server's expense)
+//! for each one ([`batch_plan`]). Otherwise, and in the open loop, it
+//! waits on epoll (the open loop with microsecond timeouts) and reads and
+//! writes with the calls above.
 //!
 //! A response ends when its bytes reached the socket: the kernel stamps
 //! each packet (`SO_TIMESTAMPNS`) and the stamp, not the moment the loop got
@@ -40,7 +43,7 @@ use super::sys::{
     arrival, cheapest_congestion_control, enable_rx_timestamps, recv_stamped, send_raw, thread_cpu,
 };
 use super::target::Endpoint;
-use super::uring::Uring;
+use super::uring::{Event, Uring, OP_MASK, OP_POLL, OP_RECV, OP_SEND};
 use super::window::Window;
 use super::{IoMode, Pacing, ThreadPlan, WorkerStats};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -112,6 +115,8 @@ struct Conn {
     first_sent: Option<Instant>,
     /// Whether the connection sits in the open loop's free list.
     in_free: bool,
+    /// On io_uring: a send of the current batch is in the ring.
+    sending: bool,
 }
 
 impl Conn {
@@ -133,11 +138,20 @@ impl Conn {
             answered: false,
             first_sent: None,
             in_free: false,
+            sending: false,
         }
     }
 }
 
 pub struct Worker {
+    /// On a kernel that has it: the loop's I/O and waits through io_uring
+    /// instead of `epoll` and plain calls (see `uring.rs`); no timerfd is
+    /// needed. First, so that it is dropped before the buffers its sends
+    /// read from.
+    uring: Option<Uring>,
+    /// Batch buffers of closed connections whose send was still in the
+    /// ring: kept until the end, as the kernel may still read them.
+    retired: Vec<Vec<u8>>,
     plan: ThreadPlan,
     epoll: Epoll,
     conns: Vec<Conn>,
@@ -162,9 +176,6 @@ pub struct Worker {
     timer: Option<Timer>,
     /// When the timer is set to fire; None when it is not armed.
     timer_at: Option<Instant>,
-    /// Closed loop on a kernel that has it: readiness and waits through
-    /// io_uring instead of `epoll` (see `uring.rs`); no timer is needed.
-    uring: Option<Uring>,
     /// Requests written and not yet answered, on all connections.
     inflight: usize,
     /// Moving average of response latency, in microseconds.
@@ -240,6 +251,8 @@ impl Worker {
         let deadline = window.deadline();
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
         let epoll = Epoll::new(plan.connections.max(1) * 2)?;
+        // The open loop stays on epoll: on io_uring it woke as often and
+        // was no cheaper per request (README, engine notes).
         let uring = match (plan.pacing, cfg.io) {
             (Pacing::Closed, IoMode::Auto) => Uring::new(plan.connections).ok(),
             (Pacing::Closed, IoMode::Uring) => Some(Uring::new(plan.connections)?),
@@ -254,6 +267,7 @@ impl Worker {
             timer,
             timer_at: None,
             uring,
+            retired: Vec::new(),
             inflight: 0,
             recent_latency_us: 0.0,
             conns,
@@ -332,16 +346,12 @@ impl Worker {
             }
             let now = Instant::now();
             for e in 0..n {
-                let (token, ready) = match &self.uring {
-                    Some(u) => {
-                        let ev = u.event(e);
-                        if ev.ended {
-                            self.rearm(ev.token)?;
-                        }
-                        (ev.token, ev.ready)
-                    }
-                    None => self.epoll.event(e),
-                };
+                if let Some(u) = &self.uring {
+                    let ev = u.event(e);
+                    self.on_completion(ev, now)?;
+                    continue;
+                }
+                let (token, ready) = self.epoll.event(e);
                 if token == TIMER_TOKEN {
                     self.on_timer();
                 } else {
@@ -400,21 +410,87 @@ impl Worker {
     /// The slot whose current socket `token` names; None when the slot has
     /// moved on to another socket, or has none.
     fn live_slot(&self, token: u64) -> Option<usize> {
-        let i = (token & 0xffff_ffff) as usize;
+        let i = (token & 0xffff_ffff & !OP_MASK) as usize;
         let c = self.conns.get(i)?;
         (c.generation == (token >> 32) as u32 && c.sock.is_some()).then_some(i)
     }
 
-    /// The kernel ended a multishot poll: a socket still in use gets a new one.
-    fn rearm(&mut self, token: u64) -> io::Result<()> {
-        let Some(i) = self.live_slot(token) else {
+    /// One io_uring completion: a connect's poll, a receive, a send, or
+    /// the timer.
+    fn on_completion(&mut self, ev: Event, now: Instant) -> io::Result<()> {
+        if ev.token == TIMER_TOKEN {
+            self.on_timer();
             return Ok(());
-        };
-        let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
-        if let (Some(fd), Some(u)) = (fd, &mut self.uring) {
-            u.add(fd, token)?;
+        }
+        match ev.token & OP_MASK {
+            OP_POLL => self.on_event(ev.token & !OP_MASK, ev.ready, now),
+            OP_RECV => self.on_received(ev, now)?,
+            OP_SEND => self.on_sent(ev, now),
+            _ => {}
         }
         Ok(())
+    }
+
+    /// A receive completed: the bytes (if any) go to the slot's buffer and
+    /// are framed; EOF, errors and an ended receive are dealt with.
+    fn on_received(&mut self, ev: Event, now: Instant) -> io::Result<()> {
+        let token = ev.token & !OP_MASK;
+        let live = self.live_slot(token);
+        let mut arrived = None;
+        // A receive into a buffer that got no bytes met the EOF (the
+        // buffer still holds the message header).
+        let mut eof = ev.res == 0;
+        if let (Some(bid), Some(u)) = (ev.buf, &mut self.uring) {
+            if let Some(i) = live {
+                let (payload, stamp) = u.received(bid, ev.res);
+                eof = payload.is_empty();
+                absorb(&mut self.conns[i], payload);
+                // A fresh clock for what this sets off (the next request),
+                // and the kernel's for when the bytes arrived.
+                let now = Instant::now();
+                arrived = Some((now, stamp.map_or(now, |s| arrival(now, s))));
+            }
+            // Every buffer goes back, whoever it was for.
+            u.recycle(bid);
+        }
+        let Some(i) = live else { return Ok(()) };
+        if eof {
+            self.on_eof(i, now);
+            return Ok(());
+        }
+        if let Some((now, arrived)) = arrived {
+            if !self.parse_available(i, now, arrived) {
+                return Ok(()); // The connection was closed while parsing.
+            }
+        } else if ev.res < 0 && ev.res != -libc::ENOBUFS && ev.res != -libc::ECANCELED {
+            self.fail_exchange(i, now, Failure::Reset);
+            return Ok(());
+        }
+        // Out of buffers (they are back now), or the kernel ended the
+        // receive for its own reasons (an overflowing completion queue): a
+        // live socket gets a new one, which picks up what is waiting.
+        if ev.ended && self.live_slot(token) == Some(i) {
+            let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
+            if let (Some(fd), Some(u)) = (fd, &mut self.uring) {
+                u.recv(fd, token)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A send completed: the rest of the batch, or the next one, goes out.
+    fn on_sent(&mut self, ev: Event, now: Instant) {
+        let Some(i) = self.live_slot(ev.token & !OP_MASK) else {
+            return; // A send on a socket this slot no longer has.
+        };
+        let c = &mut self.conns[i];
+        c.sending = false;
+        if ev.res <= 0 {
+            self.fail_exchange(i, now, Failure::Reset);
+            return;
+        }
+        c.batch_pos += ev.res as usize;
+        self.push_writes(i, now);
     }
 
     fn on_timer(&mut self) {
@@ -592,7 +668,7 @@ impl Worker {
                 c.generation = c.generation.wrapping_add(1);
                 let token = token(i, c.generation);
                 let added = match &mut self.uring {
-                    Some(u) => u.add(sock.as_raw_fd(), token),
+                    Some(u) => u.poll_connect(sock.as_raw_fd(), token),
                     None => self.epoll.add(sock.as_raw_fd(), token),
                 };
                 if let Err(e) = added {
@@ -632,11 +708,22 @@ impl Worker {
                 self.stats.never_answered += 1;
             }
             if let Some(u) = &mut self.uring {
-                // The poll holds the socket open; ending it lets it close.
+                // The receive (or the connect's poll) holds the socket
+                // open; ending it lets it close. Queued entries naming the
+                // descriptor go in first, before its number can be reused.
+                // An error here means a broken ring; the socket then
+                // lingers until the ring is dropped at the end of the run.
                 let token = token(i, c.generation);
-                // An error here means a broken ring; the socket then lingers
-                // until the ring is dropped at the end of the run.
-                let _ = u.remove(token);
+                let op = match c.state {
+                    State::Open => OP_RECV,
+                    _ => OP_POLL,
+                };
+                let _ = u.cancel(token | op);
+                let _ = u.flush();
+                if c.sending && !c.wbuf.is_empty() {
+                    // The kernel may still read the old batch.
+                    self.retired.push(std::mem::take(&mut c.wbuf));
+                }
             }
             drop(sock);
         }
@@ -648,6 +735,7 @@ impl Worker {
         c.rstart = 0;
         c.rend = 0;
         c.written_reqs = 0;
+        c.sending = false;
         c.batch_pos = 0;
         c.batch_end = 0;
         c.sent_any = false;
@@ -678,6 +766,13 @@ impl Worker {
                 return;
             }
             self.conns[i].state = State::Open;
+            if let Some(u) = &mut self.uring {
+                let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
+                if fd.is_none_or(|fd| u.recv(fd, token).is_err()) {
+                    self.fail_connect(i, now);
+                    return;
+                }
+            }
             self.issue_closed(i, now);
             self.push_writes(i, now);
             // Fall through: data may already be waiting.
@@ -697,6 +792,16 @@ impl Worker {
                 self.start_connect(i, now);
             }
             return;
+        }
+        if self.conns[i].sending {
+            if !(self.depth == 1 && self.conns[i].written_reqs == 0) {
+                return; // Its completion sends the rest.
+            }
+            // A quiet send (see below) whose request was answered: it
+            // wrote every byte.
+            let c = &mut self.conns[i];
+            c.sending = false;
+            c.batch_pos = c.batch_end;
         }
         loop {
             let c = &mut self.conns[i];
@@ -729,6 +834,29 @@ impl Worker {
                 .as_ref()
                 .expect("open connection has a socket")
                 .as_raw_fd();
+            if let Some(u) = &mut self.uring {
+                let buf = if self.plan.config.schedule.is_some() {
+                    &c.wbuf[c.batch_pos..c.batch_end]
+                } else {
+                    &self.batch[c.batch_pos..c.batch_end]
+                };
+                let token = token(i, c.generation);
+                // One request at a time per connection (no pipelining): its
+                // answer says the send wrote every byte, so a send that
+                // did reports nothing and does not end a wait for a batch
+                // of responses (each would otherwise count as one).
+                let quiet = self.depth == 1;
+                // SAFETY: the shared batch lives as long as the worker, which
+                // drops the ring first; `wbuf` is not touched while
+                // `sending`, and is retired, not freed, if the connection
+                // closes first (see `close`).
+                if unsafe { u.send(fd, buf.as_ptr(), buf.len(), token, quiet) }.is_err() {
+                    self.fail_exchange(i, now, Failure::Reset);
+                    return;
+                }
+                c.sending = true;
+                return;
+            }
             while c.batch_pos < c.batch_end {
                 let buf = if self.plan.config.schedule.is_some() {
                     &c.wbuf[c.batch_pos..c.batch_end]
@@ -993,6 +1121,27 @@ impl Worker {
             }
         }
     }
+}
+
+/// Appends received bytes to a connection's read buffer, making room.
+fn absorb(c: &mut Conn, bytes: &[u8]) {
+    if c.rstart == c.rend {
+        c.rstart = 0;
+        c.rend = 0;
+    }
+    if c.rend + bytes.len() > c.rbuf.len() {
+        if c.rstart > 0 {
+            c.rbuf.copy_within(c.rstart..c.rend, 0);
+            c.rend -= c.rstart;
+            c.rstart = 0;
+        }
+        let need = c.rend + bytes.len();
+        if need > c.rbuf.len() {
+            c.rbuf.resize(need.max(c.rbuf.len() * 2), 0);
+        }
+    }
+    c.rbuf[c.rend..c.rend + bytes.len()].copy_from_slice(bytes);
+    c.rend += bytes.len();
 }
 
 /// Holds a complete response to the checks.

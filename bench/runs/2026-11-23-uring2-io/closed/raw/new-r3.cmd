@@ -1,0 +1,1 @@
+/tmp/rb-uring-new2 load http://127.0.0.1:27186/hello.txt -c 50 -t 1 -d 5s --json

@@ -1,0 +1,1 @@
+wrk -t1 -c50 -d5s http://127.0.0.1:23937/hello.txt

@@ -1,0 +1,1 @@
+strace -c -f -o /work/wt/uring/bench/runs/2026-11-23-uring2-io/strace-base.txt /tmp/rb-uring-base load http://127.0.0.1:32349/hello.txt -c 50 -t 1 -d 3s --json
