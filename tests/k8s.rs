@@ -622,9 +622,13 @@ fn openapi_v2(accept: &str) -> (&'static str, Vec<u8>) {
         field(9, &definitions),
     ]
     .concat();
-    // (A real server names the protobuf form this way too: the media type
-    // kubectl asks for has an '@', which Go's mime parser rejects.)
-    ("application/octet-stream", doc)
+    // As kube-openapi's handler answers: the media type kubectl asks for
+    // has an '@' (deprecated; Go's mime parser rejects it in an answer), so
+    // the answer names the same type with a '.'.
+    (
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        doc,
+    )
 }
 
 fn fake_cluster_routes(job: &str, docs: &[(&str, usize, &str, &str)]) -> Vec<(String, String)> {
