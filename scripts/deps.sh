@@ -27,6 +27,8 @@ for w in "${want[@]}"; do
       need_cmd chromium chromium
       need_cmd java openjdk-17-jdk-headless
       need_cmd mvn maven
+      # rackbench k8s and tests/k8s.rs; Debian 12 ships kubectl 1.20 (tested, with 1.32)
+      need_cmd kubectl kubernetes-client
       need_cmd uwsgi uwsgi-core
       [ -f /usr/lib/uwsgi/plugins/rack_ruby31_plugin.so ] || apt_pkgs+=(uwsgi-plugin-rack-ruby3.1)
       ;;

@@ -388,7 +388,7 @@ fn kubectl_ready() -> bool {
     rackbench::require::require(
         "kubectl",
         installed,
-        "install a recent kubectl (tested with 1.32; Debian 12's kubernetes-client, 1.20, predates the OpenAPI v3 the fake API server speaks)",
+        "install kubectl (`scripts/deps.sh test` installs Debian's kubernetes-client; tested with 1.32 and Debian 12's 1.20)",
     )
 }
 
@@ -466,8 +466,9 @@ fn no_kubeconfig_names_the_fix_without_calling_a_cluster() {
 
 /// A fake API server on 127.0.0.1: just enough of Kubernetes' discovery,
 /// one Indexed Job, its pods and their logs for kubectl's `get` and `logs`.
-/// Answers `routes` by path (query ignored), 404 otherwise; its thread
-/// lives as long as the test process.
+/// Answers `routes` by path (query ignored), 404 otherwise; like every API
+/// server it also serves its OpenAPI v2 document at /openapi/v2 (see
+/// [`openapi_v2`]). Its thread lives as long as the test process.
 struct FakeApiServer {
     port: u16,
     /// "METHOD target" of each request.
@@ -496,9 +497,13 @@ impl FakeApiServer {
                 // The headers, then the body (kubectl create's POST).
                 let mut line = String::new();
                 let mut length = 0;
+                let mut accept = String::new();
                 while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
                         length = v.trim().parse().unwrap_or(0);
+                    } else if let Some(v) = lower.strip_prefix("accept:") {
+                        accept = v.trim().to_string();
                     }
                     line.clear();
                 }
@@ -517,22 +522,113 @@ impl FakeApiServer {
                 }
                 let matching = routes.iter().filter(|(p, _)| *p == path).count();
                 let at = routes.iter().position(|(p, _)| *p == path);
-                let (status, body) = match at {
+                let json = "application/json";
+                let (status, content_type, body) = match at {
                     // A path given more than once answers each in turn,
                     // the last one from then on.
-                    Some(at) if matching > 1 => ("200 OK", routes.remove(at).1),
-                    Some(at) => ("200 OK", routes[at].1.clone()),
-                    None => ("404 Not Found", r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#.to_string()),
+                    Some(at) if matching > 1 => ("200 OK", json, routes.remove(at).1.into_bytes()),
+                    Some(at) => ("200 OK", json, routes[at].1.clone().into_bytes()),
+                    None if path == "/openapi/v2" => {
+                        let (content_type, body) = openapi_v2(&accept);
+                        ("200 OK", content_type, body)
+                    }
+                    None => ("404 Not Found", json, br#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}"#.to_vec()),
                 };
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
                 );
+                let _ = stream.write_all(&body);
             }
         });
         FakeApiServer { port, seen, posted }
     }
+}
+
+/// The fake API server's OpenAPI v2 document: of all kinds only the Job,
+/// its top-level fields, tagged with its group, version and kind the way a
+/// real server tags it. Older kubectl (Debian 12's 1.20) validates what
+/// `create -f` sends against this document itself, and fails when the
+/// server has none; it asks for the protobuf form (gnostic's OpenAPIv2
+/// `Document`), other clients for JSON, as from a real server.
+fn openapi_v2(accept: &str) -> (&'static str, Vec<u8>) {
+    const GVK: &str = "x-kubernetes-group-version-kind";
+    const FIELDS: [(&str, &str); 5] = [
+        ("apiVersion", "string"),
+        ("kind", "string"),
+        ("metadata", "object"),
+        ("spec", "object"),
+        ("status", "object"),
+    ];
+    if !accept.contains("protobuf") {
+        let fields: Vec<String> = FIELDS
+            .iter()
+            .map(|(name, kind)| format!(r#""{name}":{{"type":"{kind}"}}"#))
+            .collect();
+        let doc = format!(
+            r#"{{"swagger":"2.0","info":{{"title":"Kubernetes","version":"v1.33.0"}},"paths":{{}},"definitions":{{"io.k8s.api.batch.v1.Job":{{"type":"object","properties":{{{}}},"{GVK}":[{{"group":"batch","kind":"Job","version":"v1"}}]}}}}}}"#,
+            fields.join(",")
+        );
+        return ("application/json", doc.into_bytes());
+    }
+    // Protocol buffers: each field is a varint of its number and wire type
+    // 2 (bytes), the length as a varint, then the bytes.
+    fn varint(out: &mut Vec<u8>, mut n: usize) {
+        while n >= 0x80 {
+            out.push((n as u8 & 0x7f) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    fn field(number: usize, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(&mut out, (number << 3) | 2);
+        varint(&mut out, bytes.len());
+        out.extend_from_slice(bytes);
+        out
+    }
+    // Schema: type = 22 (TypeItem: value = 1), properties = 25 (Properties:
+    // additional_properties = 1 of NamedSchema: name = 1, value = 2),
+    // vendor_extension = 31 (NamedAny: name = 1, value = 2 of Any: yaml = 2).
+    let typed = |kind: &str| field(22, &field(1, kind.as_bytes()));
+    let mut properties = Vec::new();
+    for (name, kind) in FIELDS {
+        properties.extend(field(
+            1,
+            &[field(1, name.as_bytes()), field(2, &typed(kind))].concat(),
+        ));
+    }
+    let gvk = field(
+        2,
+        &field(2, b"- group: batch\n  kind: Job\n  version: v1\n"),
+    );
+    let job = [
+        typed("object"),
+        field(25, &properties),
+        field(31, &[field(1, GVK.as_bytes()), gvk].concat()),
+    ]
+    .concat();
+    let definitions = field(
+        1,
+        &[field(1, b"io.k8s.api.batch.v1.Job"), field(2, &job)].concat(),
+    );
+    // Document: swagger = 1, info = 2 (title = 1, version = 2), paths = 8,
+    // definitions = 9.
+    let doc = [
+        field(1, b"2.0"),
+        field(2, &[field(1, b"Kubernetes"), field(2, b"v1.33.0")].concat()),
+        field(8, &[]),
+        field(9, &definitions),
+    ]
+    .concat();
+    // As kube-openapi's handler answers: the media type kubectl asks for
+    // has an '@' (deprecated; Go's mime parser rejects it in an answer), so
+    // the answer names the same type with a '.'.
+    (
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        doc,
+    )
 }
 
 fn fake_cluster_routes(job: &str, docs: &[(&str, usize, &str, &str)]) -> Vec<(String, String)> {
@@ -715,9 +811,10 @@ fn run_against_fake_cluster(fails: bool) -> (Output, FakeApiServer, std::path::P
         "/apis/batch/v1/namespaces/default/jobs".into(),
         done.clone(),
     ));
-    // kubectl create asks the OpenAPI v3 document whether the server
-    // validates fields itself (it does: its PATCH of a Job takes
-    // fieldValidation), and then leaves validation to the server.
+    // A recent kubectl create asks the OpenAPI v3 document whether the
+    // server validates fields itself (it does: its PATCH of a Job takes
+    // fieldValidation), and then leaves validation to the server; an older
+    // one validates against /openapi/v2 itself (see `openapi_v2`).
     routes.push((
         "/openapi/v3".into(),
         r#"{"paths":{"apis/batch/v1":{"serverRelativeURL":"/openapi/v3/apis/batch/v1?hash=1"}}}"#
@@ -766,12 +863,18 @@ fn run_creates_the_job_waits_for_it_and_collects() {
     let seen = server.seen.lock().unwrap().clone();
     let context = format!("{stderr}\nrequests: {seen:#?}");
 
-    // Created with the server validating fields, from the manifest.
+    // Created from the manifest with its fields validated: by the server
+    // (recent kubectl) or by kubectl against the OpenAPI v2 document
+    // (older kubectl, e.g. Debian 12's 1.20).
+    let post = seen
+        .iter()
+        .position(|t| t.starts_with("POST /apis/batch/v1/namespaces/default/jobs?"))
+        .expect(&context);
     assert!(
-        seen.iter().any(
-            |t| t.starts_with("POST /apis/batch/v1/namespaces/default/jobs?")
-                && t.contains("fieldValidation=Strict")
-        ),
+        seen[post].contains("fieldValidation=Strict")
+            || seen[..post]
+                .iter()
+                .any(|t| t.starts_with("GET /openapi/v2")),
         "{context}"
     );
     let posted = server.posted.lock().unwrap().clone();
