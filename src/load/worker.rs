@@ -58,7 +58,17 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 const CONNECT_STALL: Duration = Duration::from_secs(1);
 /// A send this late against its schedule counts as behind schedule.
 const LATE_THRESHOLD: Duration = Duration::from_millis(1);
+/// A connection's read buffer grows to this size when reads fill it...
 const READ_BUF: usize = 16 * 1024;
+/// ...from this one, allocated at its first read: ten thousand connections
+/// with small responses then hold about 10 MiB of buffers, not 160.
+const READ_BUF_FIRST: usize = 1024;
+/// New connections opened and not yet through their first exchange, per
+/// run, at most (shared among the threads). A listen backlog takes what
+/// has not been accepted yet; one that overflows drops the SYN and the
+/// client's kernel retries a second later, so ten thousand connects at once
+/// against a backlog of 511 (nginx's default) would stall for seconds.
+const RAMP_CONNECTS: usize = 256;
 /// A connection still unanswered this long after its first request, when
 /// the run ends, counts as never answered.
 const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);
@@ -112,6 +122,9 @@ struct Conn {
     first_sent: Option<Instant>,
     /// Whether the connection sits in the open loop's free list.
     in_free: bool,
+    /// The slot's first connection has not yet been answered (closed
+    /// loop) or connected (open loop): it counts against the ramp.
+    ramping: bool,
 }
 
 impl Conn {
@@ -126,13 +139,14 @@ impl Conn {
             batch_end: 0,
             wbuf: Vec::new(),
             parser: ResponseParser::default(),
-            rbuf: vec![0; READ_BUF],
+            rbuf: Vec::new(),
             rstart: 0,
             rend: 0,
             sent_any: false,
             answered: false,
             first_sent: None,
             in_free: false,
+            ramping: false,
         }
     }
 }
@@ -169,6 +183,12 @@ pub struct Worker {
     inflight: usize,
     /// Moving average of response latency, in microseconds.
     recent_latency_us: f64,
+    /// The ramp: slots below `ramp_next` have started connecting; of them,
+    /// `ramping` are not through their first exchange yet (at most
+    /// `ramp_max`).
+    ramp_next: usize,
+    ramping: usize,
+    ramp_max: usize,
 }
 
 /// A closed loop on io_uring that would sleep waits for the responses due
@@ -267,6 +287,9 @@ impl Worker {
             next_due: 0,
             free: Vec::with_capacity(plan.connections),
             t0,
+            ramp_next: 0,
+            ramping: 0,
+            ramp_max: (RAMP_CONNECTS / plan.lane.1.max(1) as usize).max(16),
             plan,
             window,
         })
@@ -279,11 +302,11 @@ impl Worker {
         let scan_every = (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut next_scan = started + scan_every;
         let mut stopping = Stopping::No;
-        for i in 0..self.conns.len() {
-            self.start_connect(i, started);
-        }
         loop {
             let now = Instant::now();
+            if self.ramp_next < self.conns.len() {
+                self.ramp(now);
+            }
             self.rec.advance(now);
             // A steady-state warm-up moves the end of the run when it ends.
             self.window.tick(now);
@@ -554,6 +577,28 @@ impl Worker {
         }
     }
 
+    /// Starts the first connection of the next slots, while fewer than
+    /// `ramp_max` are not through their first exchange: connections open
+    /// in waves the server's listen backlog can take.
+    fn ramp(&mut self, now: Instant) {
+        while self.ramping < self.ramp_max && self.ramp_next < self.conns.len() {
+            let i = self.ramp_next;
+            self.ramp_next += 1;
+            self.ramping += 1;
+            self.conns[i].ramping = true;
+            self.start_connect(i, now);
+        }
+    }
+
+    /// Slot `i`'s first connection is through (or failed): the loop's next
+    /// turn starts another (not from here: a connect that fails at once
+    /// would recurse through every slot).
+    fn ramped(&mut self, i: usize) {
+        if std::mem::take(&mut self.conns[i].ramping) {
+            self.ramping -= 1;
+        }
+    }
+
     fn start_connect(&mut self, i: usize, now: Instant) {
         match self.conns[i].state {
             State::Closed { retry_at } if retry_at <= now => {}
@@ -639,6 +684,7 @@ impl Worker {
             drop(sock);
         }
         self.inflight -= c.written_reqs;
+        let ramping = c.ramping;
         c.state = State::Closed {
             retry_at: now + backoff,
         };
@@ -653,6 +699,11 @@ impl Worker {
         c.first_sent = None;
         for p in c.queue.iter_mut() {
             p.sent = None;
+        }
+        if ramping {
+            // Failed or closed before its first answer: the next slot's turn
+            // (this one retries on its own).
+            self.ramped(i);
         }
         if backoff.is_zero() {
             self.start_connect(i, now);
@@ -676,6 +727,10 @@ impl Worker {
                 return;
             }
             self.conns[i].state = State::Open;
+            if self.plan.pacing.is_open() {
+                // An open loop's connection may idle: connected is through.
+                self.ramped(i);
+            }
             self.issue_closed(i, now);
             self.push_writes(i, now);
             // Fall through: data may already be waiting.
@@ -759,6 +814,9 @@ impl Worker {
         loop {
             let c = &mut self.conns[i];
             let Some(sock) = c.sock.as_ref() else { return };
+            if c.rbuf.is_empty() {
+                c.rbuf = vec![0; READ_BUF_FIRST];
+            }
             if c.rend == c.rbuf.len() {
                 if c.rstart > 0 {
                     c.rbuf.copy_within(c.rstart..c.rend, 0);
@@ -783,6 +841,13 @@ impl Worker {
                 }
                 if (n as usize) < space && !hangup {
                     return; // A short read drained the socket.
+                }
+                // A full read: a small buffer grows, so that large
+                // responses take few reads.
+                let c = &mut self.conns[i];
+                if (n as usize) == space && c.rbuf.len() < READ_BUF {
+                    let len = c.rbuf.len();
+                    c.rbuf.resize((len * 2).min(READ_BUF), 0);
                 }
                 continue;
             }
@@ -823,6 +888,10 @@ impl Worker {
                 return false;
             }
             c.answered = true;
+            if c.ramping {
+                self.ramped(i);
+            }
+            let c = &mut self.conns[i];
             // A replayed HEAD's answer has no body, whatever the others do.
             let head = cfg.head_request
                 || cfg
@@ -946,7 +1015,9 @@ impl Worker {
                         self.fail_exchange(i, now, Failure::Timeout);
                     }
                 }
-                State::Closed { retry_at } if retry_at <= now => self.start_connect(i, now),
+                State::Closed { retry_at } if retry_at <= now && i < self.ramp_next => {
+                    self.start_connect(i, now)
+                }
                 _ => {}
             }
         }
