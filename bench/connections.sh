@@ -177,7 +177,7 @@ run_timed() {
 }
 
 runs_csv="$out/runs.csv"
-echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb" >"$runs_csv"
+echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered" >"$runs_csv"
 
 # Parses a run's output into "ok errors duration_s".
 parse() {
@@ -208,8 +208,11 @@ run_one() {
   parsed=$(parse "$tool" "$base.out" || true)
   [ -z "$parsed" ] || read -r ok err dur <<<"$parsed"
   [ -n "$parsed" ] || note "$tool -c $c round $round: output not understood (exit $rc); see $base.out"
-  awk -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" 'BEGIN {
-    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m }' >>"$runs_csv"
+  # rackbench counts the connections it opened and those never answered.
+  oc="-,-"
+  [ "$tool" != rackbench ] || oc=$(jq -r '"\(.connections.opened),\(.connections.never_answered)"' "$base.out" 2>/dev/null || echo "0,0")
+  awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" 'BEGIN {
+    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc }' >>"$runs_csv"
   note "round $round: $tool -c $c: $(tail -1 "$runs_csv" | awk -F, '{ printf "%s req/s, %s req/cpu-s, errors %s, rss %.1f MiB", $8, $12, $6, $13 / 1024 }')"
 }
 
@@ -256,7 +259,9 @@ goals=""
 if [[ " ${tools[*]} " == *" rackbench "* ]]; then
   e=$(get rackbench "$high" 8); eff_h=$(get rackbench "$high" 7); eff_l=$(get rackbench "$low" 7); rss=$(get rackbench "$high" 9)
   ratio=$(awk -v a="$eff_h" -v b="$eff_l" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-  goals+="- $(verdict "$([ "$e" = 0 ] && echo 1)"): rackbench -c $high runs with 0 errors (largest error count of any round: $e)."$'\n'
+  opened=$(awk -F, -v c="$high" '$2 == "rackbench" && $3 == c { if (min == "" || $14 < min) min = $14 } END { print min + 0 }' "$runs_csv")
+  unanswered=$(awk -F, -v c="$high" '$2 == "rackbench" && $3 == c { if ($15 > max) max = $15 } END { print max + 0 }' "$runs_csv")
+  goals+="- $(verdict "$([ "$e" = 0 ] && [ "$opened" = "$high" ] && [ "$unanswered" = 0 ] && echo 1)"): rackbench -c $high runs with 0 errors, every connection opened and answered (largest error count of any round: $e; fewest connections opened: $opened; most never answered: $unanswered)."$'\n'
   goals+="- $(verdict "$(awk -v r="$ratio" 'BEGIN { print (r >= 0.8) }')"): requests per generator CPU-second at -c $high >= 0.8x its own at -c $low (median $eff_h vs $eff_l: ${ratio}x)."$'\n'
   goals+="- $(verdict "$(awk -v r="$rss" 'BEGIN { print (r < 64) }')"): peak RSS at -c $high under 64 MiB (median $rss MiB, GNU time's max RSS)."$'\n'
 fi

@@ -181,6 +181,10 @@ pub(crate) struct ThreadPlan {
     /// This thread's number and the thread count: under a schedule,
     /// thread i sends requests i, i + threads, ...
     lane: (u64, u64),
+    /// Connection slots of all threads not yet through their first
+    /// exchange: a closed loop with more connections than one wave holds
+    /// its answered connections back until it is 0 (see `worker::ramp`).
+    ramp_left: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// What a worker measured about itself.
@@ -372,6 +376,7 @@ fn spawn_workers(
     tx: mpsc::Sender<(usize, SecondReport)>,
 ) -> std::io::Result<Vec<WorkerHandle>> {
     let mut handles = Vec::with_capacity(threads);
+    let ramp_left = Arc::new(std::sync::atomic::AtomicUsize::new(config.connections));
     for i in 0..threads {
         let plan = ThreadPlan {
             config: Arc::clone(config),
@@ -383,6 +388,7 @@ fn spawn_workers(
             },
             requests: config.requests.map(|n| share(n, threads, i)),
             lane: (i as u64, threads as u64),
+            ramp_left: Arc::clone(&ramp_left),
         };
         let window = Arc::clone(window);
         let rec = Recorder::new(

@@ -189,6 +189,11 @@ pub struct Worker {
     ramp_next: usize,
     ramping: usize,
     ramp_max: usize,
+    /// Closed loop: connections answered once that wait for the ramp to
+    /// end before their next request. A server busy with the connections
+    /// already open accepts new ones slowly (nginx takes one per pass of
+    /// its event loop), so loading them during the ramp would stall it.
+    parked: Vec<u32>,
 }
 
 /// A closed loop on io_uring that would sleep waits for the responses due
@@ -290,6 +295,7 @@ impl Worker {
             ramp_next: 0,
             ramping: 0,
             ramp_max: (RAMP_CONNECTS / plan.lane.1.max(1) as usize).max(16),
+            parked: Vec::new(),
             plan,
             window,
         })
@@ -306,6 +312,8 @@ impl Worker {
             let now = Instant::now();
             if self.ramp_next < self.conns.len() {
                 self.ramp(now);
+            } else if !self.parked.is_empty() && self.plan.ramp_left.load(Ordering::Relaxed) == 0 {
+                self.unpark(now);
             }
             self.rec.advance(now);
             // A steady-state warm-up moves the end of the run when it ends.
@@ -564,6 +572,16 @@ impl Worker {
         if !matches!(self.plan.pacing, Pacing::Closed) || !self.conns[i].queue.is_empty() {
             return;
         }
+        if self.conns[i].answered
+            && self.plan.config.connections > RAMP_CONNECTS
+            && self.plan.ramp_left.load(Ordering::Relaxed) > 0
+        {
+            // Until every thread's every connection is through (never
+            // with fewer connections than a wave: a server that leaves
+            // some unaccepted must not hold the others back).
+            self.parked.push(i as u32);
+            return;
+        }
         for _ in 0..self.depth {
             if !self.may_issue(now) {
                 break;
@@ -590,12 +608,21 @@ impl Worker {
         }
     }
 
+    /// The ramp is over: the parked connections start their closed loop.
+    fn unpark(&mut self, now: Instant) {
+        for i in std::mem::take(&mut self.parked) {
+            self.issue_closed(i as usize, now);
+            self.push_writes(i as usize, now);
+        }
+    }
+
     /// Slot `i`'s first connection is through (or failed): the loop's next
     /// turn starts another (not from here: a connect that fails at once
     /// would recurse through every slot).
     fn ramped(&mut self, i: usize) {
         if std::mem::take(&mut self.conns[i].ramping) {
             self.ramping -= 1;
+            self.plan.ramp_left.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
