@@ -197,3 +197,63 @@ fn large_bodies_are_read_whole_through_the_small_first_read_buffer() {
         assert_eq!(r.requests.ok, 40, "{framing:?}");
     }
 }
+
+/// A server like a busy nginx: one thread, one accept per pass of its
+/// loop, and each request answered in the pass costs it 1 ms, so the more
+/// connections it serves, the slower it accepts new ones.
+fn one_accept_per_pass_server() -> String {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    sock.listen(1024).unwrap();
+    let listener: std::net::TcpListener = sock.into();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut conns: Vec<(TcpStream, Vec<u8>, bool)> = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let mut busy = false;
+            if let Ok((s, _)) = listener.accept() {
+                s.set_nonblocking(true).unwrap();
+                conns.push((s, Vec::new(), true));
+                busy = true;
+            }
+            for (s, buf, alive) in conns.iter_mut() {
+                match s.read(&mut chunk) {
+                    Ok(0) => *alive = false,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    Err(_) => {}
+                }
+                while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    buf.drain(..end + 4);
+                    std::thread::sleep(Duration::from_millis(1));
+                    let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    *alive &= s.write_all(ok).is_ok();
+                    busy = true;
+                }
+            }
+            conns.retain(|c| c.2);
+            if !busy {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+    });
+    url
+}
+
+#[test]
+fn connections_beyond_a_wave_all_open_against_a_server_that_accepts_slowly_when_busy() {
+    // Were the first waves loaded while later ones wait in the backlog,
+    // this server would take minutes to accept them all; answered
+    // connections wait until every connection has been answered once.
+    let url = one_accept_per_pass_server();
+    let mut c = LoadConfig::get(&url).unwrap();
+    c.connections = 600;
+    c.duration = Some(Duration::from_secs(3));
+    c.timeout = Duration::from_secs(20);
+    let r = load::run(c, |_| {}).expect("load runs");
+    assert_eq!(r.connections.opened, 600, "{:?}", r.connections);
+    assert_eq!(r.connections.never_answered, 0, "{:?}", r.connections);
+    assert_eq!(r.errors, Default::default());
+}
