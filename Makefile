@@ -39,13 +39,18 @@ run: build
 # rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx;
 # rackbench's latency against wrk's and the test server's own; the
 # break-point search against seed 000's linear search; the open loop's CPU
-# while every connection waits on a 1 s server.
+# while every connection waits on a 1 s server; ten thousand connections
+# beside wrk; pipelining beside wrk; the open loop beside vegeta and the
+# closed loop.
 bench: build
 	scripts/deps.sh bench
 	RACKBENCH=$(BIN) bench/peers.sh --install --repeat 3
 	RACKBENCH=$(BIN) bench/truth.sh
 	RACKBENCH=$(BIN) bench/breakpoint.sh
 	RACKBENCH=$(BIN) bench/openloop-idle.sh
+	RACKBENCH=$(BIN) bench/connections.sh
+	RACKBENCH=$(BIN) bench/pipeline.sh
+	RACKBENCH=$(BIN) bench/openloop.sh
 
 # The container image for `rackbench k8s job --image` (Dockerfile; needs a
 # Docker engine with BuildKit and access to a registry holding rust and

@@ -8,6 +8,7 @@ want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(build)
 
 apt_pkgs=()
+want_vegeta=0
 need_cmd() { command -v "$1" >/dev/null 2>&1 || apt_pkgs+=("$2"); }
 
 for w in "${want[@]}"; do
@@ -40,7 +41,10 @@ for w in "${want[@]}"; do
       need_cmd hey hey
       need_cmd h2load nghttp2-client
       need_cmd taskset util-linux
+      need_cmd jq jq
       [ -x /usr/bin/time ] || apt_pkgs+=(time)
+      # The open-loop peer (bench/openloop.sh), built with go below.
+      want_vegeta=1
       ;;
     *) echo "deps.sh: unknown set '$w' (use build, test, bench or run)" >&2; exit 2 ;;
   esac
@@ -57,6 +61,18 @@ if [ ${#apt_pkgs[@]} -gt 0 ]; then
   for p in "${apt_pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || { echo "deps: $p did not install; run: apt-get install $p" >&2; exit 1; }
   done
+fi
+
+# vegeta: no Debian package of the pinned version; `go install` puts it in
+# $(go env GOPATH)/bin (~/go/bin), where bench/openloop.sh looks for it.
+if [ $want_vegeta -eq 1 ] && ! command -v vegeta >/dev/null 2>&1 && [ ! -x "$HOME/go/bin/vegeta" ]; then
+  if command -v go >/dev/null 2>&1; then
+    echo "deps: go install github.com/tsenart/vegeta/v12@v12.13.0" >&2
+    go install github.com/tsenart/vegeta/v12@v12.13.0
+  else
+    echo "deps: vegeta (the open-loop peer of bench/openloop.sh) needs go: install Go 1.20+ (https://go.dev/dl/ or 'apt-get install golang'), then rerun, or skip bench/openloop.sh" >&2
+    exit 1
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

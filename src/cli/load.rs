@@ -330,8 +330,10 @@ pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>, hard_second: bool) {
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let mut config = args.options.to_config(&args.url, args.threads)?;
     args.segment.apply(&mut config)?;
+    // Before any load: a run that cannot open its connections is a usage
+    // error (exit 2) that names the fix.
+    load::ensure_open_files(&config).map_err(|why| anyhow::Error::new(UsageError(why)))?;
     announce_start(&config);
-    super::raise_fd_limit();
     stop_on_signals(&config.interrupt, true);
     let live = !args.json && std::io::stdout().is_terminal();
     let total_s = config.duration.map(|d| (d + config.warmup).as_secs());

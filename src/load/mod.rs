@@ -24,6 +24,7 @@ mod worker;
 
 pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
+pub use sys::OpenFiles;
 pub use target::{Endpoint, RequestSpec, Url};
 
 use hdrhistogram::Histogram;
@@ -200,6 +201,10 @@ pub(crate) struct ThreadPlan {
     /// start (lane / whole rate), so the lanes interleave into one
     /// schedule instead of sending together.
     phase: Duration,
+    /// Connection slots of all threads not yet through their first
+    /// exchange: a closed loop with more connections than one wave holds
+    /// its answered connections back until it is 0 (see `worker::ramp`).
+    ramp_left: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// What a worker measured about itself.
@@ -422,7 +427,38 @@ fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
         }
     }
     cpus::check(&config.cpus, "--load-cpus")
+        .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    ensure_open_files(config)
+        .map(|_| ())
         .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
+}
+
+/// Descriptors a run beyond its connections may hold: each thread's epoll
+/// or io_uring and timer, the standard streams, a sampler's /proc files
+/// and a lab's server pipes.
+const SPARE_FILES: u64 = 64;
+
+/// Descriptors a run of `config` holds at most: one per connection, a few
+/// per thread, and [`SPARE_FILES`].
+pub fn open_files_needed(config: &LoadConfig) -> u64 {
+    config.connections as u64 + 4 * config.threads.max(1) as u64 + SPARE_FILES
+}
+
+/// Raises this process's open-files soft limit to its hard limit when the
+/// run needs more descriptors than the soft limit allows (ten thousand
+/// connections need more than the usual 1024); when even the hard limit is
+/// too low, says so and what to do, before any load.
+pub fn ensure_open_files(config: &LoadConfig) -> Result<OpenFiles, String> {
+    let needed = open_files_needed(config);
+    sys::ensure_open_files(needed).map_err(|(soft, hard)| {
+        format!(
+            "-c {} needs about {needed} open files, but this process may open at most \
+             {hard} (RLIMIT_NOFILE soft {soft}, hard {hard}): raise the hard limit \
+             (`ulimit -Hn {needed}` as root, or LimitNOFILE={needed} in a systemd unit) \
+             or use fewer connections",
+            config.connections
+        )
+    })
 }
 
 type WorkerHandle = std::thread::JoinHandle<std::io::Result<(recorder::Tally, WorkerStats)>>;
@@ -448,6 +484,7 @@ fn spawn_workers(
     } else {
         Duration::ZERO
     };
+    let ramp_left = Arc::new(std::sync::atomic::AtomicUsize::new(config.connections));
     for i in 0..threads {
         let lane = seg.lane(i, threads);
         let plan = ThreadPlan {
@@ -468,6 +505,7 @@ fn spawn_workers(
                 }
                 _ => Duration::ZERO,
             },
+            ramp_left: Arc::clone(&ramp_left),
         };
         let window = Arc::clone(window);
         let rec = Recorder::new(

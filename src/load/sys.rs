@@ -141,3 +141,48 @@ pub(super) fn thread_cpu() -> Duration {
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
+
+/// The open-files limit (`RLIMIT_NOFILE`) as (soft, hard).
+fn open_files_limit() -> std::io::Result<(u64, u64)> {
+    // SAFETY: getrlimit fills the zeroed struct.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((lim.rlim_cur as u64, lim.rlim_max as u64))
+}
+
+/// What [`ensure_open_files`] found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenFiles {
+    /// The soft limit was already enough.
+    Enough,
+    /// The soft limit was raised from the first figure to the second.
+    Raised(u64, u64),
+}
+
+/// Makes sure this process may hold `needed` descriptors: raises the soft
+/// open-files limit (to the hard limit, which any process may do) when it
+/// is lower. Fails, with the limits, when even the hard limit is lower: a
+/// run would otherwise fail connect after connect with EMFILE, counted as
+/// connect errors of a server that did nothing wrong.
+pub fn ensure_open_files(needed: u64) -> Result<OpenFiles, (u64, u64)> {
+    let Ok((soft, hard)) = open_files_limit() else {
+        return Ok(OpenFiles::Enough); // Unknown here: let the run tell.
+    };
+    if soft >= needed {
+        return Ok(OpenFiles::Enough);
+    }
+    if hard < needed {
+        return Err((soft, hard));
+    }
+    let lim = libc::rlimit {
+        rlim_cur: hard as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the local struct.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err((soft, hard));
+    }
+    Ok(OpenFiles::Raised(soft, hard))
+}

@@ -61,7 +61,17 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 const CONNECT_STALL: Duration = Duration::from_secs(1);
 /// A send this late against its schedule counts as behind schedule.
 const LATE_THRESHOLD: Duration = Duration::from_millis(1);
+/// A connection's read buffer grows to this size when reads fill it...
 const READ_BUF: usize = 16 * 1024;
+/// ...from this one, allocated at its first read: ten thousand connections
+/// with small responses then hold about 10 MiB of buffers, not 160.
+const READ_BUF_FIRST: usize = 1024;
+/// New connections opened and not yet through their first exchange, per
+/// run, at most (shared among the threads). A listen backlog takes what
+/// has not been accepted yet; one that overflows drops the SYN and the
+/// client's kernel retries a second later, so ten thousand connects at once
+/// against a backlog of 511 (nginx's default) would stall for seconds.
+const RAMP_CONNECTS: usize = 256;
 /// A connection still unanswered this long after its first request, when
 /// the run ends, counts as never answered.
 const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);
@@ -117,6 +127,9 @@ struct Conn {
     in_free: bool,
     /// On io_uring: a send of the current batch is in the ring.
     sending: bool,
+    /// The slot's first connection has not yet been answered (closed
+    /// loop) or connected (open loop): it counts against the ramp.
+    ramping: bool,
 }
 
 impl Conn {
@@ -131,7 +144,7 @@ impl Conn {
             batch_end: 0,
             wbuf: Vec::new(),
             parser: ResponseParser::default(),
-            rbuf: vec![0; READ_BUF],
+            rbuf: Vec::new(),
             rstart: 0,
             rend: 0,
             sent_any: false,
@@ -139,6 +152,7 @@ impl Conn {
             first_sent: None,
             in_free: false,
             sending: false,
+            ramping: false,
         }
     }
 }
@@ -180,6 +194,17 @@ pub struct Worker {
     inflight: usize,
     /// Moving average of response latency, in microseconds.
     recent_latency_us: f64,
+    /// The ramp: slots below `ramp_next` have started connecting; of them,
+    /// `ramping` are not through their first exchange yet (at most
+    /// `ramp_max`).
+    ramp_next: usize,
+    ramping: usize,
+    ramp_max: usize,
+    /// Closed loop: connections answered once that wait for the ramp to
+    /// end before their next request. A server busy with the connections
+    /// already open accepts new ones slowly (nginx takes one per pass of
+    /// its event loop), so loading them during the ramp would stall it.
+    parked: Vec<u32>,
 }
 
 /// A closed loop on io_uring that would sleep waits for the responses due
@@ -281,6 +306,10 @@ impl Worker {
             next_due: 0,
             free: Vec::with_capacity(plan.connections),
             t0,
+            ramp_next: 0,
+            ramping: 0,
+            ramp_max: (RAMP_CONNECTS / plan.lane.1.max(1) as usize).max(16),
+            parked: Vec::new(),
             plan,
             window,
         })
@@ -293,11 +322,13 @@ impl Worker {
         let scan_every = (timeout / 20).clamp(Duration::from_millis(1), Duration::from_millis(100));
         let mut next_scan = started + scan_every;
         let mut stopping = Stopping::No;
-        for i in 0..self.conns.len() {
-            self.start_connect(i, started);
-        }
         loop {
             let now = Instant::now();
+            if self.ramp_next < self.conns.len() {
+                self.ramp(now);
+            } else if !self.parked.is_empty() && self.plan.ramp_left.load(Ordering::Relaxed) == 0 {
+                self.unpark(now);
+            }
             self.rec.advance(now);
             // A steady-state warm-up moves the end of the run when it ends.
             self.window.tick(now);
@@ -619,6 +650,16 @@ impl Worker {
         if !matches!(self.plan.pacing, Pacing::Closed) || !self.conns[i].queue.is_empty() {
             return;
         }
+        if self.conns[i].answered
+            && self.plan.config.connections > RAMP_CONNECTS
+            && self.plan.ramp_left.load(Ordering::Relaxed) > 0
+        {
+            // Until every thread's every connection is through (never
+            // with fewer connections than a wave: a server that leaves
+            // some unaccepted must not hold the others back).
+            self.parked.push(i as u32);
+            return;
+        }
         for _ in 0..self.depth {
             if !self.may_issue(now) {
                 break;
@@ -629,6 +670,37 @@ impl Worker {
                 sent: None,
                 req: 0,
             });
+        }
+    }
+
+    /// Starts the first connection of the next slots, while fewer than
+    /// `ramp_max` are not through their first exchange: connections open
+    /// in waves the server's listen backlog can take.
+    fn ramp(&mut self, now: Instant) {
+        while self.ramping < self.ramp_max && self.ramp_next < self.conns.len() {
+            let i = self.ramp_next;
+            self.ramp_next += 1;
+            self.ramping += 1;
+            self.conns[i].ramping = true;
+            self.start_connect(i, now);
+        }
+    }
+
+    /// The ramp is over: the parked connections start their closed loop.
+    fn unpark(&mut self, now: Instant) {
+        for i in std::mem::take(&mut self.parked) {
+            self.issue_closed(i as usize, now);
+            self.push_writes(i as usize, now);
+        }
+    }
+
+    /// Slot `i`'s first connection is through (or failed): the loop's next
+    /// turn starts another (not from here: a connect that fails at once
+    /// would recurse through every slot).
+    fn ramped(&mut self, i: usize) {
+        if std::mem::take(&mut self.conns[i].ramping) {
+            self.ramping -= 1;
+            self.plan.ramp_left.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -728,6 +800,7 @@ impl Worker {
             drop(sock);
         }
         self.inflight -= c.written_reqs;
+        let ramping = c.ramping;
         c.state = State::Closed {
             retry_at: now + backoff,
         };
@@ -743,6 +816,11 @@ impl Worker {
         c.first_sent = None;
         for p in c.queue.iter_mut() {
             p.sent = None;
+        }
+        if ramping {
+            // Failed or closed before its first answer: the next slot's turn
+            // (this one retries on its own).
+            self.ramped(i);
         }
         if backoff.is_zero() {
             self.start_connect(i, now);
@@ -772,6 +850,10 @@ impl Worker {
                     self.fail_connect(i, now);
                     return;
                 }
+            }
+            if self.plan.pacing.is_open() {
+                // An open loop's connection may idle: connected is through.
+                self.ramped(i);
             }
             self.issue_closed(i, now);
             self.push_writes(i, now);
@@ -889,6 +971,9 @@ impl Worker {
         loop {
             let c = &mut self.conns[i];
             let Some(sock) = c.sock.as_ref() else { return };
+            if c.rbuf.is_empty() {
+                c.rbuf = vec![0; READ_BUF_FIRST];
+            }
             if c.rend == c.rbuf.len() {
                 if c.rstart > 0 {
                     c.rbuf.copy_within(c.rstart..c.rend, 0);
@@ -913,6 +998,13 @@ impl Worker {
                 }
                 if (n as usize) < space && !hangup {
                     return; // A short read drained the socket.
+                }
+                // A full read: a small buffer grows, so that large
+                // responses take few reads.
+                let c = &mut self.conns[i];
+                if (n as usize) == space && c.rbuf.len() < READ_BUF {
+                    let len = c.rbuf.len();
+                    c.rbuf.resize((len * 2).min(READ_BUF), 0);
                 }
                 continue;
             }
@@ -953,6 +1045,10 @@ impl Worker {
                 return false;
             }
             c.answered = true;
+            if c.ramping {
+                self.ramped(i);
+            }
+            let c = &mut self.conns[i];
             // A replayed HEAD's answer has no body, whatever the others do.
             let head = cfg.head_request
                 || cfg
@@ -1076,7 +1172,9 @@ impl Worker {
                         self.fail_exchange(i, now, Failure::Timeout);
                     }
                 }
-                State::Closed { retry_at } if retry_at <= now => self.start_connect(i, now),
+                State::Closed { retry_at } if retry_at <= now && i < self.ramp_next => {
+                    self.start_connect(i, now)
+                }
                 _ => {}
             }
         }

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# Ten thousand connections: rackbench and wrk at -c 10000 against one local
+# nginx, beside their own figures at -c 50.
+#
+# Starts a throwaway nginx (1 worker pinned to one CPU, 13-byte file,
+# keep-alive without a request cap; worker_connections, worker_rlimit_nofile
+# and the listen backlog raised by this script, and this shell's open-files
+# soft limit raised to the hard limit, so the user raises nothing). Then, in
+# interleaved rounds (A B C D A B C D ...), runs each generator pinned to
+# another CPU with one thread: rackbench -c LOW, rackbench -c HIGH, wrk -c
+# LOW, wrk -c HIGH. For each run it records ok responses, errors, the
+# generator's CPU (user+sys from GNU time, connects and teardown included)
+# and its peak RSS, and reports the medians.
+#
+# Goals (issue 17): rackbench -c HIGH runs with 0 errors; its requests per
+# generator CPU-second at HIGH is >= 0.8x its own at LOW; its peak RSS at
+# HIGH is under 64 MiB. wrk is shown beside it, judged by nothing.
+#
+# Usage: bench/connections.sh [options]
+#   --duration S     seconds per run (default 10)
+#   --repeat N       rounds (default 3)
+#   --high N         the many connections (default 10000)
+#   --low N          the few connections (default 50)
+#   --tools LIST     rackbench,wrk (default: both)
+#   --server-cpu N   CPU for nginx (default 1)
+#   --load-cpu N     CPU for the generators (default 0)
+#   --out DIR        output dir (default bench/runs/$(date +%F)-connections)
+#   -h, --help
+# Environment: RACKBENCH = rackbench binary (default target/release/rackbench).
+# Writes OUT/results.md (the table and PASS/MISS per goal), OUT/runs.csv,
+# OUT/commands.txt and OUT/raw/.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+duration=10
+repeat=3
+high=10000
+low=50
+tool_list="rackbench,wrk"
+server_cpu=1
+load_cpu=0
+out=""
+RACKBENCH=${RACKBENCH:-$root/target/release/rackbench}
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+die() { echo "connections: $*" >&2; exit 2; }
+note() { echo "connections: $*" >&2; }
+is_pos() { [[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ]; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration=${2%s}; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --high) high=$2; shift 2 ;;
+    --low) low=$2; shift 2 ;;
+    --tools) tool_list=$2; shift 2 ;;
+    --server-cpu) server_cpu=$2; shift 2 ;;
+    --load-cpu) load_cpu=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+  esac
+done
+for v in duration repeat high low; do is_pos "${!v}" || die "--$v wants an integer >= 1, got '${!v}'"; done
+[[ $server_cpu =~ ^[0-9]+$ && $load_cpu =~ ^[0-9]+$ ]] || die "--server-cpu/--load-cpu want CPU numbers"
+IFS=, read -r -a tools <<<"$tool_list"
+for t in "${tools[@]}"; do [[ $t == rackbench || $t == wrk ]] || die "unknown tool '$t' (known: rackbench, wrk)"; done
+
+for c in nginx curl taskset awk jq; do
+  command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps.sh bench)"
+done
+[ -x /usr/bin/time ] || die "GNU time (/usr/bin/time) is missing (apt-get install time)"
+[[ " ${tools[*]} " != *" wrk "* ]] || command -v wrk >/dev/null 2>&1 || die "wrk is missing (scripts/deps.sh bench, or --tools rackbench)"
+[[ " ${tools[*]} " != *" rackbench "* ]] || [ -x "$RACKBENCH" ] || die "RACKBENCH=$RACKBENCH is not an executable (make build)"
+for cpu in "$server_cpu" "$load_cpu"; do
+  taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu"
+done
+
+# This shell's soft open-files limit up to the hard limit: nginx and wrk
+# inherit it (rackbench raises its own). HIGH connections need HIGH
+# descriptors in the generator and as many again in nginx.
+need=$((high + 1024))
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] || [ "$hard" -ge "$need" ] ||
+  die "-c $high needs $need open files but the hard limit is $hard: raise it (ulimit -Hn $need as root, LimitNOFILE=$need under systemd) or use --high $((hard - 1024))"
+ulimit -Sn "$hard"
+somaxconn=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo 4096)
+backlog=$((somaxconn < 65535 ? somaxconn : 65535))
+
+[ -n "$out" ] || out="$root/bench/runs/$(date +%F)-connections"
+mkdir -p "$out/raw"
+out=$(cd "$out" && pwd)
+rm -f "$out"/raw/* "$out/commands.txt" "$out/runs.csv" "$out/results.md"
+cmdlog="$out/commands.txt"
+
+# ---------------------------------------------------------------- nginx
+dir=$(mktemp -d /tmp/rackbench-connections.XXXXXX)
+chmod 755 "$dir"
+ngx=""
+cur=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [ -n "$cur" ]; then kill -TERM -- "-$cur" 2>/dev/null || true; wait "$cur" 2>/dev/null || true; fi
+  if [ -n "$ngx" ]; then
+    kill -TERM -- "-$ngx" 2>/dev/null || true
+    wait "$ngx" 2>/dev/null || true
+    kill -KILL -- "-$ngx" 2>/dev/null || true
+  fi
+  rm -rf "$dir"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port=""
+for _ in $(seq 100); do
+  p=$((20000 + RANDOM % 20000))
+  if port_free "$p"; then port=$p; break; fi
+done
+[ -n "$port" ] || die "no free port found between 20000 and 40000"
+
+printf 'hello world!\n' >"$dir/hello.txt"
+cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+worker_rlimit_nofile $((2 * high + 1024));
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections $((high + 1024)); }
+http {
+  access_log off;
+  client_body_temp_path $dir/tmp-body;
+  proxy_temp_path $dir/tmp-proxy;
+  fastcgi_temp_path $dir/tmp-fastcgi;
+  uwsgi_temp_path $dir/tmp-uwsgi;
+  scgi_temp_path $dir/tmp-scgi;
+  default_type text/plain;
+  keepalive_requests 1000000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:$port backlog=$backlog;
+    root $dir;
+  }
+}
+CONF
+cp "$dir/nginx.conf" "$out/raw/nginx.conf"
+ngx_cmd=(taskset -c "$server_cpu" nginx -c "$dir/nginx.conf")
+printf '# ulimit -Sn %s (this shell, inherited by nginx and wrk)\n# nginx (own process group via setsid)\nsetsid %s\n' \
+  "$hard" "$(printf '%q ' "${ngx_cmd[@]}")" >>"$cmdlog"
+setsid "${ngx_cmd[@]}" </dev/null >"$dir/nginx.out" 2>&1 &
+ngx=$!
+url="http://127.0.0.1:$port/hello.txt"
+up=0
+for _ in $(seq 200); do
+  if curl -fsS -o /dev/null "$url" 2>/dev/null; then up=1; break; fi
+  kill -0 "$ngx" 2>/dev/null || { cat "$dir/nginx.out" "$dir/error.log" >&2 2>/dev/null || true; die "nginx exited at start"; }
+  sleep 0.05
+done
+[ $up -eq 1 ] || die "nginx did not answer on $url"
+[ "$(curl -fsS "$url")" = "hello world!" ] || die "nginx serves the wrong body"
+note "nginx pid $ngx on CPU $server_cpu serving $url (backlog $backlog); generators on CPU $load_cpu"
+
+# ---------------------------------------------------------------- runs
+run_timed() {
+  local timef=$1 stdout=$2 stderr=$3; shift 3
+  local full=(/usr/bin/time -o "$timef" -f '%e %U %S %M' taskset -c "$load_cpu" "$@")
+  printf '%s\n' "$(printf '%q ' "${full[@]}")" >>"$cmdlog"
+  setsid "${full[@]}" </dev/null >"$stdout" 2>"$stderr" &
+  cur=$!
+  rc=0
+  wait "$cur" || rc=$?
+  cur=""
+}
+
+runs_csv="$out/runs.csv"
+echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered" >"$runs_csv"
+
+# Parses a run's output into "ok errors duration_s".
+parse() {
+  local tool=$1 f=$2
+  case "$tool" in
+    rackbench) jq -r '"\(.requests.ok) \([.errors[]] | add // 0) \(.duration_s)"' "$f" 2>/dev/null ;;
+    wrk)
+      local line reqs rps non2xx sock
+      line=$(grep -E '^ *[0-9]+ requests in ' "$f") || return 0
+      reqs=$(awk '{print $1}' <<<"$line")
+      rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
+      non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$f")
+      sock=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$f")
+      awk -v n="$reqs" -v r="$rps" -v b="${non2xx:-0}" -v s="${sock:-0}" 'BEGIN { printf "%d %d %.6f\n", n - b, b + s, (r > 0 ? n / r : 0) }' ;;
+  esac
+}
+
+run_one() {
+  local round=$1 tool=$2 c=$3 base="$out/raw/$2-c$3-round$1"
+  local cmd ok=0 err=0 dur=0 wall user sys rss parsed
+  case "$tool" in
+    rackbench) cmd=("$RACKBENCH" load "$url" -c "$c" -t 1 -d "${duration}s" --json) ;;
+    wrk) cmd=(wrk -t1 -c"$c" -d"${duration}s" "$url") ;;
+  esac
+  printf '\n# round %s: %s -c %s\n' "$round" "$tool" "$c" >>"$cmdlog"
+  run_timed "$base.time" "$base.out" "$base.err" "${cmd[@]}"
+  read -r wall user sys rss < <(tail -1 "$base.time") || true
+  parsed=$(parse "$tool" "$base.out" || true)
+  [ -z "$parsed" ] || read -r ok err dur <<<"$parsed"
+  [ -n "$parsed" ] || note "$tool -c $c round $round: output not understood (exit $rc); see $base.out"
+  # rackbench counts the connections it opened and those never answered.
+  oc="-,-"
+  [ "$tool" != rackbench ] || oc=$(jq -r '"\(.connections.opened),\(.connections.never_answered)"' "$base.out" 2>/dev/null || echo "0,0")
+  awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" 'BEGIN {
+    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc }' >>"$runs_csv"
+  note "round $round: $tool -c $c: $(tail -1 "$runs_csv" | awk -F, '{ printf "%s req/s, %s req/cpu-s, errors %s, rss %.1f MiB", $8, $12, $6, $13 / 1024 }')"
+}
+
+warm=(wrk -t1 -c"$low" -d2s "$url")
+command -v wrk >/dev/null 2>&1 || warm=("$RACKBENCH" load "$url" -c "$low" -d 2s)
+printf '# warm-up\n' >>"$cmdlog"
+run_timed "$out/raw/warmup.time" "$out/raw/warmup.out" "$out/raw/warmup.err" "${warm[@]}"
+
+for round in $(seq "$repeat"); do
+  for tool in "${tools[@]}"; do
+    for c in "$low" "$high"; do
+      run_one "$round" "$tool" "$c"
+    done
+  done
+done
+
+# ---------------------------------------------------------------- report
+# Medians per (tool, connections); errors: the largest of any run.
+summary=$(awk -F, '
+  NR == 1 { next }
+  { k = $2 "," $3; n[k]++; m = n[k]; rps[k, m] = $8; eff[k, m] = $12; cpu[k, m] = $11; rss[k, m] = $13
+    if ($6 > err[k]) err[k] = $6; if ($4 != 0) bad[k]++; order[k] = ++seen[k] == 1 ? ++nk : order[k]; key[order[k]] = k }
+  function median(a, k, m,   i, j, v, x) {
+    for (i = 1; i <= m; i++) v[i] = a[k, i] + 0
+    for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+    return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
+  END { for (i = 1; i <= nk; i++) { k = key[i]; m = n[k]
+    printf "%s,%d,%d,%.0f,%.2f,%.0f,%d,%.1f\n", k, m, bad[k] + 0, median(rps, k, m), median(cpu, k, m), median(eff, k, m), err[k] + 0, median(rss, k, m) / 1024 } }' "$runs_csv")
+
+row() { printf '| %-9s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s |\n' "$@"; }
+get() { awk -F, -v t="$1" -v c="$2" -v f="$3" '$1 == t && $2 == c { print $f }' <<<"$summary"; }
+table=$(
+  row tool connections runs 'req/s' 'cpu s' 'req/cpu-s' 'vs own at low' 'max errors' 'peak RSS MiB'
+  echo "|-----------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|"
+  while IFS=, read -r t c m bad rps cpu eff err rss; do
+    base=$(get "$t" "$low" 7)
+    rel=$(awk -v a="$eff" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
+    row "$t" "$c" "$m" "$rps" "$cpu" "$eff" "$rel" "$err" "$rss"
+  done <<<"$summary"
+)
+
+verdict() { if [ "$1" = 1 ]; then echo PASS; else echo MISS; fi; }
+goals=""
+if [[ " ${tools[*]} " == *" rackbench "* ]]; then
+  e=$(get rackbench "$high" 8); eff_h=$(get rackbench "$high" 7); eff_l=$(get rackbench "$low" 7); rss=$(get rackbench "$high" 9)
+  ratio=$(awk -v a="$eff_h" -v b="$eff_l" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+  opened=$(awk -F, -v c="$high" '$2 == "rackbench" && $3 == c { if (min == "" || $14 < min) min = $14 } END { print min + 0 }' "$runs_csv")
+  unanswered=$(awk -F, -v c="$high" '$2 == "rackbench" && $3 == c { if ($15 > max) max = $15 } END { print max + 0 }' "$runs_csv")
+  goals+="- $(verdict "$([ "$e" = 0 ] && [ "$opened" = "$high" ] && [ "$unanswered" = 0 ] && echo 1)"): rackbench -c $high runs with 0 errors, every connection opened and answered (largest error count of any round: $e; fewest connections opened: $opened; most never answered: $unanswered)."$'\n'
+  goals+="- $(verdict "$(awk -v r="$ratio" 'BEGIN { print (r >= 0.8) }')"): requests per generator CPU-second at -c $high >= 0.8x its own at -c $low (median $eff_h vs $eff_l: ${ratio}x)."$'\n'
+  goals+="- $(verdict "$(awk -v r="$rss" 'BEGIN { print (r < 64) }')"): peak RSS at -c $high under 64 MiB (median $rss MiB, GNU time's max RSS)."$'\n'
+fi
+
+{
+  echo "# Ten thousand connections"
+  echo
+  echo "$(date -u '+%F %T UTC'), host $(hostname), $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), kernel $(uname -r)."
+  echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+  echo "nginx $(nginx -v 2>&1 | sed 's/^nginx version: //') (1 worker, worker_connections $((high + 1024)), worker_rlimit_nofile $((2 * high + 1024)), listen backlog $backlog, 13-byte file, keep-alive) on CPU $server_cpu;"
+  echo "each generator on CPU $load_cpu with one thread, ${duration}s per run, $repeat interleaved rounds (rackbench -c $low, -c $high, wrk -c $low, -c $high, ...); medians."
+  echo
+  echo "$table"
+  echo
+  echo "- req/cpu-s: ok responses per generator CPU-second (user+sys of the whole process from GNU time: opening and closing every connection included)."
+  echo "- peak RSS: GNU time's maximum resident set size of the generator."
+  echo
+  echo "## Goals"
+  echo
+  printf '%s' "$goals"
+  echo
+  echo "Tools: $("$RACKBENCH" --version 2>&1 | head -1); $(wrk -v 2>&1 | head -1 | sed 's/ Copyright.*//')."
+  echo "Exact command lines: commands.txt. Per-run numbers: runs.csv. Raw outputs: raw/."
+} >"$out/results.md"
+
+echo
+cat "$out/results.md"
+note "wrote $out/{results.md,runs.csv,commands.txt,raw/}"
