@@ -49,6 +49,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib/nginx.sh
+source "$here/lib/nginx.sh"
 root=$(cd "$here/.." && pwd)
 duration=10
 repeat=3
@@ -107,35 +109,8 @@ rm -f "$out"/raw/* "$out/commands.txt" "$out/runs.csv" "$out/results.md"
 cmdlog="$out/commands.txt"
 
 # ---------------------------------------------------------------- nginx
-dir=$(mktemp -d /tmp/rackbench-openloop.XXXXXX)
-chmod 755 "$dir"
-ngx=""
-cur=""
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [ -n "$cur" ]; then kill -TERM -- "-$cur" 2>/dev/null || true; wait "$cur" 2>/dev/null || true; fi
-  if [ -n "$ngx" ]; then
-    kill -TERM -- "-$ngx" 2>/dev/null || true
-    wait "$ngx" 2>/dev/null || true
-    kill -KILL -- "-$ngx" 2>/dev/null || true
-  fi
-  rm -rf "$dir"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-port=""
-for _ in $(seq 100); do
-  p=$((20000 + RANDOM % 20000))
-  if port_free "$p"; then port=$p; break; fi
-done
-[ -n "$port" ] || die "no free port found between 20000 and 40000"
-
-printf 'hello world!\n' >"$dir/hello.txt"
+bench_workdir openloop
+bench_port
 cat >"$dir/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -158,34 +133,10 @@ http {
   }
 }
 CONF
-cp "$dir/nginx.conf" "$out/raw/nginx.conf"
-ngx_cmd=(taskset -c "$server_cpu" nginx -c "$dir/nginx.conf")
-printf '# nginx (own process group via setsid)\nsetsid %s\n' "$(printf '%q ' "${ngx_cmd[@]}")" >>"$cmdlog"
-setsid "${ngx_cmd[@]}" </dev/null >"$dir/nginx.out" 2>&1 &
-ngx=$!
-url="http://127.0.0.1:$port/hello.txt"
-up=0
-for _ in $(seq 200); do
-  if curl -fsS -o /dev/null "$url" 2>/dev/null; then up=1; break; fi
-  kill -0 "$ngx" 2>/dev/null || { cat "$dir/nginx.out" "$dir/error.log" >&2 2>/dev/null || true; die "nginx exited at start"; }
-  sleep 0.05
-done
-[ $up -eq 1 ] || die "nginx did not answer on $url"
-[ "$(curl -fsS "$url")" = "hello world!" ] || die "nginx serves the wrong body"
+bench_nginx_start
 note "nginx pid $ngx on CPU $server_cpu serving $url; generators on CPU $load_cpu"
 
 # ---------------------------------------------------------------- runs
-run_timed() {
-  local timef=$1 stdout=$2 stderr=$3; shift 3
-  local full=(/usr/bin/time -o "$timef" -f '%e %U %S %M' taskset -c "$load_cpu" "$@")
-  printf '%s\n' "$(printf '%q ' "${full[@]}")" >>"$cmdlog"
-  setsid "${full[@]}" </dev/null >"$stdout" 2>"$stderr" &
-  cur=$!
-  rc=0
-  wait "$cur" || rc=$?
-  cur=""
-}
-
 # A closed-loop rackbench run of S seconds with C connections; prints its rate.
 closed_rate() {
   local c=$1 s=$2 base="$out/raw/calibrate-c$1"
