@@ -108,12 +108,5 @@ pub fn main() -> ExitCode {
 /// Raises the open-files soft limit to the hard limit: a few thousand
 /// connections need more than the usual 1024 descriptors.
 pub(crate) fn raise_fd_limit() {
-    // SAFETY: plain getrlimit/setrlimit on a local struct.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
+    crate::load::raise_open_files_limit();
 }

@@ -461,6 +461,16 @@ pub fn ensure_open_files(config: &LoadConfig) -> Result<OpenFiles, String> {
     })
 }
 
+/// Raises this process's open-files soft limit to its hard limit, for
+/// commands that hold many sockets without knowing how many beforehand
+/// (the test server, the mirror, a lab's front).
+pub fn raise_open_files_limit() {
+    if let Ok((_, hard)) = sys::open_files_limit() {
+        // Asking for the hard limit itself cannot fail for want of room.
+        let _ = sys::ensure_open_files(hard);
+    }
+}
+
 type WorkerHandle = std::thread::JoinHandle<std::io::Result<(recorder::Tally, WorkerStats)>>;
 
 /// Starts `threads` workers, each with its share of the connections, rate

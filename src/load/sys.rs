@@ -143,7 +143,7 @@ pub(super) fn thread_cpu() -> Duration {
 }
 
 /// The open-files limit (`RLIMIT_NOFILE`) as (soft, hard).
-fn open_files_limit() -> std::io::Result<(u64, u64)> {
+pub(super) fn open_files_limit() -> std::io::Result<(u64, u64)> {
     // SAFETY: getrlimit fills the zeroed struct.
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
