@@ -67,17 +67,6 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             &["load", "http://127.0.0.1:8080/", "--io", "kqueue"],
             "io_uring",
         ),
-        (
-            &[
-                "load",
-                "http://127.0.0.1:8080/",
-                "--rate",
-                "10",
-                "--io",
-                "io_uring",
-            ],
-            "drop --io or --rate",
-        ),
         (&["trial", "--server", "pumma"], "known servers"),
         (
             &["trial", "--server", "puma", "--app", "helo"],

@@ -16,7 +16,7 @@ fn server(cfg: TestServerConfig) -> TestServer {
 
 /// The loop under test: `RACKBENCH_TEST_IO=epoll` runs these tests on the
 /// epoll loop (`make test` runs them both ways); otherwise `auto`, which
-/// is io_uring for a closed loop where the kernel has it.
+/// is io_uring where the kernel has it.
 fn io_mode() -> IoMode {
     match std::env::var("RACKBENCH_TEST_IO").as_deref() {
         Ok("epoll") => IoMode::Epoll,
@@ -370,10 +370,56 @@ fn the_report_says_which_loop_ran() {
         "epoll"
     };
     assert_eq!(run(c).generator.io, expected);
-    // The open loop keeps its schedule on epoll.
+    // The open loop too.
+    let mut c = requests(&s, 200, 8);
+    c.io = IoMode::Auto;
+    c.pacing = Pacing::Rate(2000.0);
+    assert_eq!(run(c).generator.io, expected);
     let mut c = requests(&s, 200, 8);
     c.pacing = Pacing::Rate(2000.0);
+    c.io = IoMode::Epoll;
     assert_eq!(run(c).generator.io, "epoll");
+}
+
+#[test]
+fn the_open_loop_on_io_uring_wakes_for_due_times_not_for_responses() {
+    let available = load::io_uring_available();
+    let how = available
+        .as_ref()
+        .err()
+        .map_or(String::new(), ToString::to_string);
+    if !rackbench::require::require("io_uring", available.is_ok(), &how) {
+        return;
+    }
+    // A response comes 1 ms after its request, midway between two due
+    // times (2.5 ms apart): a loop woken by responses too wakes about
+    // twice per request (the epoll loop does).
+    let s = server(TestServerConfig {
+        delay: Duration::from_millis(1),
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.io = IoMode::Uring;
+    c.connections = 10;
+    c.pacing = Pacing::Rate(400.0);
+    c.duration = Some(Duration::from_secs(2));
+    let r = run(c);
+    let sends = r.schedule.as_ref().unwrap().sends.unwrap();
+    assert!(r.requests.ok >= 700, "{:?}", r.requests);
+    assert!(
+        (r.generator.wakeups as f64) < 1.3 * sends as f64,
+        "{} wake-ups for {sends} requests",
+        r.generator.wakeups
+    );
+    // Read late, the responses still end at their arrival: no latency
+    // below the server's own, and not a due interval above it.
+    let own = s.stats().service_us.value_at_quantile(0.5);
+    assert!(r.latency_us.p50 >= own, "{} < {own}", r.latency_us.p50);
+    assert!(
+        r.latency_us.p50 < own + 2_000,
+        "{} vs {own}",
+        r.latency_us.p50
+    );
 }
 
 #[test]

@@ -73,8 +73,8 @@ pub struct LoadOptions {
     // The full path keeps clap from reading `Vec` as "the flag repeated"
     // (it panicked on any use): the value is one list.
     pub load_cpus: Option<::std::vec::Vec<usize>>,
-    /// What the connection loop waits on: auto = io_uring for a closed
-    /// loop where the kernel has it (Linux 6.1+), epoll otherwise.
+    /// What the connection loop waits on: auto = io_uring where the
+    /// kernel has it (Linux 6.1+), epoll otherwise.
     #[arg(long, value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
 }
@@ -189,9 +189,6 @@ impl LoadOptions {
             IoArg::IoUring => IoMode::Uring,
         };
         let pacing = self.rate.map_or(Pacing::Closed, Pacing::Rate);
-        if let Some(why) = io.conflict(pacing) {
-            return Err(usage(why.into()));
-        }
         if self.pipeline == 0 {
             return Err(usage(
                 "--pipeline must be at least 1 (1 means no pipelining)".into(),

@@ -131,26 +131,13 @@ pub struct LoadConfig {
 /// The kernel interface a connection loop waits on (see `uring.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IoMode {
-    /// io_uring for a closed loop where the kernel has what it needs
-    /// (Linux 6.1+, not disabled), epoll otherwise.
+    /// io_uring where the kernel has what it needs (Linux 6.1+, not
+    /// disabled), epoll otherwise.
     #[default]
     Auto,
     Epoll,
-    /// io_uring, or an error where it is unavailable (closed loop only).
+    /// io_uring, or an error where it is unavailable.
     Uring,
-}
-
-impl IoMode {
-    /// Why this mode cannot drive `pacing`, if it cannot.
-    pub fn conflict(self, pacing: Pacing) -> Option<&'static str> {
-        match (self, pacing) {
-            (IoMode::Uring, Pacing::Rate(_) | Pacing::Schedule) => Some(
-                "--io io_uring serves the closed loop only (an open loop keeps its \
-                 schedule on epoll): drop --io or --rate",
-            ),
-            _ => None,
-        }
-    }
 }
 
 impl LoadConfig {
@@ -406,13 +393,10 @@ fn wait_for_start(t0: Instant, interrupt: &AtomicBool) {
 }
 
 /// Refuses a run that cannot be what was asked, before any load: an I/O
-/// mode that cannot drive the pacing or is missing here, a CPU pin that
+/// mode missing here, a CPU pin that
 /// cannot be made (an unpinned generator would compete with the server it
 /// measures).
 fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
-    if let Some(why) = config.io.conflict(config.pacing) {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
-    }
     if (config.pacing == Pacing::Schedule) != config.schedule.is_some() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -20,13 +20,14 @@
 //! work that runs only when the loop enters the ring, and wakes the waiter
 //! only once as many are queued as it asked for. The loop asks for about as
 //! many responses as should arrive within a small share of the latency.
-//! What bounds a wait is a timer the loop sets once and moves rarely (in a
-//! closed loop; an open loop moves it to each request's due time), never a
-//! timeout per wait: on a VM, starting and cancelling a kernel timer per
+//! In a closed loop, what bounds a wait is a timer the loop sets once and
+//! moves rarely, never a timeout per wait: on a VM, starting and cancelling a kernel timer per
 //! wait (as the minimum wait of Linux 6.12 does) cost more than the
 //! batching saved (measured: 6.7 against 5.7 us of generator CPU per
 //! request). A guard timer re-armed every [`GUARD`] ends a wait whose
-//! responses stopped coming.
+//! responses stopped coming. An open loop [`Uring::sleep`]s to each due
+//! time: a timeout per wait, as it needs one anyway, and the responses
+//! that come in meanwhile do not wake it.
 //!
 //! [`Uring::new`] is the one place that decides whether the kernel has
 //! what this needs: deferred task work (Linux 6.1, which implies multishot
@@ -390,6 +391,11 @@ impl Uring {
         } else {
             want.max(1)
         };
+        self.enter(want, timeout)
+    }
+
+    /// Submits, waits for `want` events or a timer or `timeout`, and reaps.
+    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<usize> {
         let result = match timeout {
             Some(t) => {
                 let ts = types::Timespec::from(t);
@@ -443,6 +449,16 @@ impl Uring {
             self.events.push(ev);
         }
         Ok(self.events.len())
+    }
+
+    /// Submits what is queued and sleeps for `until`, however many other
+    /// events come in meanwhile (they are returned then; the sleep ends
+    /// early only if so many come that the completion queue would fill).
+    /// With deferred task work the kernel does not wake the loop for them:
+    /// they are queued until the wait ends.
+    pub fn sleep(&mut self, until: Duration) -> io::Result<usize> {
+        let want = self.ring.params().cq_entries() as usize / 2;
+        self.enter(want, Some(until))
     }
 
     pub fn event(&self, i: usize) -> Event {
@@ -728,6 +744,59 @@ mod tests {
         assert!(waited < Duration::from_secs(2), "{waited:?}");
         // The 300 ms setting was moved, not added: nothing else fires.
         assert_eq!(u.wait(1, Some(Duration::from_millis(600))).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_sleep_lasts_its_time_and_returns_what_came_meanwhile() {
+        let Some(mut u) = ring() else { return };
+        let (mut a, b) = UnixStream::pair().unwrap();
+        u.recv(b.as_raw_fd(), 0).unwrap();
+        u.flush().unwrap();
+        let writer = std::thread::spawn(move || {
+            for _ in 0..5 {
+                a.write_all(b"x").unwrap();
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            a
+        });
+        let t = Instant::now();
+        let n = u.sleep(Duration::from_millis(200)).unwrap();
+        let slept = t.elapsed();
+        let _a = writer.join().unwrap();
+        // Woken by the first arrival, it would be back after about 0 ms
+        // with one event.
+        assert!(slept >= Duration::from_millis(200), "{slept:?}");
+        let bytes: i32 = (0..n).map(|i| u.event(i).res.max(0)).sum();
+        assert!(n >= 1 && bytes > 0, "{n} events");
+        for i in 0..n {
+            if let Some(bid) = u.event(i).buf {
+                u.recycle(bid);
+            }
+        }
+    }
+
+    #[test]
+    fn a_sleep_shorter_than_its_submission_still_ends() {
+        // A ring timer that fired while its entry was being submitted did
+        // not end the wait that followed (the kernel counts a timeout that
+        // ends a wait from the wait's start): the loop slept until the next
+        // event, which never came. The sleep's own timeout cannot miss.
+        if ring().is_none() {
+            return;
+        }
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // A ring is not Send: this thread makes its own.
+            let mut u = Uring::with_buffers(8, 16).unwrap();
+            for us in [0, 1, 2, 5, 10, 20, 50].repeat(20) {
+                u.sleep(Duration::from_micros(us)).unwrap();
+            }
+            done.send(()).unwrap();
+        });
+        assert!(
+            finished.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "a short sleep never ended"
+        );
     }
 
     #[test]

@@ -13,11 +13,12 @@
 //!   one `send`;
 //! - the request bytes are rendered once and shared.
 //!
-//! Where the kernel allows, a closed loop runs on io_uring instead (see
+//! Where the kernel allows, the loop runs on io_uring instead (see
 //! `uring.rs`): receives and sends are ring entries, one system call
-//! submits a batch of them, and the loop sleeps until several responses
-//! are in instead of being woken (by the server, at the server's expense)
-//! for each one ([`batch_plan`]). Otherwise, and in the open loop, it
+//! submits a batch of them, and a closed loop sleeps until several
+//! responses are in instead of being woken (by the server, at the server's
+//! expense) for each one ([`batch_plan`]); an open loop sleeps from one due
+//! time to the next and reads what came in meanwhile then. Otherwise it
 //! waits on epoll (the open loop with microsecond timeouts) and reads and
 //! writes with the calls above.
 //!
@@ -192,6 +193,9 @@ pub struct Worker {
     timer_at: Option<Instant>,
     /// Requests written and not yet answered, on all connections.
     inflight: usize,
+    /// Requests in the connections' queues, written or not: more than
+    /// `inflight` means some wait to be written.
+    queued: usize,
     /// Moving average of response latency, in microseconds.
     recent_latency_us: f64,
     /// The ramp: slots below `ramp_next` have started connecting; of them,
@@ -276,12 +280,10 @@ impl Worker {
         let deadline = window.deadline();
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
         let epoll = Epoll::new(plan.connections.max(1) * 2)?;
-        // The open loop stays on epoll: on io_uring it woke as often and
-        // was no cheaper per request (README, engine notes).
-        let uring = match (plan.pacing, cfg.io) {
-            (Pacing::Closed, IoMode::Auto) => Uring::new(plan.connections).ok(),
-            (Pacing::Closed, IoMode::Uring) => Some(Uring::new(plan.connections)?),
-            _ => None,
+        let uring = match cfg.io {
+            IoMode::Auto => Uring::new(plan.connections).ok(),
+            IoMode::Uring => Some(Uring::new(plan.connections)?),
+            IoMode::Epoll => None,
         };
         let timer = match plan.pacing {
             Pacing::Closed if uring.is_none() => Some(epoll.timer(TIMER_TOKEN)?),
@@ -294,6 +296,7 @@ impl Worker {
             uring,
             retired: Vec::new(),
             inflight: 0,
+            queued: 0,
             recent_latency_us: 0.0,
             conns,
             rec,
@@ -370,7 +373,8 @@ impl Worker {
             let next_sec =
                 self.t0 + Duration::from_secs(now.saturating_duration_since(self.t0).as_secs() + 1);
             wake = wake.min(next_sec);
-            let n = self.wait_until(wake, now)?;
+            let draining = matches!(stopping, Stopping::Draining);
+            let n = self.wait_until(wake, now, draining)?;
             self.stats.wakeups += 1;
             if n == 0 {
                 continue;
@@ -403,18 +407,50 @@ impl Worker {
         Ok((tally, self.stats))
     }
 
-    /// Waits for events until `wake` at the latest. Under a closed loop
-    /// the timer carries `wake` and the wait has no timeout of its own (the
-    /// timer is moved only when `wake` moves, a few times a second).
-    fn wait_until(&mut self, wake: Instant, now: Instant) -> io::Result<usize> {
+    /// Waits for events until `wake` at the latest. On io_uring, and under
+    /// a closed loop on epoll, the timer carries `wake` and the wait has no
+    /// timeout of its own (a closed loop moves the timer only when `wake`
+    /// moves, a few times a second; an open loop to each send's due time).
+    fn wait_until(&mut self, wake: Instant, now: Instant, draining: bool) -> io::Result<usize> {
         if self.uring.is_none() && self.timer.is_none() {
-            // The open loop: a microsecond timeout per wait.
+            // The open loop on epoll: a microsecond timeout per wait.
             return self.epoll.wait(Some(wake.saturating_duration_since(now)));
         }
-        self.move_timer(wake, now)?;
+        let open = self.plan.pacing.is_open();
+        let wait_for_event = open && {
+            let due = self.due_at(self.next_due);
+            let backlog = due <= now && self.may_issue(due);
+            backlog || self.queued > self.inflight || draining
+        };
+        if !open {
+            self.move_timer(wake, now)?;
+        }
         let Some(u) = &mut self.uring else {
             return self.epoll.wait(None);
         };
+        if open {
+            // The open loop sleeps from one due time to the next, and the
+            // responses that come in meanwhile wait for that wake-up: their
+            // latency ends at their kernel stamp, not when they are read,
+            // and a connection they free is needed only at the next due
+            // time. So it wakes once per due time (or per batch of them),
+            // as a closed loop wakes once per response, instead of twice
+            // per request. It wakes for an event only when something
+            // waits for one: a request due with no connection free, one
+            // queued on a connection still connecting or with a send in
+            // the ring, or the last responses of a run that is ending.
+            //
+            // The wait's own timeout, not the ring's timer, ends it: a
+            // timer that fires between the submission and the start of the
+            // wait (a due time microseconds away) would not end it, and
+            // the loop would sleep until the next event, which in this
+            // wait may never come.
+            let until = wake.saturating_duration_since(now);
+            if wait_for_event {
+                return u.wait(1, Some(until));
+            }
+            return u.sleep(until);
+        }
         let want = batch_plan(self.inflight, self.recent_latency_us);
         if want > 1 {
             u.arm_guard()?;
@@ -609,6 +645,7 @@ impl Worker {
             }
             self.stats.sends += 1;
             self.stats.max_lag = self.stats.max_lag.max(late);
+            self.queued += 1;
             self.conns[i].queue.push_back(Pending {
                 sched: due,
                 sent: None,
@@ -665,6 +702,7 @@ impl Worker {
                 break;
             }
             self.take_quota(now);
+            self.queued += 1;
             self.conns[i].queue.push_back(Pending {
                 sched: now,
                 sent: None,
@@ -766,6 +804,7 @@ impl Worker {
         // Under --rate a connection may fail with nothing due on it yet: that
         // is counted in the connection figures, not as a failed request.
         while let Some(p) = self.conns[i].queue.pop_front() {
+            self.queued -= 1;
             self.rec
                 .record(now, p.sched, None, Outcome::Failed(Failure::Connect));
         }
@@ -1070,6 +1109,7 @@ impl Worker {
                 Ok(Progress::Complete { consumed, response }) => {
                     c.rstart += consumed;
                     let p = c.queue.pop_front().expect("checked non-empty");
+                    self.queued -= 1;
                     c.written_reqs -= 1;
                     self.inflight -= 1;
                     let outcome = judge(&cfg.expect_status, &response);
@@ -1121,6 +1161,7 @@ impl Worker {
         match c.parser.finish_at_eof(&needle) {
             Ok(Some(response)) => {
                 if let Some(p) = c.queue.pop_front() {
+                    self.queued -= 1;
                     if c.written_reqs > 0 {
                         c.written_reqs -= 1;
                         self.inflight -= 1;
@@ -1152,6 +1193,7 @@ impl Worker {
         let c = &mut self.conns[i];
         if c.written_reqs > 0 {
             if let Some(p) = c.queue.pop_front() {
+                self.queued -= 1;
                 self.rec.record(now, p.sched, p.sent, Outcome::Failed(kind));
             }
         }
