@@ -20,12 +20,21 @@
 #      connections and workers), and rackbench closed with the count from
 #      3; each pinned to another CPU, one thread (vegeta: GOMAXPROCS
 #      follows the pinning).
+#   5. the closed loop at exactly the open loop's rate: against nginx the
+#      closed loop's rate is set by its connections and runs faster than
+#      R, which favours it (a busier server batches more responses per
+#      wake-up). So, against `rackbench serve-test --delay D` (a server
+#      whose service time paces the closed loop: -c C makes about C/D
+#      requests per second), per C of --paced-connections: a calibration
+#      run of the closed loop gives its rate r; then interleaved rounds of
+#      the closed loop -c C and the open loop --rate r -c 50, both against
+#      that server.
 # For each run: ok responses, errors, achieved rate and the generator's CPU
 # (user+sys from GNU time, the same method for all three); medians.
 #
 # Goals (issue 17), per R: the open loop's generator CPU per request within
-# 1.15x of the closed loop's at about the same rate, and at most half of
-# vegeta's; each judged on the median of the per-round ratios (the three
+# 1.15x of the closed loop's at the same rate (step 5; step 4's unequal
+# rates are shown too), and at most half of vegeta's; each judged on the median of the per-round ratios (the three
 # run back to back in a round), vegeta's only over the rounds where it kept
 # up (95% of R answered, no errors).
 #
@@ -37,6 +46,8 @@
 #   --fraction F     share of the closed loop's max for the first R (0.6)
 #   --peer-rate R    the second default R (default 5000)
 #   --connections N  the open loop's connections (default 50)
+#   --paced-connections LIST  step 5's closed-loop connections (default 2,8)
+#   --paced-delay D  step 5's service time (default 1ms)
 #   --server-cpu N   CPU for nginx (default 1)
 #   --load-cpu N     CPU for the generators (default 0)
 #   --out DIR        output dir (default bench/runs/$(date +%F)-openloop)
@@ -58,6 +69,8 @@ rates=""
 fraction=0.6
 peer_rate=5000
 connections=50
+paced_connections=2,8
+paced_delay=1ms
 server_cpu=1
 load_cpu=0
 out=""
@@ -77,6 +90,8 @@ while [ $# -gt 0 ]; do
     --peer-rate) peer_rate=$2; shift 2 ;;
     --fraction) fraction=$2; shift 2 ;;
     --connections|-c) connections=$2; shift 2 ;;
+    --paced-connections) paced_connections=$2; shift 2 ;;
+    --paced-delay) paced_delay=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
     --load-cpu) load_cpu=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -90,6 +105,9 @@ if [ -n "$rates" ]; then
   IFS=, read -r -a rate_list <<<"$rates"
   for r in "${rate_list[@]}"; do is_pos "$r" || die "--rates wants whole requests per second >= 1, got '$r'"; done
 fi
+IFS=, read -r -a paced_list <<<"$paced_connections"
+for c in "${paced_list[@]}"; do is_pos "$c" || die "--paced-connections wants connection counts >= 1, got '$c'"; done
+[[ $paced_delay =~ ^[0-9]+(us|ms)$ ]] || die "--paced-delay wants a time such as 1ms or 500us, got '$paced_delay'"
 awk -v f="$fraction" 'BEGIN { exit !(f > 0 && f <= 1) }' || die "--fraction wants a number in (0, 1], got '$fraction'"
 [[ $server_cpu =~ ^[0-9]+$ && $load_cpu =~ ^[0-9]+$ ]] || die "--server-cpu/--load-cpu want CPU numbers"
 for c in nginx curl taskset awk jq; do
@@ -189,7 +207,7 @@ echo "rate,round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys
 parse() {
   local tool=$1 f=$2
   case "$tool" in
-    open|closed) jq -r '"\(.requests.ok) \([.errors[]] | add // 0) \(.duration_s)"' "$f" 2>/dev/null ;;
+    open|closed|popen|pclosed) jq -r '"\(.requests.ok) \([.errors[]] | add // 0) \(.duration_s)"' "$f" 2>/dev/null ;;
     vegeta)
       # vegeta's duration: its attack's (the sending), as rackbench's is its
       # window; the wait for the last responses after it is left out.
@@ -208,6 +226,10 @@ run_one() {
       "$RACKBENCH" load "$url" --rate "$rate" -c "$c" -t 1 -d "${duration}s" --json ;;
     closed) run_timed "$base.time" "$base.out" "$base.err" \
       "$RACKBENCH" load "$url" -c "$c" -t 1 -d "${duration}s" --json ;;
+    popen) run_timed "$base.time" "$base.out" "$base.err" \
+      "$RACKBENCH" load "$purl" --rate "$rate" -c "$c" -t 1 -d "${duration}s" --json ;;
+    pclosed) run_timed "$base.time" "$base.out" "$base.err" \
+      "$RACKBENCH" load "$purl" -c "$c" -t 1 -d "${duration}s" --json ;;
     vegeta)
       echo "GET $url" >"$base.targets"
       printf '# targets file %s holds: GET %s\n' "$base.targets" "$url" >>"$cmdlog"
@@ -243,6 +265,40 @@ for rate in "${rate_list[@]}"; do
   done
 done
 
+# ---------------------------------------------------------------- paced
+# Step 5: the closed loop at exactly the open loop's rate, against a server
+# whose service time sets the closed loop's rate.
+printf '\n# the paced server (own process group via setsid)\n' >>"$cmdlog"
+printf 'setsid taskset -c %s %q serve-test --delay %s\n' "$server_cpu" "$RACKBENCH" "$paced_delay" >>"$cmdlog"
+setsid taskset -c "$server_cpu" "$RACKBENCH" serve-test --delay "$paced_delay" >"$out/raw/paced-server.out" 2>"$out/raw/paced-server.err" &
+pst=$!
+bench_pgids="$pst"
+for _ in $(seq 50); do
+  purl=$(head -1 "$out/raw/paced-server.out" 2>/dev/null || true)
+  [ -z "$purl" ] || break
+  sleep 0.1
+done
+[ -n "$purl" ] || die "rackbench serve-test did not start; see $out/raw/paced-server.err"
+paced_rates=()
+for c in "${paced_list[@]}"; do
+  base="$out/raw/paced-calibrate-c$c"
+  printf '\n# paced calibration: closed loop, %s connections\n' "$c" >>"$cmdlog"
+  run_timed "$base.time" "$base.out" "$base.err" "$RACKBENCH" load "$purl" -c "$c" -t 1 -d 3s --json
+  r=$(jq -r '.throughput_rps | floor' "$base.out" 2>/dev/null || echo 0)
+  [ "$r" -gt 0 ] || die "the paced calibration at -c $c answered nothing; see $base.*"
+  paced_rates+=("$r")
+  note "paced: closed loop -c $c against serve-test --delay $paced_delay: $r req/s"
+  for round in $(seq "$repeat"); do
+    if [ $((round % 2)) -eq 1 ]; then order=(popen pclosed); else order=(pclosed popen); fi
+    for t in "${order[@]}"; do
+      case "$t" in popen) pc=$connections ;; pclosed) pc=$c ;; esac
+      run_one "$r" "$round" "$t" "$pc"
+    done
+  done
+done
+kill -TERM -- "-$pst" 2>/dev/null || true
+wait "$pst" 2>/dev/null || true
+
 # ---------------------------------------------------------------- report
 summary=$(awk -F, '
   NR == 1 { next }
@@ -275,11 +331,28 @@ table=$(
     done
   done
 )
+paced_table=$(
+  row rate generator runs 'req/s' 'cpu user s' 'cpu sys s' 'cpu s' 'cpu us/req' 'vs closed' 'max errors'
+  echo "|---------:|--------------------------------|------:|---------:|-----------:|----------:|-------:|-----------:|----------:|-----------:|"
+  for rate in "${paced_rates[@]}"; do
+    closed_per=$(get "$rate" pclosed 9)
+    for t in popen pclosed; do
+      IFS=, read -r _ _ c m rps usr sys cpu per err <<<"$(awk -F, -v r="$rate" -v t="$t" '$1 == r && $2 == t' <<<"$summary")"
+      [ -n "$m" ] || continue
+      case "$t" in
+        popen) label="rackbench --rate $rate -c $c" ;;
+        pclosed) label="rackbench closed loop -c $c" ;;
+      esac
+      row "$rate" "$label" "$m" "$rps" "$usr" "$sys" "$cpu" "$per" "$(awk -v a="$per" -v b="$closed_per" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" "$err"
+    done
+  done
+)
 # Per round (paired: the three ran back to back), for rate $1: the open
 # loop's CPU per request over the closed loop's ("closed") or over
-# vegeta's where vegeta kept up ("vegeta"); prints "list median".
+# vegeta's where vegeta kept up ("vegeta"); prints "list median". $3: the
+# open loop's tool name (default open; popen for the paced runs).
 per_round() {
-  awk -F, -v R="$1" -v vs="$2" '
+  awk -F, -v R="$1" -v vs="$2" -v num="${3:-open}" '
     NR == 1 || $1 != R { next }
     { per[$2, $3] = $13; rps[$2, $3] = $9; err[$2, $3] = $7; rounds[$2] = 1 }
     END {
@@ -287,9 +360,9 @@ per_round() {
       for (r in rounds) order[++k] = r + 0
       for (i = 2; i <= k; i++) { x = order[i]; for (j = i - 1; j >= 1 && order[j] > x; j--) order[j + 1] = order[j]; order[j + 1] = x }
       for (i = 1; i <= k; i++) { r = order[i]
-        if (per[r, vs] + 0 <= 0) continue
+        if (per[r, vs] + 0 <= 0 || per[r, num] + 0 <= 0) continue
         if (vs == "vegeta" && !(rps[r, "vegeta"] >= 0.95 * R && err[r, "vegeta"] == 0)) continue
-        v[++n] = per[r, "open"] / per[r, vs]; list = list (n > 1 ? ", " : "") sprintf("%.2f", v[n]) }
+        v[++n] = per[r, num] / per[r, vs]; list = list (n > 1 ? ", " : "") sprintf("%.2f", v[n]) }
       if (n == 0) { print "- -"; exit }
       for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
       m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
@@ -300,9 +373,7 @@ for rate in "${rate_list[@]}"; do
   open_per=$(get "$rate" open 9); closed_per=$(get "$rate" closed 9); veg_per=$(get "$rate" vegeta 9)
   r1=$(awk -v a="$open_per" -v b="$closed_per" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
   pr=$(per_round "$rate" closed)
-  # Judged on the paired rounds' median: a busy machine drifts between rounds.
-  v1=$(awk -v r="${pr##* }" 'BEGIN { print (r > 0 && r <= 1.15 ? "PASS" : "MISS") }')
-  goals+="- $v1 at $rate req/s: the open loop's CPU per request within 1.15x of the closed loop's (-c $(get "$rate" closed 3), $(get "$rate" closed 5) req/s), per round: ${pr% *}, median ${pr##* }x (the medians' ratio: ${r1}x, $open_per vs $closed_per us)."$'\n'
+  goals+="- (not the goal's comparison: unequal rates) at $rate req/s against nginx: the open loop's CPU per request over the closed loop's at -c $(get "$rate" closed 3) ($(get "$rate" closed 5) req/s), per round: ${pr% *}, median ${pr##* }x (the medians' ratio: ${r1}x, $open_per vs $closed_per us)."$'\n'
   pv=$(per_round "$rate" vegeta)
   if [ "${pv##* }" != "-" ]; then
     v2=$(awk -v r="${pv##* }" 'BEGIN { print (r > 0 && r <= 0.5 ? "PASS" : "MISS") }')
@@ -310,6 +381,13 @@ for rate in "${rate_list[@]}"; do
   else
     goals+="- n/a at $rate req/s: vegeta kept up in no round (median $(get "$rate" vegeta 5) ok req/s, up to $(get "$rate" vegeta 10) errors a run), so its CPU per request is not comparable."$'\n'
   fi
+done
+
+for rate in "${paced_rates[@]}"; do
+  pr=$(per_round "$rate" pclosed popen)
+  # Judged on the paired rounds' median: a busy machine drifts between rounds.
+  v1=$(awk -v r="${pr##* }" 'BEGIN { print (r > 0 && r <= 1.15 ? "PASS" : "MISS") }')
+  goals+="- $v1 at $rate req/s (paced server): the open loop's CPU per request within 1.15x of the closed loop's at the same rate (-c $(get "$rate" pclosed 3), $(get "$rate" pclosed 5) req/s), per round: ${pr% *}, median ${pr##* }x ($(get "$rate" popen 9) vs $(get "$rate" pclosed 9) us, medians)."$'\n'
 done
 
 {
@@ -328,6 +406,12 @@ done
   echo "Calibration: $(for c in 1 2 3 4 6 8 12 16 24 32; do [ -z "${cal[$c]:-}" ] || printf -- '-c %s %s req/s; ' "$c" "${cal[$c]}"; done)"
   echo
   echo "$table"
+  echo
+  echo "The closed loop at exactly the open loop's rate (step 5): both against \`rackbench serve-test --delay $paced_delay\`"
+  echo "on CPU $server_cpu (a server whose service time paces the closed loop), the open loop at the closed loop's"
+  echo "calibrated rate; $repeat rounds, alternating which runs first:"
+  echo
+  echo "$paced_table"
   echo
   echo "- cpu us/req: the generator's CPU (user+sys of the whole process from GNU time, the same for all three) per ok response."
   echo "- vegeta's req/s: ok responses over its attack's duration (the sending; the wait for the last responses after it left out)."

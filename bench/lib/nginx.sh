@@ -6,7 +6,8 @@
 # bench_nginx_start.
 
 # A temporary directory for nginx ($dir) and the traps that stop nginx
-# and any generator still running, by process group, on every exit.
+# and any generator still running, by process group, on every exit (and
+# the process groups the caller lists in $bench_pgids).
 bench_workdir() { # NAME
   dir=$(mktemp -d "/tmp/rackbench-$1.XXXXXX")
   chmod 755 "$dir"  # nginx's worker runs as nobody when started by root
@@ -21,6 +22,12 @@ bench_cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   if [ -n "$cur" ]; then kill -TERM -- "-$cur" 2>/dev/null || true; wait "$cur" 2>/dev/null || true; fi
+  # Other servers the caller started in their own process groups.
+  local g
+  for g in ${bench_pgids:-}; do
+    kill -TERM -- "-$g" 2>/dev/null || true
+    wait "$g" 2>/dev/null || true
+  done
   if [ -n "$ngx" ]; then
     kill -TERM -- "-$ngx" 2>/dev/null || true
     wait "$ngx" 2>/dev/null || true
