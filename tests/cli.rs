@@ -811,3 +811,29 @@ fn a_seed_replays_the_order_and_each_round_runs_every_trial_once() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_reader_that_leaves_early_ends_the_output_quietly() {
+    // `rackbench servers | head -1`: the reader is gone before rackbench
+    // writes (the pipe's read end is closed before it starts).
+    let mut fds = [0; 2];
+    // SAFETY: a two-element array for pipe(2) to fill.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just made and are owned here.
+    let (read, write) = unsafe {
+        use std::os::fd::FromRawFd;
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        .arg("servers")
+        .stdout(write)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}

@@ -2,7 +2,9 @@
 //! and a `run` that calls into the library and prints the result.
 //!
 //! Exit codes: 0 success, 1 a run that failed, 2 bad usage (a flag, URL or
-//! header that cannot work; the message names the fix).
+//! header that cannot work; the message names the fix), 141 standard output
+//! closed early (`rackbench servers | head`: as a tool killed by SIGPIPE,
+//! and quietly, after the servers it started were stopped).
 
 mod breakpoint;
 mod compare;
@@ -73,6 +75,39 @@ pub struct UsageError(pub String);
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    quiet_broken_pipe();
+    // A closed standard output panics the print that meets it; the panic
+    // unwinds through the command, whose guards stop what it started.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(cli)));
+    match result {
+        Ok(code) => code,
+        Err(payload) if is_broken_pipe(payload.as_ref()) => ExitCode::from(141),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// The panic message of a print to a standard output nobody reads.
+fn is_broken_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe")
+}
+
+/// Keeps the panic of a print to a closed standard output off stderr (the
+/// reader left on purpose); every other panic is reported as usual.
+fn quiet_broken_pipe() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_broken_pipe(info.payload()) {
+            report(info);
+        }
+    }));
+}
+
+fn dispatch(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Load(args) => load::run(*args),
         Command::Merge(args) => merge::run(args),
