@@ -137,6 +137,44 @@ fn the_capacity_is_found_whatever_the_start() {
     }
 }
 
+#[test]
+fn a_search_right_after_another_clients_abandoned_requests_finds_the_capacity() {
+    // Regression: the test above once found capacity 60 as 9. Its last
+    // search began while the one before it still had 60 requests queued,
+    // their clients gone: the first step met them, and the search took
+    // their connections for other clients' and let as many of its own
+    // leftovers pass for them after every failing step. Here another
+    // client keeps the server full of abandoned requests while the search
+    // starts: it must wait for them (in its first settle), not fail its
+    // first step (at 1 connection: "no break point") or count them.
+    let s = server(60, 6, 40);
+    let addr = s.addr();
+    let until = std::time::Instant::now() + Duration::from_millis(300);
+    let flood: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                while std::time::Instant::now() < until {
+                    if let Ok(mut c) = std::net::TcpStream::connect(addr) {
+                        let _ = c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let doc = breakpoint(&s.url(), &["--start", "1"]);
+    for f in flood {
+        f.join().unwrap();
+    }
+    assert_found(&doc, 60.0);
+    assert!(
+        doc["steps"][0]["settle_s"].as_f64().unwrap() > 0.0,
+        "the first step waited for the abandoned requests: {:?}",
+        levels(&doc)
+    );
+}
+
 /// The workers of a slow pool: a failing step leaves up to 60 requests
 /// queued, 0.6 s of work, long after its client has gone.
 fn leaky_server() -> TestServer {

@@ -217,6 +217,19 @@ fn url_steps(
         ceiling: args.settle_max,
         ..SettleConfig::default()
     };
+    // A run just before this one may have left requests the server is
+    // still working off (their clients gone): the first step, and the idle
+    // request below, wait for them as any later step waits for the last.
+    let mut first_wait = 0.0;
+    if !settle_cfg.ceiling.is_zero() && server.look(None, &settle_cfg).is_err() {
+        let user = Arc::clone(&interrupt);
+        let settled = settle::wait_until(
+            &settle_cfg,
+            || server.look(None, &settle_cfg),
+            || user.load(Ordering::Relaxed),
+        );
+        first_wait = settled.waited.as_secs_f64();
+    }
     // What "as fast as a clean step" means before any step was clean:
     // one request to the idle server.
     // If even that fails, a failing probe says nothing about draining:
@@ -227,7 +240,7 @@ fn url_steps(
     let mut first = true;
     let slo = args.slo;
     Ok(Box::new(move |level, kind| {
-        let mut settle_s = 0.0;
+        let mut settle_s = std::mem::take(&mut first_wait);
         if !first && !settle_cfg.ceiling.is_zero() {
             let user = Arc::clone(&interrupt);
             let settled = settle::wait_until(

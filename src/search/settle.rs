@@ -12,15 +12,29 @@
 //! 1. the server-side ends of the last step's connections are gone (read
 //!    from `/proc/net/tcp{,6}`: loopback only, so both ends are ours to
 //!    see; a connection still queued or being worked on sits in
-//!    CLOSE_WAIT), and
+//!    CLOSE_WAIT), and so are those of any client that has left (CLOSE_WAIT
+//!    too: a run just before this search, whose abandoned requests the
+//!    server is still working off), and
 //! 2. one request is answered, with an expected status, within about the
 //!    latency of a clean step: twice the p50 of the last clean step (or of
 //!    an idle request before the search) plus a small floor,
 //!
-//! or until a ceiling, and records the wait per step (`settle_s`). This
-//! module probes and waits; it never applies load.
+//! or until a ceiling, and records the wait per step (`settle_s`). The
+//! first step waits for (1) only, before the search's idle request.
+//!
+//! Connections open when the search began (other clients') are told from
+//! the search's own by who they are (the client's address and the socket's
+//! inode), never by how many there were: a count let the search's own
+//! leftovers take the places of a previous run's connections as those
+//! closed. A search started while the run before it still had 60 requests
+//! queued at the test server counted 60 "other" connections, and after its
+//! first failing step went on at each level with that many of its own
+//! requests still queued: every step failed, capacity 60 was reported as 9.
+//!
+//! This module probes and waits; it never applies load.
 
 use crate::load::{Endpoint, ExpectStatus};
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -95,8 +109,9 @@ pub struct Target {
     pub host: String,
     pub path: String,
     pub expect: ExpectStatus,
-    /// Server-side connections open before the search (other clients').
-    pub baseline_connections: Option<usize>,
+    /// Server-side connections open before the search (other clients'),
+    /// by who they are; None when `/proc/net/tcp` cannot be read.
+    pub baseline_connections: Option<Vec<ServerConn>>,
 }
 
 impl Target {
@@ -131,12 +146,12 @@ impl Target {
     /// when there is no reference: the server fails a single request even
     /// idle, so a failing one would say nothing).
     pub fn look(&self, reference: Option<Duration>, cfg: &SettleConfig) -> Result<(), String> {
-        if let (Endpoint::Tcp(a), Some(base)) = (&self.endpoint, self.baseline_connections) {
+        if let (Endpoint::Tcp(a), Some(base)) = (&self.endpoint, &self.baseline_connections) {
             if let Some(open) = server_side_connections(*a) {
-                if open > base {
+                let left = leftovers(&open, base);
+                if left > 0 {
                     return Err(format!(
-                        "{} connection(s) of the last step still open on the server",
-                        open - base
+                        "{left} connection(s) of the last step, or of a client that has left, still open on the server"
                     ));
                 }
             }
@@ -157,40 +172,80 @@ impl Target {
     }
 }
 
+/// One connection the server holds, as `/proc/net/tcp` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerConn {
+    /// The client's end.
+    pub peer: SocketAddr,
+    /// The server's socket; 0 while it waits in the accept queue.
+    pub inode: u64,
+    /// The client has closed its end (CLOSE_WAIT): what the server still
+    /// does on it is for nobody.
+    pub client_gone: bool,
+}
+
+impl ServerConn {
+    /// The same connection as `before` (seen earlier): the same client
+    /// end and socket, or accepted since `before` was queued.
+    fn is(&self, before: &ServerConn) -> bool {
+        self.peer == before.peer && (self.inode == before.inode || before.inode == 0)
+    }
+}
+
+/// How many of the connections `open` now are leftovers to wait for: not
+/// among those open before the search (`base`), or whose client has left.
+fn leftovers(open: &[ServerConn], base: &[ServerConn]) -> usize {
+    // By client end: a look over thousands of connections stays linear.
+    let before: HashMap<SocketAddr, &ServerConn> = base.iter().map(|b| (b.peer, b)).collect();
+    open.iter()
+        .filter(|c| c.client_gone || !before.get(&c.peer).is_some_and(|b| c.is(b)))
+        .count()
+}
+
 /// Sockets on the server's side of `addr` (local address and port equal
 /// to it) that are not listening and not in TIME_WAIT: connections the
 /// server still holds. None when /proc/net/tcp cannot be read.
-pub fn server_side_connections(addr: SocketAddr) -> Option<usize> {
-    let mut n = 0;
+pub fn server_side_connections(addr: SocketAddr) -> Option<Vec<ServerConn>> {
+    let mut conns = Vec::new();
     let mut read_any = false;
     for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(file) else {
             continue;
         };
         read_any = true;
-        n += count_server_side(&text, addr);
+        conns.extend(server_side(&text, addr));
     }
-    read_any.then_some(n)
+    read_any.then_some(conns)
 }
 
 /// `/proc/net/tcp` states that are no connection the server holds.
 const LISTEN: &str = "0A";
 const TIME_WAIT: &str = "06";
 const CLOSE: &str = "07";
+/// The peer has closed; the socket has not.
+const CLOSE_WAIT: &str = "08";
 
-fn count_server_side(text: &str, addr: SocketAddr) -> usize {
-    text.lines()
-        .skip(1)
-        .filter(|line| {
-            let mut f = line.split_whitespace();
-            let (Some(_), Some(local), Some(_), Some(state)) =
-                (f.next(), f.next(), f.next(), f.next())
-            else {
-                return false;
-            };
-            ![LISTEN, TIME_WAIT, CLOSE].contains(&state) && parse_addr(local) == Some(addr)
+fn server_side(text: &str, addr: SocketAddr) -> impl Iterator<Item = ServerConn> + '_ {
+    text.lines().skip(1).filter_map(move |line| {
+        // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+        let f: Vec<&str> = line.split_whitespace().take(10).collect();
+        let [_, local, remote, state, _, _, _, _, _, inode] = f[..] else {
+            return None;
+        };
+        if [LISTEN, TIME_WAIT, CLOSE].contains(&state) || parse_addr(local) != Some(addr) {
+            return None;
+        }
+        Some(ServerConn {
+            peer: parse_addr(remote)?,
+            inode: inode.parse().ok()?,
+            client_gone: state == CLOSE_WAIT,
         })
-        .count()
+    })
+}
+
+#[cfg(test)]
+fn count_server_side(text: &str, addr: SocketAddr) -> usize {
+    server_side(text, addr).count()
 }
 
 /// "0100007F:1F90" (address words in host order, port big-endian hex).
@@ -235,6 +290,23 @@ mod tests {
         let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
         assert_eq!(count_server_side(text, a), 2);
         assert_eq!(count_server_side("header only\n", a), 0);
+        // Who they are: the client's end, the socket, whether it has left.
+        let seen: Vec<ServerConn> = server_side(text, a).collect();
+        assert_eq!(
+            seen,
+            [
+                ServerConn {
+                    peer: "127.0.0.1:54321".parse().unwrap(),
+                    inode: 2,
+                    client_gone: false
+                },
+                ServerConn {
+                    peer: "127.0.0.1:54322".parse().unwrap(),
+                    inode: 3,
+                    client_gone: true
+                }
+            ]
+        );
         assert_eq!(
             parse_addr("00000000000000000000000001000000:1F90"),
             Some("[::1]:8080".parse().unwrap())
@@ -247,23 +319,98 @@ mod tests {
     fn the_kernel_shows_an_accepted_connection_until_it_is_closed() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        assert_eq!(server_side_connections(addr), Some(0));
+        let open = || server_side_connections(addr).map(|c| c.len());
+        assert_eq!(open(), Some(0));
         let client = std::net::TcpStream::connect(addr).unwrap();
         let (served, _) = listener.accept().unwrap();
-        assert_eq!(server_side_connections(addr), Some(1));
+        assert_eq!(open(), Some(1));
         // The client leaves; the server has not closed yet (CLOSE_WAIT).
         drop(client);
-        assert_eq!(server_side_connections(addr), Some(1));
+        assert_eq!(open(), Some(1));
         drop(served);
         let closed = wait_until(
             &SettleConfig::default(),
-            || match server_side_connections(addr) {
+            || match open() {
                 Some(0) => Ok(()),
                 n => Err(format!("{n:?} open")),
             },
             || false,
         );
         assert!(closed.drained, "{closed:?}");
+    }
+
+    /// A search's view of a loopback server at `addr` with no reference
+    /// latency: its looks ask about connections only.
+    fn target(addr: SocketAddr) -> Target {
+        Target::new(
+            Endpoint::Tcp(addr),
+            "x".into(),
+            "/".into(),
+            ExpectStatus::Success,
+        )
+    }
+
+    /// Waits out the kernel's closing of sockets just dropped (loopback:
+    /// at once, but the last ACK may trail).
+    fn look_until(t: &Target, want_ok: bool) -> Result<(), String> {
+        let mut last = t.look(None, &SettleConfig::default());
+        for _ in 0..100 {
+            if last.is_ok() == want_ok {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            last = t.look(None, &SettleConfig::default());
+        }
+        last
+    }
+
+    #[test]
+    fn a_closing_earlier_connection_makes_no_room_for_the_searchs_own() {
+        // Regression: the search once counted the connections open at its
+        // start and waited only until no more than that many were open.
+        // When those (a previous run's, still being worked off) closed,
+        // as many of the search's own leftovers passed for them: capacity
+        // 60 was reported as 9.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let earlier = std::net::TcpStream::connect(addr).unwrap();
+        let (earlier_served, _) = listener.accept().unwrap();
+        let t = target(addr);
+        assert_eq!(t.baseline_connections.as_ref().map(Vec::len), Some(1));
+        assert_eq!(t.look(None, &SettleConfig::default()), Ok(()));
+        // The earlier client and its server side go; a step's connection
+        // is still held by the server.
+        drop(earlier);
+        drop(earlier_served);
+        let ours = std::net::TcpStream::connect(addr).unwrap();
+        let (ours_served, _) = listener.accept().unwrap();
+        let why = look_until(&t, false).expect_err("the step's connection is a leftover");
+        assert!(why.starts_with("1 connection(s)"), "{why}");
+        // The step's client leaves first, as the engine does.
+        drop(ours);
+        drop(ours_served);
+        assert_eq!(look_until(&t, true), Ok(()));
+    }
+
+    #[test]
+    fn a_connection_whose_client_has_left_is_waited_for_even_from_before() {
+        // A run just before the search left a request the server is still
+        // working on: its client has gone (CLOSE_WAIT), the server holds
+        // the socket until the work is done. A client still there is
+        // someone else's and is not waited for.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let other = std::net::TcpStream::connect(addr).unwrap();
+        let (_other_served, _) = listener.accept().unwrap();
+        let gone = std::net::TcpStream::connect(addr).unwrap();
+        let (gone_served, _) = listener.accept().unwrap();
+        let t = target(addr);
+        assert_eq!(t.look(None, &SettleConfig::default()), Ok(()));
+        drop(gone);
+        assert!(look_until(&t, false).is_err());
+        drop(gone_served);
+        assert_eq!(look_until(&t, true), Ok(()));
+        drop(other);
     }
 
     #[test]
