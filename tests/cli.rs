@@ -348,16 +348,22 @@ fn memory_stays_flat_however_long_the_run() {
         let rss = doc["generator"]["peak_rss_bytes"].as_u64().unwrap();
         (ok, rss)
     };
+    // One process's peak RSS varies from run to run by up to about a
+    // megabyte (1 s runs here: 17.4 to 18.5 MB), with no growth behind it
+    // (a 20 s run peaks where a 1 s run does): the short runs' highest is
+    // the baseline, and the long run is long enough that eight bytes kept
+    // per request would exceed the allowance by half again.
     let (short_ok, short_rss) = run("1s");
-    let (long_ok, long_rss) = run("6s");
-    // Eight bytes kept per request would be megabytes by now.
+    let (_, short_rss2) = run("1s");
+    let short_rss = short_rss.max(short_rss2);
+    let (long_ok, long_rss) = run("10s");
     assert!(
-        long_ok > 4 * short_ok.max(10_000),
+        long_ok > 8 * short_ok.max(10_000) && long_ok * 8 >= 3 << 20,
         "{short_ok} then {long_ok}"
     );
     assert!(
-        long_rss <= short_rss + (1 << 20),
-        "peak RSS {short_rss} after 1 s ({short_ok} requests), {long_rss} after 6 s ({long_ok})"
+        long_rss <= short_rss + (2 << 20),
+        "peak RSS {short_rss} after 1 s ({short_ok} requests), {long_rss} after 10 s ({long_ok})"
     );
 }
 
