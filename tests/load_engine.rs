@@ -411,14 +411,16 @@ fn the_open_loop_on_io_uring_wakes_for_due_times_not_for_responses() {
         "{} wake-ups for {sends} requests",
         r.generator.wakeups
     );
-    // Read late, the responses still end at their arrival: no latency
-    // below the server's own, and not a due interval above it.
+    // Read late (at the next due time, about 1.5 ms after it came), a
+    // response still ends at its arrival: from its send (the uncorrected
+    // figure, which a busy machine's late sends do not move) it took about
+    // the server's own time.
     let own = s.stats().service_us.value_at_quantile(0.5);
+    let sent_to_arrival = r.latency_uncorrected_us.as_ref().unwrap().p50;
     assert!(r.latency_us.p50 >= own, "{} < {own}", r.latency_us.p50);
     assert!(
-        r.latency_us.p50 < own + 2_000,
-        "{} vs {own}",
-        r.latency_us.p50
+        sent_to_arrival < own + 1_000,
+        "{sent_to_arrival} us from send vs the server's {own} us"
     );
 }
 
