@@ -72,12 +72,9 @@ for t in "${tools[@]}"; do [[ $t == rackbench || $t == wrk ]] || die "unknown to
 for c in nginx curl taskset awk jq; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps.sh bench)"
 done
-[ -x /usr/bin/time ] || die "GNU time (/usr/bin/time) is missing (apt-get install time)"
 [[ " ${tools[*]} " != *" wrk "* ]] || command -v wrk >/dev/null 2>&1 || die "wrk is missing (scripts/deps.sh bench, or --tools rackbench)"
 [[ " ${tools[*]} " != *" rackbench "* ]] || [ -x "$RACKBENCH" ] || die "RACKBENCH=$RACKBENCH is not an executable (make build)"
-for cpu in "$server_cpu" "$load_cpu"; do
-  taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu"
-done
+bench_check_pinning "apt-get install time"
 
 # This shell's soft open-files limit up to the hard limit: nginx and wrk
 # inherit it (rackbench raises its own). HIGH connections need HIGH
@@ -90,38 +87,12 @@ ulimit -Sn "$hard"
 somaxconn=$(cat /proc/sys/net/core/somaxconn 2>/dev/null || echo 4096)
 backlog=$((somaxconn < 65535 ? somaxconn : 65535))
 
-[ -n "$out" ] || out="$root/bench/runs/$(date +%F)-connections"
-mkdir -p "$out/raw"
-out=$(cd "$out" && pwd)
-rm -f "$out"/raw/* "$out/commands.txt" "$out/runs.csv" "$out/results.md"
-cmdlog="$out/commands.txt"
+bench_out connections runs.csv results.md
 
 # ---------------------------------------------------------------- nginx
 bench_workdir connections
 bench_port
-cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-worker_rlimit_nofile $((2 * high + 1024));
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections $((high + 1024)); }
-http {
-  access_log off;
-  client_body_temp_path $dir/tmp-body;
-  proxy_temp_path $dir/tmp-proxy;
-  fastcgi_temp_path $dir/tmp-fastcgi;
-  uwsgi_temp_path $dir/tmp-uwsgi;
-  scgi_temp_path $dir/tmp-scgi;
-  default_type text/plain;
-  keepalive_requests 1000000000;
-  keepalive_timeout 300s;
-  server {
-    listen 127.0.0.1:$port backlog=$backlog;
-    root $dir;
-  }
-}
-CONF
+bench_nginx_conf "$((high + 1024))" "$((2 * high + 1024))" "$backlog"
 printf '# ulimit -Sn %s (this shell, inherited by nginx and wrk)\n' "$hard" >>"$cmdlog"
 bench_nginx_start
 note "nginx pid $ngx on CPU $server_cpu serving $url (backlog $backlog); generators on CPU $load_cpu"
@@ -130,19 +101,12 @@ note "nginx pid $ngx on CPU $server_cpu serving $url (backlog $backlog); generat
 runs_csv="$out/runs.csv"
 echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered" >"$runs_csv"
 
-# Parses a run's output into "ok errors duration_s".
+# Parses a run's output into "ok errors duration_s rps".
 parse() {
   local tool=$1 f=$2
   case "$tool" in
-    rackbench) jq -r '"\(.requests.ok) \([.errors[]] | add // 0) \(.duration_s)"' "$f" 2>/dev/null ;;
-    wrk)
-      local line reqs rps non2xx sock
-      line=$(grep -E '^ *[0-9]+ requests in ' "$f") || return 0
-      reqs=$(awk '{print $1}' <<<"$line")
-      rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
-      non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$f")
-      sock=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$f")
-      awk -v n="$reqs" -v r="$rps" -v b="${non2xx:-0}" -v s="${sock:-0}" 'BEGIN { printf "%d %d %.6f\n", n - b, b + s, (r > 0 ? n / r : 0) }' ;;
+    rackbench) bench_parse_rackbench "$f" ;;
+    wrk) bench_parse_wrk "$f" ;;
   esac
 }
 
@@ -157,7 +121,7 @@ run_one() {
   run_timed "$base.time" "$base.out" "$base.err" "${cmd[@]}"
   read -r wall user sys rss < <(tail -1 "$base.time") || true
   parsed=$(parse "$tool" "$base.out" || true)
-  [ -z "$parsed" ] || read -r ok err dur <<<"$parsed"
+  [ -z "$parsed" ] || read -r ok err dur _ <<<"$parsed"
   [ -n "$parsed" ] || note "$tool -c $c round $round: output not understood (exit $rc); see $base.out"
   # rackbench counts the connections it opened and those never answered.
   oc="-,-"

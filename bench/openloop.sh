@@ -113,44 +113,16 @@ awk -v f="$fraction" 'BEGIN { exit !(f > 0 && f <= 1) }' || die "--fraction want
 for c in nginx curl taskset awk jq; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps.sh bench)"
 done
-[ -x /usr/bin/time ] || die "GNU time (/usr/bin/time) is missing (apt-get install time)"
 [ -x "$RACKBENCH" ] || die "RACKBENCH=$RACKBENCH is not an executable (make build)"
 [ -x "$VEGETA" ] || die "vegeta is missing: scripts/deps.sh bench (go install github.com/tsenart/vegeta/v12@v12.13.0), or set VEGETA"
-for cpu in "$server_cpu" "$load_cpu"; do
-  taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu"
-done
+bench_check_pinning "apt-get install time"
 
-[ -n "$out" ] || out="$root/bench/runs/$(date +%F)-openloop"
-mkdir -p "$out/raw"
-out=$(cd "$out" && pwd)
-rm -f "$out"/raw/* "$out/commands.txt" "$out/runs.csv" "$out/results.md"
-cmdlog="$out/commands.txt"
+bench_out openloop runs.csv results.md
 
 # ---------------------------------------------------------------- nginx
 bench_workdir openloop
 bench_port
-cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  client_body_temp_path $dir/tmp-body;
-  proxy_temp_path $dir/tmp-proxy;
-  fastcgi_temp_path $dir/tmp-fastcgi;
-  uwsgi_temp_path $dir/tmp-uwsgi;
-  scgi_temp_path $dir/tmp-scgi;
-  default_type text/plain;
-  keepalive_requests 1000000000;
-  keepalive_timeout 300s;
-  server {
-    listen 127.0.0.1:$port;
-    root $dir;
-  }
-}
-CONF
+bench_nginx_conf
 bench_nginx_start
 note "nginx pid $ngx on CPU $server_cpu serving $url; generators on CPU $load_cpu"
 
@@ -207,7 +179,7 @@ echo "rate,round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys
 parse() {
   local tool=$1 f=$2
   case "$tool" in
-    open|closed|popen|pclosed) jq -r '"\(.requests.ok) \([.errors[]] | add // 0) \(.duration_s)"' "$f" 2>/dev/null ;;
+    open|closed|popen|pclosed) bench_parse_rackbench "$f" ;;
     vegeta)
       # vegeta's duration: its attack's (the sending), as rackbench's is its
       # window; the wait for the last responses after it is left out.
@@ -242,7 +214,7 @@ run_one() {
   esac
   read -r wall user sys rss < <(tail -1 "$base.time") || true
   parsed=$(parse "$tool" "$base.out" || true)
-  [ -z "$parsed" ] || read -r ok err dur <<<"$parsed"
+  [ -z "$parsed" ] || read -r ok err dur _ <<<"$parsed"
   [ -n "$parsed" ] || note "$tool round $round: output not understood (exit $rc); see $base.out"
   awk -v R="$rate" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" 'BEGIN {
     cpu = u + s; printf "%s,%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.2f,%d\n", R, r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (ok > 0 ? cpu * 1e6 / ok : 0), m }' >>"$runs_csv"

@@ -146,10 +146,7 @@ EOF
 for c in nginx curl taskset awk; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing (run with --install)"
 done
-[ -x /usr/bin/time ] || die "GNU time (/usr/bin/time) is missing (run with --install, or apt-get install time)"
-for cpu in "$server_cpu" "$load_cpu"; do
-  taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (CPUs allowed: $(taskset -pc $$ | sed 's/.*: //'))"
-done
+bench_check_pinning "run with --install, or apt-get install time"
 [ "$server_cpu" != "$load_cpu" ] || note "warning: nginx and the generators share CPU $load_cpu"
 
 # Which tools can run.
@@ -173,38 +170,13 @@ done
 [ ${#runnable[@]} -gt 0 ] || die "no load generator to run"
 
 # ---------------------------------------------------------------- out dir
-[ -n "$out" ] || out="$root/bench/runs/$(date +%F)-$(hostname)"
-mkdir -p "$out/raw"
-out=$(cd "$out" && pwd)
-rm -f "$out"/raw/* "$out/commands.txt" "$out/runs.csv" "$out/peers.csv" "$out/peers.md"
-cmdlog="$out/commands.txt"
+bench_out "$(hostname)" runs.csv peers.csv peers.md
 
 # ---------------------------------------------------------------- nginx
 bench_workdir peers
 
 bench_port
-cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  client_body_temp_path $dir/tmp-body;
-  proxy_temp_path $dir/tmp-proxy;
-  fastcgi_temp_path $dir/tmp-fastcgi;
-  uwsgi_temp_path $dir/tmp-uwsgi;
-  scgi_temp_path $dir/tmp-scgi;
-  default_type text/plain;
-  keepalive_requests 1000000000;
-  keepalive_timeout 300s;
-  server {
-    listen 127.0.0.1:$port;
-    root $dir;
-  }
-}
-CONF
+bench_nginx_conf
 bench_nginx_start
 worker=$(pgrep -P "$ngx" | head -1)
 [ -n "$worker" ] || die "no nginx worker found"
@@ -249,19 +221,8 @@ to_seconds() {
 parse_output() {
   local tool=$1 f=$2
   case "$tool" in
-    rackbench|rackbench-epoll)
-      jq -r '[.requests.ok, ([.errors[]] | add // 0), .duration_s, .throughput_rps] | map(tostring) | join(" ")' "$f" 2>/dev/null ;;
-    wrk)
-      local line reqs dur rps non2xx sock
-      line=$(grep -E '^ *[0-9]+ requests in ' "$f") || return 0
-      reqs=$(awk '{print $1}' <<<"$line")
-      dur=$(awk '{sub(/,$/, "", $4); print $4}' <<<"$line")
-      rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
-      non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$f")
-      sock=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$f")
-      # "in 2.00s" is rounded; Requests/sec is responses / the exact runtime.
-      dur=$(awk -v n="$reqs" -v r="$rps" -v d="$(to_seconds "$dur")" 'BEGIN { if (r > 0) printf "%.6f", n / r; else print d }')
-      echo "$((reqs - ${non2xx:-0})) $((${non2xx:-0} + ${sock:-0})) $dur $rps" ;;
+    rackbench|rackbench-epoll) bench_parse_rackbench "$f" ;;
+    wrk) bench_parse_wrk "$f" ;;
     hey)
       awk '
         /^ *Total:/ { dur = $2 }

@@ -63,44 +63,16 @@ for v in duration repeat connections depth; do is_pos "${!v}" || die "--$v wants
 for c in nginx curl taskset awk jq wrk; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps.sh bench)"
 done
-[ -x /usr/bin/time ] || die "GNU time (/usr/bin/time) is missing (apt-get install time)"
 [ -x "$RACKBENCH" ] || die "RACKBENCH=$RACKBENCH is not an executable (make build)"
 [ -f "$lua" ] || die "$lua is missing"
-for cpu in "$server_cpu" "$load_cpu"; do
-  taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu"
-done
+bench_check_pinning "apt-get install time"
 
-[ -n "$out" ] || out="$root/bench/runs/$(date +%F)-pipeline"
-mkdir -p "$out/raw"
-out=$(cd "$out" && pwd)
-rm -f "$out"/raw/* "$out/commands.txt" "$out/runs.csv" "$out/results.md"
-cmdlog="$out/commands.txt"
+bench_out pipeline runs.csv results.md
 
 # ---------------------------------------------------------------- nginx
 bench_workdir pipeline
 bench_port
-cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
-events { worker_connections 8192; }
-http {
-  access_log off;
-  client_body_temp_path $dir/tmp-body;
-  proxy_temp_path $dir/tmp-proxy;
-  fastcgi_temp_path $dir/tmp-fastcgi;
-  uwsgi_temp_path $dir/tmp-uwsgi;
-  scgi_temp_path $dir/tmp-scgi;
-  default_type text/plain;
-  keepalive_requests 1000000000;
-  keepalive_timeout 300s;
-  server {
-    listen 127.0.0.1:$port;
-    root $dir;
-  }
-}
-CONF
+bench_nginx_conf
 bench_nginx_start
 note "nginx pid $ngx on CPU $server_cpu serving $url; generators on CPU $load_cpu"
 
@@ -108,19 +80,12 @@ note "nginx pid $ngx on CPU $server_cpu serving $url; generators on CPU $load_cp
 runs_csv="$out/runs.csv"
 echo "round,tool,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb" >"$runs_csv"
 
-# Parses a run's output into "ok errors duration_s".
+# Parses a run's output into "ok errors duration_s rps".
 parse() {
   local tool=$1 f=$2
   case "$tool" in
-    rackbench) jq -r '"\(.requests.ok) \([.errors[]] | add // 0) \(.duration_s)"' "$f" 2>/dev/null ;;
-    wrk)
-      local line reqs rps non2xx sock
-      line=$(grep -E '^ *[0-9]+ requests in ' "$f") || return 0
-      reqs=$(awk '{print $1}' <<<"$line")
-      rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
-      non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$f")
-      sock=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$f")
-      awk -v n="$reqs" -v r="$rps" -v b="${non2xx:-0}" -v s="${sock:-0}" 'BEGIN { printf "%d %d %.6f\n", n - b, b + s, (r > 0 ? n / r : 0) }' ;;
+    rackbench) bench_parse_rackbench "$f" ;;
+    wrk) bench_parse_wrk "$f" ;;
   esac
 }
 
@@ -135,7 +100,7 @@ run_one() {
   run_timed "$base.time" "$base.out" "$base.err" "${cmd[@]}"
   read -r wall user sys rss < <(tail -1 "$base.time") || true
   parsed=$(parse "$tool" "$base.out" || true)
-  [ -z "$parsed" ] || read -r ok err dur <<<"$parsed"
+  [ -z "$parsed" ] || read -r ok err dur _ <<<"$parsed"
   [ -n "$parsed" ] || note "$tool round $round: output not understood (exit $rc); see $base.out"
   awk -v r="$round" -v t="$tool" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" 'BEGIN {
     cpu = u + s; printf "%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d\n", r, t, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m }' >>"$runs_csv"

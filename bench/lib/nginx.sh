@@ -1,9 +1,10 @@
-# Shared by bench/peers.sh, connections.sh, pipeline.sh and openloop.sh (sourced):
-# a throwaway nginx on 127.0.0.1 pinned to one CPU, and generator runs
-# pinned to another under GNU time. The caller defines die, note, out,
-# cmdlog, server_cpu and load_cpu, and writes "$dir/nginx.conf" (listening
-# on "$port", serving "$dir") between bench_workdir/bench_port and
-# bench_nginx_start.
+# Shared by bench/peers.sh, connections.sh, pipeline.sh and openloop.sh
+# (sourced): the output directory, the pinning checks, a throwaway nginx on
+# 127.0.0.1 pinned to one CPU, generator runs pinned to another under GNU
+# time, and the parsing of rackbench's and wrk's output. The caller defines
+# die, note, root, out, server_cpu and load_cpu, and writes
+# "$dir/nginx.conf" (bench_nginx_conf, listening on "$port", serving "$dir")
+# between bench_workdir/bench_port and bench_nginx_start.
 
 # A temporary directory for nginx ($dir) and the traps that stop nginx
 # and any generator still running, by process group, on every exit (and
@@ -82,4 +83,86 @@ run_timed() { # TIMEFILE STDOUT STDERR CMD...
   rc=0
   wait "$cur" || rc=$?
   cur=""
+}
+
+# The output directory: --out, else bench/runs/<date>-SUFFIX; raw/ and the
+# FILES a run writes are emptied first. Sets out and cmdlog.
+bench_out() { # SUFFIX FILE...
+  local suffix=$1 f
+  shift
+  [ -n "$out" ] || out="$root/bench/runs/$(date +%F)-$suffix"
+  mkdir -p "$out/raw"
+  out=$(cd "$out" && pwd)
+  rm -f "$out"/raw/*
+  for f in commands.txt "$@"; do rm -f "${out:?}/$f"; done
+  cmdlog="$out/commands.txt"
+}
+
+# GNU time is there and both CPUs can be pinned to; HINT says how to get
+# GNU time.
+bench_check_pinning() { # HINT
+  [ -x /usr/bin/time ] || die "GNU time (/usr/bin/time) is missing ($1)"
+  local cpu
+  for cpu in "$server_cpu" "$load_cpu"; do
+    taskset -c "$cpu" true 2>/dev/null || die "cannot pin to CPU $cpu (CPUs allowed: $(taskset -pc $$ | sed 's/.*: //'))"
+  done
+}
+
+# Writes "$dir/nginx.conf": one worker, no access log, keep-alive without a
+# request cap, serving "$dir" on 127.0.0.1:$port. Optional: worker
+# connections (default 8192), worker_rlimit_nofile and the listen backlog
+# (default: nginx's own).
+bench_nginx_conf() { # [CONNECTIONS [RLIMIT_NOFILE [BACKLOG]]]
+  local conns=${1:-8192} rlimit=${2:-} backlog=${3:-}
+  {
+    echo "worker_processes 1;"
+    [ -z "$rlimit" ] || echo "worker_rlimit_nofile $rlimit;"
+    cat <<CONF
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections $conns; }
+http {
+  access_log off;
+  client_body_temp_path $dir/tmp-body;
+  proxy_temp_path $dir/tmp-proxy;
+  fastcgi_temp_path $dir/tmp-fastcgi;
+  uwsgi_temp_path $dir/tmp-uwsgi;
+  scgi_temp_path $dir/tmp-scgi;
+  default_type text/plain;
+  keepalive_requests 1000000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:$port${backlog:+ backlog=$backlog};
+    root $dir;
+  }
+}
+CONF
+  } >"$dir/nginx.conf"
+}
+
+# A rackbench --json document as "ok errors duration_s rps" (nothing when
+# it is not one).
+bench_parse_rackbench() { # FILE
+  jq -r '[.requests.ok, ([.errors[]] | add // 0), .duration_s, .throughput_rps] | map(tostring) | join(" ")' "$1" 2>/dev/null
+}
+
+# wrk's output as "ok errors duration_s rps" (nothing when it is not
+# wrk's): non-2xx/3xx answers and socket errors are errors; the duration
+# is responses / Requests/sec (the exact runtime: "in 2.00s" is rounded),
+# that rounded figure only when no rate was printed.
+bench_parse_wrk() { # FILE
+  local line reqs dur rps non2xx sock
+  line=$(grep -E '^ *[0-9]+ requests in ' "$1") || return 0
+  reqs=$(awk '{print $1}' <<<"$line")
+  dur=$(awk '{sub(/,$/, "", $4); print $4}' <<<"$line")
+  rps=$(awk '/^Requests\/sec:/ {print $2}' "$1")
+  non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$1")
+  sock=$(awk '/Socket errors:/ { gsub(/,/, ""); print $4 + $6 + $8 + $10 }' "$1")
+  awk -v n="$reqs" -v r="$rps" -v d="$dur" -v b="${non2xx:-0}" -v s="${sock:-0}" 'BEGIN {
+    if (r > 0) dur = n / r
+    else { dur = d + 0; u = d; sub(/^[0-9.]+/, "", u)
+      if (u == "us") dur /= 1e6; else if (u == "ms") dur /= 1e3
+      else if (u == "m") dur *= 60; else if (u == "h") dur *= 3600 }
+    printf "%d %d %.6f %s\n", n - b, b + s, dur, r }'
 }
