@@ -222,13 +222,7 @@ fn url_steps(
     // request below, wait for them as any later step waits for the last.
     let mut first_wait = 0.0;
     if !settle_cfg.ceiling.is_zero() && server.look(None, &settle_cfg).is_err() {
-        let user = Arc::clone(&interrupt);
-        let settled = settle::wait_until(
-            &settle_cfg,
-            || server.look(None, &settle_cfg),
-            || user.load(Ordering::Relaxed),
-        );
-        first_wait = settled.waited.as_secs_f64();
+        first_wait = settle_wait(&server, &settle_cfg, None, &interrupt, quiet);
     }
     // What "as fast as a clean step" means before any step was clean:
     // one request to the idle server.
@@ -242,19 +236,8 @@ fn url_steps(
     Ok(Box::new(move |level, kind| {
         let mut settle_s = std::mem::take(&mut first_wait);
         if !first && !settle_cfg.ceiling.is_zero() {
-            let user = Arc::clone(&interrupt);
-            let settled = settle::wait_until(
-                &settle_cfg,
-                || server.look(probe_tells.then_some(reference), &settle_cfg),
-                || user.load(Ordering::Relaxed),
-            );
-            settle_s = settled.waited.as_secs_f64();
-            if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
-                eprintln!(
-                    "  (the server had not drained after {:.1}s: {why}; stepping on)",
-                    settle_s
-                );
-            }
+            let reference = probe_tells.then_some(reference);
+            settle_s = settle_wait(&server, &settle_cfg, reference, &interrupt, quiet);
         }
         first = false;
         let mut c = base.clone();
@@ -284,6 +267,28 @@ fn url_steps(
         }
         r
     }))
+}
+
+/// Waits until `server` has drained (`settle::Target::look` with
+/// `reference`), or the ceiling or Ctrl-C ends the wait, which is then
+/// said on stderr; returns the wait in seconds.
+fn settle_wait(
+    server: &settle::Target,
+    cfg: &SettleConfig,
+    reference: Option<Duration>,
+    interrupt: &AtomicBool,
+    quiet: bool,
+) -> f64 {
+    let settled = settle::wait_until(
+        cfg,
+        || server.look(reference, cfg),
+        || interrupt.load(Ordering::Relaxed),
+    );
+    let waited = settled.waited.as_secs_f64();
+    if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
+        eprintln!("  (the server had not drained after {waited:.1}s: {why}; stepping on)");
+    }
+    waited
 }
 
 /// A search step in the lab: a fresh server per step (`TrialSpec::at_step`).

@@ -243,11 +243,6 @@ fn server_side(text: &str, addr: SocketAddr) -> impl Iterator<Item = ServerConn>
     })
 }
 
-#[cfg(test)]
-fn count_server_side(text: &str, addr: SocketAddr) -> usize {
-    server_side(text, addr).count()
-}
-
 /// "0100007F:1F90" (address words in host order, port big-endian hex).
 fn parse_addr(s: &str) -> Option<SocketAddr> {
     let (ip, port) = s.split_once(':')?;
@@ -288,8 +283,8 @@ mod tests {
    5: 0100007F:1F91 0100007F:D434 01 00000000:00000000 00:00000000 00000000  1000        0 5 1 0 20 4 30 10 -1
 ";
         let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert_eq!(count_server_side(text, a), 2);
-        assert_eq!(count_server_side("header only\n", a), 0);
+        assert_eq!(server_side(text, a).count(), 2);
+        assert_eq!(server_side("header only\n", a).count(), 0);
         // Who they are: the client's end, the socket, whether it has left.
         let seen: Vec<ServerConn> = server_side(text, a).collect();
         assert_eq!(
