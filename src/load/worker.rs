@@ -416,19 +416,7 @@ impl Worker {
             // The open loop on epoll: a microsecond timeout per wait.
             return self.epoll.wait(Some(wake.saturating_duration_since(now)));
         }
-        let open = self.plan.pacing.is_open();
-        let wait_for_event = open && {
-            let due = self.due_at(self.next_due);
-            let backlog = due <= now && self.may_issue(due);
-            backlog || self.queued > self.inflight || draining
-        };
-        if !open {
-            self.move_timer(wake, now)?;
-        }
-        let Some(u) = &mut self.uring else {
-            return self.epoll.wait(None);
-        };
-        if open {
+        if self.plan.pacing.is_open() {
             // The open loop sleeps from one due time to the next, and the
             // responses that come in meanwhile wait for that wake-up: their
             // latency ends at their kernel stamp, not when they are read,
@@ -445,12 +433,21 @@ impl Worker {
             // wait (a due time microseconds away) would not end it, and
             // the loop would sleep until the next event, which in this
             // wait may never come.
+            let due = self.due_at(self.next_due);
+            let backlog = due <= now && self.may_issue(due);
+            let wait_for_event = backlog || self.queued > self.inflight || draining;
             let until = wake.saturating_duration_since(now);
-            if wait_for_event {
-                return u.wait(1, Some(until));
-            }
-            return u.sleep(until);
+            let u = self.uring.as_mut().expect("the timerfd is a closed loop's");
+            return if wait_for_event {
+                u.wait(1, Some(until))
+            } else {
+                u.sleep(until)
+            };
         }
+        self.move_timer(wake, now)?;
+        let Some(u) = &mut self.uring else {
+            return self.epoll.wait(None);
+        };
         let want = batch_plan(self.inflight, self.recent_latency_us);
         if want > 1 {
             u.arm_guard()?;
