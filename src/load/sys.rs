@@ -115,13 +115,20 @@ pub(super) fn recv_stamped(fd: libc::c_int, buf: &mut [u8]) -> (isize, Option<li
 /// Places a CLOCK_REALTIME stamp on the monotonic clock, by its age against
 /// the wall clock read now. A stamp from the future (the wall clock was
 /// stepped) counts as now.
-pub(super) fn arrival(now: Instant, stamp: libc::timespec) -> Instant {
+///
+/// The wall clock is read first, the monotonic one after it: a pause
+/// between the two (the thread preempted) places the arrival later than it
+/// was, so a latency may read long by the pause, never short. Read the
+/// other way round, a busy machine made a response end 60 us before the
+/// server had even finished it.
+pub(super) fn arrival(stamp: libc::timespec) -> Instant {
     let mut wall = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: wall is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut wall) };
+    let now = Instant::now();
     let ns = |t: libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
     let age = ns(wall) - ns(stamp);
     if age <= 0 {
