@@ -97,6 +97,26 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             "/nonexistent/app.ru: file not found",
         ),
         (
+            &["load", "http://127.0.0.1:8080/", "--slack", "1ms"],
+            "--slack applies to an open loop: add --rate R",
+        ),
+        (
+            &["breakpoint", "http://127.0.0.1:8080/", "--slack", "1ms"],
+            "--slack applies to an open loop: add --mode rate",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--slack",
+                "1ms",
+            ],
+            "--slack applies to an open loop: add --rate R",
+        ),
+        (
             &["trial", "--server", "x", "--command", "sleep 30"],
             "never says where to listen: put {{port}}",
         ),

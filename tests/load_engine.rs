@@ -425,6 +425,60 @@ fn the_open_loop_on_io_uring_wakes_for_due_times_not_for_responses() {
 }
 
 #[test]
+fn a_slack_sends_the_requests_due_within_it_together_and_their_lateness_counts() {
+    let available = load::io_uring_available();
+    let how = available
+        .as_ref()
+        .err()
+        .map_or(String::new(), ToString::to_string);
+    if !rackbench::require::require("io_uring", available.is_ok(), &how) {
+        return;
+    }
+    // Due every 1 ms, sent up to 4 ms late: about four requests go out
+    // per wake-up, each between 0 and 4 ms after its due time (2 ms in
+    // the middle), and the latency from the schedule carries that
+    // lateness while the latency from the send does not.
+    let s = server(TestServerConfig {
+        delay: Duration::from_millis(1),
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.io = IoMode::Uring;
+    c.connections = 20;
+    c.pacing = Pacing::Rate(1000.0);
+    c.slack = Duration::from_millis(4);
+    c.duration = Some(Duration::from_secs(2));
+    let r = run(c);
+    let sch = r.schedule.as_ref().unwrap();
+    let sends = sch.sends.unwrap();
+    assert_eq!(sch.slack_us, Some(4_000));
+    assert!(r.requests.ok >= 1_800, "{:?}", r.requests);
+    assert!(
+        (r.generator.wakeups as f64) < 0.5 * sends as f64,
+        "{} wake-ups for {sends} requests: the slack batched nothing",
+        r.generator.wakeups
+    );
+    // Within the slack is on schedule.
+    assert!(
+        sch.late_sends * 100 <= sends,
+        "{} of {sends} sends counted late",
+        sch.late_sends
+    );
+    let from_schedule = r.latency_us.p50;
+    let from_send = r.latency_uncorrected_us.as_ref().unwrap().p50;
+    assert!(
+        from_schedule >= from_send + 1_000,
+        "p50 {from_schedule} us from the schedule vs {from_send} us from the send: \
+         the lateness the slack allows is missing from the latency"
+    );
+    assert!(
+        from_schedule < from_send + 4_000,
+        "p50 {from_schedule} us from the schedule vs {from_send} us from the send: \
+         sends later than the slack"
+    );
+}
+
+#[test]
 fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
     let stall = Some((Duration::from_secs(4), Duration::from_secs(5)));
     let open = {

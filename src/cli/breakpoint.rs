@@ -121,6 +121,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         ));
     }
     let rate_mode = args.mode == "rate";
+    super::load::slack_needs_open_loop(&args.load.slack, rate_mode, "--mode rate")?;
     let cfg = SearchConfig::new(
         rate_mode,
         args.start,

@@ -32,6 +32,12 @@ pub struct LoadOptions {
     /// measured from each request's scheduled start.
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Open loop: send a request up to this late (e.g. 1ms) so the ones
+    /// due together go out on one wake-up; costs less CPU per request,
+    /// adds up to this much to latency (still counted from the due time)
+    /// and sends in bursts [default: 0, each at its due time].
+    #[arg(long, value_parser = parse::duration, default_value = "0s", hide_default_value = true)]
+    pub slack: Duration,
     /// Load applied before the counted window, shown only in the timeline.
     #[arg(long, value_parser = parse::duration, default_value = "0s")]
     pub warmup: Duration,
@@ -254,6 +260,7 @@ impl LoadOptions {
             connections: self.connections,
             threads,
             pacing,
+            slack: self.slack,
             duration: match (self.duration, self.requests) {
                 (None, None) => Some(Duration::from_secs(10)),
                 (d, _) => d,
@@ -324,8 +331,21 @@ pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>, hard_second: bool) {
     }
 }
 
+/// `--slack` without an open loop is a usage error that says what to add
+/// (`open_with`) instead of a flag silently ignored.
+pub(crate) fn slack_needs_open_loop(slack: &Duration, open: bool, open_with: &str) -> Result<()> {
+    if slack.is_zero() || open {
+        return Ok(());
+    }
+    Err(anyhow::Error::new(UsageError(format!(
+        "--slack applies to an open loop: add {open_with} (a closed loop sends each request \
+         when the previous answer comes, so there is no schedule to be late to)"
+    ))))
+}
+
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let mut config = args.options.to_config(&args.url, args.threads)?;
+    slack_needs_open_loop(&config.slack, config.pacing.is_open(), "--rate R")?;
     args.segment.apply(&mut config)?;
     // Before any load: a run that cannot open its connections is a usage
     // error (exit 2) that names the fix.

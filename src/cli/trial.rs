@@ -167,6 +167,7 @@ impl ServerOptions {
             default_pinning()
         };
         let mut cfg = load.to_config("http://127.0.0.1:1/", load_threads)?;
+        super::load::slack_needs_open_loop(&cfg.slack, cfg.pacing.is_open(), "--rate R")?;
         if load.load_cpus.is_none() {
             cfg.cpus = default_load_cpus;
         }

@@ -413,6 +413,7 @@ fn merge_schedule(reports: &[&LoadReport]) -> Option<ScheduleStats> {
         within_1ms_share: sends
             .filter(|&n| n > 0)
             .map(|n| n.saturating_sub(late_sends) as f64 / n as f64),
+        slack_us: scheds.iter().filter_map(|s| s.slack_us).max(),
     })
 }
 

@@ -88,6 +88,11 @@ pub struct LoadConfig {
     pub connections: usize,
     pub threads: usize,
     pub pacing: Pacing,
+    /// Open loop: how late a request may be sent so that the requests due
+    /// within one such span go out together, on one wake-up. Zero sends
+    /// each at its due time. Latency still counts from the due time, so
+    /// the lateness is in it; the server sees bursts one slack apart.
+    pub slack: Duration,
     /// Counted window length; None with `requests` means "until done".
     pub duration: Option<Duration>,
     /// Counted requests to issue, across all threads.
@@ -154,6 +159,7 @@ impl LoadConfig {
             connections: 10,
             threads: 1,
             pacing: Pacing::Closed,
+            slack: Duration::ZERO,
             duration: Some(Duration::from_secs(10)),
             requests: None,
             warmup: Duration::ZERO,

@@ -166,7 +166,8 @@ pub struct PercentilePoint {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScheduleStats {
-    /// Requests sent more than 1 ms after they fell due.
+    /// Requests sent more than 1 ms after they fell due (after their due
+    /// time plus the slack, with `--slack`).
     pub late_sends: u64,
     pub max_lag_us: u64,
     /// Requests handed to a connection on the schedule (added field).
@@ -175,6 +176,11 @@ pub struct ScheduleStats {
     /// Share of those sent within 1 ms of their due time (added field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within_1ms_share: Option<f64>,
+    /// `--slack`: how late a send was allowed to be, so that requests due
+    /// together went out together; absent when each went at its due time
+    /// (added field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack_us: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -390,9 +396,15 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
             ("the --rate schedule", "the rate")
         };
         warnings.push(format!(
-            "{what} was not kept ({} sends more than 1 ms late, {} never sent): \
+            "{what} was not kept ({} sends more than 1 ms late{}, {} never sent): \
              the server was slower than {of}, or --connections is too low for it",
-            p.late_sends, p.unsent
+            p.late_sends,
+            if c.slack.is_zero() {
+                ""
+            } else {
+                " past the slack"
+            },
+            p.unsent
         ));
     }
     if let Some(seg) = p.segment.as_ref().filter(|s| s.late_ms > 0.0) {
@@ -459,6 +471,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
             sends: Some(p.sends),
             within_1ms_share: (p.sends > 0)
                 .then(|| p.sends.saturating_sub(p.late_sends) as f64 / p.sends as f64),
+            slack_us: (!c.slack.is_zero()).then_some(c.slack.as_micros() as u64),
         }),
         connections: ConnectionStats {
             configured: c.connections,
@@ -606,9 +619,13 @@ impl LoadReport {
     fn write_cost_and_end(&self, s: &mut String) {
         use std::fmt::Write;
         if let Some(sch) = &self.schedule {
+            let past = match sch.slack_us {
+                Some(slack) => format!("past the {} slack", fmt_us(slack as f64)),
+                None => "late".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "  schedule:    {} sends more than 1ms late, max lag {}",
+                "  schedule:    {} sends more than 1ms {past}, max lag {}",
                 sch.late_sends,
                 fmt_us(sch.max_lag_us as f64)
             );

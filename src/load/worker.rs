@@ -60,7 +60,7 @@ use std::time::{Duration, Instant};
 const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// A connect pending this long at the end of a run counts as failed.
 const CONNECT_STALL: Duration = Duration::from_secs(1);
-/// A send this late against its schedule counts as behind schedule.
+/// A send this late against its schedule (past the slack) counts as behind schedule.
 const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 /// A connection's read buffer grows to this size when reads fill it...
 const READ_BUF: usize = 16 * 1024;
@@ -637,7 +637,7 @@ impl Worker {
             self.next_due += 1;
             self.take_quota(due);
             let late = now.saturating_duration_since(due);
-            if late > LATE_THRESHOLD {
+            if late > self.plan.config.slack + LATE_THRESHOLD {
                 self.stats.late_sends += 1;
             }
             self.stats.sends += 1;
@@ -666,9 +666,28 @@ impl Worker {
     /// connection freeing can send it, and that is a socket event, which
     /// ends the wait by itself; the request's latency still counts from its
     /// due time.
+    ///
+    /// With a slack, it wakes on a grid one slack apart (from the run's
+    /// start), at the first line at or after the due time, and every
+    /// request due by then goes out on that one wake-up: each is between
+    /// zero and one slack late, half of one on average whatever the rate.
+    /// (Waking a whole slack after the first due time would make the
+    /// first of every batch the latest.) Near the end of the run, a
+    /// request whose wake-up would fall past it goes at its due time: the
+    /// loop ends at the deadline, and it would never be sent.
     fn next_send_at(&self, now: Instant) -> Option<Instant> {
         let due = self.due_at(self.next_due);
-        (due > now).then_some(due)
+        if due <= now {
+            return None;
+        }
+        let slack = self.plan.config.slack.as_nanos();
+        if slack == 0 {
+            return Some(due);
+        }
+        let since = due.saturating_duration_since(self.t0).as_nanos();
+        let line = since.div_ceil(slack) * slack;
+        let at = self.t0 + Duration::from_nanos(line as u64);
+        Some(if at < self.deadline { at } else { due })
     }
 
     fn mark_free(&mut self, i: usize) {
