@@ -373,13 +373,9 @@ fn bottleneck_warning(busiest_thread_utilization: f64) -> Option<String> {
     })
 }
 
-pub(crate) fn build(p: Parts<'_>) -> LoadReport {
+/// The run's warnings: what the figures cannot be trusted for, and why.
+fn warnings(p: &Parts<'_>, total: u64) -> Vec<String> {
     let c = p.config;
-    let rate = match c.pacing {
-        Pacing::Rate(r) => Some(r),
-        Pacing::Closed | Pacing::Schedule => None,
-    };
-    let total = p.ok + p.errors.total() + p.unfinished + p.unsent;
     let mut warnings = Vec::new();
     warnings.extend(bottleneck_warning(p.generator.busiest_thread_utilization));
     if p.never_answered > 0 {
@@ -416,6 +412,17 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
             p.unfinished
         ));
     }
+    warnings
+}
+
+pub(crate) fn build(p: Parts<'_>) -> LoadReport {
+    let c = p.config;
+    let rate = match c.pacing {
+        Pacing::Rate(r) => Some(r),
+        Pacing::Closed | Pacing::Schedule => None,
+    };
+    let total = p.ok + p.errors.total() + p.unfinished + p.unsent;
+    let warnings = warnings(&p, total);
     let distribution = if p.histogram.is_empty() {
         Vec::new()
     } else {
