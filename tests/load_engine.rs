@@ -672,6 +672,33 @@ fn the_json_output_keeps_its_contract() {
     }
 }
 
+/// Ctrl-C in an open loop used to count the requests that fell due during
+/// the loop's last wait as never sent, and warn that the schedule was not
+/// kept: with a slack of 100 ms, up to a hundred of them at --rate 1000.
+#[test]
+fn an_interrupted_open_loop_does_not_blame_the_server_for_what_it_did_not_send() {
+    let s = server(TestServerConfig::default());
+    let mut c = config(&s.url());
+    c.pacing = Pacing::Rate(1000.0);
+    c.slack = Duration::from_millis(100);
+    c.connections = 20;
+    c.duration = Some(Duration::from_secs(30));
+    let flag = c.interrupt.clone();
+    std::thread::spawn(move || {
+        // Midway between two of the slack's wake-ups.
+        std::thread::sleep(Duration::from_millis(1050));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let r = run(c);
+    assert!(r.interrupted && r.requests.ok >= 900, "{:?}", r.requests);
+    assert_eq!(r.requests.unsent, 0, "{:?}", r.requests);
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("was not kept")),
+        "{:?}",
+        r.warnings
+    );
+}
+
 #[test]
 fn the_interrupt_flag_ends_the_run_and_keeps_the_figures() {
     let s = server(TestServerConfig::default());

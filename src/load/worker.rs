@@ -185,6 +185,11 @@ pub struct Worker {
     /// Open loop: index of the next request due, and the free connections.
     next_due: u64,
     free: Vec<u32>,
+    /// Open loop: when the loop last handed out the requests then due.
+    /// A run cut short (Ctrl-C, an error) counts as never sent only the
+    /// requests due by then: those due after it fell in the loop's last
+    /// wait, and the interrupt, not a lack of connections, kept them.
+    dispatched_at: Instant,
     t0: Instant,
     window: Arc<Window>,
     /// Closed loop: wakes the untimed wait for the loop's own deadlines.
@@ -307,6 +312,7 @@ impl Worker {
             deadline,
             quota: plan.requests,
             next_due: 0,
+            dispatched_at: t0,
             free: Vec::with_capacity(plan.connections),
             t0,
             ramp_next: 0,
@@ -618,6 +624,7 @@ impl Worker {
 
     /// Open loop: hands every request now due to a free connection.
     fn dispatch_due(&mut self, now: Instant) {
+        self.dispatched_at = now;
         loop {
             let due = self.due_at(self.next_due);
             if due > now || !self.may_issue(due) {
@@ -1268,7 +1275,9 @@ impl Worker {
         }
         if self.plan.pacing.is_open() {
             // Requests that fell due but found no free connection.
-            let stop = now.min(self.deadline);
+            let cut_short = self.stats.interrupted || self.stats.stopped_on_error;
+            let end = if cut_short { self.dispatched_at } else { now };
+            let stop = end.min(self.deadline);
             while self.due_at(self.next_due) < stop && self.quota != Some(0) {
                 let due = self.due_at(self.next_due);
                 self.take_quota(due);
