@@ -10,7 +10,9 @@
 # another CPU with one thread: rackbench -c LOW, rackbench -c HIGH, wrk -c
 # LOW, wrk -c HIGH. For each run it records ok responses, errors, the
 # generator's CPU (user+sys from GNU time, connects and teardown included)
-# and its peak RSS, and reports the medians.
+# and its peak RSS, and the TCP segments sent on this machine during the
+# run (/proc/net/snmp's OutSegs: on loopback every segment, either way, is
+# sent once here) per request, and reports the medians.
 #
 # Goals (issue 17): rackbench -c HIGH runs with 0 errors; its requests per
 # generator CPU-second at HIGH is >= 0.8x its own at LOW; its peak RSS at
@@ -99,7 +101,12 @@ note "nginx pid $ngx on CPU $server_cpu serving $url (backlog $backlog); generat
 
 # ---------------------------------------------------------------- runs
 runs_csv="$out/runs.csv"
-echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered" >"$runs_csv"
+echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered,tcp_segments,segments_per_req,cpu_us_per_segment" >"$runs_csv"
+
+# TCP segments this network namespace has sent so far.
+tcp_out_segs() {
+  awk '/^Tcp:/ { if (!col) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") col = i } else { print $col; exit } }' /proc/net/snmp
+}
 
 # Parses a run's output into "ok errors duration_s rps".
 parse() {
@@ -118,7 +125,10 @@ run_one() {
     wrk) cmd=(wrk -t1 -c"$c" -d"${duration}s" "$url") ;;
   esac
   printf '\n# round %s: %s -c %s\n' "$round" "$tool" "$c" >>"$cmdlog"
+  local segs0 segs
+  segs0=$(tcp_out_segs)
   run_timed "$base.time" "$base.out" "$base.err" "${cmd[@]}"
+  segs=$(($(tcp_out_segs) - segs0))
   read -r wall user sys rss < <(tail -1 "$base.time") || true
   parsed=$(parse "$tool" "$base.out" || true)
   [ -z "$parsed" ] || read -r ok err dur _ <<<"$parsed"
@@ -126,8 +136,8 @@ run_one() {
   # rackbench counts the connections it opened and those never answered.
   oc="-,-"
   [ "$tool" != rackbench ] || oc=$(jq -r '"\(.connections.opened),\(.connections.never_answered)"' "$base.out" 2>/dev/null || echo "0,0")
-  awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" 'BEGIN {
-    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc }' >>"$runs_csv"
+  awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" -v g="$segs" 'BEGIN {
+    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s,%d,%.2f,%.2f\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc, g, (ok > 0 ? g / ok : 0), (g > 0 ? cpu * 1e6 / g : 0) }' >>"$runs_csv"
   note "round $round: $tool -c $c: $(tail -1 "$runs_csv" | awk -F, '{ printf "%s req/s, %s req/cpu-s, errors %s, rss %.1f MiB", $8, $12, $6, $13 / 1024 }')"
 }
 
@@ -148,24 +158,24 @@ done
 # Medians per (tool, connections); errors: the largest of any run.
 summary=$(awk -F, '
   NR == 1 { next }
-  { k = $2 "," $3; n[k]++; m = n[k]; rps[k, m] = $8; eff[k, m] = $12; cpu[k, m] = $11; rss[k, m] = $13
+  { k = $2 "," $3; n[k]++; m = n[k]; rps[k, m] = $8; eff[k, m] = $12; cpu[k, m] = $11; rss[k, m] = $13; spr[k, m] = $17; cps[k, m] = $18
     if ($6 > err[k]) err[k] = $6; if ($4 != 0) bad[k]++; order[k] = ++seen[k] == 1 ? ++nk : order[k]; key[order[k]] = k }
   function median(a, k, m,   i, j, v, x) {
     for (i = 1; i <= m; i++) v[i] = a[k, i] + 0
     for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
     return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
   END { for (i = 1; i <= nk; i++) { k = key[i]; m = n[k]
-    printf "%s,%d,%d,%.0f,%.2f,%.0f,%d,%.1f\n", k, m, bad[k] + 0, median(rps, k, m), median(cpu, k, m), median(eff, k, m), err[k] + 0, median(rss, k, m) / 1024 } }' "$runs_csv")
+    printf "%s,%d,%d,%.0f,%.2f,%.0f,%d,%.1f,%.2f,%.2f\n", k, m, bad[k] + 0, median(rps, k, m), median(cpu, k, m), median(eff, k, m), err[k] + 0, median(rss, k, m) / 1024, median(spr, k, m), median(cps, k, m) } }' "$runs_csv")
 
-row() { printf '| %-9s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s |\n' "$@"; }
+row() { printf '| %-9s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s | %12s | %14s |\n' "$@"; }
 get() { awk -F, -v t="$1" -v c="$2" -v f="$3" '$1 == t && $2 == c { print $f }' <<<"$summary"; }
 table=$(
-  row tool connections runs 'req/s' 'cpu s' 'req/cpu-s' 'vs own at low' 'max errors' 'peak RSS MiB'
-  echo "|-----------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|"
-  while IFS=, read -r t c m bad rps cpu eff err rss; do
+  row tool connections runs 'req/s' 'cpu s' 'req/cpu-s' 'vs own at low' 'max errors' 'peak RSS MiB' 'segments/req' 'cpu us/segment'
+  echo "|-----------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|-------------:|---------------:|"
+  while IFS=, read -r t c m bad rps cpu eff err rss spr cps; do
     base=$(get "$t" "$low" 7)
     rel=$(awk -v a="$eff" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
-    row "$t" "$c" "$m" "$rps" "$cpu" "$eff" "$rel" "$err" "$rss"
+    row "$t" "$c" "$m" "$rps" "$cpu" "$eff" "$rel" "$err" "$rss" "$spr" "$cps"
   done <<<"$summary"
 )
 
@@ -178,6 +188,8 @@ if [[ " ${tools[*]} " == *" rackbench "* ]]; then
   unanswered=$(awk -F, -v c="$high" '$2 == "rackbench" && $3 == c { if ($15 > max) max = $15 } END { print max + 0 }' "$runs_csv")
   goals+="- $(verdict "$([ "$e" = 0 ] && [ "$opened" = "$high" ] && [ "$unanswered" = 0 ] && echo 1)"): rackbench -c $high runs with 0 errors, every connection opened and answered (largest error count of any round: $e; fewest connections opened: $opened; most never answered: $unanswered)."$'\n'
   goals+="- $(verdict "$(awk -v r="$ratio" 'BEGIN { print (r >= 0.8) }')"): requests per generator CPU-second at -c $high >= 0.8x its own at -c $low (median $eff_h vs $eff_l: ${ratio}x)."$'\n'
+  spr_h=$(get rackbench "$high" 10); spr_l=$(get rackbench "$low" 10); cps_h=$(get rackbench "$high" 11); cps_l=$(get rackbench "$low" 11)
+  goals+="- (not a goal; what the ratio above is made of) TCP segments per request: $spr_h at -c $high, $spr_l at -c $low; the generator's CPU per segment: $cps_h us at -c $high, $cps_l us at -c $low ($(awk -v a="$cps_l" -v b="$cps_h" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x as many segments per CPU-second)."$'\n'
   goals+="- $(verdict "$(awk -v r="$rss" 'BEGIN { print (r < 64) }')"): peak RSS at -c $high under 64 MiB (median $rss MiB, GNU time's max RSS)."$'\n'
 fi
 
@@ -194,6 +206,8 @@ fi
   echo
   echo "- req/cpu-s: ok responses per generator CPU-second (user+sys of the whole process from GNU time: opening and closing every connection included)."
   echo "- peak RSS: GNU time's maximum resident set size of the generator."
+  echo "- segments/req: TCP segments sent on this machine during the run (/proc/net/snmp OutSegs; on loopback each segment, either"
+  echo "  way, is sent once here; other traffic on the machine counts too) per ok response; cpu us/segment: the generator's CPU per segment."
   echo
   echo "## Goals"
   echo
