@@ -479,6 +479,46 @@ fn a_slack_sends_the_requests_due_within_it_together_and_their_lateness_counts()
 }
 
 #[test]
+fn a_slack_still_shows_a_one_second_stall_in_the_open_loops_p99() {
+    // The slack moves sends by at most 2 ms; a request due during the
+    // stall still waits up to 1 s from its due time.
+    let s = server(TestServerConfig {
+        stall: Some((Duration::from_secs(2), Duration::from_secs(3))),
+        ..Default::default()
+    });
+    let mut c = config(&s.url());
+    c.connections = 50;
+    c.pacing = Pacing::Rate(500.0);
+    c.slack = Duration::from_millis(2);
+    c.duration = Some(Duration::from_secs(5));
+    let r = run(c);
+    // About a fifth of the run's requests fall due in the stall.
+    assert!(
+        r.latency_us.p99 >= 800_000 && r.latency_us.p99 <= 1_100_000,
+        "p99 {} us with --slack 2ms against a 1 s stall",
+        r.latency_us.p99
+    );
+    // From the send, only the 50 requests in flight when it began saw the
+    // stall (2%); from the due time, all a fifth of them did: p90 tells.
+    let unc = r
+        .latency_uncorrected_us
+        .as_ref()
+        .expect("uncorrected figures");
+    assert!(
+        unc.p90 < 100_000 && r.latency_us.p90 >= 300_000,
+        "p90 from the send {} us, from the due time {} us",
+        unc.p90,
+        r.latency_us.p90
+    );
+    let sched = r.schedule.as_ref().expect("schedule figures under --rate");
+    assert_eq!(sched.slack_us, Some(2000));
+    assert!(
+        sched.late_sends > 0,
+        "{sched:?}: the stall's sends were late past the slack"
+    );
+}
+
+#[test]
 fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
     let stall = Some((Duration::from_secs(4), Duration::from_secs(5)));
     let open = {
