@@ -25,6 +25,21 @@ fn io_mode() -> IoMode {
     }
 }
 
+/// Whether io_uring is here for a test that needs it: where it is not,
+/// the test prints one `SKIP:` line and passes, or fails under
+/// `RACKBENCH_REQUIRE=all` (CI).
+fn io_uring_here() -> bool {
+    let available = load::io_uring_available();
+    let how = format!(
+        "{}; a kernel of 6.1 or later with /proc/sys/kernel/io_uring_disabled at 0",
+        available
+            .as_ref()
+            .err()
+            .map_or(String::new(), ToString::to_string)
+    );
+    rackbench::require::require("io_uring", available.is_ok(), &how)
+}
+
 fn config(url: &str) -> LoadConfig {
     let mut c = LoadConfig::get(url).unwrap();
     c.io = io_mode();
@@ -356,19 +371,7 @@ fn the_report_says_which_loop_ran() {
     assert_eq!(run(c).generator.io, "epoll");
     let mut c = requests(&s, 200, 8);
     c.io = IoMode::Auto;
-    let available = load::io_uring_available();
-    let how = format!(
-        "{}; a kernel of 5.6 or later with /proc/sys/kernel/io_uring_disabled at 0",
-        available
-            .as_ref()
-            .err()
-            .map_or(String::new(), ToString::to_string)
-    );
-    let expected = if rackbench::require::require("io_uring", available.is_ok(), &how) {
-        "io_uring"
-    } else {
-        "epoll"
-    };
+    let expected = if io_uring_here() { "io_uring" } else { "epoll" };
     assert_eq!(run(c).generator.io, expected);
     // The open loop too.
     let mut c = requests(&s, 200, 8);
@@ -383,12 +386,7 @@ fn the_report_says_which_loop_ran() {
 
 #[test]
 fn the_open_loop_on_io_uring_wakes_for_due_times_not_for_responses() {
-    let available = load::io_uring_available();
-    let how = available
-        .as_ref()
-        .err()
-        .map_or(String::new(), ToString::to_string);
-    if !rackbench::require::require("io_uring", available.is_ok(), &how) {
+    if !io_uring_here() {
         return;
     }
     // A response comes 1 ms after its request, midway between two due
@@ -426,12 +424,7 @@ fn the_open_loop_on_io_uring_wakes_for_due_times_not_for_responses() {
 
 #[test]
 fn a_slack_sends_the_requests_due_within_it_together_and_their_lateness_counts() {
-    let available = load::io_uring_available();
-    let how = available
-        .as_ref()
-        .err()
-        .map_or(String::new(), ToString::to_string);
-    if !rackbench::require::require("io_uring", available.is_ok(), &how) {
+    if !io_uring_here() {
         return;
     }
     // Due every 1 ms, sent up to 4 ms late: about four requests go out
