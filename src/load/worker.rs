@@ -674,26 +674,25 @@ impl Worker {
     /// ends the wait by itself; the request's latency still counts from its
     /// due time.
     ///
-    /// With a slack, it wakes on a grid one slack apart (from the run's
-    /// start), at the first line at or after the due time, and every
-    /// request due by then goes out on that one wake-up: each is between
-    /// zero and one slack late, half of one on average whatever the rate.
-    /// (Waking a whole slack after the first due time would make the
-    /// first of every batch the latest.) Near the end of the run, a
-    /// request whose wake-up would fall past it goes at its due time: the
-    /// loop ends at the deadline, and it would never be sent.
+    /// With a slack, it wakes on a grid one slack apart ([`slack_line`]),
+    /// at the first line at or after the due time, and every request due
+    /// by then goes out on that one wake-up: each is between zero and one
+    /// slack late, half of one on average whatever the rate. (Waking a
+    /// whole slack after the first due time would make the first of every
+    /// batch the latest.) Near the end of the run, a request whose wake-up
+    /// would fall past it goes at its due time: the loop ends at the
+    /// deadline, and it would never be sent.
     fn next_send_at(&self, now: Instant) -> Option<Instant> {
         let due = self.due_at(self.next_due);
         if due <= now {
             return None;
         }
-        let slack = self.plan.config.slack.as_nanos();
-        if slack == 0 {
+        let slack = self.plan.config.slack;
+        if slack.is_zero() {
             return Some(due);
         }
-        let since = due.saturating_duration_since(self.t0).as_nanos();
-        let line = since.div_ceil(slack) * slack;
-        let at = self.t0 + Duration::from_nanos(line as u64);
+        let since = due.saturating_duration_since(self.t0);
+        let at = self.t0 + slack_line(since, slack, self.plan.lane);
         Some(if at < self.deadline { at } else { due })
     }
 
@@ -1288,6 +1287,18 @@ impl Worker {
     }
 }
 
+/// The first line of a lane's slack grid at or after `due` (both from the
+/// run's start). Lane l of n draws its grid l/n of a slack after the
+/// start, so the threads (and segments) of one run take turns instead of
+/// all sending their batches at the same instant: the server sees n
+/// smaller bursts per slack rather than one n times the size.
+fn slack_line(due: Duration, slack: Duration, (lane, lanes): (u64, u64)) -> Duration {
+    let slack = slack.as_nanos();
+    let origin = slack * u128::from(lane) / u128::from(lanes.max(1));
+    let since = due.as_nanos().saturating_sub(origin);
+    Duration::from_nanos((origin + since.div_ceil(slack) * slack) as u64)
+}
+
 /// Appends received bytes to a connection's read buffer, making room.
 fn absorb(c: &mut Conn, bytes: &[u8]) {
     if c.rstart == c.rend {
@@ -1323,6 +1334,40 @@ fn judge(expect: &super::ExpectStatus, response: &super::response::Response) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_lane_sends_on_its_own_slack_grid_within_one_slack_of_the_due_time() {
+        let ms = Duration::from_millis;
+        let us = Duration::from_micros;
+        let slack = ms(2);
+        // One lane: the grid is 0, 2, 4 ms; a due time on a line stays.
+        assert_eq!(slack_line(ms(0), slack, (0, 1)), ms(0));
+        assert_eq!(slack_line(us(1), slack, (0, 1)), ms(2));
+        assert_eq!(slack_line(ms(2), slack, (0, 1)), ms(2));
+        assert_eq!(slack_line(us(2001), slack, (0, 1)), ms(4));
+        // Two lanes: the second's grid is 1, 3, 5 ms; its due times before
+        // its first line wait for it.
+        assert_eq!(slack_line(ms(0), slack, (1, 2)), ms(1));
+        assert_eq!(slack_line(us(1500), slack, (1, 2)), ms(3));
+        assert_eq!(slack_line(ms(3), slack, (1, 2)), ms(3));
+        // Four lanes over a spread of due times: never early, never a
+        // slack late, and on the lane's own grid.
+        for lane in 0..4 {
+            for due in (0..20_000).step_by(37).map(us) {
+                let at = slack_line(due, slack, (lane, 4));
+                assert!(
+                    at >= due && at - due < slack,
+                    "lane {lane}: {due:?} -> {at:?}"
+                );
+                let offset = us(500) * lane as u32;
+                assert_eq!(
+                    (at - offset).as_nanos() % slack.as_nanos(),
+                    0,
+                    "lane {lane}: {at:?}"
+                );
+            }
+        }
+    }
 
     fn wall_ago(ago: Duration) -> libc::timespec {
         let mut now = libc::timespec {
