@@ -33,9 +33,33 @@ pub fn unix_now() -> u64 {
 
 /// Unix seconds as RFC 3339 UTC, e.g. 2026-11-23T21:00:00Z.
 pub fn rfc3339(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (date, rem) = civil(secs as i64);
+    format!(
+        "{date}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Unix milliseconds as RFC 3339 UTC with milliseconds, e.g.
+/// 2026-11-23T21:00:00.250Z.
+pub fn rfc3339_millis(ms: i64) -> String {
+    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (date, rem) = civil(secs);
+    format!(
+        "{date}T{:02}:{:02}:{:02}.{milli:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Unix seconds as the UTC date (`YYYY-MM-DD`) and the seconds into it.
+fn civil(secs: i64) -> (String, i64) {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
+    let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
@@ -44,12 +68,7 @@ pub fn rfc3339(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (format!("{y:04}-{m:02}-{d:02}"), rem)
 }
 
 #[cfg(test)]
@@ -68,5 +87,11 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_795_467_600), "2026-11-23T21:00:00Z");
+        assert_eq!(
+            rfc3339_millis(1_795_467_600_250),
+            "2026-11-23T21:00:00.250Z"
+        );
+        // Before the epoch, the milliseconds still count forward.
+        assert_eq!(rfc3339_millis(-1), "1969-12-31T23:59:59.999Z");
     }
 }
