@@ -178,6 +178,12 @@ pub struct LoadSection {
     /// trial sends the record once.
     #[serde(default)]
     pub replay_loop: bool,
+    /// How late an open loop (rates, a replay, a rate search) may send a
+    /// request so that those due together go out on one wake-up, e.g.
+    /// "2ms" (`rackbench load --slack`). Latency still counts from each
+    /// due time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
 }
 
 impl Default for LoadSection {
@@ -196,6 +202,7 @@ impl Default for LoadSection {
             replay: None,
             replay_speed: 1.0,
             replay_loop: false,
+            slack: None,
         }
     }
 }
@@ -296,6 +303,9 @@ pub struct Expanded {
     pub duration: Duration,
     pub warmup: Duration,
     pub timeout: Duration,
+    /// `[load] slack` (zero without it); applies to open-loop trials only.
+    #[serde(default)]
+    pub slack: Duration,
     /// `[load] replay`, read and rendered once for every trial.
     #[serde(skip)]
     pub replay: Option<std::sync::Arc<crate::load::schedule::Schedule>>,
@@ -388,6 +398,7 @@ impl Plan {
         }
         self.check_apps(&at)?;
         let replay = self.check_load(file, &at)?;
+        let slack = self.slack(&at)?;
         self.check_fronts(&at)?;
         self.check_breakpoint(&at)?;
 
@@ -406,8 +417,29 @@ impl Plan {
             duration,
             warmup,
             timeout,
+            slack,
             replay,
         })
+    }
+
+    /// `[load] slack`: a duration, and only where some trial runs an open
+    /// loop (a closed loop sends each request when the last is answered).
+    fn slack(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<Duration, PlanError> {
+        let Some(text) = &self.load.slack else {
+            return Ok(Duration::ZERO);
+        };
+        let slack = duration_at("slack", text, at)?;
+        let rate_search = self.breakpoint.as_ref().is_some_and(|b| b.mode == "rate");
+        let open = !self.load.rates.is_empty() || self.load.replay.is_some() || rate_search;
+        if !slack.is_zero() && !open {
+            return Err(at(
+                "slack",
+                "slack applies to an open loop: add rates = [...] under [load], a replay, \
+                 or [breakpoint] mode = \"rate\""
+                    .into(),
+            ));
+        }
+        Ok(slack)
     }
 
     /// Apps: at least one, each known, and `app_connections` only for
@@ -995,6 +1027,28 @@ connections = [10]
             assert!(err.contains(want), "want '{want}' in: {err}");
             assert!(err.starts_with("t.toml"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_slack_needs_an_open_loop_and_reaches_only_its_trials() {
+        let base =
+            "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [4]\n";
+        let err = expand(&format!("{base}slack = \"2ms\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("t.toml, line 6: slack applies to an open loop: add rates"),
+            "{err}"
+        );
+        let err = expand(&format!("{base}rates = [100]\nslack = \"2 ms\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 7: slack"), "{err}");
+        let e = expand(&format!("{base}rates = [100]\nslack = \"2ms\"\n")).unwrap();
+        assert_eq!(e.slack, Duration::from_millis(2));
+        let search = "name = \"b\"\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nslack = \"1ms\"\n[breakpoint]\nmode = \"rate\"\n";
+        assert_eq!(expand(search).unwrap().slack, Duration::from_millis(1));
+        assert_eq!(expand(base).unwrap().slack, Duration::ZERO);
     }
 
     #[test]

@@ -136,6 +136,9 @@ fn trial_spec(
         // trial's duration).
         Arc::clone(schedule).drive(&mut load);
     }
+    // An open loop's (a closed loop has no schedule to be late against;
+    // a rate search's steps open the loop later, in `at_step`).
+    load.slack = e.slack;
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
         app: AppSpec::resolve(&t.app).expect("checked at expansion"),
@@ -630,6 +633,42 @@ mod tests {
                 instances: 4,
             }
         );
+    }
+
+    #[test]
+    fn the_plans_slack_reaches_its_rate_trials_and_rate_search_steps() {
+        let mut reg = crate::server::spec::Registry::builtin();
+        for s in &mut reg.servers {
+            s.requires.clear();
+        }
+        let text = "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nrates = [100]\nslack = \"2ms\"\n[breakpoint]\nmode = \"rate\"\nstart = 50\n";
+        let plan = Plan::parse(text, "t.toml").unwrap();
+        let e = plan.expand(text, "t.toml", &reg).unwrap();
+        let opts = RunOptions {
+            out: PathBuf::from("/nonexistent"),
+            resume: false,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            server_cpus: Vec::new(),
+            load_cpus: Vec::new(),
+            progress: None,
+            command: String::new(),
+            seed: 0,
+            telemetry: false,
+        };
+        let two = Duration::from_millis(2);
+        let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+        assert_eq!(spec.load.pacing, Pacing::Rate(100.0));
+        assert_eq!(spec.load.slack, two);
+        let step = StepLoad {
+            rate_mode: true,
+            step: Duration::from_secs(5),
+            probe: Duration::from_millis(500),
+            rate_connections: Some(plan.load.rate_connections),
+        };
+        let base = breakpoint_base(&e.trials[0], &e, &plan, &opts);
+        let full = base.at_step(&step, 400.0, StepKind::Full, "d".into());
+        assert_eq!(full.load.pacing, Pacing::Rate(400.0));
+        assert_eq!(full.load.slack, two);
     }
 
     /// `telemetry = true` in a plan, or `run --telemetry`, turns it on in
