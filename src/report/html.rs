@@ -1300,13 +1300,6 @@ impl Report {
             match &t.record {
                 Some(r) => {
                     let e = &r.load.errors;
-                    let secs: Vec<String> = r
-                        .load
-                        .timeline
-                        .iter()
-                        .filter(|row| row.errors > 0)
-                        .map(|row| format!("{}s: {}", row.t_s, row.errors))
-                        .collect();
                     let _ = write!(
                         s,
                         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
@@ -1325,7 +1318,7 @@ impl Report {
                             fmt_us(f.p50 as f64),
                             fmt_us(f.p99 as f64)
                         )),
-                        esc(&secs.join(", "))
+                        esc(&super::error_seconds(&r.load))
                     );
                 }
                 None => {

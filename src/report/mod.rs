@@ -243,6 +243,17 @@ pub fn load_label(p: &PlannedTrial) -> String {
     }
 }
 
+/// The seconds of a load's timeline that had errors, as "4s: 12, 5s: 3".
+pub fn error_seconds(load: &crate::load::LoadReport) -> String {
+    let secs: Vec<String> = load
+        .timeline
+        .iter()
+        .filter(|row| row.errors > 0)
+        .map(|row| format!("{}s: {}", row.t_s, row.errors))
+        .collect();
+    secs.join(", ")
+}
+
 /// The first line of a reason, at most `max` characters.
 pub fn short(reason: &str, max: usize) -> String {
     let line = reason.lines().next().unwrap_or("").trim();

@@ -414,13 +414,6 @@ impl Report {
             );
             for (t, r) in with_errors {
                 let e = &r.load.errors;
-                let secs: Vec<String> = r
-                    .load
-                    .timeline
-                    .iter()
-                    .filter(|row| row.errors > 0)
-                    .map(|row| format!("{}s: {}", row.t_s, row.errors))
-                    .collect();
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -440,7 +433,7 @@ impl Report {
                             fmt_ms(f.p50 as f64),
                             fmt_ms(f.p99 as f64)
                         )),
-                    secs.join(", ")
+                    super::error_seconds(&r.load)
                 );
             }
             s.push('\n');
