@@ -18,12 +18,19 @@
 # generator CPU-second at HIGH is >= 0.8x its own at LOW; its peak RSS at
 # HIGH is under 64 MiB. wrk is shown beside it, judged by nothing.
 #
+# With --rate R, a third tool, rackbench-rate: the open loop at R requests
+# per second over LOW and over HIGH connections. Below the server's
+# capacity it sends on the connection freed last, so at HIGH almost all of
+# them sit idle with keep-alive (what a real server faces), where the
+# closed loop keeps every connection queued at the server.
+#
 # Usage: bench/connections.sh [options]
 #   --duration S     seconds per run (default 10)
 #   --repeat N       rounds (default 3)
 #   --high N         the many connections (default 10000)
 #   --low N          the few connections (default 50)
 #   --tools LIST     rackbench,wrk (default: both)
+#   --rate R         also run rackbench --rate R at LOW and HIGH (tool rackbench-rate)
 #   --server-cpu N   CPU for nginx (default 1)
 #   --load-cpu N     CPU for the generators (default 0)
 #   --out DIR        output dir (default bench/runs/$(date +%F)-connections)
@@ -42,6 +49,7 @@ repeat=3
 high=10000
 low=50
 tool_list="rackbench,wrk"
+rate=""
 server_cpu=1
 load_cpu=0
 out=""
@@ -59,6 +67,7 @@ while [ $# -gt 0 ]; do
     --high) high=$2; shift 2 ;;
     --low) low=$2; shift 2 ;;
     --tools) tool_list=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
     --load-cpu) load_cpu=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -70,6 +79,10 @@ for v in duration repeat high low; do is_pos "${!v}" || die "--$v wants an integ
 [[ $server_cpu =~ ^[0-9]+$ && $load_cpu =~ ^[0-9]+$ ]] || die "--server-cpu/--load-cpu want CPU numbers"
 IFS=, read -r -a tools <<<"$tool_list"
 for t in "${tools[@]}"; do [[ $t == rackbench || $t == wrk ]] || die "unknown tool '$t' (known: rackbench, wrk)"; done
+if [ -n "$rate" ]; then
+  is_pos "$rate" || die "--rate wants an integer >= 1 (requests per second), got '$rate'"
+  tools+=(rackbench-rate)
+fi
 
 for c in nginx curl taskset awk jq; do
   command -v "$c" >/dev/null 2>&1 || die "$c is missing (scripts/deps.sh bench)"
@@ -112,7 +125,7 @@ tcp_out_segs() {
 parse() {
   local tool=$1 f=$2
   case "$tool" in
-    rackbench) bench_parse_rackbench "$f" ;;
+    rackbench|rackbench-rate) bench_parse_rackbench "$f" ;;
     wrk) bench_parse_wrk "$f" ;;
   esac
 }
@@ -122,6 +135,7 @@ run_one() {
   local cmd ok=0 err=0 dur=0 wall user sys rss parsed
   case "$tool" in
     rackbench) cmd=("$RACKBENCH" load "$url" -c "$c" -t 1 -d "${duration}s" --json) ;;
+    rackbench-rate) cmd=("$RACKBENCH" load "$url" --rate "$rate" -c "$c" -t 1 -d "${duration}s" --json) ;;
     wrk) cmd=(wrk -t1 -c"$c" -d"${duration}s" "$url") ;;
   esac
   printf '\n# round %s: %s -c %s\n' "$round" "$tool" "$c" >>"$cmdlog"
@@ -135,7 +149,7 @@ run_one() {
   [ -n "$parsed" ] || note "$tool -c $c round $round: output not understood (exit $rc); see $base.out"
   # rackbench counts the connections it opened and those never answered.
   oc="-,-"
-  [ "$tool" != rackbench ] || oc=$(jq -r '"\(.connections.opened),\(.connections.never_answered)"' "$base.out" 2>/dev/null || echo "0,0")
+  [[ $tool != rackbench* ]] || oc=$(jq -r '"\(.connections.opened),\(.connections.never_answered)"' "$base.out" 2>/dev/null || echo "0,0")
   awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" -v g="$segs" 'BEGIN {
     cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s,%d,%.2f,%.2f\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc, g, (ok > 0 ? g / ok : 0), (g > 0 ? cpu * 1e6 / g : 0) }' >>"$runs_csv"
   note "round $round: $tool -c $c: $(tail -1 "$runs_csv" | awk -F, '{ printf "%s req/s, %s req/cpu-s, errors %s, rss %.1f MiB", $8, $12, $6, $13 / 1024 }')"
@@ -167,11 +181,11 @@ summary=$(awk -F, '
   END { for (i = 1; i <= nk; i++) { k = key[i]; m = n[k]
     printf "%s,%d,%d,%.0f,%.2f,%.0f,%d,%.1f,%.2f,%.2f\n", k, m, bad[k] + 0, median(rps, k, m), median(cpu, k, m), median(eff, k, m), err[k] + 0, median(rss, k, m) / 1024, median(spr, k, m), median(cps, k, m) } }' "$runs_csv")
 
-row() { printf '| %-9s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s | %12s | %14s |\n' "$@"; }
+row() { printf '| %-14s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s | %12s | %14s |\n' "$@"; }
 get() { awk -F, -v t="$1" -v c="$2" -v f="$3" '$1 == t && $2 == c { print $f }' <<<"$summary"; }
 table=$(
   row tool connections runs 'req/s' 'cpu s' 'req/cpu-s' 'vs own at low' 'max errors' 'peak RSS MiB' 'segments/req' 'cpu us/segment'
-  echo "|-----------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|-------------:|---------------:|"
+  echo "|----------------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|-------------:|---------------:|"
   while IFS=, read -r t c m bad rps cpu eff err rss spr cps; do
     base=$(get "$t" "$low" 7)
     rel=$(awk -v a="$eff" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
@@ -192,6 +206,11 @@ if [[ " ${tools[*]} " == *" rackbench "* ]]; then
   goals+="- (not a goal; what the ratio above is made of) TCP segments per request: $spr_h at -c $high, $spr_l at -c $low; the generator's CPU per segment: $cps_h us at -c $high, $cps_l us at -c $low ($(awk -v a="$cps_l" -v b="$cps_h" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x as many segments per CPU-second)."$'\n'
   goals+="- $(verdict "$(awk -v r="$rss" 'BEGIN { print (r < 64) }')"): peak RSS at -c $high under 64 MiB (median $rss MiB, GNU time's max RSS)."$'\n'
 fi
+if [ -n "$rate" ]; then
+  eff_h=$(get rackbench-rate "$high" 7); eff_l=$(get rackbench-rate "$low" 7)
+  spr_h=$(get rackbench-rate "$high" 10); spr_l=$(get rackbench-rate "$low" 10)
+  goals+="- (not a goal) the open loop at $rate req/s, its connections mostly idle with keep-alive: requests per generator CPU-second at -c $high $(awk -v a="$eff_h" -v b="$eff_l" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')x its own at -c $low (median $eff_h vs $eff_l; $spr_h vs $spr_l TCP segments per request)."$'\n'
+fi
 
 {
   echo "# Ten thousand connections"
@@ -200,7 +219,8 @@ fi
   echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo "nginx $(nginx -v 2>&1 | sed 's/^nginx version: //') (1 worker, worker_connections $((high + 1024)), worker_rlimit_nofile $((2 * high + 1024)), listen backlog $backlog, 13-byte file, keep-alive) on CPU $server_cpu;"
-  echo "each generator on CPU $load_cpu with one thread, ${duration}s per run, $repeat interleaved rounds (rackbench -c $low, -c $high, wrk -c $low, -c $high, ...); medians."
+  echo "each generator on CPU $load_cpu with one thread, ${duration}s per run, $repeat interleaved rounds (${tools[*]}, each at -c $low then -c $high); medians."
+  [ -z "$rate" ] || echo "rackbench-rate: rackbench --rate $rate (the open loop), same connections."
   echo
   echo "$table"
   echo
