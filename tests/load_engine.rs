@@ -451,9 +451,12 @@ fn a_slack_sends_the_requests_due_within_it_together_and_their_lateness_counts()
         "{} wake-ups for {sends} requests: the slack batched nothing",
         r.generator.wakeups
     );
-    // Within the slack is on schedule.
+    // Within the slack is on schedule. Counted from the due time alone,
+    // three quarters of the sends would be late (more than 1 ms of a
+    // lateness spread over 0-4 ms); a busy machine (the tests run side by
+    // side on two CPUs) makes a few percent truly late.
     assert!(
-        sch.late_sends * 100 <= sends,
+        sch.late_sends * 5 <= sends,
         "{} of {sends} sends counted late",
         sch.late_sends
     );
