@@ -33,30 +33,18 @@ pub fn unix_now() -> u64 {
 
 /// Unix seconds as RFC 3339 UTC, e.g. 2026-11-23T21:00:00Z.
 pub fn rfc3339(secs: u64) -> String {
-    let (date, rem) = civil(secs as i64);
-    format!(
-        "{date}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{}Z", civil(secs as i64))
 }
 
 /// Unix milliseconds as RFC 3339 UTC with milliseconds, e.g.
 /// 2026-11-23T21:00:00.250Z.
 pub fn rfc3339_millis(ms: i64) -> String {
     let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
-    let (date, rem) = civil(secs);
-    format!(
-        "{date}T{:02}:{:02}:{:02}.{milli:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{}.{milli:03}Z", civil(secs))
 }
 
-/// Unix seconds as the UTC date (`YYYY-MM-DD`) and the seconds into it.
-fn civil(secs: i64) -> (String, i64) {
+/// Unix seconds as the UTC date and time, `YYYY-MM-DDTHH:MM:SS`.
+fn civil(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil-from-days (Howard Hinnant's algorithm).
     let z = days + 719_468;
@@ -68,7 +56,12 @@ fn civil(secs: i64) -> (String, i64) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (format!("{y:04}-{m:02}-{d:02}"), rem)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]
