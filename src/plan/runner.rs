@@ -523,6 +523,21 @@ mod tests {
     use crate::lab::trial::Topology;
     use crate::search::StepKind;
 
+    /// A run's options that start nothing: no pinning, no output written.
+    fn options() -> RunOptions {
+        RunOptions {
+            out: PathBuf::from("/nonexistent"),
+            resume: false,
+            interrupt: Arc::new(AtomicBool::new(false)),
+            server_cpus: Vec::new(),
+            load_cpus: Vec::new(),
+            progress: None,
+            command: String::new(),
+            seed: 0,
+            telemetry: false,
+        }
+    }
+
     #[test]
     fn shuffling_keeps_rounds_apart_and_a_seed_replays_its_order() {
         // (repeat, name): three rounds of eight.
@@ -576,14 +591,7 @@ mod tests {
         let t = groups.into_iter().next().expect("checked above");
         let opts = RunOptions {
             out: std::env::temp_dir(),
-            resume: false,
-            interrupt: Arc::new(AtomicBool::new(false)),
-            server_cpus: Vec::new(),
-            load_cpus: Vec::new(),
-            progress: None,
-            command: String::new(),
-            seed: 0,
-            telemetry: false,
+            ..options()
         };
         let step = StepLoad {
             rate_mode: false,
@@ -605,23 +613,10 @@ mod tests {
     #[test]
     fn a_planned_trial_starts_behind_the_nginx_it_names() {
         let text = "name = \"t\"\napps = [\"ip\"]\nbehind = [\"nginx\"]\nnginx_workers = [2]\nnginx_keepalive = [\"off\"]\nnginx_http = [\"1.0\"]\n[[server]]\nname = \"thin\"\ninstances = [4]\n[load]\nconnections = [10]\n";
-        let mut reg = crate::server::spec::Registry::builtin();
-        for s in &mut reg.servers {
-            s.requires.clear();
-        }
+        let reg = super::super::tests::all_installed();
         let plan = Plan::parse(text, "t.toml").unwrap();
         let e = plan.expand(text, "t.toml", &reg).unwrap();
-        let opts = RunOptions {
-            out: PathBuf::from("/nonexistent"),
-            resume: false,
-            interrupt: Arc::new(AtomicBool::new(false)),
-            server_cpus: Vec::new(),
-            load_cpus: Vec::new(),
-            progress: None,
-            command: String::new(),
-            seed: 0,
-            telemetry: false,
-        };
+        let opts = options();
         let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
         assert_eq!(
             spec.topology,
@@ -637,24 +632,11 @@ mod tests {
 
     #[test]
     fn the_plans_slack_reaches_its_rate_trials_and_rate_search_steps() {
-        let mut reg = crate::server::spec::Registry::builtin();
-        for s in &mut reg.servers {
-            s.requires.clear();
-        }
+        let reg = super::super::tests::all_installed();
         let text = "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nrates = [100]\nslack = \"2ms\"\n[breakpoint]\nmode = \"rate\"\nstart = 50\n";
         let plan = Plan::parse(text, "t.toml").unwrap();
         let e = plan.expand(text, "t.toml", &reg).unwrap();
-        let opts = RunOptions {
-            out: PathBuf::from("/nonexistent"),
-            resume: false,
-            interrupt: Arc::new(AtomicBool::new(false)),
-            server_cpus: Vec::new(),
-            load_cpus: Vec::new(),
-            progress: None,
-            command: String::new(),
-            seed: 0,
-            telemetry: false,
-        };
+        let opts = options();
         let two = Duration::from_millis(2);
         let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
         assert_eq!(spec.load.pacing, Pacing::Rate(100.0));
@@ -675,10 +657,7 @@ mod tests {
     /// every trial; neither leaves it off.
     #[test]
     fn telemetry_comes_from_the_plan_or_the_command_line() {
-        let mut reg = crate::server::spec::Registry::builtin();
-        for s in &mut reg.servers {
-            s.requires.clear();
-        }
+        let reg = super::super::tests::all_installed();
         let base =
             "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [2]\n";
         for (text, flag, want) in [
@@ -689,15 +668,8 @@ mod tests {
             let plan = Plan::parse(&text, "t.toml").unwrap();
             let e = plan.expand(&text, "t.toml", &reg).unwrap();
             let opts = RunOptions {
-                out: PathBuf::from("/nonexistent"),
-                resume: false,
-                interrupt: Arc::new(AtomicBool::new(false)),
-                server_cpus: Vec::new(),
-                load_cpus: Vec::new(),
-                progress: None,
-                command: String::new(),
-                seed: 0,
                 telemetry: flag,
+                ..options()
             };
             let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
             assert_eq!(spec.telemetry, want, "{text} --telemetry {flag}");
