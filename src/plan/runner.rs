@@ -136,8 +136,9 @@ fn trial_spec(
         // trial's duration).
         Arc::clone(schedule).drive(&mut load);
     }
-    // An open loop's (a closed loop has no schedule to be late against;
-    // a rate search's steps open the loop later, in `at_step`).
+    // Only an open loop uses it (a closed loop has no schedule to be late
+    // against); set whatever the shape, as a rate search's steps open the
+    // loop later, in `at_step`.
     load.slack = e.slack;
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
