@@ -37,11 +37,11 @@ run: build
 	$(BIN) run
 
 # rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx;
-# rackbench's latency against wrk's and the test server's own; the
-# break-point search against seed 000's linear search; the open loop's CPU
-# while every connection waits on a 1 s server; ten thousand connections
-# beside wrk; pipelining beside wrk; the open loop beside vegeta and the
-# closed loop.
+# rackbench's latency on every loop against wrk's and the test server's
+# own; the break-point search against seed 000's linear search; the open
+# loop's CPU while every connection waits on a 1 s server; ten thousand
+# connections beside wrk; pipelining beside wrk; the open loop beside
+# vegeta and the closed loop.
 bench: build
 	scripts/deps.sh bench
 	RACKBENCH=$(BIN) bench/peers.sh --install --repeat 3

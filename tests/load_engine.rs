@@ -423,6 +423,33 @@ fn the_open_loop_on_io_uring_wakes_for_due_times_not_for_responses() {
 }
 
 #[test]
+fn a_pipelined_request_is_timed_from_its_batchs_write_to_its_own_answer() {
+    // The test server answers a connection's pipelined requests one after
+    // another, 10 ms each: the k-th of a batch of 4 is answered k x 10 ms
+    // after the batch was written. Timed from the previous answer instead,
+    // every request would show 10 ms; from the batch's last answer, 40 ms.
+    let s = server(TestServerConfig {
+        delay: Duration::from_millis(10),
+        ..Default::default()
+    });
+    let mut c = requests(&s, 40, 1);
+    c.pipeline = 4;
+    let r = run(c);
+    assert_eq!(r.requests.ok, 40, "{:?}", r.errors);
+    let l = &r.latency_us;
+    assert!(l.min >= 10_000 && l.min < 20_000, "min {} us", l.min);
+    // Half the requests are the 1st or 2nd of their batch.
+    assert!(l.p50 >= 20_000 && l.p50 < 30_000, "p50 {} us", l.p50);
+    assert!(l.max >= 40_000 && l.max < 60_000, "max {} us", l.max);
+    // (1 + 2 + 3 + 4) / 4 = 2.5 service times on average.
+    assert!(
+        l.mean >= 25_000.0 && l.mean < 30_000.0,
+        "mean {} us",
+        l.mean
+    );
+}
+
+#[test]
 fn a_slack_sends_the_requests_due_within_it_together_and_their_lateness_counts() {
     if !io_uring_here() {
         return;
