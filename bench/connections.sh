@@ -12,7 +12,10 @@
 # generator's CPU (user+sys from GNU time, connects and teardown included)
 # and its peak RSS, and the TCP segments sent on this machine during the
 # run (/proc/net/snmp's OutSegs: on loopback every segment, either way, is
-# sent once here) per request, and reports the medians.
+# sent once here) per request, and the time the generator's CPU spent in
+# softirq (/proc/stat: the network stack's receive and timer work, which
+# the kernel charges to whichever task is running on that CPU, mostly the
+# generator), and reports the medians.
 #
 # Goals (issue 17): rackbench -c HIGH runs with 0 errors; its requests per
 # generator CPU-second at HIGH is >= 0.8x its own at LOW; its peak RSS at
@@ -114,11 +117,30 @@ note "nginx pid $ngx on CPU $server_cpu serving $url (backlog $backlog); generat
 
 # ---------------------------------------------------------------- runs
 runs_csv="$out/runs.csv"
-echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered,tcp_segments,segments_per_req,cpu_us_per_segment" >"$runs_csv"
+echo "round,tool,connections,rc,ok,errors,duration_s,rps,cpu_user_s,cpu_sys_s,cpu_s,req_per_cpu_s,max_rss_kb,opened,never_answered,tcp_segments,segments_per_req,cpu_us_per_segment,softirq_s,softirq_us_per_req" >"$runs_csv"
 
 # TCP segments this network namespace has sent so far.
 tcp_out_segs() {
   awk '/^Tcp:/ { if (!col) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") col = i } else { print $col; exit } }' /proc/net/snmp
+}
+
+# Seconds the generator's CPU has spent in softirq so far (/proc/stat's
+# seventh field of its cpuN line, in clock ticks).
+hz=$(getconf CLK_TCK)
+softirq_s() {
+  awk -v cpu="cpu$load_cpu" -v hz="$hz" '$1 == cpu { printf "%.2f", $8 / hz; exit }' /proc/stat
+}
+
+# Whether the kernel accounts softirq time apart from tasks: its config in
+# /boot or /proc/config.gz says.
+irq_time_accounting() {
+  local cfg
+  cfg=$( (cat "/boot/config-$(uname -r)" || zcat /proc/config.gz) 2>/dev/null | grep -E '^(# )?CONFIG_IRQ_TIME_ACCOUNTING[= ]' || true)
+  case "$cfg" in
+    CONFIG_IRQ_TIME_ACCOUNTING=y) echo on ;;
+    "# CONFIG_IRQ_TIME_ACCOUNTING is not set") echo off ;;
+    *) echo unknown ;;
+  esac
 }
 
 # Parses a run's output into "ok errors duration_s rps".
@@ -139,10 +161,12 @@ run_one() {
     wrk) cmd=(wrk -t1 -c"$c" -d"${duration}s" "$url") ;;
   esac
   printf '\n# round %s: %s -c %s\n' "$round" "$tool" "$c" >>"$cmdlog"
-  local segs0 segs
+  local segs0 segs si0 si
   segs0=$(tcp_out_segs)
+  si0=$(softirq_s)
   run_timed "$base.time" "$base.out" "$base.err" "${cmd[@]}"
   segs=$(($(tcp_out_segs) - segs0))
+  si=$(awk -v a="$(softirq_s)" -v b="$si0" 'BEGIN { printf "%.2f", a - b }')
   read -r wall user sys rss < <(tail -1 "$base.time") || true
   parsed=$(parse "$tool" "$base.out" || true)
   [ -z "$parsed" ] || read -r ok err dur _ <<<"$parsed"
@@ -150,8 +174,8 @@ run_one() {
   # rackbench counts the connections it opened and those never answered.
   oc="-,-"
   [[ $tool != rackbench* ]] || oc=$(jq -r '"\(.connections.opened),\(.connections.never_answered)"' "$base.out" 2>/dev/null || echo "0,0")
-  awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" -v g="$segs" 'BEGIN {
-    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s,%d,%.2f,%.2f\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc, g, (ok > 0 ? g / ok : 0), (g > 0 ? cpu * 1e6 / g : 0) }' >>"$runs_csv"
+  awk -v oc="$oc" -v r="$round" -v t="$tool" -v c="$c" -v rc="$rc" -v ok="$ok" -v e="$err" -v d="$dur" -v u="$user" -v s="$sys" -v m="$rss" -v g="$segs" -v si="$si" 'BEGIN {
+    cpu = u + s; printf "%s,%s,%s,%s,%d,%d,%.3f,%.0f,%.2f,%.2f,%.2f,%.0f,%d,%s,%d,%.2f,%.2f,%.2f,%.2f\n", r, t, c, rc, ok, e, d, (d > 0 ? ok / d : 0), u, s, cpu, (cpu > 0 ? ok / cpu : 0), m, oc, g, (ok > 0 ? g / ok : 0), (g > 0 ? cpu * 1e6 / g : 0), si, (ok > 0 ? si * 1e6 / ok : 0) }' >>"$runs_csv"
   note "round $round: $tool -c $c: $(tail -1 "$runs_csv" | awk -F, '{ printf "%s req/s, %s req/cpu-s, errors %s, rss %.1f MiB", $8, $12, $6, $13 / 1024 }')"
 }
 
@@ -173,23 +197,24 @@ done
 summary=$(awk -F, '
   NR == 1 { next }
   { k = $2 "," $3; n[k]++; m = n[k]; rps[k, m] = $8; eff[k, m] = $12; cpu[k, m] = $11; rss[k, m] = $13; spr[k, m] = $17; cps[k, m] = $18
+    usr[k, m] = ($5 > 0 ? $9 * 1e6 / $5 : 0); sy[k, m] = ($5 > 0 ? $10 * 1e6 / $5 : 0); si[k, m] = $20
     if ($6 > err[k]) err[k] = $6; if ($4 != 0) bad[k]++; order[k] = ++seen[k] == 1 ? ++nk : order[k]; key[order[k]] = k }
   function median(a, k, m,   i, j, v, x) {
     for (i = 1; i <= m; i++) v[i] = a[k, i] + 0
     for (i = 2; i <= m; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
     return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2 }
   END { for (i = 1; i <= nk; i++) { k = key[i]; m = n[k]
-    printf "%s,%d,%d,%.0f,%.2f,%.0f,%d,%.1f,%.2f,%.2f\n", k, m, bad[k] + 0, median(rps, k, m), median(cpu, k, m), median(eff, k, m), err[k] + 0, median(rss, k, m) / 1024, median(spr, k, m), median(cps, k, m) } }' "$runs_csv")
+    printf "%s,%d,%d,%.0f,%.2f,%.0f,%d,%.1f,%.2f,%.2f,%.2f,%.2f,%.2f\n", k, m, bad[k] + 0, median(rps, k, m), median(cpu, k, m), median(eff, k, m), err[k] + 0, median(rss, k, m) / 1024, median(spr, k, m), median(cps, k, m), median(usr, k, m), median(sy, k, m), median(si, k, m) } }' "$runs_csv")
 
-row() { printf '| %-14s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s | %12s | %14s |\n' "$@"; }
+row() { printf '| %-14s | %11s | %5s | %8s | %6s | %9s | %14s | %10s | %13s | %12s | %14s | %11s | %10s | %14s |\n' "$@"; }
 get() { awk -F, -v t="$1" -v c="$2" -v f="$3" '$1 == t && $2 == c { print $f }' <<<"$summary"; }
 table=$(
-  row tool connections runs 'req/s' 'cpu s' 'req/cpu-s' 'vs own at low' 'max errors' 'peak RSS MiB' 'segments/req' 'cpu us/segment'
-  echo "|----------------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|-------------:|---------------:|"
-  while IFS=, read -r t c m bad rps cpu eff err rss spr cps; do
+  row tool connections runs 'req/s' 'cpu s' 'req/cpu-s' 'vs own at low' 'max errors' 'peak RSS MiB' 'segments/req' 'cpu us/segment' 'user us/req' 'sys us/req' 'softirq us/req'
+  echo "|----------------|------------:|------:|---------:|-------:|----------:|---------------:|-----------:|--------------:|-------------:|---------------:|------------:|-----------:|---------------:|"
+  while IFS=, read -r t c m bad rps cpu eff err rss spr cps usr sy si; do
     base=$(get "$t" "$low" 7)
     rel=$(awk -v a="$eff" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
-    row "$t" "$c" "$m" "$rps" "$cpu" "$eff" "$rel" "$err" "$rss" "$spr" "$cps"
+    row "$t" "$c" "$m" "$rps" "$cpu" "$eff" "$rel" "$err" "$rss" "$spr" "$cps" "$usr" "$sy" "$si"
   done <<<"$summary"
 )
 
@@ -228,6 +253,9 @@ fi
   echo "- peak RSS: GNU time's maximum resident set size of the generator."
   echo "- segments/req: TCP segments sent on this machine during the run (/proc/net/snmp OutSegs; on loopback each segment, either"
   echo "  way, is sent once here; other traffic on the machine counts too) per ok response; cpu us/segment: the generator's CPU per segment."
+  echo "- user/sys us/req: the generator's user and system CPU per ok response (GNU time); softirq us/req: the time CPU $load_cpu spent in"
+  echo "  softirq during the run (/proc/stat) per ok response. Without IRQ time accounting (this kernel: $(irq_time_accounting)) a softirq tick is charged to the task it"
+  echo "  interrupted, so most of it is inside the generator's sys figure: the network stack's work for it, not the engine's."
   echo
   echo "## Goals"
   echo
