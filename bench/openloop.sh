@@ -212,15 +212,7 @@ run_one() {
       "$RACKBENCH" load "$purl" --rate "$rate" --slack "$slack" -c "$c" -t 1 -d "${duration}s" --json ;;
     pclosed) run_timed "$base.time" "$base.out" "$base.err" \
       "$RACKBENCH" load "$purl" -c "$c" -t 1 -d "${duration}s" --json ;;
-    vegeta)
-      echo "GET $url" >"$base.targets"
-      printf '# targets file %s holds: GET %s\n' "$base.targets" "$url" >>"$cmdlog"
-      run_timed "$base.time" "$base.attack.out" "$base.err" \
-        "$VEGETA" attack -targets "$base.targets" -rate "$rate" -duration "${duration}s" -keepalive=true -output "$base.bin"
-      # The report is made afterwards, outside the timed run.
-      printf '%q report -type=json %q\n' "$VEGETA" "$base.bin" >>"$cmdlog"
-      "$VEGETA" report -type=json "$base.bin" >"$base.out" 2>>"$base.err" || true
-      rm -f "$base.bin" "$base.targets" "$base.attack.out" ;;
+    vegeta) bench_run_vegeta "$base" "$rate" ;;
   esac
   read -r wall user sys rss < <(tail -1 "$base.time") || true
   parsed=$(parse "$tool" "$base.out" || true)

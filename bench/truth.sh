@@ -146,14 +146,7 @@ run_one() { # ROUND TOOL
       "$RACKBENCH" load "$url" --rate "$rate" --slack "$slack" -c 50 -t 1 -d "${duration}s" --json ;;
     wrk) run_timed "$base.time" "$base.out" "$base.err" \
       wrk -t1 -c"$connections" -d"${duration}s" --latency "$url" ;;
-    vegeta)
-      echo "GET $url" >"$base.targets"
-      printf '# targets file %s holds: GET %s\n' "$base.targets" "$url" >>"$cmdlog"
-      run_timed "$base.time" "$base.attack.out" "$base.err" \
-        "$VEGETA" attack -targets "$base.targets" -rate "$rate" -duration "${duration}s" -keepalive=true -output "$base.bin"
-      printf '%q report -type=json %q\n' "$VEGETA" "$base.bin" >>"$cmdlog"
-      "$VEGETA" report -type=json "$base.bin" >"$base.out" 2>>"$base.err" || true
-      rm -f "$base.bin" "$base.targets" "$base.attack.out" ;;
+    vegeta) bench_run_vegeta "$base" "$rate" ;;
   esac
   stop_server
   case "$tool" in

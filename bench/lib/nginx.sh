@@ -1,7 +1,8 @@
-# Shared by bench/peers.sh, connections.sh, pipeline.sh and openloop.sh
-# (sourced): the output directory, the pinning checks, a throwaway nginx on
-# 127.0.0.1 pinned to one CPU, generator runs pinned to another under GNU
-# time, and the parsing of rackbench's and wrk's output. The caller defines
+# Shared by bench/peers.sh, connections.sh, pipeline.sh, openloop.sh and
+# truth.sh (sourced): the output directory, the pinning checks, a throwaway
+# nginx on 127.0.0.1 pinned to one CPU, generator runs pinned to another
+# under GNU time (vegeta's too), and the parsing of rackbench's and wrk's
+# output. The caller defines
 # die, note, root, out, server_cpu and load_cpu, and writes
 # "$dir/nginx.conf" (bench_nginx_conf, listening on "$port", serving "$dir")
 # between bench_workdir/bench_port and bench_nginx_start.
@@ -83,6 +84,20 @@ run_timed() { # TIMEFILE STDOUT STDERR CMD...
   rc=0
   wait "$cur" || rc=$?
   cur=""
+}
+
+# vegeta attack -rate RATE for $duration seconds on $url ($VEGETA), timed
+# and pinned as run_timed does; its JSON report in BASE.out, made
+# afterwards, outside the timed run.
+bench_run_vegeta() { # BASE RATE
+  local base=$1 rate=$2
+  echo "GET $url" >"$base.targets"
+  printf '# targets file %s holds: GET %s\n' "$base.targets" "$url" >>"$cmdlog"
+  run_timed "$base.time" "$base.attack.out" "$base.err" \
+    "$VEGETA" attack -targets "$base.targets" -rate "$rate" -duration "${duration}s" -keepalive=true -output "$base.bin"
+  printf '%q report -type=json %q\n' "$VEGETA" "$base.bin" >>"$cmdlog"
+  "$VEGETA" report -type=json "$base.bin" >"$base.out" 2>>"$base.err" || true
+  rm -f "$base.bin" "$base.targets" "$base.attack.out"
 }
 
 # The output directory: --out, else bench/runs/<date>-SUFFIX; raw/ and the
