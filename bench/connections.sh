@@ -34,6 +34,9 @@
 #   --low N          the few connections (default 50)
 #   --tools LIST     rackbench,wrk (default: both)
 #   --rate R         also run rackbench --rate R at LOW and HIGH (tool rackbench-rate)
+#   --compare BIN    also run another rackbench build, BIN, closed loop at LOW
+#                    and HIGH in the same rounds (tool rackbench-b): one
+#                    engine change measured side by side
 #   --server-cpu N   CPU for nginx (default 1)
 #   --load-cpu N     CPU for the generators (default 0)
 #   --out DIR        output dir (default bench/runs/$(date +%F)-connections)
@@ -53,6 +56,7 @@ high=10000
 low=50
 tool_list="rackbench,wrk"
 rate=""
+compare=""
 server_cpu=1
 load_cpu=0
 out=""
@@ -71,6 +75,7 @@ while [ $# -gt 0 ]; do
     --low) low=$2; shift 2 ;;
     --tools) tool_list=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --compare) compare=$2; shift 2 ;;
     --server-cpu) server_cpu=$2; shift 2 ;;
     --load-cpu) load_cpu=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -85,6 +90,10 @@ for t in "${tools[@]}"; do [[ $t == rackbench || $t == wrk ]] || die "unknown to
 if [ -n "$rate" ]; then
   is_pos "$rate" || die "--rate wants an integer >= 1 (requests per second), got '$rate'"
   tools+=(rackbench-rate)
+fi
+if [ -n "$compare" ]; then
+  [ -x "$compare" ] || die "--compare wants a rackbench executable, got '$compare'"
+  tools+=(rackbench-b)
 fi
 
 for c in nginx curl taskset awk jq; do
@@ -147,7 +156,7 @@ irq_time_accounting() {
 parse() {
   local tool=$1 f=$2
   case "$tool" in
-    rackbench|rackbench-rate) bench_parse_rackbench "$f" ;;
+    rackbench|rackbench-rate|rackbench-b) bench_parse_rackbench "$f" ;;
     wrk) bench_parse_wrk "$f" ;;
   esac
 }
@@ -158,6 +167,7 @@ run_one() {
   case "$tool" in
     rackbench) cmd=("$RACKBENCH" load "$url" -c "$c" -t 1 -d "${duration}s" --json) ;;
     rackbench-rate) cmd=("$RACKBENCH" load "$url" --rate "$rate" -c "$c" -t 1 -d "${duration}s" --json) ;;
+    rackbench-b) cmd=("$compare" load "$url" -c "$c" -t 1 -d "${duration}s" --json) ;;
     wrk) cmd=(wrk -t1 -c"$c" -d"${duration}s" "$url") ;;
   esac
   printf '\n# round %s: %s -c %s\n' "$round" "$tool" "$c" >>"$cmdlog"
@@ -246,6 +256,7 @@ fi
   echo "nginx $(nginx -v 2>&1 | sed 's/^nginx version: //') (1 worker, worker_connections $((high + 1024)), worker_rlimit_nofile $((2 * high + 1024)), listen backlog $backlog, 13-byte file, keep-alive) on CPU $server_cpu;"
   echo "each generator on CPU $load_cpu with one thread, ${duration}s per run, $repeat interleaved rounds (${tools[*]}, each at -c $low then -c $high); medians."
   [ -z "$rate" ] || echo "rackbench-rate: rackbench --rate $rate (the open loop), same connections."
+  [ -z "$compare" ] || echo "rackbench-b: $compare (another build), closed loop, same connections; rackbench is $RACKBENCH."
   echo
   echo "$table"
   echo
