@@ -66,7 +66,7 @@ impl Caveats {
             },
             lower_bound: r.latency_lower_bound,
             latency_count: r.latency_us.count,
-            ok: r.requests.ok,
+            ok: responses_in_window(r),
         }
     }
 
@@ -194,6 +194,16 @@ impl Caveats {
     }
 }
 
+/// The OK responses the throughput counts: those completed in the window,
+/// whenever sent. Not `requests.ok`, the requests sent in the window that
+/// came back OK: behind a queue longer than the window none of those
+/// comes back, while the throughput still counts every answer the window
+/// saw (a run of 1.5 s against a 1.6 s queue: 30 answers, 0 of them to
+/// requests sent in the window).
+fn responses_in_window(r: &LoadReport) -> u64 {
+    (r.throughput_rps * r.duration_s).round() as u64
+}
+
 /// "3.2%", "100%", or ">99.9%" when a few did succeed.
 fn pct(share: f64) -> String {
     let p = share * 100.0;
@@ -273,6 +283,40 @@ mod tests {
         assert!(notes.contains("lower bound"), "{notes}");
         assert!(notes.contains("p99 from 101 latencies"), "{notes}");
         assert!(notes.contains("throughput from 101 responses"), "{notes}");
+    }
+
+    /// Regression: unicorn with 2 workers, a 100 ms app, 32 connections,
+    /// a 1.5 s window (`make run`): 30 answers in the window, none to a
+    /// request sent in it. The note said "throughput from 0 responses"
+    /// beside a throughput of 20 req/s.
+    #[test]
+    fn a_throughput_rests_on_the_answers_in_its_window() {
+        let mut r: LoadReport = serde_json::from_value(serde_json::json!({
+            "schema": "rackbench/load-v1", "rackbench_version": "0", "url": "http://127.0.0.1:1/",
+            "config": {"endpoint": "127.0.0.1:1", "connections": 32, "threads": 1, "warmup_s": 1.0,
+                       "pipeline": 1, "keep_alive": true, "timeout_s": 10.0},
+            "requests": {"total": 30, "ok": 0, "unfinished": 30, "unsent": 0},
+            "errors": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0, "status": 0, "body": 0},
+            "throughput_rps": 20.0, "duration_s": 1.5,
+            "latency_us": {"count": 30, "min": 40_000, "mean": 777_440.0, "stdev": 436_750.0,
+                           "p50": 777_000, "p90": 1_400_000, "p99": 1_488_380, "p999": 1_488_380,
+                           "max": 1_488_380},
+            "latency_lower_bound": true,
+            "connections": {"configured": 32, "opened": 32, "connect_failures": 0, "never_answered": 0},
+            "latency_distribution": [], "timeline": [],
+            "generator": {"cpu_user_s": 0.0, "cpu_sys_s": 0.0, "peak_rss_bytes": 0,
+                          "busiest_thread_utilization": 0.0},
+            "warnings": [], "interrupted": false
+        }))
+        .unwrap();
+        let c = Caveats::of(&r);
+        assert_eq!(c.ok, 30);
+        let notes = c.notes().join("; ");
+        assert!(notes.contains("throughput from 30 responses"), "{notes}");
+        // Enough answers in the window: no mark, however few of them
+        // answer requests sent in it.
+        r.throughput_rps = 200.0;
+        assert!(!Caveats::of(&r).thin_throughput());
     }
 
     #[test]
