@@ -386,6 +386,17 @@ impl Worker {
                 continue;
             }
             let now = Instant::now();
+            if self.uring.is_none()
+                && self.plan.pacing.is_open()
+                && !draining
+                && !self.plan.config.interrupt.load(Ordering::Relaxed)
+            {
+                // Woken for a due time with responses waiting: the sends
+                // go first (each a system call of its own on epoll), or
+                // reading the responses would make them late. The
+                // responses' latency ends at their kernel stamps anyway.
+                self.dispatch_due(now);
+            }
             for e in 0..n {
                 if let Some(u) = &self.uring {
                     let ev = u.event(e);
@@ -413,15 +424,11 @@ impl Worker {
         Ok((tally, self.stats))
     }
 
-    /// Waits for events until `wake` at the latest. On io_uring, and under
-    /// a closed loop on epoll, the timer carries `wake` and the wait has no
-    /// timeout of its own (a closed loop moves the timer only when `wake`
-    /// moves, a few times a second; an open loop to each send's due time).
+    /// Waits for events until `wake` at the latest. A closed loop's timer
+    /// (io_uring's, or a timerfd on epoll) carries `wake` and the wait has
+    /// no timeout of its own: it moves only when `wake` moves, a few times
+    /// a second. An open loop sleeps to each send's due time.
     fn wait_until(&mut self, wake: Instant, now: Instant, draining: bool) -> io::Result<usize> {
-        if self.uring.is_none() && self.timer.is_none() {
-            // The open loop on epoll: a microsecond timeout per wait.
-            return self.epoll.wait(Some(wake.saturating_duration_since(now)));
-        }
         if self.plan.pacing.is_open() {
             // The open loop sleeps from one due time to the next, and the
             // responses that come in meanwhile wait for that wake-up: their
@@ -431,8 +438,8 @@ impl Worker {
             // as a closed loop wakes once per response, instead of twice
             // per request. It wakes for an event only when something
             // waits for one: a request due with no connection free, one
-            // queued on a connection still connecting or with a send in
-            // the ring, or the last responses of a run that is ending.
+            // queued on a connection still connecting or with a send not
+            // yet through, or the last responses of a run that is ending.
             //
             // The wait's own timeout, not the ring's timer, ends it: a
             // timer that fires between the submission and the start of the
@@ -443,7 +450,15 @@ impl Worker {
             let backlog = due <= now && self.may_issue(due);
             let wait_for_event = backlog || self.queued > self.inflight || draining;
             let until = wake.saturating_duration_since(now);
-            let u = self.uring.as_mut().expect("the timerfd is a closed loop's");
+            let Some(u) = self.uring.as_mut() else {
+                // On epoll the sleep is the thread's own, and one look
+                // without waiting takes what came in meanwhile.
+                if wait_for_event {
+                    return self.epoll.wait(Some(until));
+                }
+                std::thread::sleep(until);
+                return self.epoll.wait(Some(Duration::ZERO));
+            };
             return if wait_for_event {
                 u.wait(1, Some(until))
             } else {
