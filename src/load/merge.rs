@@ -601,22 +601,7 @@ mod tests {
     /// A segment document: `rows` (t_s, ok, latency of each) over a
     /// counted window of `rows.len()` seconds from `start_ms`.
     fn segment(index: u32, count: u32, start_ms: f64, rows: &[(u64, u64, u64)]) -> LoadReport {
-        let mut r: LoadReport = serde_json::from_value(serde_json::json!({
-            "schema": "rackbench/load-v1", "rackbench_version": "0", "url": "http://127.0.0.1:1/",
-            "config": {"endpoint": "127.0.0.1:1", "connections": 2, "threads": 1, "warmup_s": 0.0,
-                       "pipeline": 1, "keep_alive": true, "timeout_s": 10.0},
-            "requests": {"total": 0, "ok": 0, "unfinished": 0, "unsent": 0},
-            "errors": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0, "status": 0, "body": 0},
-            "throughput_rps": 0.0, "duration_s": 1.0,
-            "latency_us": {"count": 0, "min": 0, "mean": 0.0, "stdev": 0.0, "p50": 0, "p90": 0,
-                           "p99": 0, "p999": 0, "max": 0},
-            "connections": {"configured": 2, "opened": 2, "connect_failures": 0, "never_answered": 0},
-            "latency_distribution": [], "timeline": [],
-            "generator": {"cpu_user_s": 0.0, "cpu_sys_s": 0.0, "peak_rss_bytes": 0,
-                          "busiest_thread_utilization": 0.0},
-            "warnings": [], "interrupted": false
-        }))
-        .unwrap();
+        let mut r = super::super::report::empty_report();
         let mut all = new_histogram(3);
         let mut seconds = Vec::new();
         for &(t_s, ok, us) in rows {
