@@ -216,21 +216,7 @@ mod tests {
     use super::*;
 
     fn report(ok: u64, errors: u64, p99_us: u64, rps: f64) -> LoadReport {
-        let mut r: LoadReport = serde_json::from_value(serde_json::json!({
-            "schema": "rackbench/load-v1", "rackbench_version": "0", "url": "http://127.0.0.1:1/",
-            "config": {"endpoint": "127.0.0.1:1", "connections": 1, "threads": 1, "warmup_s": 0.0,
-                       "pipeline": 1, "keep_alive": true, "timeout_s": 10.0},
-            "requests": {"total": 0, "ok": 0, "unfinished": 0, "unsent": 0},
-            "errors": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0, "status": 0, "body": 0}, "throughput_rps": 0.0, "duration_s": 1.0,
-            "latency_us": {"count": 0, "min": 0, "mean": 0.0, "stdev": 0.0, "p50": 0, "p90": 0,
-                           "p99": 0, "p999": 0, "max": 0},
-            "connections": {"configured": 1, "opened": 1, "connect_failures": 0, "never_answered": 0},
-            "latency_distribution": [], "timeline": [],
-            "generator": {"cpu_user_s": 0.0, "cpu_sys_s": 0.0, "peak_rss_bytes": 0,
-                          "busiest_thread_utilization": 0.0},
-            "warnings": [], "interrupted": false
-        }))
-        .unwrap();
+        let mut r = crate::load::report::empty_report();
         r.requests.ok = ok;
         r.requests.total = ok + errors;
         r.errors.status = errors;
