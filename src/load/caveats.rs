@@ -66,7 +66,7 @@ impl Caveats {
             },
             lower_bound: r.latency_lower_bound,
             latency_count: r.latency_us.count,
-            ok: responses_in_window(r),
+            ok: r.ok_in_window(),
         }
     }
 
@@ -192,16 +192,6 @@ impl Caveats {
         }
         (!v.is_empty()).then(|| v.join(", "))
     }
-}
-
-/// The OK responses the throughput counts: those completed in the window,
-/// whenever sent. Not `requests.ok`, the requests sent in the window that
-/// came back OK: behind a queue longer than the window none of those
-/// comes back, while the throughput still counts every answer the window
-/// saw (a run of 1.5 s against a 1.6 s queue: 30 answers, 0 of them to
-/// requests sent in the window).
-fn responses_in_window(r: &LoadReport) -> u64 {
-    (r.throughput_rps * r.duration_s).round() as u64
 }
 
 /// "3.2%", "100%", or ">99.9%" when a few did succeed.

@@ -370,7 +370,7 @@ fn union_window(sources: &[(String, LoadReport)]) -> (f64, u64) {
         let s = seg_of(r).window_start_unix_ms;
         start = start.min(s);
         end = end.max(s + r.duration_s * 1000.0);
-        ok += (r.throughput_rps * r.duration_s).round() as u64;
+        ok += r.ok_in_window();
     }
     (((end - start) / 1000.0).max(0.0), ok)
 }
