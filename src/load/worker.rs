@@ -386,17 +386,6 @@ impl Worker {
                 continue;
             }
             let now = Instant::now();
-            if self.uring.is_none()
-                && self.plan.pacing.is_open()
-                && !draining
-                && !self.plan.config.interrupt.load(Ordering::Relaxed)
-            {
-                // Woken for a due time with responses waiting: the sends
-                // go first (each a system call of its own on epoll), or
-                // reading the responses would make them late. The
-                // responses' latency ends at their kernel stamps anyway.
-                self.dispatch_due(now);
-            }
             for e in 0..n {
                 if let Some(u) = &self.uring {
                     let ev = u.event(e);
@@ -452,11 +441,19 @@ impl Worker {
             let until = wake.saturating_duration_since(now);
             let Some(u) = self.uring.as_mut() else {
                 // On epoll the sleep is the thread's own, and one look
-                // without waiting takes what came in meanwhile.
+                // without waiting takes what came in meanwhile. What is
+                // due goes out first (each send a system call of its
+                // own): reading the responses first would make the sends
+                // late, and the responses' latency ends at their kernel
+                // stamps anyway. Not once the run is interrupted: what
+                // falls due then is not sent.
                 if wait_for_event {
                     return self.epoll.wait(Some(until));
                 }
                 std::thread::sleep(until);
+                if !self.plan.config.interrupt.load(Ordering::Relaxed) {
+                    self.dispatch_due(Instant::now());
+                }
                 return self.epoll.wait(Some(Duration::ZERO));
             };
             return if wait_for_event {
