@@ -254,17 +254,9 @@ done
 # ---------------------------------------------------------------- paced
 # Step 5: the closed loop at exactly the open loop's rate, against a server
 # whose service time sets the closed loop's rate.
-printf '\n# the paced server (own process group via setsid)\n' >>"$cmdlog"
-printf 'setsid taskset -c %s %q serve-test --delay %s\n' "$server_cpu" "$RACKBENCH" "$paced_delay" >>"$cmdlog"
-setsid taskset -c "$server_cpu" "$RACKBENCH" serve-test --delay "$paced_delay" >"$out/raw/paced-server.out" 2>"$out/raw/paced-server.err" &
-pst=$!
-bench_pgids="$pst"
-for _ in $(seq 50); do
-  purl=$(head -1 "$out/raw/paced-server.out" 2>/dev/null || true)
-  [ -z "$purl" ] || break
-  sleep 0.1
-done
-[ -n "$purl" ] || die "rackbench serve-test did not start; see $out/raw/paced-server.err"
+printf '\n# the paced server\n' >>"$cmdlog"
+bench_serve_test "$out/raw/paced-server" "$paced_delay"
+purl=$serve_url
 paced_rates=()
 for c in "${paced_list[@]}"; do
   base="$out/raw/paced-calibrate-c$c"
@@ -283,8 +275,7 @@ for c in "${paced_list[@]}"; do
     done
   done
 done
-kill -TERM -- "-$pst" 2>/dev/null || true
-wait "$pst" 2>/dev/null || true
+bench_stop_serve_test
 
 # ---------------------------------------------------------------- report
 summary=$(awk -F, '

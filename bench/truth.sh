@@ -100,24 +100,6 @@ bench_check_pinning "apt-get install time"
 bench_out truth runs.csv truth.md
 bench_workdir truth
 bench_pgids=""
-srv=""
-
-# A fresh test server in its own process group ($srv), pinned; sets $url.
-start_server() { # BASE
-  local cmd=(taskset -c "$server_cpu" "$RACKBENCH" serve-test --delay "$delay")
-  printf '# test server (own process group via setsid; its JSON at exit on stderr)\nsetsid %s\n' "$(printf '%q ' "${cmd[@]}")" >>"$cmdlog"
-  setsid "${cmd[@]}" >"$1.url" 2>"$1.server.json" &
-  srv=$!
-  bench_pgids=$srv
-  for _ in $(seq 100); do [ -s "$1.url" ] && break; sleep 0.05; done
-  url=$(head -1 "$1.url")
-  [ -n "$url" ] || die "the test server printed no address; see $1.server.json"
-}
-stop_server() {
-  kill -TERM -- "-$srv" 2>/dev/null || true
-  wait "$srv" 2>/dev/null || true
-  bench_pgids=""
-}
 
 # wrk --latency prints "50%  1.10ms".
 wrk_p50() {
@@ -130,7 +112,8 @@ echo "round,tool,rc,ok,errors,p50_us,server_p50_us" >"$runs_csv"
 run_one() { # ROUND TOOL
   local round=$1 tool=$2 base="$out/raw/$2-round$1" p50="" ok=0 err=0 parsed
   printf '\n# round %s: %s\n' "$round" "$tool" >>"$cmdlog"
-  start_server "$base"
+  bench_serve_test "$base" "$delay"
+  url=$serve_url
   case "$tool" in
     closed-uring) run_timed "$base.time" "$base.out" "$base.err" \
       "$RACKBENCH" load "$url" -c "$connections" -t 1 --io io_uring -d "${duration}s" --json ;;
@@ -148,7 +131,7 @@ run_one() { # ROUND TOOL
       wrk -t1 -c"$connections" -d"${duration}s" --latency "$url" ;;
     vegeta) bench_run_vegeta "$base" "$rate" ;;
   esac
-  stop_server
+  bench_stop_serve_test
   case "$tool" in
     wrk)
       p50=$(wrk_p50 "$base.out")

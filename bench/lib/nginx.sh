@@ -1,11 +1,11 @@
 # Shared by bench/peers.sh, connections.sh, pipeline.sh, openloop.sh and
 # truth.sh (sourced): the output directory, the pinning checks, a throwaway
-# nginx on 127.0.0.1 pinned to one CPU, generator runs pinned to another
-# under GNU time (vegeta's too), and the parsing of rackbench's and wrk's
-# output. The caller defines
-# die, note, root, out, server_cpu and load_cpu, and writes
-# "$dir/nginx.conf" (bench_nginx_conf, listening on "$port", serving "$dir")
-# between bench_workdir/bench_port and bench_nginx_start.
+# nginx on 127.0.0.1 pinned to one CPU (or rackbench's test server),
+# generator runs pinned to another under GNU time (vegeta's too), and the
+# parsing of rackbench's and wrk's output. The caller defines die, note,
+# root, out, server_cpu and load_cpu, and writes "$dir/nginx.conf"
+# (bench_nginx_conf, listening on "$port", serving "$dir") between
+# bench_workdir/bench_port and bench_nginx_start.
 
 # A temporary directory for nginx ($dir) and the traps that stop nginx
 # and any generator still running, by process group, on every exit (and
@@ -84,6 +84,34 @@ run_timed() { # TIMEFILE STDOUT STDERR CMD...
   rc=0
   wait "$cur" || rc=$?
   cur=""
+}
+
+# `rackbench serve-test --delay DELAY` ($RACKBENCH) in its own process
+# group, pinned to $server_cpu and stopped on exit with the others in
+# $bench_pgids; its address in BASE.url, the JSON it prints at exit (its
+# own service time) in BASE.server.json. Sets srv (its pid) and serve_url.
+bench_serve_test() { # BASE DELAY
+  local cmd=(taskset -c "$server_cpu" "$RACKBENCH" serve-test --delay "$2")
+  printf '# test server (own process group via setsid; its JSON at exit on stderr)\nsetsid %s\n' "$(printf '%q ' "${cmd[@]}")" >>"$cmdlog"
+  setsid "${cmd[@]}" >"$1.url" 2>"$1.server.json" &
+  srv=$!
+  bench_pgids="${bench_pgids:-} $srv"
+  serve_url=""
+  for _ in $(seq 100); do
+    serve_url=$(head -1 "$1.url" 2>/dev/null || true)
+    [ -z "$serve_url" ] || break
+    sleep 0.05
+  done
+  [ -n "$serve_url" ] || die "rackbench serve-test printed no address; see $1.server.json"
+}
+
+# Stops the test server bench_serve_test started last (its JSON is then
+# complete).
+bench_stop_serve_test() {
+  kill -TERM -- "-$srv" 2>/dev/null || true
+  wait "$srv" 2>/dev/null || true
+  bench_pgids=${bench_pgids// $srv/}
+  srv=""
 }
 
 # vegeta attack -rate RATE for $duration seconds on $url ($VEGETA), timed
