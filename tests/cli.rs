@@ -374,10 +374,10 @@ fn memory_stays_flat_however_long_the_run() {
     // megabyte (1 s runs here: 17.4 to 18.5 MB), with no growth behind it
     // (a 20 s run peaks where a 1 s run does): the short runs' highest is
     // the baseline, and the long run counts enough requests that eight
-    // bytes kept per request would exceed the allowance by half again
-    // (a count, not a time, so that a busy machine takes longer instead of
-    // testing less; the minute is only a bound).
-    // At least eight times the short run's requests, too.
+    // bytes kept per request would exceed the allowance by half again,
+    // and at least eight times the short run's requests (a count, not a
+    // time, so that a busy machine takes longer instead of testing less;
+    // the minute is only a bound).
     let (short_ok, short_rss) = run(&["-d", "1s"]);
     let (_, short_rss2) = run(&["-d", "1s"]);
     let short_rss = short_rss.max(short_rss2);
