@@ -588,11 +588,23 @@ fn open_loop_shows_a_one_second_stall_that_closed_loop_hides() {
         .latency_uncorrected_us
         .as_ref()
         .expect("uncorrected figures under --rate");
+    // From the send, only the requests in flight when the stall began saw
+    // it: 50 connections filled in its first 100 ms, 1% of the run, right
+    // at p99, so p99 cannot tell the two apart (the headline's p99 once
+    // came out 1.5 ms under the uncorrected one: the unfinished requests'
+    // ages it adds move its rank by one request, 2 ms apart in the
+    // stall). Below p99, and on average, the queued requests' wait shows
+    // only from the due time: about 50 ms against 10 ms on average.
     assert!(
-        unc.p99 < open.latency_us.p99,
-        "uncorrected {} vs corrected {}",
-        unc.p99,
-        open.latency_us.p99
+        unc.p90 < 100_000,
+        "uncorrected p90 {} us: only 1% of requests were sent into the stall",
+        unc.p90
+    );
+    assert!(
+        open.latency_us.mean > 3.0 * unc.mean,
+        "mean from the due time {} us vs from the send {} us",
+        open.latency_us.mean,
+        unc.mean
     );
     assert!(open.schedule.as_ref().unwrap().late_sends > 0);
     assert!(
