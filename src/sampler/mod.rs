@@ -45,9 +45,11 @@
 //! details and the remaining limits; CPU before the mark is subtracted.
 
 mod cpu;
+mod machine;
 mod procfs;
 mod sockets;
 
+pub use machine::{parse_proc_stat, CpuTimes, MachineCpu};
 pub use procfs::{
     clock_ticks, direct_children, parse_smaps_rollup, parse_stat, read_process, tree_pids,
     ProcSample, Scope, Stat,
