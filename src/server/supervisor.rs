@@ -111,6 +111,7 @@ impl Running {
             if let Some(child) = self.child.as_mut() {
                 let _ = child.try_wait();
             }
+            reap_daemons();
             // Descendants may fork while shutting down: keep the list fresh.
             for pid in crate::sampler::tree_pids(self.pid) {
                 if !tree.contains(&pid) {
@@ -209,6 +210,42 @@ pub fn stop_adopted(keep: &[u32], grace: Duration) -> Vec<u32> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Reaps the daemons that died after being adopted by this process (a
+/// child subreaper): zombie children in a session other than ours. A
+/// server's front process may wait for its daemon to be gone: `passenger
+/// start` polls its watchdog with kill(pid, 0), which a zombie answers, so
+/// an unreaped watchdog kept every passenger trial waiting out its whole
+/// grace period (10 s) and then killed. Children we spawned ourselves
+/// (servers, `Command::output`) share our session and are left to their
+/// own waits, which reaping them here would break.
+fn reap_daemons() {
+    let me = std::process::id();
+    let ours = session_of(me);
+    for pid in crate::sampler::direct_children(me) {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let mut fields = stat
+            .rfind(')')
+            .map(|i| stat[i + 1..].split_whitespace())
+            .into_iter()
+            .flatten();
+        let state = fields.next();
+        // After state: ppid, pgrp, session.
+        let session = fields.nth(2).and_then(|f| f.parse::<u32>().ok());
+        if state == Some("Z") && session.is_some() && session != ours {
+            // SAFETY: reaping one specific, already dead child, not blocking.
+            unsafe { libc::waitpid(pid as i32, std::ptr::null_mut(), libc::WNOHANG) };
+        }
+    }
+}
+
+fn session_of(pid: u32) -> Option<u32> {
+    // SAFETY: getsid has no preconditions; -1 is an error.
+    let sid = unsafe { libc::getsid(pid as i32) };
+    (sid >= 0).then_some(sid as u32)
 }
 
 /// True while `pid` exists and is not a zombie.
@@ -403,5 +440,58 @@ mod tests {
         assert!(err.contains("e.g. --server-cpus"), "{err}");
         std::thread::sleep(Duration::from_millis(100));
         assert!(!marker.exists(), "the command ran");
+    }
+
+    /// Regression: `passenger start` waits on stop until its daemonized
+    /// watchdog is gone, polling with kill(pid, 0). Adopted by rackbench
+    /// (a subreaper) and never reaped, the dead watchdog stayed a zombie that
+    /// kill(0) still finds, so every passenger trial waited its whole grace
+    /// period and was then killed. This server does the same with a helper
+    /// in a session of its own.
+    #[test]
+    fn a_server_waiting_for_its_daemon_to_go_stops_within_its_grace() {
+        become_subreaper();
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-daemon-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pidfile = dir.join("helper.pid");
+        let script = dir.join("server.sh");
+        std::fs::write(
+            &script,
+            format!(
+                "setsid sh -c 'sleep 30 & echo $! > {p}'\n\
+                 while [ ! -s {p} ]; do sleep 0.01; done\n\
+                 trap 'kill $(cat {p}); while kill -0 $(cat {p}) 2>/dev/null; do sleep 0.05; done; exit 0' TERM\n\
+                 while :; do sleep 0.05; done\n",
+                p = pidfile.display()
+            ),
+        )
+        .unwrap();
+        let mut server = spawn(Launch {
+            name: "daemonizing".into(),
+            command: format!("sh {}", script.display()),
+            env: Vec::new(),
+            cwd: dir.clone(),
+            log: dir.join("server.log"),
+            cpus: Vec::new(),
+            stop_signal: libc::SIGTERM,
+            grace: Duration::from_secs(5),
+        })
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+            assert!(Instant::now() < deadline, "the helper never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
+        let killed = server.stop();
+        let took = started.elapsed();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            killed.is_empty(),
+            "killed after the grace period: {killed:?}"
+        );
+        assert!(took < Duration::from_secs(3), "stop took {took:?}");
     }
 }
