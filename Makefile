@@ -31,9 +31,13 @@ unit:
 test: lint unit
 
 # The main job: the built-in default plan (every installed server, three
-# apps, two concurrency levels, two repeats; six to seven minutes).
-run: build
-	scripts/deps.sh run
+# apps, two concurrency levels, two repeats). The servers' packages install
+# while the build runs.
+run:
+	scripts/deps.sh build
+	scripts/deps.sh run & deps=$$!; \
+	  $(CARGO) build --release --locked; built=$$?; \
+	  wait $$deps && [ $$built -eq 0 ]
 	$(BIN) run
 
 # rackbench against its peers (wrk, hey, ab, h2load, oha) on one nginx;

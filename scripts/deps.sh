@@ -15,8 +15,7 @@ for w in "${want[@]}"; do
   case "$w" in
     build) ;;
     test|run)
-      need_cmd nginx nginx-light
-      need_cmd curl curl
+      # The default plan (make run): Debian's six MRI servers, direct.
       need_cmd ruby ruby
       need_cmd puma puma
       need_cmd unicorn unicorn
@@ -24,15 +23,22 @@ for w in "${want[@]}"; do
       need_cmd passenger passenger
       need_cmd rackup ruby-rack
       ruby -rwebrick -e 1 >/dev/null 2>&1 || apt_pkgs+=(ruby-webrick)
+      need_cmd uwsgi uwsgi-core
+      [ -f /usr/lib/uwsgi/plugins/rack_ruby31_plugin.so ] || apt_pkgs+=(uwsgi-plugin-rack-ruby3.1)
+      ;;&
+    test)
+      # Everything the tests start besides: nginx, Rails, Chromium for
+      # the HTML reports, the JRuby container's build, kubectl.
+      need_cmd nginx nginx-light
+      need_cmd curl curl
       ruby -e 'require "rails"; require "action_controller/railtie"' >/dev/null 2>&1 || apt_pkgs+=(ruby-railties)
       need_cmd chromium chromium
       need_cmd java openjdk-17-jdk-headless
       need_cmd mvn maven
       # rackbench k8s and tests/k8s.rs; Debian 12 ships kubectl 1.20 (tested, with 1.32)
       need_cmd kubectl kubernetes-client
-      need_cmd uwsgi uwsgi-core
-      [ -f /usr/lib/uwsgi/plugins/rack_ruby31_plugin.so ] || apt_pkgs+=(uwsgi-plugin-rack-ruby3.1)
       ;;
+    run) ;;
     bench)
       need_cmd nginx nginx-light
       need_cmd curl curl
