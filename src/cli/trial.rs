@@ -22,7 +22,7 @@ pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
     pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, fib, primes, rails, rails-fib) or a rackup file path.
+    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, rails, rails-fib, gc-profiler) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
     /// Body substring a user's app must answer with.

@@ -94,6 +94,16 @@ const BUILTIN: &[Builtin] = &[
         path: "/?ms=100",
         expect_body: "slept 100 ms",
     },
+    // The sleep app waiting 1 ms, like a fast database query: short
+    // enough that a one-request-at-a-time server answers the thousand
+    // responses a p99 needs within a second, long enough that servers
+    // which overlap waits (threads) pull ahead of those that cannot.
+    Builtin {
+        name: "sleep-1ms",
+        source: include_str!("../../ruby/apps/sleep.ru"),
+        path: "/?ms=1",
+        expect_body: "slept 1 ms",
+    },
     Builtin {
         name: "fib",
         source: include_str!("../../ruby/apps/fib.ru"),
