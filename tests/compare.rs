@@ -256,3 +256,90 @@ fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("it has: base, slow"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A results directory written by hand: 5 repeats of one group, every
+/// figure `scale` times the base, and a plan naming `primary_metric`.
+fn fixture_dir(name: &str, scale: f64, plan: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rackbench-primary-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("trials")).unwrap();
+    std::fs::write(dir.join("manifest.json"), "{}").unwrap();
+    std::fs::write(dir.join("plan.toml"), plan).unwrap();
+    for r in 0..5 {
+        let x = scale * (1.0 + r as f64 * 0.002);
+        let doc = serde_json::json!({
+            "outcome": "ok",
+            "planned": {"server": "s", "app": "hello", "behind": "none", "shape": {"connections": 4}},
+            "trial": {
+                "load": {"throughput_rps": 1000.0 / x,
+                         "latency_us": {"p50": 900.0 * x, "p90": 1500.0 * x, "p99": 3000.0 * x},
+                         "requests": {"total": 10000}, "errors": {"connect": 0}},
+                "server_metrics": {"rss_peak_bytes": 5e7 * x, "pss_peak_bytes": 4e7 * x,
+                                   "cpu_ms_per_request": 0.2 * x}
+            }
+        });
+        std::fs::write(
+            dir.join("trials").join(format!("s__rep{r}.json")),
+            doc.to_string(),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// Five repeats a side cannot show anything among eight Holm-adjusted
+/// metrics; the metric named before the run (the plan's primary_metric,
+/// or --metric over it) is judged alone and can.
+#[test]
+fn a_primary_metric_from_the_plan_or_the_flag_is_judged_alone() {
+    let plan = "name = \"p\"\nprimary_metric = \"p99\"\napps = [\"hello\"]\n";
+    let a = fixture_dir("a", 1.0, plan);
+    let b = fixture_dir("b", 1.2, plan);
+    let compare = |extra: &[&str]| {
+        let o = bin()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .arg("--json")
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        common::schema::assert_valid("compare-v1", &doc, "compare --json");
+        doc
+    };
+    let doc = compare(&[]);
+    assert_eq!(doc["primary_metric"], "p99");
+    let p99 = row(&doc, "p99");
+    assert_eq!(p99["primary"], true);
+    assert_eq!(p99["significant"], true, "{p99}");
+    assert_eq!(row(&doc, "p50")["significant"], false);
+    assert_eq!(row(&doc, "p50")["primary"], false);
+    assert!(doc["verdict"]
+        .as_str()
+        .unwrap()
+        .starts_with("primary p99: B's p99 latency is 20% higher"));
+    let doc = compare(&["--metric", "throughput"]);
+    assert_eq!(doc["primary_metric"], "throughput");
+    assert_eq!(row(&doc, "throughput")["significant"], true);
+    assert_eq!(row(&doc, "p99")["significant"], false);
+    let o = bin()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--metric", "speed"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "--metric \"speed\" is not a metric: use one of throughput, p50, p90, p99, rss_peak"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}

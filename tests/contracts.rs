@@ -419,6 +419,27 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             Set(json!(-0.1)),
             "must be >=0",
         ),
+        (
+            "sweep-v1",
+            "sweep-v1.json",
+            "/ordered",
+            Remove,
+            "missing properties 'ordered'",
+        ),
+        (
+            "compare-v1",
+            "compare-v1.json",
+            "/rows/4/repeats_for_5pct",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "compare-v1",
+            "compare-v1.json",
+            "/rows/0/primary",
+            Remove,
+            "missing properties 'primary'",
+        ),
         // Each value's rows are compare-v1 rows through a $ref.
         (
             "sweep-v1",

@@ -1,13 +1,15 @@
 //! `rackbench compare A B`: whether B differs from A, by how much, and how
 //! sure (see stats::compare and docs/STATISTICS.md). Exit 1 when a
-//! `--fail-if` line is crossed by a *significant* change.
+//! `--fail-if` line is crossed by a *significant* change. `--metric NAME`
+//! (or the `primary_metric` of the plan the results came from) names the
+//! metric judged alone.
 
 use super::UsageError;
 use crate::report::compare as show;
-use crate::stats::compare::{compare, Comparison, FailIf, Side};
+use crate::stats::compare::{check_metric, compare, Comparison, FailIf, Side};
 use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The bootstrap seed unless one is given, so the same directories give
@@ -36,6 +38,33 @@ pub struct CompareArgs {
     /// Seed of the bootstrap resampling.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
+    /// The primary metric, named before the run (throughput, p50, p99,
+    /// rss_peak, cpu_per_request, ...): judged alone, not Holm-adjusted
+    /// with the others [default: the plan's primary_metric, if any].
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+}
+
+/// The `primary_metric` of the plan a results directory holds (its
+/// plan.toml), read on its own so an older plan still compares.
+fn plan_primary(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("plan.toml")).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    table.get("primary_metric")?.as_str().map(str::to_string)
+}
+
+/// `--metric`, else A's plan's `primary_metric`, else B's.
+fn primary(args: &CompareArgs, a: &Side, b: &Side) -> Result<Option<String>, String> {
+    if let Some(m) = &args.metric {
+        check_metric("--metric", m)?;
+        return Ok(Some(m.clone()));
+    }
+    let Some(m) = plan_primary(&a.dir).or_else(|| plan_primary(&b.dir)) else {
+        return Ok(None);
+    };
+    check_metric("primary_metric", &m)
+        .map_err(|e| format!("{e} (in the plan.toml of {}); or give --metric", a.label()))?;
+    Ok(Some(m))
 }
 
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
@@ -48,7 +77,8 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         .map_err(usage)?;
     let a = Side::parse(&args.a).map_err(usage)?;
     let b = Side::parse(&args.b).map_err(usage)?;
-    let c = compare(&a, &b, args.seed).map_err(usage)?;
+    let metric = primary(&args, &a, &b).map_err(usage)?;
+    let c = compare(&a, &b, args.seed, metric.as_deref()).map_err(usage)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else if args.markdown {

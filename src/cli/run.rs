@@ -135,7 +135,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     println!("results: {}", out.display());
     if let Some((first, second)) = &aa {
-        aa_compare(&out, first, second);
+        aa_compare(&out, first, second, plan.primary_metric.as_deref());
     }
     // The report is rebuilt from disk; a failure here loses no result.
     match crate::report::write_all(&out, None) {
@@ -424,12 +424,12 @@ fn aa_variants(
 
 /// Compare the two A/A variants, print the result and keep it as
 /// compare.json (the HTML report shows it). A failure here loses no result.
-fn aa_compare(out: &std::path::Path, first: &str, second: &str) {
+fn aa_compare(out: &std::path::Path, first: &str, second: &str, primary: Option<&str>) {
     let side = |v: &str| crate::stats::compare::Side {
         dir: out.to_path_buf(),
         selector: Some(format!("variant={v}")),
     };
-    match crate::stats::compare::compare(&side(first), &side(second), super::compare::DEFAULT_SEED) {
+    match crate::stats::compare::compare(&side(first), &side(second), super::compare::DEFAULT_SEED, primary) {
         Ok(c) => {
             println!("\nA/A comparison (noise floor of this machine):\n{}", crate::report::compare::terminal(&c));
             let path = out.join("compare.json");

@@ -92,6 +92,11 @@ pub struct Plan {
     /// time, queue time behind nginx, GC): `telemetry = true`.
     #[serde(default)]
     pub telemetry: bool,
+    /// The one metric the experiment is judged by, named before it runs
+    /// (`primary_metric = "throughput"`, a compare-v1 metric): `compare`
+    /// on its results and `sweep` judge it alone (docs/STATISTICS.md).
+    #[serde(default)]
+    pub primary_metric: Option<String>,
 }
 
 /// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
@@ -350,6 +355,15 @@ impl Plan {
                 file: file.to_string(),
                 line: line_of(text, &format!("server_defs.{name}")),
                 message,
+            })?;
+        }
+        if let Some(m) = &plan.primary_metric {
+            crate::stats::compare::check_metric("primary_metric", m).map_err(|message| {
+                PlanError::At {
+                    file: file.to_string(),
+                    line: line_of(text, "primary_metric"),
+                    message,
+                }
             })?;
         }
         plan.apply_sweep(text, file)?;
@@ -1017,6 +1031,7 @@ connections = [10]
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [1]\n", "t.toml, line 3: unknown server 'pumma'"),
             ("name = \"t\"\napps = [\"helo\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\n", "t.toml, line 2"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "unknown field `conections`"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nprimary_metric = \"speed\"\n[load]\nconnections = [1]\n", "t.toml, line 4: primary_metric \"speed\" is not a metric: use one of throughput, p50"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nduration = \"5x\"\n", "line 6: duration"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"mine\"]\n[load]\nconnections = [1]\n[server_defs.mine]\ncommand = \"mine {{app}}\"\n", "line 6: server 'mine': its command 'mine {{app}}' never says where to listen"),

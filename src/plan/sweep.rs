@@ -79,8 +79,25 @@ impl Variable {
         })
     }
 
+    /// Whether the variable is an ordered resource, more of which is
+    /// "more" (workers, threads, connections, nginx workers, instances):
+    /// only then do a knee and "more only adds latency" mean something.
+    /// Everything else (an app, an env value, another setting) is a set
+    /// of alternatives, even when its values are numbers: a GC limit of
+    /// 30M is not "between" 8M and 80M in what it does to a server.
+    pub fn ordered(&self) -> bool {
+        match self {
+            Variable::Workers
+            | Variable::Threads
+            | Variable::Connections
+            | Variable::NginxWorkers => true,
+            Variable::Setting(name) => name == "instances",
+            Variable::App | Variable::Env(_) => false,
+        }
+    }
+
     /// Whether throughput against this variable is a scalability curve
-    /// (the USL is fitted only then).
+    /// (the USL is fitted only then); such a variable is also ordered.
     pub fn scales(&self) -> bool {
         matches!(
             self,
@@ -440,6 +457,32 @@ mod tests {
                 ("gc-profiler", "nginx")
             );
             assert_eq!(t.env["GC_PROFILER"], "off");
+        }
+    }
+
+    #[test]
+    fn only_resources_are_ordered_and_only_some_of_them_scale() {
+        // (vary, ordered, scales)
+        let rows = [
+            ("workers", true, true),
+            ("threads", true, true),
+            ("connections", true, true),
+            ("nginx_workers", true, false),
+            ("instances", true, false),
+            ("app", false, false),
+            ("env.RUBY_GC_MALLOC_LIMIT", false, false),
+            ("env.WEB_CONCURRENCY", false, false),
+            ("backlog", false, false),
+            ("preload", false, false),
+        ];
+        for (vary, ordered, scales) in rows {
+            let v = Variable::parse(vary).unwrap();
+            assert_eq!(v.ordered(), ordered, "{vary}");
+            assert_eq!(v.scales(), scales, "{vary}");
+            assert!(
+                !v.scales() || v.ordered(),
+                "{vary} scales but is not ordered"
+            );
         }
     }
 

@@ -24,6 +24,9 @@ fn figure(metric: &str, v: f64) -> String {
         "rss_peak" | "pss_peak" => format!("{:.1} MiB", v / 1048576.0),
         "cpu_per_request" => format!("{v:.3} ms"),
         "error_rate" => format!("{:.2}%", v * 100.0),
+        "gc_runs_per_1k_requests" => format!("{v:.1}"),
+        "gc_time_share" => format!("{:.1}%", v * 100.0),
+        "queue_us_mean" | "app_us_mean" => format!("{v:.0} µs"),
         _ => format!("{v}"),
     }
 }
@@ -44,10 +47,31 @@ fn mark(r: &Row) -> &'static str {
     }
 }
 
-fn cells(r: &Row) -> [String; 8] {
+/// The metric's name, marked primary or secondary when the comparison
+/// names a primary metric.
+fn metric_cell(c: &Comparison, r: &Row) -> String {
+    match (&c.primary_metric, r.primary) {
+        (None, _) => r.metric.clone(),
+        (Some(_), true) => format!("{} (primary)", r.metric),
+        (Some(_), false) => format!("{} (secondary)", r.metric),
+    }
+}
+
+/// What the `~` mark means, families named.
+fn legend(c: &Comparison) -> String {
+    let family = match &c.primary_metric {
+        None => "Holm-adjusted over all rows".to_string(),
+        Some(m) => format!(
+            "{m} is the primary metric, Holm-adjusted over its own rows only; the secondary rows Holm-adjusted among themselves"
+        ),
+    };
+    format!("no significant difference (Mann-Whitney U, {family}, 5% level; the 95% bootstrap interval must leave out 0 too)")
+}
+
+fn cells(c: &Comparison, r: &Row) -> [String; 8] {
     [
         r.group.clone(),
-        r.metric.clone(),
+        metric_cell(c, r),
         figure(&r.metric, r.a),
         figure(&r.metric, r.b),
         r.change_pct.map(pct).unwrap_or_else(|| "–".into()),
@@ -61,7 +85,7 @@ const HEAD: [&str; 8] = ["group", "metric", "A", "B", "change", "95% CI", "n", "
 
 /// The terminal table, then one verdict line per group and the overall one.
 pub fn terminal(c: &Comparison) -> String {
-    let rows: Vec<[String; 8]> = c.rows.iter().map(cells).collect();
+    let rows: Vec<[String; 8]> = c.rows.iter().map(|r| cells(c, r)).collect();
     let mut width = HEAD.map(|h| h.chars().count());
     for r in &rows {
         for (w, cell) in width.iter_mut().zip(r) {
@@ -85,7 +109,7 @@ pub fn terminal(c: &Comparison) -> String {
     for r in &rows {
         line(&mut s, r);
     }
-    s.push_str("\n~ no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too); ? too few repeats to tell\n\n");
+    let _ = write!(s, "\n~ {}; ? too few repeats to tell\n\n", legend(c));
     for v in &c.verdicts {
         let _ = writeln!(s, "{v}");
     }
@@ -106,9 +130,9 @@ pub fn markdown(c: &Comparison) -> String {
         "---|".repeat(HEAD.len())
     );
     for r in &c.rows {
-        let _ = writeln!(s, "| {} |", cells(r).join(" | "));
+        let _ = writeln!(s, "| {} |", cells(c, r).join(" | "));
     }
-    s.push_str("\n`~` no significant difference (Mann-Whitney U, Holm-adjusted over all rows, 5% level; the 95% bootstrap interval must leave out 0 too); `?` too few repeats to tell.\n\n");
+    let _ = write!(s, "\n`~` {}; `?` too few repeats to tell.\n\n", legend(c));
     for v in &c.verdicts {
         let _ = writeln!(s, "- {v}");
     }
@@ -187,11 +211,12 @@ pub fn forest_svg(rows: &[Row]) -> String {
             .map_or("?", |m| m.1);
         let _ = write!(
             s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} · {}</text>",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} · {}{}</text>",
             label_w - 8.0,
             y + 4.0,
             esc(&r.group),
-            esc(words)
+            esc(words),
+            if r.primary { " (primary)" } else { "" }
         );
         if let (Some(lo), Some(hi)) = (r.ci_low_pct, r.ci_high_pct) {
             let _ = write!(
@@ -227,9 +252,10 @@ pub fn section(c: &Comparison) -> String {
     let mut s = String::from("<section class=\"chart\" id=\"comparison\"><h2>Comparison</h2>");
     let _ = write!(
         s,
-        "<p class=\"note\">A: {} · B: {}. Each row is one metric of one group: the dot is the change of B's median against A's, the line its 95% bootstrap interval. Green is a significant improvement, red a significant regression, grey no significant difference (Mann–Whitney U, Holm-adjusted over all rows at 5%, and an interval that leaves out 0). A hollow dot has no interval (too few repeats, or a zero baseline).</p>",
+        "<p class=\"note\">A: {} · B: {}. Each row is one metric of one group: the dot is the change of B's median against A's, the line its 95% bootstrap interval. Green is a significant improvement, red a significant regression, grey {}. A hollow dot has no interval (too few repeats, or a zero baseline).</p>",
         esc(&c.a.label()),
-        esc(&c.b.label())
+        esc(&c.b.label()),
+        esc(&legend(c))
     );
     s.push_str(&forest_svg(&c.rows));
     s.push_str("<ul>");

@@ -1,7 +1,9 @@
 //! How a sweep (sweep-v1) is shown: a terminal table with verdict lines,
 //! Markdown, and an HTML section with three charts against the swept
 //! value: throughput with the USL curve drawn over the points, p99, and
-//! the server's CPU utilization.
+//! the server's CPU utilization. An unordered sweep (an app, an env value)
+//! gets neither knee line nor curve, its values placed side by side in
+//! the plan's order; telemetry adds GC and app-time columns.
 //!
 //! `load` rebuilds the analysis from a results directory alone: its
 //! `plan.toml` says what was swept (`[sweep]`), its trials hold the
@@ -39,7 +41,9 @@ pub fn load(dir: &Path) -> Result<Option<Sweep>, String> {
         variable: &section.vary,
         values: &section.values,
         value_of: &of,
+        ordered: var.ordered(),
         scales: var.scales(),
+        primary: plan.primary_metric.as_deref(),
     };
     analyse(dir, &spec, SEED).map(Some)
 }
@@ -81,12 +85,26 @@ const HEAD: [&str; 8] = [
     "server CPU",
 ];
 
-fn cells(s: &Sweep, r: &ValueRow) -> [String; 8] {
+/// Columns added when some trial carried telemetry.
+const TELEMETRY_HEAD: [&str; 4] = ["GC/1k req", "GC time", "queue ms", "app ms"];
+
+fn head(s: &Sweep) -> Vec<&'static str> {
+    let mut h = HEAD.to_vec();
+    if s.telemetry {
+        h.extend(TELEMETRY_HEAD);
+    }
+    h
+}
+
+fn cells(s: &Sweep, r: &ValueRow) -> Vec<String> {
     let mut value = format!("{}={}", s.variable, r.value);
-    if s.knee.as_deref() == Some(&r.value) {
+    if s.ordered && s.knee.as_deref() == Some(&r.value) {
         value.push_str(" (knee)");
     }
-    [
+    if !s.ordered && s.best_significant.as_deref() == Some(&r.value) {
+        value.push_str(" (best)");
+    }
+    let mut out = vec![
         value,
         r.n.to_string(),
         rps(r.throughput_rps),
@@ -96,13 +114,25 @@ fn cells(s: &Sweep, r: &ValueRow) -> [String; 8] {
         ms(r.p99_us),
         change(r, "p99"),
         share(r.cpu_utilization),
-    ]
+    ];
+    if s.telemetry {
+        out.extend([
+            r.gc_runs_per_1k_requests
+                .map_or("–".into(), |g| format!("{:.1}", g.median)),
+            r.gc_time_share
+                .map_or("–".into(), |g| format!("{:.1}%", g.median * 100.0)),
+            ms(r.queue_us_mean),
+            ms(r.app_us_mean),
+        ]);
+    }
+    out
 }
 
 /// The terminal table, then the verdict lines.
 pub fn terminal(s: &Sweep) -> String {
-    let rows: Vec<[String; 8]> = s.values.iter().map(|r| cells(s, r)).collect();
-    let mut width = HEAD.map(|h| h.chars().count());
+    let head = head(s);
+    let rows: Vec<Vec<String>> = s.values.iter().map(|r| cells(s, r)).collect();
+    let mut width: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
@@ -118,8 +148,8 @@ pub fn terminal(s: &Sweep) -> String {
         if s.server_cores == 1.0 { "" } else { "s" }
     );
     let line = |out: &mut String, cols: &[String]| {
-        for (i, (c, w)) in cols.iter().zip(width).enumerate() {
-            let pad = " ".repeat(w - c.chars().count());
+        for (i, (c, w)) in cols.iter().zip(&width).enumerate() {
+            let pad = " ".repeat(*w - c.chars().count());
             if i == 0 {
                 let _ = write!(out, "{c}{pad}  ");
             } else {
@@ -129,7 +159,8 @@ pub fn terminal(s: &Sweep) -> String {
         out.truncate(out.trim_end().len());
         out.push('\n');
     };
-    line(&mut out, &HEAD.map(String::from));
+    let names: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+    line(&mut out, &names);
     for r in &rows {
         line(&mut out, r);
     }
@@ -148,8 +179,8 @@ pub fn markdown(s: &Sweep) -> String {
         s.variable,
         s.control,
         s.server_cores,
-        HEAD.join(" | "),
-        HEAD.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+        head(s).join(" | "),
+        head(s).iter().map(|_| "---").collect::<Vec<_>>().join("|")
     );
     for r in &s.values {
         let _ = writeln!(out, "| {} |", cells(s, r).join(" | "));
@@ -162,9 +193,15 @@ pub fn markdown(s: &Sweep) -> String {
 }
 
 /// The x position of each value: the number itself, or its index for
-/// values that are not numbers.
+/// values that are not numbers or not ordered (an env value's numbers are
+/// names, not positions).
 fn xs(s: &Sweep) -> (Vec<f64>, bool) {
-    let nums: Option<Vec<f64>> = s.values.iter().map(|r| r.value.parse().ok()).collect();
+    let nums: Option<Vec<f64>> = s
+        .values
+        .iter()
+        .map(|r| r.value.parse().ok())
+        .collect::<Option<Vec<f64>>>()
+        .filter(|_| s.ordered);
     match nums {
         Some(n) => (n, true),
         None => ((0..s.values.len()).map(|i| i as f64).collect(), false),
@@ -223,7 +260,7 @@ fn chart(
         }
     }
     plot.legend("median, range of repeats", "#1f77b4", false);
-    if let (true, Some(u), true) = (with_usl, &s.usl, numeric) {
+    if let (true, Some(u), true, true) = (with_usl, &s.usl, numeric, s.ordered) {
         let fit = crate::stats::usl::UslFit {
             lambda: u.lambda,
             sigma: u.sigma,
@@ -244,7 +281,7 @@ fn chart(
         );
         plot.legend("USL fit", "#ff7f0e", true);
     }
-    if let Some(k) = &s.knee {
+    if let Some(k) = s.knee.as_ref().filter(|_| s.ordered) {
         if let Some(i) = s.values.iter().position(|r| r.value == *k) {
             plot.vline(x[i], "#2ca02c", "knee");
         }
@@ -255,10 +292,15 @@ fn chart(
 /// The sweep section of an HTML report.
 pub fn section(s: &Sweep) -> String {
     let mut out = format!(
-        "<section class=\"chart\" id=\"sweep\"><h2>Sweep of {}</h2><p class=\"note\">Control {}={}. Each point is the median of a value's repeats, the whisker their range. Each value is compared with the control (95% bootstrap interval, Mann–Whitney U Holm-adjusted over the sweep's values per metric). The knee is the smallest value whose throughput is not significantly below the best's. Server CPU is the share of the {} core(s) it was given.</p>",
+        "<section class=\"chart\" id=\"sweep\"><h2>Sweep of {}</h2><p class=\"note\">Control {}={}. Each point is the median of a value's repeats, the whisker their range. Each value is compared with the control (95% bootstrap interval, Mann–Whitney U Holm-adjusted over the sweep's values per metric). {} Server CPU is the share of the {} core(s) it was given.</p>",
         esc(&s.variable),
         esc(&s.variable),
         esc(&s.control),
+        if s.ordered {
+            "The knee is the smallest value whose throughput is not significantly below the best's."
+        } else {
+            "The values are alternatives, not amounts: no knee, no curve; the best is the value significantly better than every other, if one is."
+        },
         s.server_cores
     );
     out.push_str(&chart(
@@ -286,7 +328,7 @@ pub fn section(s: &Sweep) -> String {
         false,
     ));
     out.push_str("<table><thead><tr>");
-    for h in HEAD {
+    for h in head(s) {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead><tbody>");
@@ -319,5 +361,85 @@ pub fn with_section(html: String, dir: &Path) -> String {
     match html.find("<section id=\"errors\">") {
         Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
         None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::spread::Spread;
+    use crate::stats::sweep::UslSummary;
+
+    fn sweep(ordered: bool, telemetry: bool) -> Sweep {
+        let value = |v: &str, x: f64| ValueRow {
+            value: v.into(),
+            n: 5,
+            throughput_rps: Spread::of(&[x, x * 1.01, x * 0.99]),
+            p50_us: Spread::of(&[1000.0]),
+            p99_us: Spread::of(&[4000.0]),
+            cpu_utilization: Spread::of(&[0.5]),
+            gc_runs_per_1k_requests: telemetry.then(|| Spread::of(&[2.5])).flatten(),
+            gc_time_share: telemetry.then(|| Spread::of(&[0.031])).flatten(),
+            queue_us_mean: None,
+            app_us_mean: telemetry.then(|| Spread::of(&[1200.0])).flatten(),
+            vs_control: Vec::new(),
+        };
+        Sweep {
+            schema: crate::stats::sweep::SCHEMA.into(),
+            dir: "results/s".into(),
+            variable: "v".into(),
+            control: "1".into(),
+            server_cores: 1.0,
+            alpha: 0.05,
+            values: vec![value("1", 100.0), value("2", 180.0), value("4", 200.0)],
+            ordered,
+            primary_metric: None,
+            telemetry,
+            knee: Some("2".into()),
+            best: Some("4".into()),
+            best_significant: None,
+            usl: Some(UslSummary {
+                sigma: 0.05,
+                kappa: 0.01,
+                lambda: 100.0,
+                peak_value: Some(9.7),
+                peak_throughput_rps: Some(300.0),
+                r2: 0.98,
+            }),
+            verdicts: Vec::new(),
+        }
+    }
+
+    /// The renderer itself refuses a knee line and a USL curve for an
+    /// unordered sweep, whatever the document holds.
+    #[test]
+    fn an_unordered_sweep_draws_no_knee_and_no_curve() {
+        let ordered = section(&sweep(true, false));
+        assert!(ordered.contains("USL fit") && ordered.contains(">knee<"));
+        let unordered = section(&sweep(false, false));
+        assert!(!unordered.contains("USL fit"), "{unordered}");
+        assert!(!unordered.contains(">knee<") && !unordered.contains("(knee)"));
+        assert!(unordered.contains("no knee, no curve"));
+        assert!(!markdown(&sweep(false, false)).contains("(knee)"));
+    }
+
+    #[test]
+    fn telemetry_columns_appear_only_with_telemetry() {
+        let with = terminal(&sweep(true, true));
+        assert!(
+            with.contains("GC/1k req") && with.contains("app ms"),
+            "{with}"
+        );
+        assert!(
+            with.contains("2.5") && with.contains("3.1%") && with.contains("1.20"),
+            "{with}"
+        );
+        let md = markdown(&sweep(true, true));
+        assert!(
+            md.contains("| GC/1k req | GC time | queue ms | app ms |"),
+            "{md}"
+        );
+        assert!(!terminal(&sweep(true, false)).contains("GC/1k req"));
+        assert!(section(&sweep(true, true)).contains("<th>GC time</th>"));
     }
 }

@@ -1,7 +1,10 @@
 //! A against B: two results directories (or two selections of one), trial
 //! groups paired by app, topology and load shape, and for each pair and
 //! metric the medians, the relative change, a bootstrap 95% interval, a
-//! Holm-adjusted rank test, and a verdict in words.
+//! Holm-adjusted rank test, and a verdict in words. A primary metric named
+//! before the run is judged in a family of its own (its groups only); the
+//! other metrics form the second family. A row without a significant
+//! difference says how many repeats would resolve a 5% change.
 //!
 //! It reads results directories through its own small view of the JSON
 //! (only the fields it needs), so record types may move without breaking
@@ -13,6 +16,7 @@ use super::significance::{holm, mann_whitney_p, smallest_p};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +39,33 @@ pub const METRICS: &[(&str, &str, bool)] = &[
     ("pss_peak", "PSS peak", false),
     ("cpu_per_request", "server CPU per request", false),
     ("error_rate", "error rate", false),
+    // Telemetry (`server_metrics.telemetry`), only when both sides have it.
+    (
+        "gc_runs_per_1k_requests",
+        "GC runs per 1,000 requests",
+        false,
+    ),
+    ("gc_time_share", "GC time share", false),
+    ("queue_us_mean", "queue time", false),
+    ("app_us_mean", "app time", false),
 ];
+
+/// The change a non-significant row says it would take to resolve, and
+/// with what power (`repeats_for_5pct`).
+pub const RESOLVE_PCT: f64 = 5.0;
+pub const POWER: f64 = 0.8;
+
+/// `name` is a metric of `METRICS`, or a one-line error listing them
+/// (`what` says where the name came from: `--metric`, `primary_metric`).
+pub fn check_metric(what: &str, name: &str) -> Result<(), String> {
+    if METRICS.iter().any(|m| m.0 == name) {
+        return Ok(());
+    }
+    Err(format!(
+        "{what} \"{name}\" is not a metric: use one of {}",
+        METRICS.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
+    ))
+}
 
 /// One side of a comparison: a results directory, maybe narrowed to one
 /// server or variant.
@@ -196,8 +226,9 @@ fn group_label(planned: &Value) -> String {
     format!("{app} {topo} {shape}").trim().to_string()
 }
 
-/// A trial's figures by metric (absent ones left out).
-fn figures(trial: &Value) -> Vec<(&'static str, f64)> {
+/// A trial's figures by metric (absent ones left out). The sweep reads
+/// its trials through this too.
+pub fn figures(trial: &Value) -> Vec<(&'static str, f64)> {
     let load = &trial["load"];
     let sm = &trial["server_metrics"];
     let mut out = Vec::new();
@@ -224,6 +255,16 @@ fn figures(trial: &Value) -> Vec<(&'static str, f64)> {
             _ => None,
         },
     );
+    let tm = &sm["telemetry"];
+    if tm.is_object() {
+        put(
+            "gc_runs_per_1k_requests",
+            tm["gc_runs_per_1k_requests"].as_f64(),
+        );
+        put("gc_time_share", tm["gc_time_share"].as_f64());
+        put("queue_us_mean", tm["queue_us"]["mean"].as_f64());
+        put("app_us_mean", tm["app_us"]["mean"].as_f64());
+    }
     out
 }
 
@@ -269,6 +310,51 @@ pub struct Row {
     /// Whether the change is an improvement ("better"), a regression
     /// ("worse") or neither ("same"); "same" whenever not significant.
     pub direction: String,
+    /// The comparison's primary metric (named before the run): judged in
+    /// its own Holm family; the other rows are secondary.
+    #[serde(default)]
+    pub primary: bool,
+    /// Each side's coefficient of variation over its repeats (sample
+    /// standard deviation ÷ mean, in percent); null with fewer than two
+    /// repeats or a zero mean.
+    #[serde(default)]
+    pub cv_a_pct: Option<f64>,
+    #[serde(default)]
+    pub cv_b_pct: Option<f64>,
+    /// Rows without a significant difference: the repeats per side a test
+    /// would need to resolve a 5% change with 80% power at this row's
+    /// level, from the spread seen (`repeats_to_resolve`); null for
+    /// significant rows and without a spread.
+    #[serde(default)]
+    pub repeats_for_5pct: Option<usize>,
+}
+
+/// Sample standard deviation ÷ mean, in percent.
+fn cv_pct(x: &[f64]) -> Option<f64> {
+    if x.len() < 2 {
+        return None;
+    }
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean != 0.0).then(|| var.sqrt() / mean.abs() * 100.0)
+}
+
+/// Repeats per side for a two-sided test at level `alpha` to detect a
+/// change of `change_pct` with power `power`, the normal approximation
+/// for two independent means with the sides' coefficients of variation:
+/// n = ⌈(z(1 − α/2) + z(power))² · (cv_a² + cv_b²) ÷ change²⌉.
+pub fn repeats_to_resolve(
+    cv_a_pct: f64,
+    cv_b_pct: f64,
+    alpha: f64,
+    power: f64,
+    change_pct: f64,
+) -> usize {
+    let z = Normal::new(0.0, 1.0).expect("standard normal");
+    let k = z.inverse_cdf(1.0 - alpha / 2.0) + z.inverse_cdf(power);
+    let n = k * k * (cv_a_pct.powi(2) + cv_b_pct.powi(2)) / change_pct.powi(2);
+    (n.ceil() as usize).max(1)
 }
 
 impl Row {
@@ -301,6 +387,10 @@ impl Row {
             merged_change_pct: None,
             merged_ci_low_pct: None,
             merged_ci_high_pct: None,
+            primary: false,
+            cv_a_pct: cv_pct(a),
+            cv_b_pct: cv_pct(b),
+            repeats_for_5pct: None,
         }
     }
 }
@@ -314,6 +404,10 @@ pub struct Comparison {
     pub alpha: f64,
     pub method: String,
     pub seed: u64,
+    /// The metric named before the run (`--metric`, a plan's
+    /// `primary_metric`), judged alone; null when none was named.
+    #[serde(default)]
+    pub primary_metric: Option<String>,
     pub rows: Vec<Row>,
     /// Groups found on one side only.
     pub unpaired: Vec<String>,
@@ -322,8 +416,12 @@ pub struct Comparison {
     pub verdict: String,
 }
 
-/// Compare two sides. `seed` seeds the bootstrap (each row its own stream).
-pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
+/// Compare two sides. `seed` seeds the bootstrap (each row its own stream);
+/// `primary` names the metric judged alone (checked with `check_metric`).
+pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<Comparison, String> {
+    if let Some(m) = primary {
+        check_metric("the primary metric", m)?;
+    }
     let la = load(a)?;
     let lb = load(b)?;
     let mut rows = Vec::new();
@@ -369,6 +467,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
             row.merged_change_pct = merged_change.map(|c| c.0);
             row.merged_ci_low_pct = merged_change.map(|c| c.1);
             row.merged_ci_high_pct = merged_change.map(|c| c.2);
+            row.primary = primary == Some(metric);
             rows.push(row);
         }
     }
@@ -387,10 +486,18 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
         a: a.clone(),
         b: b.clone(),
         alpha: ALPHA,
-        method: "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
-                 two-sided Mann-Whitney U, Holm-adjusted over all rows"
-            .into(),
+        method: match primary {
+            None => "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
+                     two-sided Mann-Whitney U, Holm-adjusted over all rows"
+                .into(),
+            Some(m) => format!(
+                "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
+                 two-sided Mann-Whitney U, Holm-adjusted over the {m} rows (primary, one per group) \
+                 and separately over all other rows (secondary)"
+            ),
+        },
         seed,
+        primary_metric: primary.map(str::to_string),
         rows,
         unpaired,
         verdicts,
@@ -401,33 +508,56 @@ pub fn compare(a: &Side, b: &Side, seed: u64) -> Result<Comparison, String> {
 /// Holm-adjust, decide significance and write each row's verdict.
 /// Significant means: adjusted p under ALPHA *and* an interval that leaves
 /// out zero, so the two methods must agree before a change is claimed.
+/// The primary rows are one Holm family, the others another (all rows
+/// one family when there is no primary metric).
 pub fn judge(rows: &mut [Row]) {
-    let adjusted = holm(&rows.iter().map(|r| r.p_value).collect::<Vec<_>>());
-    let m = rows.len();
-    for (row, p) in rows.iter_mut().zip(adjusted) {
-        row.p_adjusted = p;
-        let excludes_zero = match (row.ci_low_pct, row.ci_high_pct) {
-            (Some(lo), Some(hi)) => lo > 0.0 || hi < 0.0,
-            // Without an interval (a zero baseline), the rank test decides.
-            _ => row.n_a >= 2 && row.n_b >= 2,
-        };
-        row.significant = p < ALPHA && excludes_zero && !within_noise(row);
-        let higher_better = METRICS
-            .iter()
-            .find(|m| m.0 == row.metric)
-            .is_some_and(|m| m.2);
-        if row.significant {
-            let up = row.b > row.a;
-            row.direction = if up == higher_better {
-                "better"
-            } else {
-                "worse"
-            }
-            .into();
+    for primary in [true, false] {
+        let family: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].primary == primary)
+            .collect();
+        let adjusted = holm(&family.iter().map(|&i| rows[i].p_value).collect::<Vec<_>>());
+        for (&i, p) in family.iter().zip(adjusted) {
+            judge_row(&mut rows[i], p, family.len());
         }
-        row.judged = row.significant || resolvable(row, m);
-        row.verdict = row_verdict(row, m);
     }
+}
+
+/// Rows in `row`'s Holm family among `rows`.
+fn family_size(rows: &[Row], row: &Row) -> usize {
+    rows.iter().filter(|r| r.primary == row.primary).count()
+}
+
+/// One row's judgement, given its adjusted p and the size of its family.
+fn judge_row(row: &mut Row, p_adjusted: f64, m: usize) {
+    row.p_adjusted = p_adjusted;
+    let excludes_zero = match (row.ci_low_pct, row.ci_high_pct) {
+        (Some(lo), Some(hi)) => lo > 0.0 || hi < 0.0,
+        // Without an interval (a zero baseline), the rank test decides.
+        _ => row.n_a >= 2 && row.n_b >= 2,
+    };
+    row.significant = p_adjusted < ALPHA && excludes_zero && !within_noise(row);
+    let higher_better = METRICS
+        .iter()
+        .find(|m| m.0 == row.metric)
+        .is_some_and(|m| m.2);
+    if row.significant {
+        let up = row.b > row.a;
+        row.direction = if up == higher_better {
+            "better"
+        } else {
+            "worse"
+        }
+        .into();
+    }
+    row.judged = row.significant || resolvable(row, m);
+    // Holm's strictest step is α/m: the level the smallest p must reach.
+    row.repeats_for_5pct = match (row.significant, row.cv_a_pct, row.cv_b_pct) {
+        (false, Some(ca), Some(cb)) => Some(
+            repeats_to_resolve(ca, cb, ALPHA / m as f64, POWER, RESOLVE_PCT).max(repeats_needed(m)),
+        ),
+        _ => None,
+    };
+    row.verdict = row_verdict(row, m);
 }
 
 /// The row's whole interval lies inside ±NOISE_PCT.
@@ -470,7 +600,31 @@ pub fn repeats_needed(m: usize) -> usize {
         .unwrap_or(200)
 }
 
+/// "; with this spread (±6.0%), ~23 repeats a side would resolve a 5%
+/// change", or that these repeats already would have; empty without
+/// `repeats_for_5pct`.
+fn resolve_note(row: &Row) -> String {
+    let (Some(n), Some(ca), Some(cb)) = (row.repeats_for_5pct, row.cv_a_pct, row.cv_b_pct) else {
+        return String::new();
+    };
+    let spread = ((ca * ca + cb * cb) / 2.0).sqrt();
+    if n <= row.n_a.min(row.n_b) {
+        format!(
+            "; with this spread (±{spread:.1}%), these repeats would have resolved a {RESOLVE_PCT:.0}% change (~{n} a side suffice)"
+        )
+    } else {
+        format!(
+            "; with this spread (±{spread:.1}%), ~{n} repeats a side would resolve a {RESOLVE_PCT:.0}% change"
+        )
+    }
+}
+
 fn row_verdict(row: &Row, m: usize) -> String {
+    let note = resolve_note(row);
+    row_words(row, m) + &note
+}
+
+fn row_words(row: &Row, m: usize) -> String {
     let what = words(&row.metric);
     if !row.significant && !resolvable(row, m) {
         if let (Some(c), Some(lo), Some(hi)) = (
@@ -530,7 +684,8 @@ fn row_verdict(row: &Row, m: usize) -> String {
     }
 }
 
-/// One line per group pair: significant changes first, then what did not move.
+/// One line per group pair: the primary metric's verdict first (when one
+/// was named), then significant changes, then what did not move.
 fn pair_verdicts(rows: &[Row]) -> Vec<String> {
     let mut groups: Vec<&str> = Vec::new();
     for r in rows {
@@ -544,40 +699,78 @@ fn pair_verdicts(rows: &[Row]) -> Vec<String> {
             let rs: Vec<&Row> = rows.iter().filter(|r| r.group == g).collect();
             let mut parts: Vec<String> = rs
                 .iter()
-                .filter(|r| r.significant)
-                .map(|r| r.verdict.clone())
+                .filter(|r| r.primary)
+                .map(|r| format!("primary {}: {}", r.metric, r.verdict))
                 .collect();
-            let same: Vec<&str> = rs
-                .iter()
-                .filter(|r| !r.significant && resolvable(r, rows.len()))
-                .map(|r| words(&r.metric))
-                .collect();
-            if !same.is_empty() {
-                parts.push(format!(
-                    "{} unchanged (no significant difference)",
-                    same.join(", ")
-                ));
+            let secondary: Vec<&Row> = rs.iter().copied().filter(|r| !r.primary).collect();
+            let mut rest = secondary_parts(rows, &secondary);
+            if !parts.is_empty() && !rest.is_empty() {
+                rest[0] = format!("secondary: {}", rest[0]);
             }
-            let unknown: Vec<&str> = rs
-                .iter()
-                .filter(|r| !r.significant && !resolvable(r, rows.len()))
-                .map(|r| words(&r.metric))
-                .collect();
-            if !unknown.is_empty() {
-                let (na, nb) = (rs[0].n_a, rs[0].n_b);
-                parts.push(format!(
-                    "{} cannot be judged from n={na}+{nb} repeats ({} comparisons need {} a side)",
-                    unknown.join(", "),
-                    rows.len(),
-                    repeats_needed(rows.len())
-                ));
-            }
+            parts.append(&mut rest);
             format!("{g}: {}", parts.join("; "))
         })
         .collect()
 }
 
+/// The non-primary rows of one group in words: significant changes, then
+/// the unchanged, then those the repeats cannot judge.
+fn secondary_parts(rows: &[Row], rs: &[&Row]) -> Vec<String> {
+    let mut parts: Vec<String> = rs
+        .iter()
+        .filter(|r| r.significant)
+        .map(|r| r.verdict.clone())
+        .collect();
+    let same: Vec<&str> = rs
+        .iter()
+        .filter(|r| !r.significant && r.judged)
+        .map(|r| words(&r.metric))
+        .collect();
+    if !same.is_empty() {
+        parts.push(format!(
+            "{} unchanged (no significant difference)",
+            same.join(", ")
+        ));
+    }
+    let unknown: Vec<&str> = rs
+        .iter()
+        .filter(|r| !r.judged)
+        .map(|r| words(&r.metric))
+        .collect();
+    if !unknown.is_empty() {
+        let (na, nb, m) = (rs[0].n_a, rs[0].n_b, family_size(rows, rs[0]));
+        parts.push(format!(
+            "{} cannot be judged from n={na}+{nb} repeats ({m} comparisons need {} a side)",
+            unknown.join(", "),
+            repeats_needed(m)
+        ));
+    }
+    parts
+}
+
+/// The overall line: with a primary metric, its result first, then the
+/// secondary rows' summary.
 fn overall(rows: &[Row]) -> String {
+    let (primary, secondary): (Vec<Row>, Vec<Row>) = rows.iter().cloned().partition(|r| r.primary);
+    if primary.is_empty() {
+        return family_summary(rows);
+    }
+    let head = match primary.as_slice() {
+        [one] => one.verdict.clone(),
+        many => family_summary(many),
+    };
+    if secondary.is_empty() {
+        return format!("primary {}: {head}", primary[0].metric);
+    }
+    format!(
+        "primary {}: {head}; secondary metrics: {}",
+        primary[0].metric,
+        family_summary(&secondary)
+    )
+}
+
+/// One Holm family's rows in one line.
+fn family_summary(rows: &[Row]) -> String {
     let groups = {
         let mut g: Vec<&str> = rows.iter().map(|r| r.group.as_str()).collect();
         g.sort();
@@ -718,6 +911,10 @@ mod tests {
             merged_change_pct: None,
             merged_ci_low_pct: None,
             merged_ci_high_pct: None,
+            primary: false,
+            cv_a_pct: cv_pct(xa),
+            cv_b_pct: cv_pct(xb),
+            repeats_for_5pct: None,
         }
     }
 
@@ -812,6 +1009,112 @@ mod tests {
         );
     }
 
+    /// By hand: (z(0.975) + z(0.8))² = (1.95996 + 0.84162)² = 7.84888;
+    /// with 6% each side, 7.84888 · (36 + 36) / 25 = 22.60 → 23; with 12%,
+    /// 7.84888 · 288 / 25 = 90.42 → 91. At α/8 (Holm's first step over 8
+    /// rows) z(1 − 0.003125) = 2.73437: (2.73437 + 0.84162)² · 72 / 25
+    /// = 36.82 → 37.
+    #[test]
+    fn repeats_to_resolve_a_5_percent_change_match_the_hand_computed_values() {
+        let rows = [
+            (6.0, 6.0, ALPHA, 23),
+            (12.0, 12.0, ALPHA, 91),
+            (6.0, 6.0, ALPHA / 8.0, 37),
+            (0.0, 0.0, ALPHA, 1),
+        ];
+        for (ca, cb, alpha, want) in rows {
+            assert_eq!(
+                repeats_to_resolve(ca, cb, alpha, POWER, RESOLVE_PCT),
+                want,
+                "cv {ca}%/{cb}% at {alpha}"
+            );
+        }
+        // cv: sample standard deviation over the mean.
+        let cv = cv_pct(&[90.0, 100.0, 110.0]).unwrap();
+        assert!((cv - 10.0).abs() < 1e-9, "{cv}");
+        assert!(cv_pct(&[5.0]).is_none() && cv_pct(&[0.0, 0.0]).is_none());
+    }
+
+    #[test]
+    fn a_row_without_a_difference_says_how_many_repeats_would_resolve_5_percent() {
+        // About ±4% noise a side, 6 repeats, no real change.
+        let a = [94.0, 100.0, 106.0, 97.0, 103.0, 100.0];
+        let b = [95.0, 101.0, 105.0, 98.0, 104.0, 99.0];
+        let mut rows = vec![row("throughput", &a, &b)];
+        judge(&mut rows);
+        let r = &rows[0];
+        assert!(!r.significant && r.judged, "{r:?}");
+        let n = r.repeats_for_5pct.expect("a spread");
+        let want = repeats_to_resolve(
+            r.cv_a_pct.unwrap(),
+            r.cv_b_pct.unwrap(),
+            ALPHA,
+            POWER,
+            RESOLVE_PCT,
+        );
+        assert_eq!(n, want);
+        assert!(n > 6, "{n}");
+        assert!(
+            r.verdict.contains("no significant difference: +0.0%")
+                && r.verdict
+                    .ends_with(&format!("~{n} repeats a side would resolve a 5% change")),
+            "{}",
+            r.verdict
+        );
+        // A significant row has none.
+        let c: Vec<f64> = a.iter().map(|x| x * 1.3).collect();
+        let mut sig = vec![row("throughput", &a, &c)];
+        judge(&mut sig);
+        assert!(sig[0].significant && sig[0].repeats_for_5pct.is_none());
+    }
+
+    /// Five a side cannot show a difference among eight Holm-adjusted
+    /// rows (8 · 2/252 > 5%), but a primary metric is its own family.
+    #[test]
+    fn a_primary_metric_is_judged_alone_and_the_rest_stay_adjusted_together() {
+        let five_a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let five_b = [120.0, 121.0, 119.0, 120.5, 119.5];
+        let mut rows: Vec<Row> = METRICS[..8]
+            .iter()
+            .map(|m| row(m.0, &five_a, &five_b))
+            .collect();
+        rows[0].primary = true;
+        judge(&mut rows);
+        assert!(rows[0].significant, "{:?}", rows[0]);
+        assert!((rows[0].p_adjusted - rows[0].p_value).abs() < 1e-12);
+        for r in &rows[1..] {
+            assert!(!r.significant && !r.judged, "{r:?}");
+            assert!(
+                r.verdict.contains("7 comparisons need 6 repeats"),
+                "{}",
+                r.verdict
+            );
+        }
+        let line = overall(&rows);
+        assert!(
+            line.starts_with("primary throughput: B is 20% faster in throughput"),
+            "{line}"
+        );
+        assert!(
+            line.contains("secondary metrics: no significant difference in any of 7"),
+            "{line}"
+        );
+        let pair = pair_verdicts(&rows);
+        assert!(
+            pair[0].contains(": primary throughput: B is 20% faster"),
+            "{pair:?}"
+        );
+        assert!(pair[0].contains("; secondary: "), "{pair:?}");
+        assert!(check_metric("--metric", "p99").is_ok());
+        let err = check_metric("--metric", "speed").unwrap_err();
+        assert!(
+            err.starts_with(
+                "--metric \"speed\" is not a metric: use one of throughput, p50, p90, p99"
+            ),
+            "{err}"
+        );
+    }
+
     #[test]
     fn fail_if_parses_and_only_fires_on_significant_crossings() {
         let f = FailIf::parse("p99>+5%").unwrap();
@@ -891,7 +1194,7 @@ mod tests {
             dir: dir.clone(),
             selector: Some(format!("variant={v}")),
         };
-        let c = compare(&side("fast"), &side("slow"), 1).unwrap();
+        let c = compare(&side("fast"), &side("slow"), 1, None).unwrap();
         let p50 = c.rows.iter().find(|r| r.metric == "p50").unwrap();
         assert_eq!((p50.n_a, p50.n_b), (2, 2));
         let (m, lo, hi) = (
@@ -921,13 +1224,13 @@ mod tests {
             dir: dir.clone(),
             selector: None,
         };
-        let err = compare(&whole, &whole, 1).unwrap_err();
+        let err = compare(&whole, &whole, 1, None).unwrap_err();
         assert!(err.contains("variant=NAME"), "{err}");
         let none = Side {
             dir: dir.clone(),
             selector: Some("server=nope".into()),
         };
-        let err = compare(&none, &whole, 1).unwrap_err();
+        let err = compare(&none, &whole, 1, None).unwrap_err();
         assert!(err.contains("its variants are: fast, slow"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,21 +1,25 @@
 //! A sweep's analysis (rackbench/sweep-v1): the stored trials of one
 //! results directory grouped by the swept value; per value the medians and
-//! ranges of throughput, p50, p99 and the server's CPU utilization; each
-//! value against the first (the control) with the comparison's own rows
-//! and judgement (`compare::judge`: bootstrap interval and Holm-adjusted
-//! rank test, each metric its own family); the knee and the USL fit
-//! (`usl`); and verdicts in words.
+//! ranges of throughput, p50, p99, the server's CPU utilization and, with
+//! telemetry, GC runs, GC time share, queue and app time; each value
+//! against the first (the control) with the comparison's own rows and
+//! judgement (`compare::judge`: bootstrap interval and Holm-adjusted rank
+//! test, each metric its own family); for an ordered variable (a resource:
+//! workers, connections...) the knee and the USL fit (`usl`); for any, the
+//! value that beats every other significantly, if one does; and verdicts
+//! in words.
 //!
 //! It reads trial files through `serde_json::Value` like `compare` does,
 //! and is told how to read a trial's value (the caller knows the plan's
 //! `[sweep]`). It runs nothing.
 
 use super::bootstrap::median;
-use super::compare::{judge, Row, ALPHA};
+use super::compare::{figures, judge, pct, Row, ALPHA, METRICS};
 use super::spread::Spread;
 use super::usl;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "rackbench/sweep-v1";
@@ -38,8 +42,20 @@ pub struct ValueRow {
     /// Server CPU seconds over the counted window ÷ (window × cores given):
     /// 1.0 is every core the server was given busy all the time.
     pub cpu_utilization: Option<Spread>,
+    /// Telemetry (`server_metrics.telemetry`; null without it): GC runs
+    /// per 1,000 requests, GC time ÷ app time, mean queue time behind
+    /// nginx and mean app time per request (µs), each over repeats.
+    #[serde(default)]
+    pub gc_runs_per_1k_requests: Option<Spread>,
+    #[serde(default)]
+    pub gc_time_share: Option<Spread>,
+    #[serde(default)]
+    pub queue_us_mean: Option<Spread>,
+    #[serde(default)]
+    pub app_us_mean: Option<Spread>,
     /// The comparison with the control (none for the control itself):
-    /// rows for throughput and p99, as compare-v1 writes them.
+    /// rows for throughput and p99 (and the primary metric, if another),
+    /// as compare-v1 writes them.
     pub vs_control: Vec<Row>,
 }
 
@@ -68,26 +84,51 @@ pub struct Sweep {
     pub server_cores: f64,
     pub alpha: f64,
     pub values: Vec<ValueRow>,
+    /// Whether the variable is an ordered resource (workers, threads,
+    /// connections, nginx_workers, instances); knee and USL only then.
+    #[serde(default)]
+    pub ordered: bool,
+    /// The metric named before the run (the plan's `primary_metric`);
+    /// null when none, and the best value is judged by throughput.
+    #[serde(default)]
+    pub primary_metric: Option<String>,
+    /// Whether some trial carried telemetry (the tables' GC, queue and
+    /// app time columns).
+    #[serde(default)]
+    pub telemetry: bool,
     /// Smallest value whose throughput is not significantly below the
-    /// best's; null for values that are not numbers.
+    /// best's; null for values that are not numbers or not ordered.
     pub knee: Option<String>,
     /// The value with the highest median throughput.
     pub best: Option<String>,
+    /// The value significantly better than every other value in the
+    /// primary metric (throughput when none); null when none stands out.
+    #[serde(default)]
+    pub best_significant: Option<String>,
     pub usl: Option<UslSummary>,
     pub verdicts: Vec<String>,
 }
 
 /// How to read the directory: the swept variable's name and values, how
-/// to read a trial's value, and whether a USL fit makes sense.
+/// to read a trial's value, whether the values are ordered (a knee means
+/// something) and whether a USL fit makes sense (`plan::sweep::Variable`
+/// decides both), and the primary metric, if the plan names one.
 pub struct Spec<'a> {
     pub variable: &'a str,
     pub values: &'a [String],
     pub value_of: &'a dyn Fn(&Value) -> Option<String>,
+    pub ordered: bool,
     pub scales: bool,
+    pub primary: Option<&'a str>,
 }
 
-/// Per value: (throughput, p50, p99, cpu utilization) per repeat.
-type Figures = [Vec<f64>; 4];
+/// Per value: each metric's figure per repeat (compare's metrics, and
+/// "cpu_utilization").
+type Figures = BTreeMap<&'static str, Vec<f64>>;
+
+fn of<'a>(f: &'a Figures, metric: &str) -> &'a [f64] {
+    f.get(metric).map_or(&[], Vec::as_slice)
+}
 
 /// Cores the server was given in a run: `--server-cpus LIST` in the
 /// manifest's command, all of them with `--no-pin`, else rackbench's
@@ -146,18 +187,18 @@ fn read_figures(dir: &Path, spec: &Spec, cores: f64) -> Result<Vec<Figures>, Str
         let load = &doc["trial"]["load"];
         let sm = &doc["trial"]["server_metrics"];
         let f = &mut out[i];
-        let mut put = |k: usize, v: Option<f64>| {
-            if let Some(v) = v.filter(|v| v.is_finite()) {
-                f[k].push(v);
-            }
-        };
-        put(0, load["throughput_rps"].as_f64());
-        put(1, load["latency_us"]["p50"].as_f64());
-        put(2, load["latency_us"]["p99"].as_f64());
+        for (metric, v) in figures(&doc["trial"]) {
+            f.entry(metric).or_default().push(v);
+        }
         let cpu = sm["cpu_user_s"].as_f64().unwrap_or(f64::NAN)
             + sm["cpu_sys_s"].as_f64().unwrap_or(f64::NAN);
         let window = load["duration_s"].as_f64().unwrap_or(0.0);
-        put(3, (window > 0.0).then(|| cpu / (window * cores)));
+        if let Some(u) = (window > 0.0)
+            .then(|| cpu / (window * cores))
+            .filter(|u| u.is_finite())
+        {
+            f.entry("cpu_utilization").or_default().push(u);
+        }
     }
     Ok(out)
 }
@@ -174,6 +215,18 @@ fn row_vs(metric: &str, value: &str, a: &[f64], b: &[f64], seed: u64) -> Option<
     Some(Row::unjudged(value, metric, a, b, seed))
 }
 
+/// The metrics each value is compared with the control on: throughput,
+/// p99, and the primary metric when it is another.
+fn compared(primary: Option<&str>) -> Vec<&'static str> {
+    let mut out = vec!["throughput", "p99"];
+    if let Some(m) = METRICS.iter().map(|m| m.0).find(|m| Some(*m) == primary) {
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    out
+}
+
 /// Analyse a sweep's results directory.
 pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
     let manifest: Value = read_doc(&dir.join("manifest.json")).ok_or_else(|| {
@@ -184,7 +237,7 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
     })?;
     let cores = server_cores(&manifest);
     let figs = read_figures(dir, spec, cores)?;
-    if figs.iter().all(|f| f[0].is_empty()) {
+    if figs.iter().all(|f| of(f, "throughput").is_empty()) {
         return Err(format!(
             "{} holds no finished trial of the sweep of {}",
             dir.display(),
@@ -194,27 +247,40 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
     // Each metric is its own family for Holm: the sweep asks "which values
     // differ in throughput" and "in p99" as two questions.
     let mut by_metric: Vec<Vec<Row>> = Vec::new();
-    for (k, metric) in [(0, "throughput"), (2, "p99")] {
+    for (k, metric) in compared(spec.primary).into_iter().enumerate() {
         let mut rows: Vec<Row> = (1..figs.len())
             .filter_map(|i| {
                 let stream = seed
                     .wrapping_add((i as u64 * 2 + k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-                row_vs(metric, &spec.values[i], &figs[0][k], &figs[i][k], stream)
+                let mut row = row_vs(
+                    metric,
+                    &spec.values[i],
+                    of(&figs[0], metric),
+                    of(&figs[i], metric),
+                    stream,
+                )?;
+                row.primary = spec.primary == Some(metric);
+                Some(row)
             })
             .collect();
         judge(&mut rows);
         by_metric.push(rows);
     }
+    let spread = |f: &Figures, m: &str| Spread::of(of(f, m));
     let values: Vec<ValueRow> = figs
         .iter()
         .zip(spec.values)
         .map(|(f, v)| ValueRow {
             value: v.clone(),
-            n: f[0].len(),
-            throughput_rps: Spread::of(&f[0]),
-            p50_us: Spread::of(&f[1]),
-            p99_us: Spread::of(&f[2]),
-            cpu_utilization: Spread::of(&f[3]),
+            n: of(f, "throughput").len(),
+            throughput_rps: spread(f, "throughput"),
+            p50_us: spread(f, "p50"),
+            p99_us: spread(f, "p99"),
+            cpu_utilization: spread(f, "cpu_utilization"),
+            gc_runs_per_1k_requests: spread(f, "gc_runs_per_1k_requests"),
+            gc_time_share: spread(f, "gc_time_share"),
+            queue_us_mean: spread(f, "queue_us_mean"),
+            app_us_mean: spread(f, "app_us_mean"),
             vs_control: by_metric
                 .iter()
                 .flatten()
@@ -228,41 +294,15 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
         .filter_map(|r| r.throughput_rps.map(|t| (r, t.median)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(r, _)| r.value.clone());
-    let numeric: Option<Vec<f64>> = spec.values.iter().map(|v| v.parse().ok()).collect();
-    let knee = numeric.as_ref().and_then(|ns| {
-        let pts: Vec<(f64, Vec<f64>)> = ns
-            .iter()
-            .zip(&figs)
-            .map(|(n, f)| (*n, f[0].clone()))
-            .collect();
-        let k = usl::knee(&pts, ALPHA)?;
-        ns.iter()
-            .position(|n| *n == k)
-            .map(|i| spec.values[i].clone())
-    });
-    let fit = numeric.as_ref().filter(|_| spec.scales).and_then(|ns| {
-        // One point per value, its median: the fit bounds λ below by the
-        // best X/N of its points, so a single lucky repeat at N = 1 would
-        // force the whole curve under it (seen on a noisy machine: σ > 1,
-        // R² < 0). Repeats that served nothing are left out.
-        let pts: Vec<(f64, f64)> = ns
-            .iter()
-            .zip(&figs)
-            .filter_map(|(n, f)| {
-                let served: Vec<f64> = f[0].iter().copied().filter(|x| *x > 0.0).collect();
-                (!served.is_empty()).then(|| (*n, median(&served)))
-            })
-            .collect();
-        usl::fit(&pts)
-    });
-    let usl = fit.map(|f| UslSummary {
-        sigma: f.sigma,
-        kappa: f.kappa,
-        lambda: f.lambda,
-        peak_value: f.peak_n(),
-        peak_throughput_rps: f.peak_n().map(|n| f.throughput(n)),
-        r2: f.r_squared,
-    });
+    let numeric: Option<Vec<f64>> = spec
+        .values
+        .iter()
+        .map(|v| v.parse().ok())
+        .collect::<Option<Vec<f64>>>()
+        .filter(|_| spec.ordered);
+    let telemetry = values
+        .iter()
+        .any(|r| r.gc_runs_per_1k_requests.is_some() || r.app_us_mean.is_some());
     let mut sweep = Sweep {
         schema: SCHEMA.into(),
         dir: dir.to_path_buf(),
@@ -271,13 +311,148 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
         server_cores: cores,
         alpha: ALPHA,
         values,
-        knee,
+        ordered: spec.ordered,
+        primary_metric: spec.primary.map(str::to_string),
+        telemetry,
+        knee: numeric.as_ref().and_then(|ns| knee(ns, spec, &figs)),
         best,
-        usl,
+        best_significant: None,
+        usl: numeric
+            .as_ref()
+            .filter(|_| spec.scales)
+            .and_then(|ns| fit(ns, &figs)),
         verdicts: Vec::new(),
     };
+    let standout = stands_out(&figs, spec, seed);
+    sweep.best_significant = standout.as_ref().ok().map(|b| b.0.clone());
     sweep.verdicts = verdicts(&sweep);
+    if !spec.ordered {
+        // An unordered sweep has no knee: the question is which value wins.
+        sweep.verdicts.push(match standout {
+            Ok((_, line)) => line,
+            Err(line) => line,
+        });
+    }
     Ok(sweep)
+}
+
+/// The knee of an ordered sweep with numeric values (`usl::knee`).
+fn knee(ns: &[f64], spec: &Spec, figs: &[Figures]) -> Option<String> {
+    let pts: Vec<(f64, Vec<f64>)> = ns
+        .iter()
+        .zip(figs)
+        .map(|(n, f)| (*n, of(f, "throughput").to_vec()))
+        .collect();
+    let k = usl::knee(&pts, ALPHA)?;
+    ns.iter()
+        .position(|n| *n == k)
+        .map(|i| spec.values[i].clone())
+}
+
+/// The USL fitted to the values' median throughputs.
+fn fit(ns: &[f64], figs: &[Figures]) -> Option<UslSummary> {
+    // One point per value, its median: the fit bounds λ below by the
+    // best X/N of its points, so a single lucky repeat at N = 1 would
+    // force the whole curve under it (seen on a noisy machine: σ > 1,
+    // R² < 0). Repeats that served nothing are left out.
+    let pts: Vec<(f64, f64)> = ns
+        .iter()
+        .zip(figs)
+        .filter_map(|(n, f)| {
+            let served: Vec<f64> = of(f, "throughput")
+                .iter()
+                .copied()
+                .filter(|x| *x > 0.0)
+                .collect();
+            (!served.is_empty()).then(|| (*n, median(&served)))
+        })
+        .collect();
+    let f = usl::fit(&pts)?;
+    Some(UslSummary {
+        sigma: f.sigma,
+        kappa: f.kappa,
+        lambda: f.lambda,
+        peak_value: f.peak_n(),
+        peak_throughput_rps: f.peak_n().map(|n| f.throughput(n)),
+        r2: f.r_squared,
+    })
+}
+
+/// The value whose primary metric (throughput when none is named) is
+/// significantly better than every other value's: the best median,
+/// compared with each other value as `compare` would (bootstrap interval,
+/// Mann-Whitney U Holm-adjusted over those comparisons). `Err` holds the
+/// words for "none stands out".
+fn stands_out(figs: &[Figures], spec: &Spec, seed: u64) -> Result<(String, String), String> {
+    let metric = spec.primary.unwrap_or("throughput");
+    let higher_better = METRICS.iter().any(|m| m.0 == metric && m.2);
+    let medians: Vec<Option<f64>> = figs
+        .iter()
+        .map(|f| Spread::of(of(f, metric)).map(|s| s.median))
+        .collect();
+    let key = |m: f64| if higher_better { m } else { -m };
+    let top = (0..figs.len())
+        .filter_map(|i| medians[i].map(|m| (i, key(m))))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+        .ok_or_else(|| format!("no value has a {metric} figure"))?;
+    let mut rows: Vec<Row> = (0..figs.len())
+        .filter(|&i| i != top && medians[i].is_some())
+        .map(|i| {
+            let stream = seed.wrapping_add((i as u64 + 101).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            Row::unjudged(
+                &spec.values[i],
+                metric,
+                of(&figs[i], metric),
+                of(&figs[top], metric),
+                stream,
+            )
+        })
+        .collect();
+    judge(&mut rows);
+    let name = |v: &str| format!("{}={v}", spec.variable);
+    let words = METRICS
+        .iter()
+        .find(|m| m.0 == metric)
+        .map_or(metric, |m| m.1);
+    if !rows.is_empty() && rows.iter().all(|r| r.direction == "better") {
+        // The runner-up: the smallest change of the best against another.
+        let next = rows
+            .iter()
+            .min_by(|a, b| {
+                let c = |r: &Row| r.change_pct.map_or(f64::INFINITY, f64::abs);
+                c(a).total_cmp(&c(b))
+            })
+            .expect("not empty");
+        let line = format!(
+            "best: {} ({words} significantly better than every other value; {} against the next best, {}, 95% CI {} to {})",
+            name(&spec.values[top]),
+            next.change_pct.map(pct).unwrap_or_else(|| "–".into()),
+            name(&next.group),
+            next.ci_low_pct.map(pct).unwrap_or_else(|| "–".into()),
+            next.ci_high_pct.map(pct).unwrap_or_else(|| "–".into()),
+        );
+        return Ok((spec.values[top].clone(), line));
+    }
+    // The closest rival: the value the best is not significantly ahead of.
+    let rival = rows
+        .iter()
+        .find(|r| r.direction != "better")
+        .map(|r| {
+            let change = r.change_pct.map(pct).unwrap_or_else(|| "–".into());
+            format!(
+                "{} is not significantly ahead of {} ({change}; {})",
+                name(&spec.values[top]),
+                name(&r.group),
+                if r.judged {
+                    "no significant difference"
+                } else {
+                    "too few repeats to tell"
+                }
+            )
+        })
+        .unwrap_or_default();
+    Err(format!("no value stands out in {words}: {rival}"))
 }
 
 /// The sweep in sentences: each value against the control, the knee, the
@@ -291,7 +466,8 @@ fn verdicts(s: &Sweep) -> Vec<String> {
                 "{} vs {}: {}",
                 name(&r.value),
                 name(&s.control),
-                row.verdict.replacen("B is ", "", 1) // compare speaks of "B"; here B is the value
+                // compare speaks of "B"; here B is the value
+                row.verdict.replacen("B is ", "", 1).replacen("B's ", "", 1)
             ));
         }
     }
@@ -429,6 +605,123 @@ mod tests {
         .unwrap();
     }
 
+    fn results_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-sweep-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        std::fs::write(
+            dir.join("manifest.json"),
+            json!({"command": "rackbench sweep --out x", "environment": {"cores": 2}}).to_string(),
+        )
+        .unwrap();
+        dir
+    }
+
+    /// A trial of seed 002's GC sweep: the malloc limit in `planned.env`,
+    /// the middleware's GC figures in `server_metrics.telemetry`.
+    fn gc_trial(dir: &Path, id: &str, limit: &str, rps: f64, gc_per_1k: f64, app_us: f64) {
+        let doc = json!({
+            "outcome": "ok",
+            "planned": {"env": {"RUBY_GC_MALLOC_LIMIT": limit}},
+            "trial": {
+                "load": {"throughput_rps": rps, "duration_s": 10.0, "latency_us": {"p50": 4000.0, "p99": 9000.0}},
+                "server_metrics": {"cpu_user_s": 5.0, "cpu_sys_s": 0.0, "telemetry": {
+                    "requests": 1000, "gc_runs_per_1k_requests": gc_per_1k,
+                    "gc_time_share": gc_per_1k / 100.0,
+                    "app_us": {"p50": app_us, "p90": app_us, "p99": app_us, "mean": app_us},
+                    "queue_us": {"p50": 300.0, "p90": 300.0, "p99": 300.0, "mean": 310.0}}}
+            }
+        });
+        std::fs::write(
+            dir.join("trials").join(format!("{id}.json")),
+            doc.to_string(),
+        )
+        .unwrap();
+    }
+
+    /// Seed 002's sweep, made up: the control (80M) and 30M serve alike,
+    /// 8M runs GC four times as often and is 20% slower. The values are
+    /// numbers, yet the variable is an env value: no knee, no USL; the
+    /// verdicts name 8M as the one that differs, say no value stands out
+    /// (80M and 30M tie), and the GC figures are there per value.
+    #[test]
+    fn an_env_sweep_with_numeric_values_names_the_value_that_differs_and_no_knee() {
+        let dir = results_dir("env");
+        let points = [
+            ("80000000", 1000.0, 2.0, 900.0),
+            ("30000000", 1004.0, 3.0, 905.0),
+            ("8000000", 800.0, 8.0, 1150.0),
+        ];
+        for (limit, x, gc, app) in points {
+            for r in 0..6 {
+                let j = 1.0 + (r as f64 - 2.5) * 0.004;
+                gc_trial(&dir, &format!("{limit}-{r}"), limit, x * j, gc * j, app * j);
+            }
+        }
+        let values: Vec<String> = points.iter().map(|p| p.0.to_string()).collect();
+        let of = |p: &Value| p["env"]["RUBY_GC_MALLOC_LIMIT"].as_str().map(String::from);
+        let spec = Spec {
+            variable: "env.RUBY_GC_MALLOC_LIMIT",
+            values: &values,
+            value_of: &of,
+            ordered: false,
+            scales: false,
+            primary: None,
+        };
+        let s = analyse(&dir, &spec, 1).unwrap();
+        assert!(!s.ordered && s.knee.is_none() && s.usl.is_none(), "{s:#?}");
+        assert_eq!(s.best.as_deref(), Some("30000000"));
+        assert_eq!(s.best_significant, None);
+        let text = s.verdicts.join("\n");
+        assert!(!text.contains("knee") && !text.contains("USL"), "{text}");
+        assert!(
+            text.contains("env.RUBY_GC_MALLOC_LIMIT=8000000 vs env.RUBY_GC_MALLOC_LIMIT=80000000: 20% slower in throughput (95% CI"),
+            "{text}"
+        );
+        assert!(
+            text.contains("env.RUBY_GC_MALLOC_LIMIT=30000000 vs env.RUBY_GC_MALLOC_LIMIT=80000000: throughput unchanged"),
+            "{text}"
+        );
+        assert!(
+            text.contains("no value stands out in throughput: env.RUBY_GC_MALLOC_LIMIT=30000000 is not significantly ahead of env.RUBY_GC_MALLOC_LIMIT=80000000"),
+            "{text}"
+        );
+        assert!(s.telemetry);
+        let gc = |i: usize| s.values[i].gc_runs_per_1k_requests.unwrap().median;
+        assert!((gc(0) - 2.0).abs() < 0.01 && (gc(2) - 8.0).abs() < 0.05);
+        assert!((s.values[2].app_us_mean.unwrap().median - 1150.0).abs() < 5.0);
+        assert!((s.values[0].queue_us_mean.unwrap().median - 310.0).abs() < 1e-9);
+        assert!(s.values[1].gc_time_share.is_some());
+        // The same figures as an ordered resource would have a knee.
+        let as_resource = Spec {
+            ordered: true,
+            ..spec
+        };
+        let r = analyse(&dir, &as_resource, 1).unwrap();
+        assert_eq!(r.knee.as_deref(), Some("30000000"));
+        // Without the tie, one value beats every other: it is named.
+        for r in 0..6 {
+            let j = 1.0 + (r as f64 - 2.5) * 0.004;
+            gc_trial(
+                &dir,
+                &format!("30000000-{r}"),
+                "30000000",
+                1100.0 * j,
+                3.0,
+                905.0,
+            );
+        }
+        let s = analyse(&dir, &spec, 1).unwrap();
+        assert_eq!(s.best_significant.as_deref(), Some("30000000"));
+        let text = s.verdicts.join("\n");
+        assert!(
+            text.contains("best: env.RUBY_GC_MALLOC_LIMIT=30000000 (throughput significantly better than every other value; +10.0% against the next best, env.RUBY_GC_MALLOC_LIMIT=80000000"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// Throughput rises to 4 workers, then flattens while the one core is
     /// saturated and p99 grows: the knee is 4, the verdicts say "CPU
     /// saturated; more only adds latency" for 8.
@@ -468,7 +761,9 @@ mod tests {
             variable: "workers",
             values: &values,
             value_of: &of,
+            ordered: true,
             scales: true,
+            primary: None,
         };
         let s = analyse(&dir, &spec, 1).unwrap();
         assert_eq!(s.knee.as_deref(), Some("4"), "{:#?}", s.verdicts);
