@@ -22,8 +22,6 @@ mod software;
 use serde::Serialize;
 use std::time::Duration;
 
-pub use cpu::{busy_processes, BusyProcess, ProcSnapshot};
-
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
