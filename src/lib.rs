@@ -7,6 +7,9 @@
 //!
 //! - [`cli`]: the command line: clap types, one file per subcommand, each
 //!   turning flags into a library call and the result into output.
+//! - [`doctor`]: checks of this machine before a study (CPU frequency,
+//!   steal and busy processes, kernel limits, cgroups, Ruby and servers),
+//!   each finding with its fix; reads and probes, never changes a setting.
 //! - [`k8s`]: load from many nodes as a Kubernetes Indexed Job (k8s-openapi
 //!   types, submitted with kubectl); runs `rackbench load` and `merge` only
 //!   as the binary, never through their types.
@@ -42,6 +45,7 @@
 
 pub mod checks;
 pub mod cli;
+pub mod doctor;
 pub mod host;
 pub mod k8s;
 pub mod lab;

@@ -18,6 +18,7 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
     let cases: &[(&[&str], &str)] = &[
         (&["load", "127.0.0.1:8080"], "http://127.0.0.1:8080/path"),
         (&["load", "https://127.0.0.1/"], "https is not supported"),
+        (&["doctor", "--seconds", "0"], "--seconds 0 must be"),
         (&["load", "http://127.0.0.1:99999/"], "1 to 65535"),
         (
             &["load", "http://127.0.0.1:8080/", "-c", "0"],
@@ -868,4 +869,72 @@ fn a_reader_that_leaves_early_ends_the_output_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(141), "{err}");
+}
+
+/// A process that burns a CPU until dropped (killed and reaped).
+struct Burner(std::process::Child);
+
+impl Drop for Burner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn doctor_prints_every_check_and_exits_1_only_on_a_problem() {
+    let out = rackbench(&["doctor", "--seconds", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let code = out.status.code();
+    assert!(matches!(code, Some(0) | Some(1)), "{code:?}\n{text}");
+    assert!(
+        text.starts_with("rackbench doctor: ") && text.contains("a problem stands in the way"),
+        "{text}"
+    );
+    for check in rackbench::doctor::CHECKS {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(check))
+            .unwrap_or_else(|| panic!("no line for {check}:\n{text}"));
+        let status = line.split_whitespace().next().unwrap();
+        assert!(["ok", "note", "problem"].contains(&status), "{line}");
+    }
+    let problems = text.lines().filter(|l| l.starts_with("problem ")).count();
+    assert_eq!(code == Some(1), problems > 0, "{text}");
+}
+
+#[test]
+fn doctor_names_a_busy_process_in_a_document_that_keeps_its_contract() {
+    let burner = Burner(
+        Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh"),
+    );
+    let pid = burner.0.id();
+    let out = rackbench(&["doctor", "--seconds", "1", "--json"]);
+    drop(burner);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    common::schema::assert_valid("doctor-v1", &doc, "rackbench doctor --json");
+    let findings = doc["findings"].as_array().unwrap();
+    let checks: Vec<&str> = findings
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(checks, rackbench::doctor::CHECKS);
+    let busy = findings
+        .iter()
+        .find(|f| f["check"] == "busy-processes")
+        .unwrap();
+    assert_eq!(busy["status"], "problem", "{busy}");
+    assert!(
+        busy["found"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("sh (pid {pid})")),
+        "the burner (pid {pid}) is not named: {busy}"
+    );
+    assert_eq!(doc["ok"], false, "a problem makes the document not ok");
+    assert_eq!(out.status.code(), Some(1));
 }

@@ -8,7 +8,9 @@
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
 //! --connections 4`, its `--analyse DIR --json`;
 //! mirror-v1.json: `rackbench mirror --diff-bodies --primary-b --record
-//! --json` in front of three serve-tests, curl as the client);
+//! --json` in front of three serve-tests, curl as the client;
+//! doctor-v1.json: `rackbench doctor --seconds 1 --json` on the 2-CPU VM
+//! where five builds ran);
 //! the tests that make such documents afresh (tests/servers.rs,
 //! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
 //! against the same schemas.
@@ -46,6 +48,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("compare-v1", &["compare-v1.json"]),
     ("sweep-v1", &["sweep-v1.json"]),
     ("mirror-v1", &["mirror-v1.json"]),
+    ("doctor-v1", &["doctor-v1.json"]),
 ];
 
 #[test]
@@ -106,6 +109,34 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
     use Break::{Remove, Set};
     // (schema, sample, where, how, the message at that place)
     let cases: Vec<(&str, &str, &str, Break, &str)> = vec![
+        (
+            "doctor-v1",
+            "doctor-v1.json",
+            "/findings/0/status",
+            Set(json!("warning")),
+            "must be one of",
+        ),
+        (
+            "doctor-v1",
+            "doctor-v1.json",
+            "/findings/0/fix",
+            Remove,
+            "missing properties 'fix'",
+        ),
+        (
+            "doctor-v1",
+            "doctor-v1.json",
+            "/findings/6/fix",
+            Set(json!(null)),
+            "want string, but got null",
+        ),
+        (
+            "doctor-v1",
+            "doctor-v1.json",
+            "/window_s",
+            Set(json!(0)),
+            "must be > 0",
+        ),
         (
             "mirror-v1",
             "mirror-v1.json",

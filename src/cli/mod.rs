@@ -8,6 +8,7 @@
 
 mod breakpoint;
 mod compare;
+mod doctor;
 mod k8s;
 mod load;
 mod merge;
@@ -43,6 +44,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// List the server adapters, whether each is installed, and its version.
     Servers(servers::ServersArgs),
+    /// Check this machine before a study: each finding with its fix; exit 1 on a problem.
+    Doctor(doctor::DoctorArgs),
     /// Start a server with an app, verify it, load it, sample it, stop it.
     Trial(Box<trial::TrialArgs>),
     /// Run a plan (or the built-in default): every trial, results on disk.
@@ -112,6 +115,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Load(args) => load::run(*args),
         Command::Merge(args) => merge::run(args),
         Command::Servers(args) => servers::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Trial(args) => trial::run(*args),
         Command::Run(args) => run::run(args),
         Command::Breakpoint(args) => breakpoint::run(*args),

@@ -1,6 +1,6 @@
 //! `rackbench servers`: every adapter, whether it is installed, its version.
 
-use crate::server::spec::{read_version, Registry};
+use crate::server::spec::{installed_version, Registry};
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -46,12 +46,10 @@ pub fn run(args: ServersArgs) -> Result<ExitCode> {
         .servers
         .iter()
         .map(|s| {
-            let version = if s.installed() { read_version(s) } else { None };
+            let (installed, version) = installed_version(s);
             Row {
                 name: s.name.clone(),
-                // A version command that fails means a missing piece (a
-                // plugin, a library) even when the executable is there.
-                installed: s.installed() && (s.version_command.is_none() || version.is_some()),
+                installed,
                 version,
                 description: s.description.clone(),
                 processes: s.processes,

@@ -431,8 +431,24 @@ const SPARE_FILES: u64 = 64;
 /// Descriptors a run of `config` holds at most: one per connection, a few
 /// per thread, and [`SPARE_FILES`].
 pub fn open_files_needed(config: &LoadConfig) -> u64 {
-    config.connections as u64 + 4 * config.threads.max(1) as u64 + SPARE_FILES
+    open_files_for(config.connections, config.threads)
 }
+
+/// Descriptors a run of `connections` on `threads` threads holds at most.
+pub fn open_files_for(connections: usize, threads: usize) -> u64 {
+    connections as u64 + 4 * threads.max(1) as u64 + SPARE_FILES
+}
+
+/// This process's open-files limit (`RLIMIT_NOFILE`) as (soft, hard).
+pub fn open_files_limit() -> std::io::Result<(u64, u64)> {
+    sys::open_files_limit()
+}
+
+/// New connections a run opens at once, at most (shared among its
+/// threads): a server's listen backlog, capped by `net.core.somaxconn`,
+/// should hold that many, or the kernel drops SYNs and the connects wait a
+/// second for their retry.
+pub const CONNECTS_AT_ONCE: usize = worker::RAMP_CONNECTS;
 
 /// Raises this process's open-files soft limit to its hard limit when the
 /// run needs more descriptors than the soft limit allows (ten thousand

@@ -72,7 +72,7 @@ const READ_BUF_FIRST: usize = 1024;
 /// has not been accepted yet; one that overflows drops the SYN and the
 /// client's kernel retries a second later, so ten thousand connects at once
 /// against a backlog of 511 (nginx's default) would stall for seconds.
-const RAMP_CONNECTS: usize = 256;
+pub(super) const RAMP_CONNECTS: usize = 256;
 /// A connection still unanswered this long after its first request, when
 /// the run ends, counts as never answered.
 const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);

@@ -51,8 +51,8 @@ mod sockets;
 
 pub use machine::{parse_proc_stat, CpuTimes, MachineCpu};
 pub use procfs::{
-    clock_ticks, direct_children, parse_smaps_rollup, parse_stat, read_process, tree_pids,
-    ProcSample, Scope, Stat,
+    clock_ticks, direct_children, parse_comm, parse_smaps_rollup, parse_stat, read_process,
+    tree_pids, ProcSample, Scope, Stat,
 };
 pub use sockets::{check_port_owner, listeners_on, parse_net_tcp, Listener, PortError};
 

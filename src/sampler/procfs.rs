@@ -59,6 +59,16 @@ pub fn parse_stat(raw: impl AsRef<[u8]>) -> Option<Stat> {
     })
 }
 
+/// The command name (`comm`, the second field) of a /proc/PID/stat line:
+/// what lies between the first '(' and the last ')', bytes that are not
+/// UTF-8 replaced.
+pub fn parse_comm(raw: impl AsRef<[u8]>) -> Option<String> {
+    let raw = raw.as_ref();
+    let open = raw.iter().position(|&b| b == b'(')?;
+    let close = raw.iter().rposition(|&b| b == b')')?;
+    (open < close).then(|| String::from_utf8_lossy(&raw[open + 1..close]).into_owned())
+}
+
 /// (PSS, USS) in bytes from smaps_rollup text; USS is Private_Clean +
 /// Private_Dirty. None without a `Pss:` line.
 pub fn parse_smaps_rollup(text: &str) -> Option<(u64, u64)> {

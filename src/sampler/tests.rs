@@ -95,6 +95,26 @@ fn parses_stat_with_awkward_comm() {
 }
 
 #[test]
+fn comm_is_what_lies_between_the_first_open_and_the_last_close_parenthesis() {
+    let cases: &[(&[u8], Option<&str>)] = &[
+        (b"12 (ruby) S 1 12", Some("ruby")),
+        (b"13 (a b) c) R 1 13", Some("a b) c")),
+        (b"14 (puma 6.4 (app)) S 1", Some("puma 6.4 (app)")),
+        (b"15 (\xff) S 9", Some("\u{fffd}")),
+        (b"garbage", None),
+        (b"16 )x( S", None),
+    ];
+    for (raw, want) in cases {
+        assert_eq!(
+            parse_comm(raw).as_deref(),
+            *want,
+            "{}",
+            String::from_utf8_lossy(raw)
+        );
+    }
+}
+
+#[test]
 fn parses_smaps_rollup() {
     let text = "00400000-7ffd ---p 00000000 00:00 0 [rollup]\nRss: 100 kB\nPss: 60 kB\n\
                 Pss_Dirty: 50 kB\nPrivate_Clean: 10 kB\nPrivate_Dirty: 20 kB\n";

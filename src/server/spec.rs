@@ -330,6 +330,18 @@ impl Registry {
     }
 }
 
+/// Whether a server can run here, and its version: installed means its
+/// executables are on PATH and, when it has a version command, that the
+/// command answers (one that fails means a missing piece, a plugin or a
+/// library, even when the executable is there).
+pub fn installed_version(spec: &ServerSpec) -> (bool, Option<String>) {
+    if !spec.installed() {
+        return (false, None);
+    }
+    let version = read_version(spec);
+    (spec.version_command.is_none() || version.is_some(), version)
+}
+
 /// Runs a server's version command and keeps the first line with a digit.
 pub fn read_version(spec: &ServerSpec) -> Option<String> {
     let cmd = spec.version_command.as_deref()?;
