@@ -121,6 +121,40 @@ impl Disturbance {
     }
 }
 
+impl Disturbance {
+    /// One line for a terminal: "steal 0.0%, foreign CPU 60.2% of CPUs
+    /// 0-1 over 9.9 s, DISTURBED; busiest: rustc 5.25 s, cc1 3.47 s".
+    pub fn describe(&self) -> String {
+        let top: Vec<String> = self
+            .foreign_top
+            .iter()
+            .take(3)
+            .map(|p| format!("{} {:.2} s", p.name, p.cpu_s))
+            .collect();
+        format!(
+            "steal {:.1}%, foreign CPU {:.1}% of CPUs {} over {:.1} s{}{}",
+            self.steal_share * 100.0,
+            self.foreign_cpu_share * 100.0,
+            crate::load::cpus::format_list(&self.cpus),
+            self.window_s,
+            if self.disturbed {
+                format!(
+                    ", DISTURBED (thresholds {:.0}% steal, {:.0}% foreign CPU)",
+                    self.threshold_steal_share * 100.0,
+                    self.threshold_foreign_cpu_share * 100.0
+                )
+            } else {
+                String::new()
+            },
+            if top.is_empty() {
+                String::new()
+            } else {
+                format!("; busiest: {}", top.join(", "))
+            }
+        )
+    }
+}
+
 /// The shares from a window's per-CPU times (`window`, already a
 /// difference), the measured `cpus`, and our processes' CPU ticks over the
 /// same window. A window with no ticks is not disturbed.

@@ -12,6 +12,7 @@
 
 use super::bootstrap::median;
 use super::compare::{judge, Row, ALPHA};
+use super::disturbance::DisturbedRuns;
 use super::spread::Spread;
 use super::usl;
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,10 @@ pub struct Sweep {
     pub best: Option<String>,
     pub usl: Option<UslSummary>,
     pub verdicts: Vec<String>,
+    /// Per value (in `values` order), the runs the machine disturbed
+    /// (absent in analyses made before it existed).
+    #[serde(default)]
+    pub disturbance: Vec<DisturbedRuns>,
 }
 
 /// How to read the directory: the swept variable's name and values, how
@@ -275,9 +280,22 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
         best,
         usl,
         verdicts: Vec::new(),
+        disturbance: super::disturbance::by_value(dir, spec.values, spec.value_of),
     };
     sweep.verdicts = verdicts(&sweep);
+    sweep.verdicts.extend(disturbed_lines(&sweep));
     Ok(sweep)
+}
+
+/// A line per value whose runs the machine disturbed.
+fn disturbed_lines(s: &Sweep) -> Vec<String> {
+    let named: Vec<(String, DisturbedRuns)> = s
+        .values
+        .iter()
+        .zip(&s.disturbance)
+        .map(|(r, d)| (format!("{}={}", s.variable, r.value), *d))
+        .collect();
+    super::disturbance::sweep_lines(&named)
 }
 
 /// The sweep in sentences: each value against the control, the knee, the
