@@ -26,9 +26,10 @@
 //!   subtracting it makes the foreign share too small, never too large; a
 //!   result below 0 is clamped and `own_cpu_outside` says so.
 //! - `foreign_top` names processes by their CPU on *any* CPU for the same
-//!   reason; a process that started and ended inside the window is not
-//!   seen by either scan (its CPU still counts in the shares, through
-//!   /proc/stat).
+//!   reason; a process that exited before the window's end is not named
+//!   (the end scan no longer sees it), though its CPU still counts in the
+//!   shares, through /proc/stat: a busy build's short compiler runs can
+//!   leave the named CPU well under `foreign_cpu_s`.
 //! - The process scans cost a few milliseconds each: both happen outside
 //!   the window's hot middle, at its two ends.
 //!
