@@ -280,6 +280,29 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             Set(json!(-1)),
             "must be >=0",
         ),
+        // New records always say whether the machine was disturbed, and
+        // the shares are shares.
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/disturbance",
+            Remove,
+            "missing properties 'disturbance'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/disturbance/foreign_cpu_share",
+            Set(json!(1.5)),
+            "must be <=1",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/disturbance/disturbed",
+            Remove,
+            "missing properties 'disturbed'",
+        ),
         (
             "run-trial-v1",
             "run-trial-v1.json",

@@ -651,7 +651,7 @@ fn telemetry_shows_where_the_time_goes_in_every_report() {
         .lines()
         .next()
         .unwrap()
-        .ends_with("queue_p50_us,app_p50_us,gc_runs_per_1k_requests,gc_time_pct"));
+        .contains(",queue_p50_us,app_p50_us,gc_runs_per_1k_requests,gc_time_pct"));
 
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let split = &html[html.find("id=\"time-split\"").expect("the stacked bars")..];
@@ -674,5 +674,99 @@ fn telemetry_shows_where_the_time_goes_in_every_report() {
         html.contains("Inside the server per second, thin__hello__direct__c4__rep1"),
         "the accept queue is drawn without telemetry too"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trial the machine disturbed (18% steal) is a caveat, not a failure:
+/// every report says so beside the figures, quietly, and only for its group.
+#[test]
+fn a_disturbed_trial_is_noted_in_every_report() {
+    let dir = fixture_dir("disturbed");
+    let file = dir.join("trials/puma__hello__direct__c4__rep1.json");
+    let mut stored: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    stored["trial"]["disturbance"] = json!({
+        "steal_share": 0.18, "foreign_cpu_share": 0.02, "disturbed": true,
+        "cpus": [0, 1], "window_s": 10.0, "steal_cpu_s": 3.6, "foreign_cpu_s": 0.4,
+        "own_cpu_s": 12.0, "own_cpu_outside": false,
+        "threshold_steal_share": 0.05, "threshold_foreign_cpu_share": 0.1,
+        "foreign_top": [{"pid": 4242, "name": "cc1plus", "cpu_s": 0.4}]
+    });
+    write(&file, &stored);
+    let r = Report::load(&dir).unwrap();
+    let note = "1 of 2 runs disturbed (steal up to 18%)";
+    let line = |text: &str, lead: &str, key: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(lead) && l.contains(key))
+            .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"))
+            .to_string()
+    };
+    let term = r.terminal();
+    assert!(line(&term, "puma ", " 4 conn").contains(note), "{term}");
+    assert!(
+        !line(&term, "thin ", " 4 conn").contains("disturbed"),
+        "{term}"
+    );
+
+    let md = r.markdown();
+    assert!(line(&md, "| puma | 4 conn |", "").contains(note), "{md}");
+    assert!(md.contains("## Disturbed trials"), "{md}");
+    let row = line(&md, "| puma__hello__direct__c4__rep1 |", "");
+    assert!(
+        row.contains("| 18.0% | 2.0% | 0-1 | cc1plus (0.4 s) |"),
+        "{row}"
+    );
+
+    let csv = r.csv();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == "disturbed_runs").unwrap();
+    // The notes column holds commas inside quotes: count from the end.
+    let last = |lead: &str| line(&csv, lead, "").rsplit(',').next().unwrap().to_string();
+    assert_eq!(col, head.len() - 1, "disturbed_runs is the last column");
+    assert_eq!(last("puma__hello__direct__c4,"), "1", "{csv}");
+    assert_eq!(last("thin__hello__direct__c4,"), "0", "{csv}");
+    let trials = r.trials_csv();
+    assert!(
+        line(&trials, "puma__hello__direct__c4__rep1", "").ends_with(",true,0.1800,0.0200"),
+        "{trials}"
+    );
+    assert!(
+        line(&trials, "puma__hello__direct__c4__rep2", "").ends_with(",,,"),
+        "a record without a disturbance leaves the columns empty: {trials}"
+    );
+
+    let html = r.html();
+    assert!(
+        html.contains("<span class=\"note\" title=") && html.contains(&format!("⚠ {note}</span>")),
+        "html lacks the group's quiet note"
+    );
+    assert!(
+        html.contains("<p class=\"note\">⚠ disturbed: 18% steal</p>"),
+        "html lacks the trial's note"
+    );
+
+    let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
+    common::schema::assert_valid("report-v1", &json, "report.json with a disturbed trial");
+    let t = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "puma__hello__direct__c4__rep1")
+        .unwrap();
+    assert_eq!(t["disturbance"]["disturbed"], true);
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "puma__hello__direct__c4")
+        .unwrap();
+    assert_eq!(g["summary"]["disturbance"]["disturbed"], 1);
+
+    let summary = report::render_summary(
+        &r.groups
+            .iter()
+            .filter_map(|g| g.summary.clone())
+            .collect::<Vec<_>>(),
+    );
+    assert!(line(&summary, "puma ", "  4 ").contains(note), "{summary}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

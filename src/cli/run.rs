@@ -476,7 +476,12 @@ fn print_progress(p: &Progress) {
         ),
         Progress::TrialDone(stored) => {
             match &stored.trial {
-                Some(rec) => eprintln!("        {}", progress_line(rec)),
+                Some(rec) => {
+                    eprintln!("        {}", progress_line(rec));
+                    if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
+                        eprintln!("        {n}");
+                    }
+                }
                 None => eprintln!(
                     "        {}: {}",
                     if stored.outcome == Outcome::Interrupted {

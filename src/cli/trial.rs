@@ -341,6 +341,9 @@ pub fn render_trial(r: &TrialRecord) -> String {
         m.processes_peak
     );
     render_inside(&mut s, r);
+    if let Some(d) = &r.disturbance {
+        let _ = writeln!(s, "  machine:     {}", d.describe());
+    }
     if let Some(e) = &r.server_exit {
         let _ = writeln!(s, "  SERVER DIED: {e}");
     }
@@ -439,5 +442,19 @@ mod tests {
         r.telemetry = false;
         r.server_metrics.telemetry = None;
         assert!(!render_trial(&r).contains("inside:"));
+    }
+
+    /// The machine line says what disturbed the trial and who was busy.
+    #[test]
+    fn the_trial_text_says_what_the_machine_did() {
+        let mut r: TrialRecord =
+            serde_json::from_str(include_str!("../../tests/contracts/trial-v1.json")).unwrap();
+        let text = render_trial(&r);
+        assert!(
+            text.contains("  machine:     steal 0.0%, foreign CPU 60.2% of CPUs 0-1 over 9.9 s, DISTURBED (thresholds 5% steal, 10% foreign CPU); busiest: rustc 5.25 s"),
+            "{text}"
+        );
+        r.disturbance = None;
+        assert!(!render_trial(&r).contains("machine:"));
     }
 }

@@ -17,7 +17,7 @@ use super::front::{self, HttpVersion, NginxConf};
 use crate::host::{free_port, rackbench_home, utc_now};
 use crate::load::window::Window;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};
-use crate::sampler::{Sampler, SamplerReport, Scope};
+use crate::sampler::{Disturbance, DisturbanceWatch, Sampler, SamplerReport, Scope};
 use crate::server::probe::Answer;
 use crate::server::spec::{read_version, Missing, ServerSpec};
 use crate::server::supervisor::{self, Launch, Probe, Running, StartError};
@@ -271,6 +271,12 @@ pub struct TrialRecord {
     /// Set when the server died during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_exit: Option<String>,
+    /// CPU steal and the CPU of processes not the trial's on the server's
+    /// and the generator's CPUs over the counted window (see
+    /// `sampler::disturbance`). Absent in records made before it existed,
+    /// null when the window never opened or /proc/stat was unreadable.
+    #[serde(default)]
+    pub disturbance: Option<Disturbance>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a
@@ -607,6 +613,7 @@ struct Watched {
     telemetry: Option<Telemetry>,
     accept_queue: Option<AcceptQueue>,
     server_stats: Option<BTreeMap<String, AcceptQueue>>,
+    disturbance: Option<Disturbance>,
 }
 
 /// Runs the load while the samplers watch the server (and nginx) and a
@@ -646,6 +653,7 @@ fn load_while_watching(
     let died = Arc::new(AtomicBool::new(false));
     let load_done = Arc::new(AtomicBool::new(false));
     let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
+    let disturbance = Arc::new(OnceLock::new());
     let watcher = spawn_watcher(
         WindowMark {
             window: Arc::clone(&window),
@@ -653,6 +661,7 @@ fn load_while_watching(
                 .chain(nginx_sampler.clone())
                 .collect(),
             marked: false,
+            disturbance: (measured_cpus(spec, &cfg.cpus), Arc::clone(&disturbance)),
         },
         servers.started.pids(),
         [
@@ -674,6 +683,9 @@ fn load_while_watching(
     );
     load_done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
+    let disturbance = Arc::into_inner(disturbance)
+        .and_then(OnceLock::into_inner)
+        .and_then(DisturbanceWatch::finish);
     let server_died = died.load(Ordering::Relaxed);
     let samples = Arc::try_unwrap(sampler)
         .ok()
@@ -713,6 +725,7 @@ fn load_while_watching(
         telemetry,
         accept_queue,
         server_stats,
+        disturbance,
     })
 }
 
@@ -972,6 +985,19 @@ impl QueueWatch {
     }
 }
 
+/// The CPUs the disturbance record measures: the server's pin set and the
+/// generator's, or every CPU this process may use when either runs
+/// unpinned (it may then run anywhere).
+fn measured_cpus(spec: &TrialSpec, load_cpus: &[usize]) -> Vec<usize> {
+    if spec.server_cpus.is_empty() || load_cpus.is_empty() {
+        return load::cpus::allowed();
+    }
+    let mut cpus: Vec<usize> = spec.server_cpus.iter().chain(load_cpus).copied().collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
 /// The `rackbench/trial-v1` record of a finished trial.
 fn record(
     spec: TrialSpec,
@@ -989,6 +1015,7 @@ fn record(
         telemetry,
         accept_queue,
         server_stats,
+        disturbance,
     } = watched;
     let started = &servers.started;
     let server_metrics = ServerMetrics {
@@ -1039,6 +1066,7 @@ fn record(
         server_metrics,
         environment: Environment::capture(servers.commands.clone()),
         server_exit,
+        disturbance,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),
@@ -1449,6 +1477,9 @@ struct WindowMark {
     window: Arc<OnceLock<Arc<Window>>>,
     samplers: Vec<Arc<Sampler>>,
     marked: bool,
+    /// The CPUs the disturbance record measures, and where its start
+    /// readings go, taken right after the samplers' marks.
+    disturbance: (Vec<usize>, Arc<OnceLock<DisturbanceWatch>>),
 }
 
 impl WindowMark {
@@ -1466,6 +1497,10 @@ impl WindowMark {
                 s.mark();
             }
             self.marked = true;
+            let (cpus, watch) = &self.disturbance;
+            if let Some(w) = DisturbanceWatch::start(cpus.clone(), std::process::id()) {
+                let _ = watch.set(w);
+            }
         }
     }
 }
@@ -1601,6 +1636,18 @@ impl LabServer {
 mod tests {
     use super::*;
 
+    /// Readers accept records made before the disturbance record existed.
+    #[test]
+    fn a_record_without_a_disturbance_reads_as_none() {
+        let text = include_str!("../../tests/contracts/trial-v1.json");
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let with: TrialRecord = serde_json::from_value(doc.clone()).unwrap();
+        assert!(with.disturbance.is_some_and(|d| d.cpus == vec![0, 1]));
+        doc.as_object_mut().unwrap().remove("disturbance");
+        let old: TrialRecord = serde_json::from_value(doc).unwrap();
+        assert!(old.disturbance.is_none());
+    }
+
     /// puma's stats: single mode at the top, cluster mode per worker.
     #[test]
     fn a_stats_field_is_summed_wherever_it_occurs() {
@@ -1631,16 +1678,22 @@ mod tests {
             std::process::id(),
             crate::sampler::MIN_INTERVAL,
         ));
+        let watch = Arc::new(OnceLock::new());
         let mut mark = WindowMark {
             window: Arc::clone(&cell),
             samplers: vec![Arc::clone(&sampler)],
             marked: false,
+            disturbance: (Vec::new(), Arc::clone(&watch)),
         };
         mark.poll(Instant::now());
         assert!(sampler.marked_at().is_none(), "no window yet");
         let _ = cell.set(Arc::clone(&w));
         mark.poll(Instant::now());
         assert!(sampler.marked_at().is_none(), "the window is not decided");
+        assert!(
+            watch.get().is_none(),
+            "no disturbance reading before the window"
+        );
         std::thread::sleep(Duration::from_millis(300));
         // Throughput settled 300 ms in, far before the 60 s ceiling.
         w.decide(Instant::now(), true);
@@ -1651,6 +1704,15 @@ mod tests {
             marked >= start && marked - start < crate::sampler::MIN_INTERVAL,
             "sampler window {:?} after the load window",
             marked - start
+        );
+        let watched = watch
+            .get()
+            .expect("the disturbance's start reading")
+            .started;
+        assert!(
+            watched >= marked && watched - marked < crate::sampler::MIN_INTERVAL,
+            "disturbance window {:?} after the sampler's",
+            watched - marked
         );
         drop(mark);
         let r = Arc::try_unwrap(sampler).ok().expect("one owner").stop();

@@ -246,7 +246,9 @@ impl Report {
                     }
                     None => s.push_str("<td colspan=\"10\" class=\"bad-text\">no data</td>"),
                 }
-                let _ = write!(s, "<td class=\"l bad-text\">{}</td></tr>", esc(&g.notes()));
+                let _ = write!(s, "<td class=\"l bad-text\">{}", esc(&g.notes()));
+                disturbed_mark(s, g);
+                s.push_str("</td></tr>");
             }
             s.push_str("</table>");
         }
@@ -418,6 +420,9 @@ impl Report {
         if let Some(reason) = &t.reason {
             let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&short(reason, 200)));
         }
+        if let Some(n) = r.disturbance.as_ref().and_then(|d| d.note()) {
+            let _ = write!(s, "<p class=\"note\">⚠ {}</p>", esc(&n));
+        }
         let tl = &r.load.timeline;
         if tl.is_empty() {
             s.push_str("<p class=\"bad-text\">The record holds no timeline rows.</p></div>");
@@ -492,6 +497,18 @@ impl Report {
 
 /// The load level a group sits at on the throughput chart's x axis: the
 /// offered rate in open loop, the connection count in closed loop.
+/// The machine's caveat on a group (`Group::disturbed_note`), quiet: a
+/// note beside the figures, not the red of a failure.
+fn disturbed_mark(s: &mut String, g: &Group) {
+    if let Some(n) = g.disturbed_note() {
+        let _ = write!(
+            s,
+            " <span class=\"note\" title=\"steal or other processes' CPU on the server's and the generator's CPUs passed its threshold (docs/STATISTICS.md)\">⚠ {}</span>",
+            esc(&n)
+        );
+    }
+}
+
 fn level(g: &Group) -> f64 {
     g.planned
         .shape

@@ -120,6 +120,24 @@ impl Group {
         all.extend(caveats);
         all.join("; ")
     }
+    /// "2 of 5 runs disturbed (steal up to 12%)" when the machine
+    /// disturbed a good run (`stats::disturbance`). A caveat, not a
+    /// failure: kept apart from [`Group::notes`] so a page can show it
+    /// quietly; [`Group::all_notes`] joins the two for plain text.
+    pub fn disturbed_note(&self) -> Option<String> {
+        self.good().and_then(|s| s.disturbance.note())
+    }
+
+    /// [`Group::notes`] and [`Group::disturbed_note`], for plain text.
+    pub fn all_notes(&self) -> String {
+        let mut all: Vec<String> = Some(self.notes())
+            .filter(|n| !n.is_empty())
+            .into_iter()
+            .collect();
+        all.extend(self.disturbed_note());
+        all.join("; ")
+    }
+
     /// The good summary, if any run succeeded.
     pub fn good(&self) -> Option<&GroupSummary> {
         self.summary.as_ref().filter(|s| s.runs > 0)
@@ -547,6 +565,7 @@ impl Report {
                     "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
                     "errors": r.map(|r| r.load.errors.total()),
                     "notes": r.map(|r| Caveats::of(&r.load).notes()),
+                    "disturbance": r.and_then(|r| r.disturbance.as_ref()),
                 })
             })
             .collect();

@@ -224,7 +224,7 @@ impl Report {
                 load_label(p),
                 runs
             );
-            let notes = g.notes();
+            let notes = g.all_notes();
             let c = g.caveats();
             match g.good() {
                 Some(sum) => {
@@ -259,6 +259,7 @@ impl Report {
         self.md_groups(&mut s);
         self.md_incomplete(&mut s);
         self.md_errors(&mut s);
+        self.md_disturbed(&mut s);
         self.md_breakpoints(&mut s);
         self.md_skipped_and_warnings(&mut s);
         s.truncate(s.trim_end().len());
@@ -364,7 +365,7 @@ impl Report {
                             sum.cpu_ms_per_request
                                 .map_or("-".into(), |c| format!("{:.3}", c.median)),
                             sum.errors,
-                            md_cell(&g.notes())
+                            md_cell(&g.all_notes())
                         );
                     }
                     None => {
@@ -397,6 +398,42 @@ impl Report {
             }
             s.push('\n');
         }
+    }
+
+    /// The trials the machine disturbed, with who was busy (a caveat:
+    /// sampler::disturbance).
+    fn md_disturbed(&self, s: &mut String) {
+        let disturbed: Vec<(&TrialRow, &crate::sampler::Disturbance)> = self
+            .trials
+            .iter()
+            .filter_map(|t| Some((t, t.record.as_ref()?.disturbance.as_ref()?)))
+            .filter(|(_, d)| d.disturbed)
+            .collect();
+        if disturbed.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "## Disturbed trials\n\nSteal or other processes' CPU on the server's and the generator's CPUs passed its threshold during the counted window: their figures may be the host's (docs/STATISTICS.md).\n\n| Trial | Steal | Foreign CPU | CPUs | Busiest foreign processes |\n|:--|--:|--:|:--|:--|"
+        );
+        for (t, d) in disturbed {
+            let top: Vec<String> = d
+                .foreign_top
+                .iter()
+                .take(3)
+                .map(|p| format!("{} ({:.1} s)", p.name, p.cpu_s))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| {} | {:.1}% | {:.1}% | {} | {} |",
+                t.planned.id,
+                d.steal_share * 100.0,
+                d.foreign_cpu_share * 100.0,
+                crate::load::cpus::format_list(&d.cpus),
+                md_cell(&top.join(", "))
+            );
+        }
+        s.push('\n');
     }
 
     fn md_errors(&self, s: &mut String) {
@@ -554,6 +591,14 @@ fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String)
         .map_or(String::new(), figure)
 }
 
+/// A disturbance figure of a trial's record; empty without one.
+fn machine(t: &TrialRow, figure: impl Fn(&crate::sampler::Disturbance) -> String) -> String {
+    t.record
+        .as_ref()
+        .and_then(|r| r.disturbance.as_ref())
+        .map_or(String::new(), figure)
+}
+
 /// `summary.csv`: a group's plan, run counts, then the medians and ranges
 /// of its good runs.
 const GROUP_COLUMNS: &[Column<Group>] = &[
@@ -619,7 +664,7 @@ const GROUP_COLUMNS: &[Column<Group>] = &[
     ("latency_lower_bound", |g| {
         good(g, |m| m.caveats.lower_bound.to_string())
     }),
-    ("notes", |g| g.notes()),
+    ("notes", |g| g.all_notes()),
     // Telemetry (issue 15), after the older columns so readers by position
     // keep working; empty for groups that ran without it.
     ("queue_p50_us", |g| {
@@ -631,6 +676,10 @@ const GROUP_COLUMNS: &[Column<Group>] = &[
     }),
     ("gc_time_pct", |g| {
         told(g, |t| opt(t.gc_time_share.map(|s| f1(s.median * 100.0))))
+    }),
+    // The machine (sampler::disturbance): good runs it disturbed.
+    ("disturbed_runs", |g| {
+        good(g, |m| m.disturbance.disturbed.to_string())
     }),
 ];
 
@@ -702,6 +751,13 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     ("gc_time_pct", |t| {
         inside(t, |x| opt(x.gc_time_share.map(|s| f1(s * 100.0))))
     }),
+    // The machine during the window (sampler::disturbance); empty for
+    // records made before it was measured.
+    ("disturbed", |t| machine(t, |d| d.disturbed.to_string())),
+    ("steal_share", |t| machine(t, |d| f3(d.steal_share))),
+    ("foreign_cpu_share", |t| {
+        machine(t, |d| f3(d.foreign_cpu_share))
+    }),
 ];
 
 /// The terminal table of a summary (what `run` prints at its end).
@@ -728,7 +784,7 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
         let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
         let _ = writeln!(
             s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}{}",
             g.variant,
             g.app,
             if g.behind == "nginx" {
@@ -761,6 +817,9 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             } else {
                 String::new()
             },
+            g.disturbance
+                .note()
+                .map_or(String::new(), |n| format!("  ({n})")),
         );
     }
     s

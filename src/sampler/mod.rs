@@ -45,10 +45,14 @@
 //! details and the remaining limits; CPU before the mark is subtracted.
 
 mod cpu;
+mod disturbance;
 mod machine;
 mod procfs;
 mod sockets;
 
+pub use disturbance::{
+    assess, Disturbance, DisturbanceWatch, ForeignProcess, FOREIGN_THRESHOLD, STEAL_THRESHOLD,
+};
 pub use machine::{parse_proc_stat, CpuTimes, MachineCpu};
 pub use procfs::{
     clock_ticks, direct_children, parse_comm, parse_smaps_rollup, parse_stat, read_process,

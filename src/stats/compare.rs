@@ -11,6 +11,7 @@
 //! it. It must not run anything: `rackbench run --aa` runs, then calls this.
 
 use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
+use super::disturbance::{DisturbedRuns, GroupDisturbance};
 use super::histogram;
 use super::significance::{holm, mann_whitney_p, smallest_p};
 use hdrhistogram::Histogram;
@@ -114,6 +115,8 @@ type Figures = BTreeMap<&'static str, Vec<f64>>;
 /// One side loaded: group label → (variant, figures, latency histograms).
 struct Loaded {
     groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)>,
+    /// Each group's runs the machine disturbed (`stats::disturbance`).
+    disturbed: BTreeMap<String, DisturbedRuns>,
 }
 
 /// Read a side's finished trials. Errors are for the user (a missing
@@ -141,6 +144,7 @@ fn load(side: &Side) -> Result<Loaded, String> {
     entries.sort();
     let mut groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)> = BTreeMap::new();
     let mut variants_seen = Vec::new();
+    let mut disturbed: BTreeMap<String, DisturbedRuns> = BTreeMap::new();
     for path in entries {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -175,6 +179,10 @@ fn load(side: &Side) -> Result<Loaded, String> {
                 side.dir.display()
             ));
         }
+        disturbed
+            .entry(group.clone())
+            .or_default()
+            .add_trial(&doc["trial"]);
         for (name, value) in figures(&doc["trial"]) {
             entry.1.entry(name).or_default().push(value);
         }
@@ -195,7 +203,7 @@ fn load(side: &Side) -> Result<Loaded, String> {
             None => format!("{} holds no finished trial", side.dir.display()),
         });
     }
-    Ok(Loaded { groups })
+    Ok(Loaded { groups, disturbed })
 }
 
 /// The pairing key shown to users: app, topology and load shape.
@@ -411,9 +419,14 @@ pub struct Comparison {
     pub rows: Vec<Row>,
     /// Groups found on one side only.
     pub unpaired: Vec<String>,
-    /// One line per group pair, then the overall line.
+    /// One line per group pair, then the overall line, then one line per
+    /// group whose runs the machine disturbed.
     pub verdicts: Vec<String>,
     pub verdict: String,
+    /// Per paired group, the runs the machine disturbed on each side
+    /// (absent in comparisons made before it existed).
+    #[serde(default)]
+    pub disturbance: Vec<GroupDisturbance>,
 }
 
 /// Compare two sides. `seed` seeds the bootstrap (each row its own stream);
@@ -479,7 +492,9 @@ pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<C
         ));
     }
     judge(&mut rows);
-    let verdicts = pair_verdicts(&rows);
+    let disturbance = disturbed_groups(&la, &lb);
+    let mut verdicts = pair_verdicts(&rows);
+    verdicts.extend(super::disturbance::compare_lines(&disturbance));
     let verdict = overall(&rows);
     Ok(Comparison {
         schema: "rackbench/compare-v1".into(),
@@ -502,7 +517,21 @@ pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<C
         unpaired,
         verdicts,
         verdict,
+        disturbance,
     })
+}
+
+/// Each paired group's disturbed runs on both sides.
+fn disturbed_groups(a: &Loaded, b: &Loaded) -> Vec<GroupDisturbance> {
+    a.groups
+        .keys()
+        .filter(|g| b.groups.contains_key(*g))
+        .map(|g| GroupDisturbance {
+            group: g.clone(),
+            a: a.disturbed.get(g).copied().unwrap_or_default(),
+            b: b.disturbed.get(g).copied().unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// Holm-adjust, decide significance and write each row's verdict.

@@ -15,6 +15,7 @@
 
 use super::bootstrap::median;
 use super::compare::{figures, judge, pct, Row, ALPHA, METRICS};
+use super::disturbance::DisturbedRuns;
 use super::spread::Spread;
 use super::usl;
 use serde::{Deserialize, Serialize};
@@ -107,6 +108,10 @@ pub struct Sweep {
     pub best_significant: Option<String>,
     pub usl: Option<UslSummary>,
     pub verdicts: Vec<String>,
+    /// Per value (in `values` order), the runs the machine disturbed
+    /// (absent in analyses made before it existed).
+    #[serde(default)]
+    pub disturbance: Vec<DisturbedRuns>,
 }
 
 /// How to read the directory: the swept variable's name and values, how
@@ -322,6 +327,7 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
             .filter(|_| spec.scales)
             .and_then(|ns| fit(ns, &figs)),
         verdicts: Vec::new(),
+        disturbance: super::disturbance::by_value(dir, spec.values, spec.value_of),
     };
     let standout = stands_out(&figs, spec, seed);
     sweep.best_significant = standout.as_ref().ok().map(|b| b.0.clone());
@@ -333,6 +339,7 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
             Err(line) => line,
         });
     }
+    sweep.verdicts.extend(disturbed_lines(&sweep));
     Ok(sweep)
 }
 
@@ -453,6 +460,18 @@ fn stands_out(figs: &[Figures], spec: &Spec, seed: u64) -> Result<(String, Strin
         })
         .unwrap_or_default();
     Err(format!("no value stands out in {words}: {rival}"))
+
+}
+
+/// A line per value whose runs the machine disturbed.
+fn disturbed_lines(s: &Sweep) -> Vec<String> {
+    let named: Vec<(String, DisturbedRuns)> = s
+        .values
+        .iter()
+        .zip(&s.disturbance)
+        .map(|(r, d)| (format!("{}={}", s.variable, r.value), *d))
+        .collect();
+    super::disturbance::sweep_lines(&named)
 }
 
 /// The sweep in sentences: each value against the control, the knee, the

@@ -5,6 +5,7 @@ use super::records::{Outcome, StoredTrial};
 use super::{read_json, ResultsDir};
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
+use crate::stats::disturbance::DisturbedRuns;
 use crate::stats::spread::Spread;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -39,6 +40,10 @@ pub struct GroupSummary {
     /// telemetry on; absent when none had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetrySummary>,
+    /// The good runs the machine disturbed (steal or foreign CPU over the
+    /// thresholds of `sampler::disturbance`): a caveat every report notes.
+    #[serde(default)]
+    pub disturbance: DisturbedRuns,
 }
 
 /// A group's telemetry figures, each the median and range over its runs.
@@ -95,6 +100,16 @@ impl TelemetrySummary {
             gc_time_share: spread(&|t| t.gc_time_share),
         })
     }
+}
+
+/// The disturbed runs among `runs` (records without a disturbance count
+/// as unmeasured).
+fn disturbed_runs(runs: &[&TrialRecord]) -> DisturbedRuns {
+    let mut d = DisturbedRuns::default();
+    for r in runs {
+        d.add(&serde_json::to_value(&r.disturbance).unwrap_or_default());
+    }
+    d
 }
 
 /// Reads every stored trial and groups repeats: median and range.
@@ -160,6 +175,7 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
             errors: ok.iter().map(|r| r.load.errors.total()).sum(),
             caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
             telemetry: TelemetrySummary::of(&ok),
+            disturbance: disturbed_runs(&ok),
         });
     }
     Ok(out)
