@@ -180,6 +180,10 @@ fn flag_the_seed_cases(id: &str, load: &mut Value) {
             load["latency_unfinished_us"] = summary(16, 1_500_000);
             load["latency_lower_bound"] = json!(true);
         }
+        // A quiet mark: a p99 from 500 latencies (†) is still a result.
+        "thin__hello__direct__c4__rep2" => {
+            load["latency_us"]["count"] = json!(500);
+        }
         _ => {}
     }
 }
@@ -520,12 +524,20 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
     let dir = fixture_dir("flags");
     let r = Report::load(&dir).unwrap();
     let term = r.terminal();
-    // The first line that starts with `lead` and contains `key`.
+    // The first row that starts with `lead` and contains `key`, with the
+    // indented lines its wrapped notes continue on.
     let line = |text: &str, lead: &str, key: &str| -> String {
-        text.lines()
-            .find(|l| l.starts_with(lead) && l.contains(key))
-            .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"))
-            .to_string()
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(lead) && l.contains(key))
+            .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"));
+        let more = lines[at + 1..].iter().take_while(|l| l.starts_with("   "));
+        std::iter::once(&lines[at])
+            .chain(more)
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let thin = line(&term, "thin ", "16 conn");
     assert!(
@@ -571,6 +583,35 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
         "html lacks the marks"
     );
     assert!(html.contains("not a result"), "html lacks the notes");
+    // Only rows that are not a result are painted red; a † is a quiet
+    // mark with its note, and the notes cell wraps.
+    let html_row = |variant: &str, load: &str| -> String {
+        let at = html
+            .find(&format!("</span> {variant}</td><td>{load}</td>"))
+            .unwrap_or_else(|| panic!("no summary row {variant} {load}"));
+        let start = html[..at].rfind("<tr").unwrap();
+        let end = at + html[at..].find("</tr>").unwrap();
+        html[start..end].to_string()
+    };
+    for (variant, load, red) in [
+        ("puma", "16 conn", true),
+        ("thin", "16 conn", true),
+        ("puma", "4 conn", false),
+        ("thin", "4 conn", false),
+    ] {
+        let row = html_row(variant, load);
+        assert_eq!(row.starts_with("<tr class=\"bad\">"), red, "{row}");
+        assert_eq!(row.contains("notes bad-text"), red, "{row}");
+    }
+    let quiet = html_row("thin", "4 conn");
+    assert!(
+        quiet.contains("p99 from 500 latencies") && quiet.contains("class=\"l notes\""),
+        "{quiet}"
+    );
+    assert!(
+        html.contains("td.notes{white-space:normal;"),
+        "notes do not wrap"
+    );
 
     let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
     let t = json["trials"]

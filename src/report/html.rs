@@ -24,6 +24,8 @@ nav a{margin-right:14px;color:#1f5f9f;text-decoration:none;font-size:.92em}
 table{border-collapse:collapse;font-size:.88em;margin:.5em 0;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top;white-space:nowrap}
 td.wrap{white-space:normal;min-width:150px}
+td.notes{white-space:normal;min-width:12em;max-width:30em;color:#555}
+td.notes.bad-text{color:#b00020}
 th{white-space:normal}
 table{display:block;overflow-x:auto;max-width:100%}
 th{background:#f0f0f0}
@@ -54,6 +56,15 @@ fn color(variants: &[String], v: &str) -> &'static str {
 }
 
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
+/// Red for a row that is not a result, grey for a quiet mark ("≥", "†").
+fn alarm(g: &Group) -> &'static str {
+    if g.is_result() {
+        GREY
+    } else {
+        RED
+    }
+}
+
 fn nines(p: f64) -> f64 {
     (1.0 / (1.0 - p / 100.0)).log10()
 }
@@ -131,7 +142,7 @@ impl Report {
         let _ = writeln!(s, "{}.</p>", parts.join(", "));
         let _ = writeln!(
             s,
-            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput and latency count OK responses only (failed requests are in the errors); ≥ marks a latency that is the age of unanswered requests (a lower bound), † a figure resting on too few responses, and a row with more than 1% errors is not a result: the notes say why; memory is the peak of the whole server process tree over the measured window.</p>"
+            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput and latency count OK responses only (failed requests are in the errors); ≥ marks a latency that is the age of unanswered requests (a lower bound), † a figure resting on too few responses, and a row with more than 1% errors or no OK response is not a result (shaded red; the marks alone are quiet notes): the notes say why; memory is the peak of the whole server process tree over the measured window.</p>"
         );
     }
 
@@ -201,11 +212,7 @@ impl Report {
             s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s)</th><th>min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
             for g in groups {
                 let p = &g.planned;
-                let cls = if g.notes().is_empty() {
-                    ""
-                } else {
-                    " class=\"bad\""
-                };
+                let cls = if g.is_result() { "" } else { " class=\"bad\"" };
                 let _ = write!(
                     s,
                     "<tr{cls}><td class=\"l\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}/{}</td>",
@@ -246,7 +253,12 @@ impl Report {
                     }
                     None => s.push_str("<td colspan=\"10\" class=\"bad-text\">no data</td>"),
                 }
-                let _ = write!(s, "<td class=\"l bad-text\">{}</td></tr>", esc(&g.notes()));
+                let _ = write!(
+                    s,
+                    "<td class=\"l notes{}\">{}</td></tr>",
+                    if g.is_result() { "" } else { " bad-text" },
+                    esc(&g.notes())
+                );
             }
             s.push_str("</table>");
         }
@@ -377,7 +389,11 @@ impl Report {
                 if g.notes().is_empty() {
                     String::new()
                 } else {
-                    format!(" <span class=\"bad-text\">({})</span>", esc(&g.notes()))
+                    format!(
+                        " <span class=\"{}\">({})</span>",
+                        if g.is_result() { "note" } else { "bad-text" },
+                        esc(&g.notes())
+                    )
                 }
             );
             for t in rows {
@@ -593,7 +609,7 @@ fn throughput_line(
                         xv,
                         t.median,
                         &format!("  {}", g.short_notes()),
-                        RED,
+                        alarm(g),
                         "start",
                     );
                 }
@@ -1045,7 +1061,13 @@ impl Report {
                 );
             } else if !g.short_notes().is_empty() {
                 let w = p.w;
-                p.text_px(w - 20.0, top + row_h / 2.0, &g.short_notes(), RED, "end");
+                p.text_px(
+                    w - 20.0,
+                    top + row_h / 2.0,
+                    &g.short_notes(),
+                    alarm(g),
+                    "end",
+                );
             }
         }
         p.finish(title, true)

@@ -24,7 +24,7 @@ use crate::load::caveats::Caveats;
 use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
 use crate::store::summary::{summarize, GroupSummary};
 use crate::store::{self, ResultsDir};
-use crate::units::num;
+use crate::units::{natural_cmp, num};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -120,6 +120,13 @@ impl Group {
         all.extend(caveats);
         all.join("; ")
     }
+    /// Whether the row is a result: a run succeeded, with at most 1%
+    /// errors and some OK response (`Caveats::not_a_result`). Only rows
+    /// that are not are painted red; "≥" and "†" are quiet marks.
+    pub fn is_result(&self) -> bool {
+        self.good().is_some_and(|s| !s.caveats.not_a_result())
+    }
+
     /// The good summary, if any run succeeded.
     pub fn good(&self) -> Option<&GroupSummary> {
         self.summary.as_ref().filter(|s| s.runs > 0)
@@ -210,6 +217,18 @@ fn sort_key(p: &PlannedTrial) -> (String, String, String, bool, usize, u64, Stri
         p.shape.rate.map_or(0, |r| (r * 1000.0) as u64),
         p.variant.clone(),
     )
+}
+
+/// Report order of planned trials: app, front, load shape, then server
+/// variant, names in natural order (`units::natural_cmp`: "puma-w2"
+/// before "puma-w16").
+fn planned_order(a: &PlannedTrial, b: &PlannedTrial) -> std::cmp::Ordering {
+    let (x, y) = (sort_key(a), sort_key(b));
+    natural_cmp(&x.0, &y.0)
+        .then_with(|| natural_cmp(&x.1, &y.1))
+        .then_with(|| natural_cmp(&x.2, &y.2))
+        .then_with(|| (x.3, x.4, x.5).cmp(&(y.3, y.4, y.5)))
+        .then_with(|| natural_cmp(&x.6, &y.6))
 }
 
 /// "direct" or "nginx×2", then any nginx knob off its default
@@ -352,9 +371,8 @@ fn trial_rows(
         })
         .collect();
     trials.sort_by(|a, b| {
-        sort_key(&a.planned)
-            .cmp(&sort_key(&b.planned))
-            .then(a.planned.group.cmp(&b.planned.group))
+        planned_order(&a.planned, &b.planned)
+            .then_with(|| natural_cmp(&a.planned.group, &b.planned.group))
             .then(a.planned.repeat.cmp(&b.planned.repeat))
             .then(a.planned.id.cmp(&b.planned.id))
     });
@@ -404,7 +422,7 @@ fn read_breakpoints(
             Err(e) => warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path))),
         }
     }
-    breakpoints.sort_by(|a, b| a.group.cmp(&b.group));
+    breakpoints.sort_by(|a, b| natural_cmp(&a.group, &b.group));
     let missing = manifest
         .map(|m| {
             let mut v: Vec<String> = m
@@ -413,7 +431,7 @@ fn read_breakpoints(
                 .filter(|g| !breakpoints.iter().any(|b| &b.group == *g))
                 .cloned()
                 .collect();
-            v.sort();
+            v.sort_by(|a, b| natural_cmp(a, b));
             v
         })
         .unwrap_or_default();
@@ -485,7 +503,7 @@ impl Report {
             .map(|g| g.planned.variant.clone())
             .collect();
         v.extend(self.breakpoints.iter().map(|b| b.variant.clone()));
-        v.sort();
+        v.sort_by(|a, b| natural_cmp(a, b));
         v.dedup();
         v
     }

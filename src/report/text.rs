@@ -18,6 +18,70 @@ fn rps_spread(s: &Spread) -> String {
     }
 }
 
+/// Width the terminal tables wrap their notes to when stdout is not a
+/// terminal (a file, a pipe, a test): fixed, so the output is the same
+/// everywhere.
+pub(crate) const TABLE_WIDTH: usize = 140;
+/// The narrowest a notes column gets, however wide the row before it.
+const MIN_NOTES_WIDTH: usize = 36;
+
+/// The terminal's width in columns when stdout is one, else
+/// [`TABLE_WIDTH`].
+fn table_width() -> usize {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return TABLE_WIDTH;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize the size of the one passed.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col >= 40 {
+        usize::from(ws.ws_col)
+    } else {
+        TABLE_WIDTH
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a
+/// word longer than that stands alone on its line).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let need = line.chars().count() + 1 + word.chars().count();
+        if !line.is_empty() && need > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A table row, then its notes two spaces after it, wrapped to `width`
+/// with the continuation lines under the notes' first character.
+fn push_row(s: &mut String, row: &str, notes: &str, width: usize) {
+    s.push_str(row);
+    if notes.is_empty() {
+        s.push('\n');
+        return;
+    }
+    let indent = row.chars().count() + 2;
+    let room = width.saturating_sub(indent).max(MIN_NOTES_WIDTH);
+    for (i, line) in wrap(notes, room).iter().enumerate() {
+        if i == 0 {
+            let _ = writeln!(s, "  {line}");
+        } else {
+            let _ = writeln!(s, "{:indent$}{line}", "");
+        }
+    }
+}
+
 fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
@@ -138,7 +202,7 @@ impl Report {
     pub fn terminal(&self) -> String {
         let mut s = String::new();
         if !self.groups.is_empty() {
-            self.terminal_trials(&mut s);
+            self.terminal_trials(&mut s, table_width());
         }
         let bad = self.incomplete();
         if !bad.is_empty() {
@@ -196,8 +260,8 @@ impl Report {
         s
     }
 
-    /// The trial table of [`Report::terminal`].
-    fn terminal_trials(&self, s: &mut String) {
+    /// The trial table of [`Report::terminal`], notes wrapped to `width`.
+    fn terminal_trials(&self, s: &mut String, width: usize) {
         let _ = writeln!(
             s,
             "{:<24} {:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
@@ -228,9 +292,8 @@ impl Report {
             let c = g.caveats();
             match g.good() {
                 Some(sum) => {
-                    let _ = writeln!(
-                        s,
-                        "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}{}",
+                    let row = format!(
+                        "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
                         c.mark_throughput(rps_spread(&sum.throughput_rps)),
                         c.mark_latency(0.5, fmt_us(sum.latency_p50_us.median)),
                         c.mark_latency(0.99, fmt_us(sum.latency_p99_us.median)),
@@ -238,15 +301,17 @@ impl Report {
                         sum.pss_peak_bytes
                             .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
                         sum.errors,
-                        if notes.is_empty() {
-                            String::new()
-                        } else {
-                            format!("  ({notes})")
-                        }
                     );
+                    let notes = if notes.is_empty() {
+                        notes
+                    } else {
+                        format!("({notes})")
+                    };
+                    push_row(s, &row, &notes, width);
                 }
                 None => {
-                    let _ = writeln!(s, "{head} {:>20}  ({notes})", "no data");
+                    let row = format!("{head} {:>20}", "no data");
+                    push_row(s, &row, &format!("({notes})"), width);
                 }
             }
         }
@@ -318,7 +383,8 @@ impl Report {
              responses only; failed requests are in the errors. Marks: ≥ a latency that is the \
              age of requests still unanswered (too few came back: a lower bound); † a percentile \
              with fewer than 10 responses beyond it, or a throughput from fewer than 200; a row \
-             with more than 1% errors is not a result. The notes say which.\n"
+             with more than 1% errors, or with no OK response, is not a result (the only rows \
+             to alarm about; the marks are read with their note). The notes say which.\n"
         );
     }
 
@@ -723,12 +789,19 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
         "PSS peak",
         "errors"
     );
+    let width = table_width();
     for g in groups {
         let tp = g.throughput_rps;
         let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
-        let _ = writeln!(
-            s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}",
+        let mut notes = Vec::new();
+        if g.failed > 0 {
+            notes.push(format!("({} failed)", g.failed));
+        } else if g.runs == 0 {
+            notes.push("(no run)".into());
+        }
+        notes.push(c.notes().join("; "));
+        let row = format!(
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
             g.variant,
             g.app,
             if g.behind == "nginx" {
@@ -749,19 +822,51 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             g.pss_peak_bytes
                 .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
             g.errors,
-            if g.failed > 0 {
-                format!("  ({} failed)", g.failed)
-            } else if g.runs == 0 {
-                "  (no run)".into()
-            } else {
-                String::new()
-            },
-            if c.any() {
-                format!("  {}", c.notes().join("; "))
-            } else {
-                String::new()
-            },
         );
+        let notes: Vec<String> = notes.into_iter().filter(|n| !n.is_empty()).collect();
+        push_row(&mut s, &row, &notes.join(" "), width);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_wrap_at_spaces_within_the_width() {
+        // (text, width, lines)
+        let cases: &[(&str, usize, &[&str])] = &[
+            ("", 10, &[]),
+            ("short", 10, &["short"]),
+            ("one two three", 7, &["one two", "three"]),
+            ("one two three", 8, &["one two", "three"]),
+            ("a verylongword b", 4, &["a", "verylongword", "b"]),
+            ("  spaced   out  ", 20, &["spaced out"]),
+            ("≥: ages ≥ bound", 7, &["≥: ages", "≥ bound"]),
+        ];
+        for (text, width, want) in cases {
+            assert_eq!(wrap(text, *width), *want, "{text:?} at {width}");
+        }
+    }
+
+    #[test]
+    fn a_rows_notes_continue_under_their_first_character() {
+        let mut s = String::new();
+        let notes = "(†: p99 from 500 latencies, fewer than 10 beyond; †: throughput from 120 responses (under 200))";
+        push_row(&mut s, "row", notes, 50);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.len() > 1, "{s}");
+        assert!(lines[0].starts_with("row  (†"), "{s}");
+        for l in &lines[1..] {
+            assert!(l.starts_with("     ") && !l.starts_with("      "), "{l:?}");
+        }
+        // The narrowest notes column is kept however long the row.
+        let mut s = String::new();
+        push_row(&mut s, &"x".repeat(200), "a b", 50);
+        assert_eq!(s, format!("{}  a b\n", "x".repeat(200)));
+        let mut s = String::new();
+        push_row(&mut s, "row", "", 50);
+        assert_eq!(s, "row\n");
+    }
 }

@@ -97,7 +97,8 @@ impl TelemetrySummary {
     }
 }
 
-/// Reads every stored trial and groups repeats: median and range.
+/// Reads every stored trial and groups repeats: median and range, the
+/// groups in natural order of their names.
 pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
     let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
     let trials_dir = dir.root.join("trials");
@@ -162,5 +163,7 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
             telemetry: TelemetrySummary::of(&ok),
         });
     }
+    // "puma__hello__direct__c2" before "…__c16", as every report orders.
+    out.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
     Ok(out)
 }
