@@ -131,6 +131,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
+        // What the data shows opens the summary; rebuilt from disk like
+        // every report, so a failure to read it costs only the paragraph.
+        if let Ok(report) = crate::report::Report::load(&out) {
+            print!("{}", report.terminal_shows(crate::report::table_width()));
+        }
         println!("{}", render_summary(&result.summary));
     }
     println!("results: {}", out.display());

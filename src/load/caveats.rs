@@ -107,6 +107,18 @@ impl Caveats {
         self.too_many_errors() || self.ok == 0
     }
 
+    /// Why the row is not a result, in a few words ("95% of requests
+    /// failed", "no OK response"); None when it is one.
+    pub fn why_not_a_result(&self) -> Option<String> {
+        if self.too_many_errors() {
+            Some(format!("{} of requests failed", pct(self.error_share)))
+        } else if self.ok == 0 {
+            Some("no OK response".into())
+        } else {
+            None
+        }
+    }
+
     pub fn thin_throughput(&self) -> bool {
         self.ok < THIN_THROUGHPUT
     }
@@ -333,6 +345,15 @@ mod tests {
             );
         }
         assert!(!Caveats::NONE.not_a_result());
+        assert_eq!(Caveats::NONE.why_not_a_result(), None);
+        assert_eq!(
+            caveats(0.95, false, 5000, 0).why_not_a_result().as_deref(),
+            Some("95% of requests failed")
+        );
+        assert_eq!(
+            caveats(0.0, true, 30, 0).why_not_a_result().as_deref(),
+            Some("no OK response")
+        );
         let none = caveats(0.0, true, 30, 0).notes().join("; ");
         assert!(
             none.contains("no OK response in the window: not a result"),

@@ -24,8 +24,8 @@ nav a{margin-right:14px;color:#1f5f9f;text-decoration:none;font-size:.92em}
 table{border-collapse:collapse;font-size:.88em;margin:.5em 0;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top;white-space:nowrap}
 td.wrap{white-space:normal;min-width:150px}
-td.notes{white-space:normal;min-width:12em;max-width:30em;color:#555}
-td.notes.bad-text{color:#b00020}
+td.notes{white-space:normal;min-width:9em;max-width:30em;color:#555;font-size:.92em}
+td.notes.bad-text{color:#b00020;font-weight:normal}
 th{white-space:normal}
 table{display:block;overflow-x:auto;max-width:100%}
 th{background:#f0f0f0}
@@ -33,6 +33,9 @@ td.l,th.l{text-align:left}
 tr.bad td{background:#fdecea}
 .status-failed,.status-interrupted,.status-missing,.bad-text{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}
+.shows{background:#fff;border:1px solid #e4e4e4;border-left:4px solid #1f5f9f;border-radius:4px;padding:2px 14px;margin:8px 0}
+.shows h2{border:none;margin:.5em 0 .2em;font-size:1.1em}
+.shows p{margin:.4em 0;max-width:60em}
 .warn{background:#fff4e5;border:1px solid #f0b37e;padding:8px 12px;border-radius:4px;margin:8px 0}
 .chart svg{max-width:100%;height:auto;background:#fff;border:1px solid #e4e4e4;border-radius:4px;margin:4px 0}
 .pair{display:flex;flex-wrap:wrap;gap:10px}
@@ -105,6 +108,7 @@ impl Report {
         }
         s.push_str("<a href=\"#errors\">Errors</a><a href=\"#environment\">Environment</a></main></nav>\n<main>\n");
         let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+        self.shows(&mut s);
         self.header(&mut s);
         if has_trials {
             self.summary_table(&mut s, &variants);
@@ -123,6 +127,20 @@ impl Report {
         self.environment(&mut s);
         s.push_str("</main></body></html>\n");
         s
+    }
+
+    /// "What this shows", right under the title (nothing when there is
+    /// nothing to say).
+    fn shows(&self, s: &mut String) {
+        let paragraphs = self.what_it_shows();
+        if paragraphs.is_empty() {
+            return;
+        }
+        s.push_str("<section id=\"shows\" class=\"shows\"><h2>What this shows</h2>");
+        for p in paragraphs {
+            let _ = write!(s, "<p>{}</p>", esc(&p));
+        }
+        s.push_str("</section>\n");
     }
 
     /// "N trials planned: k ok, ..." and the note on how figures are made.

@@ -13,11 +13,12 @@
 
 pub mod compare;
 mod html;
+mod shows;
 pub(crate) mod svg;
 pub mod sweep;
 mod text;
 
-pub use text::render_summary;
+pub use text::{render_summary, table_width};
 
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
@@ -519,6 +520,12 @@ impl Report {
             }
         }
         out
+    }
+
+    /// "What this shows": the paragraphs every report opens with (see
+    /// `shows`), written from the groups the tables show.
+    pub fn what_it_shows(&self) -> Vec<String> {
+        shows::what_it_shows(&self.sections())
     }
 
     /// The JSON summary (`rackbench/report-v1`).

@@ -21,13 +21,13 @@ fn rps_spread(s: &Spread) -> String {
 /// Width the terminal tables wrap their notes to when stdout is not a
 /// terminal (a file, a pipe, a test): fixed, so the output is the same
 /// everywhere.
-pub(crate) const TABLE_WIDTH: usize = 140;
+pub const TABLE_WIDTH: usize = 140;
 /// The narrowest a notes column gets, however wide the row before it.
 const MIN_NOTES_WIDTH: usize = 36;
 
 /// The terminal's width in columns when stdout is one, else
 /// [`TABLE_WIDTH`].
-fn table_width() -> usize {
+pub fn table_width() -> usize {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return TABLE_WIDTH;
@@ -201,8 +201,10 @@ impl Report {
     /// The table printed on the terminal, then what is missing or failed.
     pub fn terminal(&self) -> String {
         let mut s = String::new();
+        let width = table_width();
+        s.push_str(&self.terminal_shows(width));
         if !self.groups.is_empty() {
-            self.terminal_trials(&mut s, table_width());
+            self.terminal_trials(&mut s, width);
         }
         let bad = self.incomplete();
         if !bad.is_empty() {
@@ -257,6 +259,23 @@ impl Report {
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");
         }
+        s
+    }
+
+    /// "What this shows" wrapped to `width`, then a blank line; empty when
+    /// there is nothing to say. `run` prints it above its summary table.
+    pub fn terminal_shows(&self, width: usize) -> String {
+        let paragraphs = self.what_it_shows();
+        if paragraphs.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from("what this shows:\n");
+        for p in paragraphs {
+            for line in wrap(&p, width.saturating_sub(2).max(MIN_NOTES_WIDTH)) {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
+        s.push('\n');
         s
     }
 
@@ -340,6 +359,9 @@ impl Report {
             "# rackbench report: {}\n",
             m.map_or("(no manifest)", |m| m.plan.as_str())
         );
+        if self.md_shows(s) {
+            let _ = writeln!(s, "## The run\n");
+        }
         if let Some(m) = m {
             let _ = writeln!(
                 s,
@@ -386,6 +408,19 @@ impl Report {
              with more than 1% errors, or with no OK response, is not a result (the only rows \
              to alarm about; the marks are read with their note). The notes say which.\n"
         );
+    }
+
+    /// "What this shows", one paragraph per section, right under the
+    /// title; whether there was anything to say.
+    fn md_shows(&self, s: &mut String) -> bool {
+        let paragraphs = self.what_it_shows();
+        if !paragraphs.is_empty() {
+            let _ = writeln!(s, "## What this shows\n");
+            for p in &paragraphs {
+                let _ = writeln!(s, "{}\n", p.replace(['\n', '\r'], " "));
+            }
+        }
+        !paragraphs.is_empty()
     }
 
     /// One table per app and front, one row per trial group, and where
