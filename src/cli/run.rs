@@ -531,7 +531,11 @@ fn progress_line(rec: &TrialRecord) -> String {
     format!(
         "{} req/s, p99 {}, errors {}, RSS peak {}{}",
         c.mark_throughput(format!("{:.0}", rec.load.throughput_rps)),
-        c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64)),
+        if rec.load.latency_us.has_figures() {
+            c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64))
+        } else {
+            "none".into()
+        },
         rec.load.errors.total(),
         fmt_bytes(rec.server_metrics.rss_peak_bytes),
         if notes.is_empty() {

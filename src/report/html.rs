@@ -5,6 +5,7 @@ use super::svg::{esc, Axis, Plot, PALETTE, RED};
 use super::{breakpoint_front, front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
+use crate::stats::spread::Spread;
 use crate::store::records::StoredBreakpoint;
 use crate::units::{fmt_bytes, fmt_us};
 use crate::units::{fmt_count, fmt_us_short, mib, num};
@@ -243,12 +244,16 @@ impl Report {
                 match g.good() {
                     Some(m) => {
                         let c = g.caveats();
-                        let bound = |us: f64| {
-                            if c.lower_bound {
-                                format!("≥ {}", fmt_us(us))
-                            } else {
-                                fmt_us(us)
-                            }
+                        // No latency figure (every request refused or
+                        // failed) is a dash, never 0.
+                        let bound = |v: Option<Spread>| {
+                            v.map_or("–".into(), |v| {
+                                if c.lower_bound {
+                                    format!("≥ {}", fmt_us(v.median))
+                                } else {
+                                    fmt_us(v.median)
+                                }
+                            })
                         };
                         let _ = write!(
                             s,
@@ -256,10 +261,11 @@ impl Report {
                             esc(&c.mark_throughput(format!("{:.0}", m.throughput_rps.median))),
                             m.throughput_rps.min,
                             m.throughput_rps.max,
-                            esc(&bound(m.latency_mean_us.median)),
-                            fmt_us(m.latency_stdev_us.median),
-                            esc(&bound(m.latency_max_us.median)),
-                            esc(&c.mark_latency(0.99, fmt_us(m.latency_p99_us.median))),
+                            esc(&bound(m.latency_mean_us)),
+                            m.latency_stdev_us.map_or("–".into(), |v| fmt_us(v.median)),
+                            esc(&bound(m.latency_max_us)),
+                            esc(&m.latency_p99_us.map_or("–".into(), |v| c
+                                .mark_latency(0.99, fmt_us(v.median)))),
                             fmt_bytes(m.rss_peak_bytes.median as u64),
                             m.pss_peak_bytes
                                 .map_or("–".into(), |p| fmt_bytes(p.median as u64)),

@@ -568,7 +568,9 @@ impl Report {
                     "status": t.status,
                     "error": t.reason,
                     "throughput_rps": r.map(|r| r.load.throughput_rps),
-                    "latency_p99_us": r.map(|r| r.load.latency_us.p99),
+                    "latency_p99_us": r
+                        .filter(|r| r.load.latency_us.has_figures())
+                        .map(|r| r.load.latency_us.p99),
                     "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
                     "errors": r.map(|r| r.load.errors.total()),
                     "notes": r.map(|r| Caveats::of(&r.load).notes()),

@@ -147,7 +147,11 @@ fn saturated(groups: &[&Group]) -> Option<String> {
     let mut found = Vec::new();
     for (variant, levels) in by_variant(groups) {
         let Some(top) = levels.last() else { continue };
-        let p99 = |g: &Group| g.good().map_or(0.0, |s| s.latency_p99_us.median);
+        let p99 = |g: &Group| {
+            g.good()
+                .and_then(|s| s.latency_p99_us)
+                .map_or(0.0, |v| v.median)
+        };
         let start = levels.iter().find(|lo| {
             let conns = top.planned.shape.connections as f64 / lo.planned.shape.connections as f64;
             let flat = levels
@@ -219,11 +223,11 @@ mod tests {
             runs: 3,
             failed: 0,
             throughput_rps: spread(rps.0, rps.1, rps.2),
-            latency_mean_us: flat,
-            latency_stdev_us: flat,
-            latency_p50_us: flat,
-            latency_p99_us: spread(p99_ms * 1000.0, p99_ms * 1000.0, p99_ms * 1000.0),
-            latency_max_us: flat,
+            latency_mean_us: None,
+            latency_stdev_us: None,
+            latency_p50_us: None,
+            latency_p99_us: Some(spread(p99_ms * 1000.0, p99_ms * 1000.0, p99_ms * 1000.0)),
+            latency_max_us: None,
             rss_peak_bytes: flat,
             pss_peak_bytes: None,
             cpu_ms_per_request: None,

@@ -82,6 +82,12 @@ fn push_row(s: &mut String, row: &str, notes: &str, width: usize) {
     }
 }
 
+/// A latency percentile's median with its marks, or "-" when the runs
+/// have no latency figure (every request refused or failed): never 0.
+fn latency(c: &Caveats, q: f64, v: Option<Spread>, fmt: fn(f64) -> String) -> String {
+    v.map_or("-".into(), |v| c.mark_latency(q, fmt(v.median)))
+}
+
 fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
@@ -139,7 +145,7 @@ pub(crate) fn time_split(sum: &GroupSummary) -> Option<TimeSplit> {
         queue_us,
         app_us,
         gc_us: t.gc_mean_us.map_or(0.0, |g| g.median.min(app_us)),
-        rest_us: (sum.latency_mean_us.median - queue_us - app_us).max(0.0),
+        rest_us: (sum.latency_mean_us?.median - queue_us - app_us).max(0.0),
     })
 }
 
@@ -314,8 +320,8 @@ impl Report {
                     let row = format!(
                         "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
                         c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                        c.mark_latency(0.5, fmt_us(sum.latency_p50_us.median)),
-                        c.mark_latency(0.99, fmt_us(sum.latency_p99_us.median)),
+                        latency(&c, 0.5, sum.latency_p50_us, fmt_us),
+                        latency(&c, 0.99, sum.latency_p99_us, fmt_us),
                         fmt_bytes(sum.rss_peak_bytes.median as u64),
                         sum.pss_peak_bytes
                             .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
@@ -443,12 +449,14 @@ impl Report {
                     g.planned_runs
                 );
                 let c = g.caveats();
-                let bound = |us: f64| {
-                    if c.lower_bound {
-                        format!("≥ {}", fmt_ms(us))
-                    } else {
-                        fmt_ms(us)
-                    }
+                let bound = |v: Option<Spread>| {
+                    v.map_or("-".into(), |v| {
+                        if c.lower_bound {
+                            format!("≥ {}", fmt_ms(v.median))
+                        } else {
+                            fmt_ms(v.median)
+                        }
+                    })
                 };
                 match g.good() {
                     Some(sum) => {
@@ -456,10 +464,11 @@ impl Report {
                             s,
                             "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
                             c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                            bound(sum.latency_mean_us.median),
-                            fmt_ms(sum.latency_stdev_us.median),
-                            bound(sum.latency_max_us.median),
-                            c.mark_latency(0.99, fmt_ms(sum.latency_p99_us.median)),
+                            bound(sum.latency_mean_us),
+                            sum.latency_stdev_us
+                                .map_or("-".into(), |v| fmt_ms(v.median)),
+                            bound(sum.latency_max_us),
+                            latency(&c, 0.99, sum.latency_p99_us, fmt_ms),
                             fmt_mib(sum.rss_peak_bytes.median),
                             sum.pss_peak_bytes.map_or("-".into(), |p| fmt_mib(p.median)),
                             sum.cpu_ms_per_request
@@ -640,6 +649,19 @@ fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
     t.record.as_ref().map_or(String::new(), figure)
 }
 
+/// A latency figure of a trial's headline; empty when it has none (no
+/// record, or every request refused or failed: never 0).
+fn measured(
+    t: &TrialRow,
+    figure: impl Fn(&crate::load::report::LatencySummary) -> String,
+) -> String {
+    t.record
+        .as_ref()
+        .map(|r| &r.load.latency_us)
+        .filter(|l| l.has_figures())
+        .map_or(String::new(), figure)
+}
+
 /// A telemetry figure of a group's good runs; empty without telemetry.
 fn told(g: &Group, figure: impl Fn(&crate::store::summary::TelemetrySummary) -> String) -> String {
     g.good()
@@ -681,25 +703,25 @@ const GROUP_COLUMNS: &[Column<Group>] = &[
         good(g, |m| f1(m.throughput_rps.max))
     }),
     ("latency_mean_us", |g| {
-        good(g, |m| f1(m.latency_mean_us.median))
+        good(g, |m| opt(m.latency_mean_us.map(|v| f1(v.median))))
     }),
     ("latency_stdev_us", |g| {
-        good(g, |m| f1(m.latency_stdev_us.median))
+        good(g, |m| opt(m.latency_stdev_us.map(|v| f1(v.median))))
     }),
     ("latency_p50_us", |g| {
-        good(g, |m| f1(m.latency_p50_us.median))
+        good(g, |m| opt(m.latency_p50_us.map(|v| f1(v.median))))
     }),
     ("latency_p99_us", |g| {
-        good(g, |m| f1(m.latency_p99_us.median))
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.median))))
     }),
     ("latency_p99_us_min", |g| {
-        good(g, |m| f1(m.latency_p99_us.min))
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.min))))
     }),
     ("latency_p99_us_max", |g| {
-        good(g, |m| f1(m.latency_p99_us.max))
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.max))))
     }),
     ("latency_max_us", |g| {
-        good(g, |m| f1(m.latency_max_us.median))
+        good(g, |m| opt(m.latency_max_us.map(|v| f1(v.median))))
     }),
     ("rss_peak_bytes", |g| {
         good(g, |m| f1(m.rss_peak_bytes.median))
@@ -757,27 +779,13 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     ("errors", |t| {
         recorded(t, |r| r.load.errors.total().to_string())
     }),
-    ("latency_mean_us", |t| {
-        recorded(t, |r| f1(r.load.latency_us.mean))
-    }),
-    ("latency_stdev_us", |t| {
-        recorded(t, |r| f1(r.load.latency_us.stdev))
-    }),
-    ("latency_p50_us", |t| {
-        recorded(t, |r| r.load.latency_us.p50.to_string())
-    }),
-    ("latency_p90_us", |t| {
-        recorded(t, |r| r.load.latency_us.p90.to_string())
-    }),
-    ("latency_p99_us", |t| {
-        recorded(t, |r| r.load.latency_us.p99.to_string())
-    }),
-    ("latency_p999_us", |t| {
-        recorded(t, |r| r.load.latency_us.p999.to_string())
-    }),
-    ("latency_max_us", |t| {
-        recorded(t, |r| r.load.latency_us.max.to_string())
-    }),
+    ("latency_mean_us", |t| measured(t, |l| f1(l.mean))),
+    ("latency_stdev_us", |t| measured(t, |l| f1(l.stdev))),
+    ("latency_p50_us", |t| measured(t, |l| l.p50.to_string())),
+    ("latency_p90_us", |t| measured(t, |l| l.p90.to_string())),
+    ("latency_p99_us", |t| measured(t, |l| l.p99.to_string())),
+    ("latency_p999_us", |t| measured(t, |l| l.p999.to_string())),
+    ("latency_max_us", |t| measured(t, |l| l.max.to_string())),
     ("rss_peak_bytes", |t| {
         recorded(t, |r| r.server_metrics.rss_peak_bytes.to_string())
     }),
@@ -851,8 +859,8 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             } else {
                 format!("{:.0}", tp.median)
             }),
-            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
-            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
+            latency(&c, 0.5, g.latency_p50_us, fmt_us),
+            latency(&c, 0.99, g.latency_p99_us, fmt_us),
             fmt_bytes(g.rss_peak_bytes.median as u64),
             g.pss_peak_bytes
                 .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
