@@ -60,6 +60,17 @@ fn color(variants: &[String], v: &str) -> &'static str {
 }
 
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
+/// A throughput's min–max across repeats under its median, small (the
+/// notes column keeps the room a column of its own took); nothing for
+/// one run.
+fn range(t: &Spread) -> String {
+    if t.n > 1 {
+        format!("<br><small>{:.0}–{:.0}</small>", t.min, t.max)
+    } else {
+        String::new()
+    }
+}
+
 /// Red for a row that is not a result, grey for a quiet mark ("≥", "†").
 fn alarm(g: &Group) -> &'static str {
     if g.is_result() {
@@ -228,7 +239,7 @@ impl Report {
         s.push_str("<section id=\"summary\"><h2>Summary</h2>");
         for ((app, fr), groups) in self.sections() {
             let _ = write!(s, "<h3>{}, {}</h3>", esc(&app), esc(&fr));
-            s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s)</th><th>min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
+            s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s), min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
             for g in groups {
                 let p = &g.planned;
                 let cls = if g.is_result() { "" } else { " class=\"bad\"" };
@@ -257,10 +268,9 @@ impl Report {
                         };
                         let _ = write!(
                             s,
-                            "<td><b>{}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
+                            "<td><b>{}</b>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
                             esc(&c.mark_throughput(format!("{:.0}", m.throughput_rps.median))),
-                            m.throughput_rps.min,
-                            m.throughput_rps.max,
+                            range(&m.throughput_rps),
                             esc(&bound(m.latency_mean_us)),
                             m.latency_stdev_us.map_or("–".into(), |v| fmt_us(v.median)),
                             esc(&bound(m.latency_max_us)),
@@ -275,7 +285,7 @@ impl Report {
                             m.errors
                         );
                     }
-                    None => s.push_str("<td colspan=\"10\" class=\"bad-text\">no data</td>"),
+                    None => s.push_str("<td colspan=\"9\" class=\"bad-text\">no data</td>"),
                 }
                 let _ = write!(
                     s,

@@ -111,12 +111,17 @@ fn fastest(groups: &[&Group]) -> Option<String> {
                 ))
             } else {
                 Some(format!(
-                    "{} is the fastest, {}, {:.0}% over {} ({}).",
+                    "{} is the fastest, {}, {:.0}% over {} ({}{}).",
                     a.planned.variant,
                     at(a),
                     (sa.median / sb.median - 1.0) * 100.0,
                     b.planned.variant,
-                    at(b)
+                    at(b),
+                    if sa.n < 2 || sb.n < 2 {
+                        "; one run: no min–max range to tell a lead from noise"
+                    } else {
+                        ""
+                    }
                 ))
             }
         }
@@ -167,7 +172,9 @@ fn saturated(groups: &[&Group]) -> Option<String> {
                 capacity(lo),
                 lo.planned.shape.connections,
                 top.planned.shape.connections,
-                if growth < 0.02 {
+                if growth < -0.1 {
+                    format!("no throughput (it fell {:.0}%)", -growth * 100.0)
+                } else if growth < 0.02 {
                     "no throughput".to_string()
                 } else {
                     format!("only {:.0}% throughput", growth * 100.0)
@@ -250,6 +257,13 @@ mod tests {
         }
     }
 
+    fn one_run(mut g: Group) -> Group {
+        if let Some(s) = g.summary.as_mut() {
+            s.throughput_rps.n = 1;
+        }
+        g
+    }
+
     fn shows(groups: &[Group]) -> String {
         let refs: Vec<&Group> = groups.iter().collect();
         what_it_shows(&[(("hello".into(), "direct".into()), refs)]).join("\n")
@@ -307,6 +321,24 @@ mod tests {
                 ],
                 vec!["unicorn (1 worker saturated): 8→32 connections added only 5% throughput, p99 ×3.8"],
                 vec![],
+            ),
+            (
+                // Throughput that fell is said, not hidden.
+                vec![
+                    group("puma", NONE, 2, (2000.0, 1990.0, 2010.0), 0.2, 3000),
+                    group("puma", NONE, 16, (1200.0, 1190.0, 1210.0), 16.0, 3000),
+                ],
+                vec!["puma (its workers saturated): 2→16 connections added no throughput (it fell 40%), p99 ×80.0"],
+                vec![],
+            ),
+            (
+                // One run each: a lead is said with its caveat.
+                vec![
+                    one_run(group("puma", NONE, 8, (1000.0, 1000.0, 1000.0), 10.0, 3000)),
+                    one_run(group("thin", NONE, 8, (1050.0, 1050.0, 1050.0), 10.0, 3000)),
+                ],
+                vec!["thin is the fastest, 1050 req/s at 8 conn, 5% over puma (1000 req/s at 8 conn; one run: no min–max range to tell a lead from noise)."],
+                vec!["tie"],
             ),
             (
                 // Not saturated: throughput grew with the connections.
