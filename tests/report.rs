@@ -613,6 +613,37 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
         "notes do not wrap"
     );
 
+    // The errors table alarms about runs that are not results, not about
+    // 3 errors in 37500 requests.
+    let errors_row = |id: &str| -> String {
+        let at = html.find(&format!("<td class=\"l\">{id}</td>")).unwrap();
+        html[html[..at].rfind("<tr").unwrap()..at].to_string()
+    };
+    assert_eq!(errors_row("thin__hello__direct__c4__rep1"), "<tr>");
+    assert_eq!(
+        errors_row("puma__hello__direct__c16__rep1"),
+        "<tr class=\"bad\">"
+    );
+
+    // Every report opens with what the data shows, rows that are not
+    // results named.
+    let said = "Not results: puma at 16 conn (>99.9% of requests failed); thin at 16 conn (no OK response).";
+    let shows_at = html
+        .find("id=\"shows\"")
+        .expect("html opens with what this shows");
+    assert!(shows_at < html.find("id=\"summary\"").unwrap());
+    assert!(
+        html.contains(&said.replace('>', "&gt;")),
+        "html lacks the paragraph"
+    );
+    assert!(
+        md.starts_with("# rackbench report: fixture\n\n## What this shows\n\n"),
+        "{md}"
+    );
+    assert!(md.contains(said), "{md}");
+    assert!(term.starts_with("what this shows:\n"), "{term}");
+    assert!(term.replace("\n    ", " ").contains(said), "{term}");
+
     let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
     let t = json["trials"]
         .as_array()

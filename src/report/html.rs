@@ -1345,7 +1345,12 @@ impl Report {
         s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too, and the latency of the failed requests (kept out of the headline figures, so fast error answers never pass for fast service).</p>");
         s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th>failed p50 / p99</th><th class=\"l\">Seconds with errors</th></tr>");
         for t in &self.trials {
-            let bad = t.status != Status::Ok || t.errors() > 0;
+            // Red only for a run that is not a result (a few errors are
+            // counted in their column, not alarmed about).
+            let bad = t.status != Status::Ok
+                || t.record
+                    .as_ref()
+                    .is_some_and(|r| Caveats::of(&r.load).not_a_result());
             let _ = write!(
                 s,
                 "<tr{}><td class=\"l\">{}</td><td class=\"l\">{}</td>",

@@ -276,9 +276,13 @@ impl Report {
             return String::new();
         }
         let mut s = String::from("what this shows:\n");
+        // Each paragraph's later lines indented under its first.
         for p in paragraphs {
-            for line in wrap(&p, width.saturating_sub(2).max(MIN_NOTES_WIDTH)) {
-                let _ = writeln!(s, "  {line}");
+            for (i, line) in wrap(&p, width.saturating_sub(4).max(MIN_NOTES_WIDTH))
+                .iter()
+                .enumerate()
+            {
+                let _ = writeln!(s, "{}{line}", if i == 0 { "  " } else { "    " });
             }
         }
         s.push('\n');
