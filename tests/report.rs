@@ -659,6 +659,23 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
             .filter_map(|g| g.summary.clone())
             .collect::<Vec<_>>(),
     );
+    // The summary `run` prints reads the groups in natural order of their
+    // names: "…__c4" before "…__c16" (plain order put 16 first).
+    let names: Vec<String> =
+        rackbench::store::summary::summarize(&rackbench::store::ResultsDir::new(&dir))
+            .unwrap()
+            .into_iter()
+            .map(|g| g.group)
+            .collect();
+    assert_eq!(
+        names,
+        [
+            "puma__hello__direct__c4",
+            "puma__hello__direct__c16",
+            "thin__hello__direct__c4",
+            "thin__hello__direct__c16"
+        ]
+    );
     let thin = line(&summary, "thin ", "≥ 1.50s");
     assert!(
         thin.contains("0†") && thin.contains("lower bound"),

@@ -660,6 +660,44 @@ mod tests {
         .unwrap()
     }
 
+    /// Issue 25: names and load levels sort as people read them.
+    #[test]
+    fn report_rows_sort_numbers_inside_names_as_numbers() {
+        let trial = |variant: &str, behind: &str, workers: u32, conns: usize| {
+            let mut p = planned(64, "1.1");
+            p.variant = variant.into();
+            p.behind = behind.into();
+            p.nginx_workers = workers;
+            p.shape.connections = conns;
+            p
+        };
+        let mut rows = [
+            trial("puma-w16", "none", 1, 2),
+            trial("puma-w2", "none", 1, 16),
+            trial("puma-w2", "none", 1, 2),
+            trial("puma-w16", "none", 1, 16),
+            trial("puma-w2", "nginx", 16, 2),
+            trial("puma-w2", "nginx", 2, 2),
+        ];
+        rows.sort_by(planned_order);
+        let got: Vec<String> = rows
+            .iter()
+            .map(|p| format!("{} {} {}", p.front(), p.shape.connections, p.variant))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                // "nginx" sorts before "none", as it always has.
+                "nginx×2 2 puma-w2",
+                "nginx×16 2 puma-w2",
+                "direct 2 puma-w2",
+                "direct 2 puma-w16",
+                "direct 16 puma-w2",
+                "direct 16 puma-w16",
+            ]
+        );
+    }
+
     #[test]
     fn fronts_that_differ_in_an_nginx_knob_have_different_labels() {
         let seed = planned(0, "1.0");
