@@ -1,7 +1,7 @@
 //! Units as people write them and read them: durations like 10s, 250ms,
 //! 1.5m parsed from flags and plans; latencies, sizes and counts formatted
-//! for every output (terminal, Markdown, CSV, HTML), in this one place so
-//! that they read the same everywhere.
+//! for every output (terminal, Markdown, CSV, HTML), and names sorted in
+//! natural order, in this one place so that they read the same everywhere.
 
 use std::time::Duration;
 
