@@ -39,7 +39,8 @@
 //! - [`telemetry`]: where the time goes inside the server: the Rack
 //!   middleware's figures read back, the wrapper rackup, accept queues.
 //! - [`host`]: rackbench's own files, a free port, the UTC clock.
-//! - [`units`]: durations as people write them.
+//! - [`units`]: durations as people write them, names in the order they
+//!   read them ("c2" before "c16").
 //! - [`require`]: what a test needs from the machine; skips locally, fails
 //!   under `RACKBENCH_REQUIRE=all` (CI).
 

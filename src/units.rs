@@ -1,7 +1,7 @@
 //! Units as people write them and read them: durations like 10s, 250ms,
 //! 1.5m parsed from flags and plans; latencies, sizes and counts formatted
-//! for every output (terminal, Markdown, CSV, HTML), in this one place so
-//! that they read the same everywhere.
+//! for every output (terminal, Markdown, CSV, HTML), and names sorted in
+//! natural order, in this one place so that they read the same everywhere.
 
 use std::time::Duration;
 
@@ -105,4 +105,86 @@ pub fn fmt_mib(bytes: f64) -> String {
 /// Microseconds as milliseconds with two decimals, no unit ("1.25").
 pub fn fmt_ms(us: f64) -> String {
     format!("{:.2}", us / 1000.0)
+}
+
+/// Strings in the order people read them: runs of digits compare as
+/// numbers ("c2" before "c16", "puma-w2" before "puma-w16"), the rest
+/// character by character. Strings equal but for leading zeros fall back
+/// to plain order, so only equal strings compare equal. Every sorted
+/// list of names or load levels in the reports uses this one comparison.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (a, b);
+    loop {
+        match (x.chars().next(), y.chars().next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let (nx, rx) = split_digits(x);
+                let (ny, ry) = split_digits(y);
+                let (vx, vy) = (nx.trim_start_matches('0'), ny.trim_start_matches('0'));
+                let by_value = vx.len().cmp(&vy.len()).then_with(|| vx.cmp(vy));
+                if by_value != Ordering::Equal {
+                    return by_value;
+                }
+                (x, y) = (rx, ry);
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(&d);
+                }
+                (x, y) = (&x[c.len_utf8()..], &y[d.len_utf8()..]);
+            }
+        }
+    }
+}
+
+/// The leading run of ASCII digits, and the rest.
+fn split_digits(s: &str) -> (&str, &str) {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    s.split_at(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering::{Equal, Greater, Less};
+
+    #[test]
+    fn natural_order_compares_digit_runs_as_numbers() {
+        let cases = [
+            ("c2", "c16", Less),
+            ("c16", "c2", Greater),
+            ("puma-w2", "puma-w16", Less),
+            ("puma-w2t5", "puma-w2t16", Less),
+            ("a", "b", Less),
+            ("abc", "abc", Equal),
+            ("abc", "abcd", Less),
+            ("", "a", Less),
+            ("1", "2", Less),
+            ("8", "16", Less),
+            ("16", "16", Equal),
+            ("c007", "c7", Less), // equal values: plain order decides
+            ("c007", "c8", Less),
+            ("c0", "c00", Less),
+            ("x10y2", "x10y10", Less),
+            (
+                "puma__hello__direct__c16",
+                "puma__hello__direct__c2",
+                Greater,
+            ),
+            ("thin", "puma", Greater),
+            ("a1", "ab", Less), // a digit sorts before a letter, as in ASCII
+            ("99999999999999999999999", "100000000000000000000000", Less),
+            ("µs2", "µs10", Less),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(natural_cmp(a, b), want, "{a:?} vs {b:?}");
+            assert_eq!(natural_cmp(b, a), want.reverse(), "{b:?} vs {a:?}");
+        }
+        let mut v = vec!["16", "2", "1", "8", "4"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(v, ["1", "2", "4", "8", "16"]);
+    }
 }

@@ -187,6 +187,14 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "must be >=0",
         ),
         (
+            // Null is "no figure", allowed only where there is none.
+            "load-v1",
+            "load-v1.json",
+            "/latency_us/p99",
+            Set(json!(null)),
+            "want integer, but got null",
+        ),
+        (
             "load-v1",
             "load-v1.json",
             "/config/connections",
@@ -525,4 +533,26 @@ fn a_break_point_document_is_one_shape_or_the_other() {
         let doc = broken(sample(file), field, &Break::Remove);
         assert_invalid("breakpoint-v1", &doc, "", "oneOf");
     }
+}
+
+/// Issue 25: a headline with no latency (count 0) has null figures; a 0
+/// there, which a script reads as 0 ms, is refused.
+#[test]
+fn a_headline_with_no_latency_must_say_null_not_zero() {
+    let doc = broken(
+        sample("load-v1.json"),
+        "/latency_us/count",
+        &Break::Set(json!(0)),
+    );
+    assert_invalid(
+        "load-v1",
+        &doc,
+        "/latency_us/p99",
+        "want null, but got number",
+    );
+    let mut doc = doc;
+    for f in ["min", "mean", "stdev", "p50", "p90", "p99", "p999", "max"] {
+        doc["latency_us"][f] = Value::Null;
+    }
+    assert_valid("load-v1", &doc, "a headline with no latency");
 }

@@ -754,6 +754,44 @@ fn the_json_output_keeps_its_contract() {
     }
 }
 
+/// Issue 25: where nothing completed, the document's latency is never a
+/// row of zeros a script would read as 0 ms: a server that never answers
+/// gives the unanswered requests' ages as a lower bound, one that fails
+/// every request at once (503) gives null figures; both hold to the
+/// schema.
+#[test]
+fn a_run_where_nothing_completed_writes_no_zero_latency() {
+    // (fault, a count of requests (all answered or failed by the end)
+    // or a timed run, lower bound expected)
+    let cases = [
+        (Fault::Hang, None, true),
+        (Fault::Status(503), Some(40), false),
+    ];
+    for (fault, n, lower_bound) in cases {
+        let s = server(TestServerConfig {
+            fault,
+            ..Default::default()
+        });
+        let mut c = requests(&s, n.unwrap_or(0), 2);
+        c.requests = n;
+        c.duration = n.is_none().then_some(Duration::from_millis(800));
+        let r = run(c);
+        assert_eq!(r.requests.ok, 0, "{fault:?}");
+        let doc = serde_json::to_value(&r).unwrap();
+        common::schema::assert_valid("load-v1", &doc, "a load report of no answer");
+        let l = &doc["latency_us"];
+        assert_eq!(doc["latency_lower_bound"], lower_bound, "{fault:?}: {l}");
+        if lower_bound {
+            assert!(l["p50"].as_u64().unwrap() >= 100_000, "{fault:?}: {l}");
+        } else {
+            assert_eq!(l["count"], 0, "{fault:?}: {l}");
+            for f in ["min", "mean", "stdev", "p50", "p90", "p99", "p999", "max"] {
+                assert!(l[f].is_null(), "{fault:?} {f}: {l}");
+            }
+        }
+    }
+}
+
 /// Ctrl-C in an open loop used to count the requests that fell due during
 /// the loop's last wait as never sent, and warn that the schedule was not
 /// kept: with a slack of 100 ms, up to a hundred of them at --rate 1000.

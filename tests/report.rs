@@ -180,6 +180,10 @@ fn flag_the_seed_cases(id: &str, load: &mut Value) {
             load["latency_unfinished_us"] = summary(16, 1_500_000);
             load["latency_lower_bound"] = json!(true);
         }
+        // A quiet mark: a p99 from 500 latencies (†) is still a result.
+        "thin__hello__direct__c4__rep2" => {
+            load["latency_us"]["count"] = json!(500);
+        }
         _ => {}
     }
 }
@@ -520,12 +524,20 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
     let dir = fixture_dir("flags");
     let r = Report::load(&dir).unwrap();
     let term = r.terminal();
-    // The first line that starts with `lead` and contains `key`.
+    // The first row that starts with `lead` and contains `key`, with the
+    // indented lines its wrapped notes continue on.
     let line = |text: &str, lead: &str, key: &str| -> String {
-        text.lines()
-            .find(|l| l.starts_with(lead) && l.contains(key))
-            .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"))
-            .to_string()
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(lead) && l.contains(key))
+            .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"));
+        let more = lines[at + 1..].iter().take_while(|l| l.starts_with("   "));
+        std::iter::once(&lines[at])
+            .chain(more)
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     let thin = line(&term, "thin ", "16 conn");
     assert!(
@@ -571,6 +583,66 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
         "html lacks the marks"
     );
     assert!(html.contains("not a result"), "html lacks the notes");
+    // Only rows that are not a result are painted red; a † is a quiet
+    // mark with its note, and the notes cell wraps.
+    let html_row = |variant: &str, load: &str| -> String {
+        let at = html
+            .find(&format!("</span> {variant}</td><td>{load}</td>"))
+            .unwrap_or_else(|| panic!("no summary row {variant} {load}"));
+        let start = html[..at].rfind("<tr").unwrap();
+        let end = at + html[at..].find("</tr>").unwrap();
+        html[start..end].to_string()
+    };
+    for (variant, load, red) in [
+        ("puma", "16 conn", true),
+        ("thin", "16 conn", true),
+        ("puma", "4 conn", false),
+        ("thin", "4 conn", false),
+    ] {
+        let row = html_row(variant, load);
+        assert_eq!(row.starts_with("<tr class=\"bad\">"), red, "{row}");
+        assert_eq!(row.contains("notes bad-text"), red, "{row}");
+    }
+    let quiet = html_row("thin", "4 conn");
+    assert!(
+        quiet.contains("p99 from 500 latencies") && quiet.contains("class=\"l notes\""),
+        "{quiet}"
+    );
+    assert!(
+        html.contains("td.notes{white-space:normal;"),
+        "notes do not wrap"
+    );
+
+    // The errors table alarms about runs that are not results, not about
+    // 3 errors in 37500 requests.
+    let errors_row = |id: &str| -> String {
+        let at = html.find(&format!("<td class=\"l\">{id}</td>")).unwrap();
+        html[html[..at].rfind("<tr").unwrap()..at].to_string()
+    };
+    assert_eq!(errors_row("thin__hello__direct__c4__rep1"), "<tr>");
+    assert_eq!(
+        errors_row("puma__hello__direct__c16__rep1"),
+        "<tr class=\"bad\">"
+    );
+
+    // Every report opens with what the data shows, rows that are not
+    // results named.
+    let said = "Not results: puma at 16 conn (>99.9% of requests failed); thin at 16 conn (no OK response).";
+    let shows_at = html
+        .find("id=\"shows\"")
+        .expect("html opens with what this shows");
+    assert!(shows_at < html.find("id=\"summary\"").unwrap());
+    assert!(
+        html.contains(&said.replace('>', "&gt;")),
+        "html lacks the paragraph"
+    );
+    assert!(
+        md.starts_with("# rackbench report: fixture\n\n## What this shows\n\n"),
+        "{md}"
+    );
+    assert!(md.contains(said), "{md}");
+    assert!(term.starts_with("what this shows:\n"), "{term}");
+    assert!(term.replace("\n    ", " ").contains(said), "{term}");
 
     let json: Value = serde_json::from_str(&r.json().unwrap()).unwrap();
     let t = json["trials"]
@@ -586,6 +658,23 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
             .iter()
             .filter_map(|g| g.summary.clone())
             .collect::<Vec<_>>(),
+    );
+    // The summary `run` prints reads the groups in natural order of their
+    // names: "…__c4" before "…__c16" (plain order put 16 first).
+    let names: Vec<String> =
+        rackbench::store::summary::summarize(&rackbench::store::ResultsDir::new(&dir))
+            .unwrap()
+            .into_iter()
+            .map(|g| g.group)
+            .collect();
+    assert_eq!(
+        names,
+        [
+            "puma__hello__direct__c4",
+            "puma__hello__direct__c16",
+            "thin__hello__direct__c4",
+            "thin__hello__direct__c16"
+        ]
     );
     let thin = line(&summary, "thin ", "≥ 1.50s");
     assert!(
@@ -700,10 +789,25 @@ fn a_disturbed_trial_is_noted_in_every_report() {
             .unwrap_or_else(|| panic!("no line {lead}…{key}:\n{text}"))
             .to_string()
     };
+    // The terminal wraps a row's notes onto indented lines of their own.
+    let row_of = |text: &str, lead: &str, key: &str| -> String {
+        let mut lines = text
+            .lines()
+            .skip_while(|l| !(l.starts_with(lead) && l.contains(key)));
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no row {lead}…{key}:\n{text}"));
+        let rest = lines.take_while(|l| l.starts_with(' '));
+        std::iter::once(first)
+            .chain(rest)
+            .flat_map(str::split_whitespace)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let term = r.terminal();
-    assert!(line(&term, "puma ", " 4 conn").contains(note), "{term}");
+    assert!(row_of(&term, "puma ", " 4 conn").contains(note), "{term}");
     assert!(
-        !line(&term, "thin ", " 4 conn").contains("disturbed"),
+        !row_of(&term, "thin ", " 4 conn").contains("disturbed"),
         "{term}"
     );
 
@@ -767,6 +871,9 @@ fn a_disturbed_trial_is_noted_in_every_report() {
             .filter_map(|g| g.summary.clone())
             .collect::<Vec<_>>(),
     );
-    assert!(line(&summary, "puma ", "  4 ").contains(note), "{summary}");
+    assert!(
+        row_of(&summary, "puma ", "  4 ").contains(note),
+        "{summary}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

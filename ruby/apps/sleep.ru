@@ -1,6 +1,7 @@
 # sleep.ru - sleeps, then replies: the IO-bound case of seed 001.
 # Knobs: ?ms=N milliseconds to sleep (default 100, at most 60000).
-# Known-good answer: GET / (or /?ms=100) -> 200, body "slept 100 ms".
+# Known-good answer: GET / (or /?ms=100) -> 200, body "slept 100 ms";
+# the built-in app sleep-1ms is GET /?ms=1 -> "slept 1 ms".
 require "rack"
 
 run lambda { |env|

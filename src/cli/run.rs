@@ -131,6 +131,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
+        // What the data shows opens the summary; rebuilt from disk like
+        // every report, so a failure to read it costs only the paragraph.
+        if let Ok(report) = crate::report::Report::load(&out) {
+            print!("{}", report.terminal_shows(crate::report::table_width()));
+        }
         println!("{}", render_summary(&result.summary));
     }
     println!("results: {}", out.display());
@@ -531,7 +536,11 @@ fn progress_line(rec: &TrialRecord) -> String {
     format!(
         "{} req/s, p99 {}, errors {}, RSS peak {}{}",
         c.mark_throughput(format!("{:.0}", rec.load.throughput_rps)),
-        c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64)),
+        if rec.load.latency_us.has_figures() {
+            c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64))
+        } else {
+            "none".into()
+        },
         rec.load.errors.total(),
         fmt_bytes(rec.server_metrics.rss_peak_bytes),
         if notes.is_empty() {

@@ -13,7 +13,12 @@
 //!   (`latency_lower_bound`): shown "≥ 1.50s";
 //! - a percentile with fewer than [`BEYOND`] responses beyond it (p99 from
 //!   under 1000 responses is close to the maximum): marked "†";
-//! - a throughput from fewer than [`THIN_THROUGHPUT`] OK responses: "†".
+//! - a throughput from fewer than [`THIN_THROUGHPUT`] OK responses: "†";
+//! - no OK response in the window at all: not a result either.
+//!
+//! Only "not a result" ([`Caveats::not_a_result`]) paints a report's row
+//! red; "≥" and "†" are quiet marks with their note: the figure is still
+//! the row's result, read with care.
 
 use super::report::LoadReport;
 use serde::{Deserialize, Serialize};
@@ -95,6 +100,25 @@ impl Caveats {
         (self.latency_count as f64) * (1.0 - q) < BEYOND - 1e-9
     }
 
+    /// The row is not a result: more than [`ERROR_SHARE`] of requests
+    /// failed, or no OK response came back in the window. Reports paint
+    /// only these rows red.
+    pub fn not_a_result(&self) -> bool {
+        self.too_many_errors() || self.ok == 0
+    }
+
+    /// Why the row is not a result, in a few words ("95% of requests
+    /// failed", "no OK response"); None when it is one.
+    pub fn why_not_a_result(&self) -> Option<String> {
+        if self.too_many_errors() {
+            Some(format!("{} of requests failed", pct(self.error_share)))
+        } else if self.ok == 0 {
+            Some("no OK response".into())
+        } else {
+            None
+        }
+    }
+
     pub fn thin_throughput(&self) -> bool {
         self.ok < THIN_THROUGHPUT
     }
@@ -166,7 +190,9 @@ impl Caveats {
                 BEYOND as u64
             ));
         }
-        if self.thin_throughput() {
+        if self.ok == 0 {
+            v.push("no OK response in the window: not a result".into());
+        } else if self.thin_throughput() {
             v.push(format!(
                 "†: throughput from {} responses (under {THIN_THROUGHPUT})",
                 self.ok
@@ -255,7 +281,7 @@ mod tests {
     #[test]
     fn more_than_one_percent_errors_is_not_a_result() {
         let c = caveats(0.95, false, 5000, 5000);
-        assert!(c.too_many_errors() && c.any());
+        assert!(c.too_many_errors() && c.any() && c.not_a_result());
         assert_eq!(c.notes(), vec!["95% of requests failed: not a result"]);
         assert!(caveats(0.0101, false, 5000, 5000).too_many_errors());
         assert_eq!(pct(347_494.0 / 347_551.0), ">99.9%");
@@ -297,6 +323,43 @@ mod tests {
         // answer requests sent in it.
         r.throughput_rps = 200.0;
         assert!(!Caveats::of(&r).thin_throughput());
+    }
+
+    #[test]
+    fn only_errors_or_no_answer_make_a_row_not_a_result() {
+        // (error_share, lower_bound, latency_count, ok, not a result)
+        let cases = [
+            (0.0, false, 5000, 5000, false),
+            (0.0, true, 101, 101, false), // ≥ and †: quiet marks
+            (0.0, false, 50, 40, false),
+            (0.01, false, 5000, 5000, false),
+            (0.0101, false, 5000, 5000, true),
+            (0.0, true, 30, 0, true), // nothing completed
+            (1.0, false, 0, 0, true),
+        ];
+        for (e, lb, n, ok, want) in cases {
+            assert_eq!(
+                caveats(e, lb, n, ok).not_a_result(),
+                want,
+                "{e} {lb} {n} {ok}"
+            );
+        }
+        assert!(!Caveats::NONE.not_a_result());
+        assert_eq!(Caveats::NONE.why_not_a_result(), None);
+        assert_eq!(
+            caveats(0.95, false, 5000, 0).why_not_a_result().as_deref(),
+            Some("95% of requests failed")
+        );
+        assert_eq!(
+            caveats(0.0, true, 30, 0).why_not_a_result().as_deref(),
+            Some("no OK response")
+        );
+        let none = caveats(0.0, true, 30, 0).notes().join("; ");
+        assert!(
+            none.contains("no OK response in the window: not a result"),
+            "{none}"
+        );
+        assert!(!none.contains("throughput from 0"), "{none}");
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct LoadReport {
     /// requests (unfinished, or timed out) join it and
     /// `latency_lower_bound` is set.
     /// Failed requests are never in it: they are in `latency_failed_us`.
+    /// With no latency at all (`count` 0: every request refused or
+    /// failed) its figures are written as null, never as 0 µs.
+    #[serde(with = "no_figure_is_null")]
     pub latency_us: LatencySummary,
     /// Set when `latency_us` rests on the ages of unanswered requests:
     /// every figure is a lower bound ("≥").
@@ -139,7 +142,68 @@ pub struct LatencySummary {
     pub max: u64,
 }
 
+/// The headline [`LatencySummary`] on the wire: with `count` 0 its
+/// figures are null (no figure), so a script never reads "0 ms" for a run
+/// where nothing completed; read back, null is 0 with `count` 0, which
+/// every reader takes as no figure (`LatencySummary::has_figures`).
+mod no_figure_is_null {
+    use super::LatencySummary;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Wire {
+        count: u64,
+        min: Option<u64>,
+        mean: Option<f64>,
+        stdev: Option<f64>,
+        p50: Option<u64>,
+        p90: Option<u64>,
+        p99: Option<u64>,
+        p999: Option<u64>,
+        max: Option<u64>,
+    }
+
+    pub fn serialize<S: Serializer>(l: &LatencySummary, s: S) -> Result<S::Ok, S::Error> {
+        let some = l.count > 0;
+        let f = |v: u64| some.then_some(v);
+        let g = |v: f64| some.then_some(v);
+        Wire {
+            count: l.count,
+            min: f(l.min),
+            mean: g(l.mean),
+            stdev: g(l.stdev),
+            p50: f(l.p50),
+            p90: f(l.p90),
+            p99: f(l.p99),
+            p999: f(l.p999),
+            max: f(l.max),
+        }
+        .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LatencySummary, D::Error> {
+        let w = Wire::deserialize(d)?;
+        Ok(LatencySummary {
+            count: w.count,
+            min: w.min.unwrap_or(0),
+            mean: w.mean.unwrap_or(0.0),
+            stdev: w.stdev.unwrap_or(0.0),
+            p50: w.p50.unwrap_or(0),
+            p90: w.p90.unwrap_or(0),
+            p99: w.p99.unwrap_or(0),
+            p999: w.p999.unwrap_or(0),
+            max: w.max.unwrap_or(0),
+        })
+    }
+}
+
 impl LatencySummary {
+    /// Whether there is any figure: `count` 0 means none (every figure
+    /// would be 0 µs, which is not a latency).
+    pub fn has_figures(&self) -> bool {
+        self.count > 0
+    }
+
     pub fn from_histogram(h: &Histogram<u64>) -> Self {
         if h.is_empty() {
             return LatencySummary::default();
@@ -752,5 +816,39 @@ mod tests {
         assert!(w.contains("96%") && w.contains("--threads"), "{w}");
         assert!(bottleneck_warning(0.89).is_none());
         assert!(bottleneck_warning(0.2).is_none());
+    }
+
+    /// Issue 25: a run where nothing completed wrote "p99": 0, which a
+    /// script read as 0 ms. The figures are null; they read back as no
+    /// figure, and a record written before (zeros) still reads.
+    #[test]
+    fn a_headline_with_no_latency_is_written_null_and_reads_back() {
+        let mut r = empty_report();
+        let doc = serde_json::to_value(&r).unwrap();
+        let l = &doc["latency_us"];
+        assert_eq!(l["count"], 0);
+        for f in ["min", "mean", "stdev", "p50", "p90", "p99", "p999", "max"] {
+            assert!(l[f].is_null(), "{f}: {l}");
+        }
+        let back: LoadReport = serde_json::from_value(doc).unwrap();
+        assert!(!back.latency_us.has_figures());
+        assert_eq!(back.latency_us, LatencySummary::default());
+        // With figures, they are numbers as before.
+        r.latency_us = LatencySummary {
+            count: 3,
+            min: 1,
+            mean: 2.0,
+            stdev: 0.5,
+            p50: 2,
+            p90: 3,
+            p99: 3,
+            p999: 3,
+            max: 3,
+        };
+        let doc = serde_json::to_value(&r).unwrap();
+        assert_eq!(doc["latency_us"]["p99"], 3);
+        assert_eq!(doc["latency_us"]["mean"], 2.0);
+        let back: LoadReport = serde_json::from_value(doc).unwrap();
+        assert_eq!(back.latency_us, r.latency_us);
     }
 }

@@ -5,6 +5,7 @@ use super::svg::{esc, Axis, Plot, PALETTE, RED};
 use super::{breakpoint_front, front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
+use crate::stats::spread::Spread;
 use crate::store::records::StoredBreakpoint;
 use crate::units::{fmt_bytes, fmt_us};
 use crate::units::{fmt_count, fmt_us_short, mib, num};
@@ -24,6 +25,8 @@ nav a{margin-right:14px;color:#1f5f9f;text-decoration:none;font-size:.92em}
 table{border-collapse:collapse;font-size:.88em;margin:.5em 0;background:#fff}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top;white-space:nowrap}
 td.wrap{white-space:normal;min-width:150px}
+td.notes{white-space:normal;min-width:9em;max-width:30em;color:#555;font-size:.92em}
+td.notes.bad-text{color:#b00020;font-weight:normal}
 th{white-space:normal}
 table{display:block;overflow-x:auto;max-width:100%}
 th{background:#f0f0f0}
@@ -31,6 +34,9 @@ td.l,th.l{text-align:left}
 tr.bad td{background:#fdecea}
 .status-failed,.status-interrupted,.status-missing,.bad-text{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}
+.shows{background:#fff;border:1px solid #e4e4e4;border-left:4px solid #1f5f9f;border-radius:4px;padding:2px 14px;margin:8px 0}
+.shows h2{border:none;margin:.5em 0 .2em;font-size:1.1em}
+.shows p{margin:.4em 0;max-width:60em}
 .warn{background:#fff4e5;border:1px solid #f0b37e;padding:8px 12px;border-radius:4px;margin:8px 0}
 .chart svg{max-width:100%;height:auto;background:#fff;border:1px solid #e4e4e4;border-radius:4px;margin:4px 0}
 .pair{display:flex;flex-wrap:wrap;gap:10px}
@@ -54,6 +60,26 @@ fn color(variants: &[String], v: &str) -> &'static str {
 }
 
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
+/// A throughput's min–max across repeats under its median, small (the
+/// notes column keeps the room a column of its own took); nothing for
+/// one run.
+fn range(t: &Spread) -> String {
+    if t.n > 1 {
+        format!("<br><small>{:.0}–{:.0}</small>", t.min, t.max)
+    } else {
+        String::new()
+    }
+}
+
+/// Red for a row that is not a result, grey for a quiet mark ("≥", "†").
+fn alarm(g: &Group) -> &'static str {
+    if g.is_result() {
+        GREY
+    } else {
+        RED
+    }
+}
+
 fn nines(p: f64) -> f64 {
     (1.0 / (1.0 - p / 100.0)).log10()
 }
@@ -94,6 +120,7 @@ impl Report {
         }
         s.push_str("<a href=\"#errors\">Errors</a><a href=\"#environment\">Environment</a></main></nav>\n<main>\n");
         let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+        self.shows(&mut s);
         self.header(&mut s);
         if has_trials {
             self.summary_table(&mut s, &variants);
@@ -114,6 +141,20 @@ impl Report {
         s
     }
 
+    /// "What this shows", right under the title (nothing when there is
+    /// nothing to say).
+    fn shows(&self, s: &mut String) {
+        let paragraphs = self.what_it_shows();
+        if paragraphs.is_empty() {
+            return;
+        }
+        s.push_str("<section id=\"shows\" class=\"shows\"><h2>What this shows</h2>");
+        for p in paragraphs {
+            let _ = write!(s, "<p>{}</p>", esc(&p));
+        }
+        s.push_str("</section>\n");
+    }
+
     /// "N trials planned: k ok, ..." and the note on how figures are made.
     fn trial_counts(&self, s: &mut String) {
         let counts = self.counts();
@@ -131,7 +172,7 @@ impl Report {
         let _ = writeln!(s, "{}.</p>", parts.join(", "));
         let _ = writeln!(
             s,
-            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput and latency count OK responses only (failed requests are in the errors); ≥ marks a latency that is the age of unanswered requests (a lower bound), † a figure resting on too few responses, and a row with more than 1% errors is not a result: the notes say why; memory is the peak of the whole server process tree over the measured window.</p>"
+            "<p class=\"note\">Figures are medians across the good runs of each trial, with min–max across repeats as whiskers. Throughput and latency count OK responses only (failed requests are in the errors); ≥ marks a latency that is the age of unanswered requests (a lower bound), † a figure resting on too few responses, and a row with more than 1% errors or no OK response is not a result (shaded red; the marks alone are quiet notes): the notes say why; memory is the peak of the whole server process tree over the measured window.</p>"
         );
     }
 
@@ -198,14 +239,10 @@ impl Report {
         s.push_str("<section id=\"summary\"><h2>Summary</h2>");
         for ((app, fr), groups) in self.sections() {
             let _ = write!(s, "<h3>{}, {}</h3>", esc(&app), esc(&fr));
-            s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s)</th><th>min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
+            s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s), min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
             for g in groups {
                 let p = &g.planned;
-                let cls = if g.notes().is_empty() {
-                    ""
-                } else {
-                    " class=\"bad\""
-                };
+                let cls = if g.is_result() { "" } else { " class=\"bad\"" };
                 let _ = write!(
                     s,
                     "<tr{cls}><td class=\"l\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}/{}</td>",
@@ -218,23 +255,27 @@ impl Report {
                 match g.good() {
                     Some(m) => {
                         let c = g.caveats();
-                        let bound = |us: f64| {
-                            if c.lower_bound {
-                                format!("≥ {}", fmt_us(us))
-                            } else {
-                                fmt_us(us)
-                            }
+                        // No latency figure (every request refused or
+                        // failed) is a dash, never 0.
+                        let bound = |v: Option<Spread>| {
+                            v.map_or("–".into(), |v| {
+                                if c.lower_bound {
+                                    format!("≥ {}", fmt_us(v.median))
+                                } else {
+                                    fmt_us(v.median)
+                                }
+                            })
                         };
                         let _ = write!(
                             s,
-                            "<td><b>{}</b></td><td>{:.0}–{:.0}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
+                            "<td><b>{}</b>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
                             esc(&c.mark_throughput(format!("{:.0}", m.throughput_rps.median))),
-                            m.throughput_rps.min,
-                            m.throughput_rps.max,
-                            esc(&bound(m.latency_mean_us.median)),
-                            fmt_us(m.latency_stdev_us.median),
-                            esc(&bound(m.latency_max_us.median)),
-                            esc(&c.mark_latency(0.99, fmt_us(m.latency_p99_us.median))),
+                            range(&m.throughput_rps),
+                            esc(&bound(m.latency_mean_us)),
+                            m.latency_stdev_us.map_or("–".into(), |v| fmt_us(v.median)),
+                            esc(&bound(m.latency_max_us)),
+                            esc(&m.latency_p99_us.map_or("–".into(), |v| c
+                                .mark_latency(0.99, fmt_us(v.median)))),
                             fmt_bytes(m.rss_peak_bytes.median as u64),
                             m.pss_peak_bytes
                                 .map_or("–".into(), |p| fmt_bytes(p.median as u64)),
@@ -244,9 +285,14 @@ impl Report {
                             m.errors
                         );
                     }
-                    None => s.push_str("<td colspan=\"10\" class=\"bad-text\">no data</td>"),
+                    None => s.push_str("<td colspan=\"9\" class=\"bad-text\">no data</td>"),
                 }
-                let _ = write!(s, "<td class=\"l bad-text\">{}", esc(&g.notes()));
+                let _ = write!(
+                    s,
+                    "<td class=\"l notes{}\">{}",
+                    if g.is_result() { "" } else { " bad-text" },
+                    esc(&g.notes())
+                );
                 disturbed_mark(s, g);
                 s.push_str("</td></tr>");
             }
@@ -379,7 +425,11 @@ impl Report {
                 if g.notes().is_empty() {
                     String::new()
                 } else {
-                    format!(" <span class=\"bad-text\">({})</span>", esc(&g.notes()))
+                    format!(
+                        " <span class=\"{}\">({})</span>",
+                        if g.is_result() { "note" } else { "bad-text" },
+                        esc(&g.notes())
+                    )
                 }
             );
             for t in rows {
@@ -610,7 +660,7 @@ fn throughput_line(
                         xv,
                         t.median,
                         &format!("  {}", g.short_notes()),
-                        RED,
+                        alarm(g),
                         "start",
                     );
                 }
@@ -1062,7 +1112,13 @@ impl Report {
                 );
             } else if !g.short_notes().is_empty() {
                 let w = p.w;
-                p.text_px(w - 20.0, top + row_h / 2.0, &g.short_notes(), RED, "end");
+                p.text_px(
+                    w - 20.0,
+                    top + row_h / 2.0,
+                    &g.short_notes(),
+                    alarm(g),
+                    "end",
+                );
             }
         }
         p.finish(title, true)
@@ -1306,7 +1362,12 @@ impl Report {
         s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too, and the latency of the failed requests (kept out of the headline figures, so fast error answers never pass for fast service).</p>");
         s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th>failed p50 / p99</th><th class=\"l\">Seconds with errors</th></tr>");
         for t in &self.trials {
-            let bad = t.status != Status::Ok || t.errors() > 0;
+            // Red only for a run that is not a result (a few errors are
+            // counted in their column, not alarmed about).
+            let bad = t.status != Status::Ok
+                || t.record
+                    .as_ref()
+                    .is_some_and(|r| Caveats::of(&r.load).not_a_result());
             let _ = write!(
                 s,
                 "<tr{}><td class=\"l\">{}</td><td class=\"l\">{}</td>",

@@ -13,18 +13,19 @@
 
 pub mod compare;
 mod html;
+mod shows;
 pub(crate) mod svg;
 pub mod sweep;
 mod text;
 
-pub use text::render_summary;
+pub use text::{render_summary, table_width};
 
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
 use crate::store::summary::{summarize, GroupSummary};
 use crate::store::{self, ResultsDir};
-use crate::units::num;
+use crate::units::{natural_cmp, num};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -138,6 +139,13 @@ impl Group {
         all.join("; ")
     }
 
+    /// Whether the row is a result: a run succeeded, with at most 1%
+    /// errors and some OK response (`Caveats::not_a_result`). Only rows
+    /// that are not are painted red; "≥" and "†" are quiet marks.
+    pub fn is_result(&self) -> bool {
+        self.good().is_some_and(|s| !s.caveats.not_a_result())
+    }
+
     /// The good summary, if any run succeeded.
     pub fn good(&self) -> Option<&GroupSummary> {
         self.summary.as_ref().filter(|s| s.runs > 0)
@@ -228,6 +236,18 @@ fn sort_key(p: &PlannedTrial) -> (String, String, String, bool, usize, u64, Stri
         p.shape.rate.map_or(0, |r| (r * 1000.0) as u64),
         p.variant.clone(),
     )
+}
+
+/// Report order of planned trials: app, front, load shape, then server
+/// variant, names in natural order (`units::natural_cmp`: "puma-w2"
+/// before "puma-w16").
+fn planned_order(a: &PlannedTrial, b: &PlannedTrial) -> std::cmp::Ordering {
+    let (x, y) = (sort_key(a), sort_key(b));
+    natural_cmp(&x.0, &y.0)
+        .then_with(|| natural_cmp(&x.1, &y.1))
+        .then_with(|| natural_cmp(&x.2, &y.2))
+        .then_with(|| (x.3, x.4, x.5).cmp(&(y.3, y.4, y.5)))
+        .then_with(|| natural_cmp(&x.6, &y.6))
 }
 
 /// "direct" or "nginx×2", then any nginx knob off its default
@@ -370,9 +390,8 @@ fn trial_rows(
         })
         .collect();
     trials.sort_by(|a, b| {
-        sort_key(&a.planned)
-            .cmp(&sort_key(&b.planned))
-            .then(a.planned.group.cmp(&b.planned.group))
+        planned_order(&a.planned, &b.planned)
+            .then_with(|| natural_cmp(&a.planned.group, &b.planned.group))
             .then(a.planned.repeat.cmp(&b.planned.repeat))
             .then(a.planned.id.cmp(&b.planned.id))
     });
@@ -422,7 +441,7 @@ fn read_breakpoints(
             Err(e) => warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path))),
         }
     }
-    breakpoints.sort_by(|a, b| a.group.cmp(&b.group));
+    breakpoints.sort_by(|a, b| natural_cmp(&a.group, &b.group));
     let missing = manifest
         .map(|m| {
             let mut v: Vec<String> = m
@@ -431,7 +450,7 @@ fn read_breakpoints(
                 .filter(|g| !breakpoints.iter().any(|b| &b.group == *g))
                 .cloned()
                 .collect();
-            v.sort();
+            v.sort_by(|a, b| natural_cmp(a, b));
             v
         })
         .unwrap_or_default();
@@ -503,7 +522,7 @@ impl Report {
             .map(|g| g.planned.variant.clone())
             .collect();
         v.extend(self.breakpoints.iter().map(|b| b.variant.clone()));
-        v.sort();
+        v.sort_by(|a, b| natural_cmp(a, b));
         v.dedup();
         v
     }
@@ -519,6 +538,12 @@ impl Report {
             }
         }
         out
+    }
+
+    /// "What this shows": the paragraphs every report opens with (see
+    /// `shows`), written from the groups the tables show.
+    pub fn what_it_shows(&self) -> Vec<String> {
+        shows::what_it_shows(&self.sections())
     }
 
     /// The JSON summary (`rackbench/report-v1`).
@@ -561,7 +586,9 @@ impl Report {
                     "status": t.status,
                     "error": t.reason,
                     "throughput_rps": r.map(|r| r.load.throughput_rps),
-                    "latency_p99_us": r.map(|r| r.load.latency_us.p99),
+                    "latency_p99_us": r
+                        .filter(|r| r.load.latency_us.has_figures())
+                        .map(|r| r.load.latency_us.p99),
                     "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
                     "errors": r.map(|r| r.load.errors.total()),
                     "notes": r.map(|r| Caveats::of(&r.load).notes()),
@@ -650,6 +677,44 @@ mod tests {
             "shape": { "connections": 10 }, "repeat": 1
         }))
         .unwrap()
+    }
+
+    /// Issue 25: names and load levels sort as people read them.
+    #[test]
+    fn report_rows_sort_numbers_inside_names_as_numbers() {
+        let trial = |variant: &str, behind: &str, workers: u32, conns: usize| {
+            let mut p = planned(64, "1.1");
+            p.variant = variant.into();
+            p.behind = behind.into();
+            p.nginx_workers = workers;
+            p.shape.connections = conns;
+            p
+        };
+        let mut rows = [
+            trial("puma-w16", "none", 1, 2),
+            trial("puma-w2", "none", 1, 16),
+            trial("puma-w2", "none", 1, 2),
+            trial("puma-w16", "none", 1, 16),
+            trial("puma-w2", "nginx", 16, 2),
+            trial("puma-w2", "nginx", 2, 2),
+        ];
+        rows.sort_by(planned_order);
+        let got: Vec<String> = rows
+            .iter()
+            .map(|p| format!("{} {} {}", p.front(), p.shape.connections, p.variant))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                // "nginx" sorts before "none", as it always has.
+                "nginx×2 2 puma-w2",
+                "nginx×16 2 puma-w2",
+                "direct 2 puma-w2",
+                "direct 2 puma-w16",
+                "direct 16 puma-w2",
+                "direct 16 puma-w16",
+            ]
+        );
     }
 
     #[test]

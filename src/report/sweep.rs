@@ -398,6 +398,7 @@ mod tests {
             knee: Some("2".into()),
             best: Some("4".into()),
             best_significant: None,
+            disturbance: Vec::new(),
             usl: Some(UslSummary {
                 sigma: 0.05,
                 kappa: 0.01,

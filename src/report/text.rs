@@ -18,6 +18,76 @@ fn rps_spread(s: &Spread) -> String {
     }
 }
 
+/// Width the terminal tables wrap their notes to when stdout is not a
+/// terminal (a file, a pipe, a test): fixed, so the output is the same
+/// everywhere.
+pub const TABLE_WIDTH: usize = 140;
+/// The narrowest a notes column gets, however wide the row before it.
+const MIN_NOTES_WIDTH: usize = 36;
+
+/// The terminal's width in columns when stdout is one, else
+/// [`TABLE_WIDTH`].
+pub fn table_width() -> usize {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return TABLE_WIDTH;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize the size of the one passed.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col >= 40 {
+        usize::from(ws.ws_col)
+    } else {
+        TABLE_WIDTH
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a
+/// word longer than that stands alone on its line).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let need = line.chars().count() + 1 + word.chars().count();
+        if !line.is_empty() && need > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// A table row, then its notes two spaces after it, wrapped to `width`
+/// with the continuation lines under the notes' first character.
+fn push_row(s: &mut String, row: &str, notes: &str, width: usize) {
+    s.push_str(row);
+    if notes.is_empty() {
+        s.push('\n');
+        return;
+    }
+    let indent = row.chars().count() + 2;
+    let room = width.saturating_sub(indent).max(MIN_NOTES_WIDTH);
+    for (i, line) in wrap(notes, room).iter().enumerate() {
+        if i == 0 {
+            let _ = writeln!(s, "  {line}");
+        } else {
+            let _ = writeln!(s, "{:indent$}{line}", "");
+        }
+    }
+}
+
+/// A latency percentile's median with its marks, or "-" when the runs
+/// have no latency figure (every request refused or failed): never 0.
+fn latency(c: &Caveats, q: f64, v: Option<Spread>, fmt: fn(f64) -> String) -> String {
+    v.map_or("-".into(), |v| c.mark_latency(q, fmt(v.median)))
+}
+
 fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
@@ -75,7 +145,7 @@ pub(crate) fn time_split(sum: &GroupSummary) -> Option<TimeSplit> {
         queue_us,
         app_us,
         gc_us: t.gc_mean_us.map_or(0.0, |g| g.median.min(app_us)),
-        rest_us: (sum.latency_mean_us.median - queue_us - app_us).max(0.0),
+        rest_us: (sum.latency_mean_us?.median - queue_us - app_us).max(0.0),
     })
 }
 
@@ -137,8 +207,10 @@ impl Report {
     /// The table printed on the terminal, then what is missing or failed.
     pub fn terminal(&self) -> String {
         let mut s = String::new();
+        let width = table_width();
+        s.push_str(&self.terminal_shows(width));
         if !self.groups.is_empty() {
-            self.terminal_trials(&mut s);
+            self.terminal_trials(&mut s, width);
         }
         let bad = self.incomplete();
         if !bad.is_empty() {
@@ -196,8 +268,29 @@ impl Report {
         s
     }
 
-    /// The trial table of [`Report::terminal`].
-    fn terminal_trials(&self, s: &mut String) {
+    /// "What this shows" wrapped to `width`, then a blank line; empty when
+    /// there is nothing to say. `run` prints it above its summary table.
+    pub fn terminal_shows(&self, width: usize) -> String {
+        let paragraphs = self.what_it_shows();
+        if paragraphs.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from("what this shows:\n");
+        // Each paragraph's later lines indented under its first.
+        for p in paragraphs {
+            for (i, line) in wrap(&p, width.saturating_sub(4).max(MIN_NOTES_WIDTH))
+                .iter()
+                .enumerate()
+            {
+                let _ = writeln!(s, "{}{line}", if i == 0 { "  " } else { "    " });
+            }
+        }
+        s.push('\n');
+        s
+    }
+
+    /// The trial table of [`Report::terminal`], notes wrapped to `width`.
+    fn terminal_trials(&self, s: &mut String, width: usize) {
         let _ = writeln!(
             s,
             "{:<24} {:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
@@ -228,25 +321,26 @@ impl Report {
             let c = g.caveats();
             match g.good() {
                 Some(sum) => {
-                    let _ = writeln!(
-                        s,
-                        "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}{}",
+                    let row = format!(
+                        "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
                         c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                        c.mark_latency(0.5, fmt_us(sum.latency_p50_us.median)),
-                        c.mark_latency(0.99, fmt_us(sum.latency_p99_us.median)),
+                        latency(&c, 0.5, sum.latency_p50_us, fmt_us),
+                        latency(&c, 0.99, sum.latency_p99_us, fmt_us),
                         fmt_bytes(sum.rss_peak_bytes.median as u64),
                         sum.pss_peak_bytes
                             .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
                         sum.errors,
-                        if notes.is_empty() {
-                            String::new()
-                        } else {
-                            format!("  ({notes})")
-                        }
                     );
+                    let notes = if notes.is_empty() {
+                        notes
+                    } else {
+                        format!("({notes})")
+                    };
+                    push_row(s, &row, &notes, width);
                 }
                 None => {
-                    let _ = writeln!(s, "{head} {:>20}  ({notes})", "no data");
+                    let row = format!("{head} {:>20}", "no data");
+                    push_row(s, &row, &format!("({notes})"), width);
                 }
             }
         }
@@ -276,6 +370,9 @@ impl Report {
             "# rackbench report: {}\n",
             m.map_or("(no manifest)", |m| m.plan.as_str())
         );
+        if self.md_shows(s) {
+            let _ = writeln!(s, "## The run\n");
+        }
         if let Some(m) = m {
             let _ = writeln!(
                 s,
@@ -319,8 +416,22 @@ impl Report {
              responses only; failed requests are in the errors. Marks: ≥ a latency that is the \
              age of requests still unanswered (too few came back: a lower bound); † a percentile \
              with fewer than 10 responses beyond it, or a throughput from fewer than 200; a row \
-             with more than 1% errors is not a result. The notes say which.\n"
+             with more than 1% errors, or with no OK response, is not a result (the only rows \
+             to alarm about; the marks are read with their note). The notes say which.\n"
         );
+    }
+
+    /// "What this shows", one paragraph per section, right under the
+    /// title; whether there was anything to say.
+    fn md_shows(&self, s: &mut String) -> bool {
+        let paragraphs = self.what_it_shows();
+        if !paragraphs.is_empty() {
+            let _ = writeln!(s, "## What this shows\n");
+            for p in &paragraphs {
+                let _ = writeln!(s, "{}\n", p.replace(['\n', '\r'], " "));
+            }
+        }
+        !paragraphs.is_empty()
     }
 
     /// One table per app and front, one row per trial group, and where
@@ -343,12 +454,14 @@ impl Report {
                     g.planned_runs
                 );
                 let c = g.caveats();
-                let bound = |us: f64| {
-                    if c.lower_bound {
-                        format!("≥ {}", fmt_ms(us))
-                    } else {
-                        fmt_ms(us)
-                    }
+                let bound = |v: Option<Spread>| {
+                    v.map_or("-".into(), |v| {
+                        if c.lower_bound {
+                            format!("≥ {}", fmt_ms(v.median))
+                        } else {
+                            fmt_ms(v.median)
+                        }
+                    })
                 };
                 match g.good() {
                     Some(sum) => {
@@ -356,10 +469,11 @@ impl Report {
                             s,
                             "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
                             c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                            bound(sum.latency_mean_us.median),
-                            fmt_ms(sum.latency_stdev_us.median),
-                            bound(sum.latency_max_us.median),
-                            c.mark_latency(0.99, fmt_ms(sum.latency_p99_us.median)),
+                            bound(sum.latency_mean_us),
+                            sum.latency_stdev_us
+                                .map_or("-".into(), |v| fmt_ms(v.median)),
+                            bound(sum.latency_max_us),
+                            latency(&c, 0.99, sum.latency_p99_us, fmt_ms),
                             fmt_mib(sum.rss_peak_bytes.median),
                             sum.pss_peak_bytes.map_or("-".into(), |p| fmt_mib(p.median)),
                             sum.cpu_ms_per_request
@@ -576,6 +690,19 @@ fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
     t.record.as_ref().map_or(String::new(), figure)
 }
 
+/// A latency figure of a trial's headline; empty when it has none (no
+/// record, or every request refused or failed: never 0).
+fn measured(
+    t: &TrialRow,
+    figure: impl Fn(&crate::load::report::LatencySummary) -> String,
+) -> String {
+    t.record
+        .as_ref()
+        .map(|r| &r.load.latency_us)
+        .filter(|l| l.has_figures())
+        .map_or(String::new(), figure)
+}
+
 /// A telemetry figure of a group's good runs; empty without telemetry.
 fn told(g: &Group, figure: impl Fn(&crate::store::summary::TelemetrySummary) -> String) -> String {
     g.good()
@@ -625,25 +752,25 @@ const GROUP_COLUMNS: &[Column<Group>] = &[
         good(g, |m| f1(m.throughput_rps.max))
     }),
     ("latency_mean_us", |g| {
-        good(g, |m| f1(m.latency_mean_us.median))
+        good(g, |m| opt(m.latency_mean_us.map(|v| f1(v.median))))
     }),
     ("latency_stdev_us", |g| {
-        good(g, |m| f1(m.latency_stdev_us.median))
+        good(g, |m| opt(m.latency_stdev_us.map(|v| f1(v.median))))
     }),
     ("latency_p50_us", |g| {
-        good(g, |m| f1(m.latency_p50_us.median))
+        good(g, |m| opt(m.latency_p50_us.map(|v| f1(v.median))))
     }),
     ("latency_p99_us", |g| {
-        good(g, |m| f1(m.latency_p99_us.median))
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.median))))
     }),
     ("latency_p99_us_min", |g| {
-        good(g, |m| f1(m.latency_p99_us.min))
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.min))))
     }),
     ("latency_p99_us_max", |g| {
-        good(g, |m| f1(m.latency_p99_us.max))
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.max))))
     }),
     ("latency_max_us", |g| {
-        good(g, |m| f1(m.latency_max_us.median))
+        good(g, |m| opt(m.latency_max_us.map(|v| f1(v.median))))
     }),
     ("rss_peak_bytes", |g| {
         good(g, |m| f1(m.rss_peak_bytes.median))
@@ -705,27 +832,13 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     ("errors", |t| {
         recorded(t, |r| r.load.errors.total().to_string())
     }),
-    ("latency_mean_us", |t| {
-        recorded(t, |r| f1(r.load.latency_us.mean))
-    }),
-    ("latency_stdev_us", |t| {
-        recorded(t, |r| f1(r.load.latency_us.stdev))
-    }),
-    ("latency_p50_us", |t| {
-        recorded(t, |r| r.load.latency_us.p50.to_string())
-    }),
-    ("latency_p90_us", |t| {
-        recorded(t, |r| r.load.latency_us.p90.to_string())
-    }),
-    ("latency_p99_us", |t| {
-        recorded(t, |r| r.load.latency_us.p99.to_string())
-    }),
-    ("latency_p999_us", |t| {
-        recorded(t, |r| r.load.latency_us.p999.to_string())
-    }),
-    ("latency_max_us", |t| {
-        recorded(t, |r| r.load.latency_us.max.to_string())
-    }),
+    ("latency_mean_us", |t| measured(t, |l| f1(l.mean))),
+    ("latency_stdev_us", |t| measured(t, |l| f1(l.stdev))),
+    ("latency_p50_us", |t| measured(t, |l| l.p50.to_string())),
+    ("latency_p90_us", |t| measured(t, |l| l.p90.to_string())),
+    ("latency_p99_us", |t| measured(t, |l| l.p99.to_string())),
+    ("latency_p999_us", |t| measured(t, |l| l.p999.to_string())),
+    ("latency_max_us", |t| measured(t, |l| l.max.to_string())),
     ("rss_peak_bytes", |t| {
         recorded(t, |r| r.server_metrics.rss_peak_bytes.to_string())
     }),
@@ -779,12 +892,22 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
         "PSS peak",
         "errors"
     );
+    let width = table_width();
     for g in groups {
         let tp = g.throughput_rps;
         let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
-        let _ = writeln!(
-            s,
-            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}{}{}{}",
+        let mut notes = Vec::new();
+        if g.failed > 0 {
+            notes.push(format!("({} failed)", g.failed));
+        } else if g.runs == 0 {
+            notes.push("(no run)".into());
+        }
+        notes.push(c.notes().join("; "));
+        if let Some(n) = g.disturbance.note() {
+            notes.push(format!("({n})"));
+        }
+        let row = format!(
+            "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
             g.variant,
             g.app,
             if g.behind == "nginx" {
@@ -799,28 +922,57 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             } else {
                 format!("{:.0}", tp.median)
             }),
-            c.mark_latency(0.5, fmt_us(g.latency_p50_us.median)),
-            c.mark_latency(0.99, fmt_us(g.latency_p99_us.median)),
+            latency(&c, 0.5, g.latency_p50_us, fmt_us),
+            latency(&c, 0.99, g.latency_p99_us, fmt_us),
             fmt_bytes(g.rss_peak_bytes.median as u64),
             g.pss_peak_bytes
                 .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
             g.errors,
-            if g.failed > 0 {
-                format!("  ({} failed)", g.failed)
-            } else if g.runs == 0 {
-                "  (no run)".into()
-            } else {
-                String::new()
-            },
-            if c.any() {
-                format!("  {}", c.notes().join("; "))
-            } else {
-                String::new()
-            },
-            g.disturbance
-                .note()
-                .map_or(String::new(), |n| format!("  ({n})")),
         );
+        let notes: Vec<String> = notes.into_iter().filter(|n| !n.is_empty()).collect();
+        push_row(&mut s, &row, &notes.join(" "), width);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_wrap_at_spaces_within_the_width() {
+        // (text, width, lines)
+        let cases: &[(&str, usize, &[&str])] = &[
+            ("", 10, &[]),
+            ("short", 10, &["short"]),
+            ("one two three", 7, &["one two", "three"]),
+            ("one two three", 8, &["one two", "three"]),
+            ("a verylongword b", 4, &["a", "verylongword", "b"]),
+            ("  spaced   out  ", 20, &["spaced out"]),
+            ("≥: ages ≥ bound", 7, &["≥: ages", "≥ bound"]),
+        ];
+        for (text, width, want) in cases {
+            assert_eq!(wrap(text, *width), *want, "{text:?} at {width}");
+        }
+    }
+
+    #[test]
+    fn a_rows_notes_continue_under_their_first_character() {
+        let mut s = String::new();
+        let notes = "(†: p99 from 500 latencies, fewer than 10 beyond; †: throughput from 120 responses (under 200))";
+        push_row(&mut s, "row", notes, 50);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.len() > 1, "{s}");
+        assert!(lines[0].starts_with("row  (†"), "{s}");
+        for l in &lines[1..] {
+            assert!(l.starts_with("     ") && !l.starts_with("      "), "{l:?}");
+        }
+        // The narrowest notes column is kept however long the row.
+        let mut s = String::new();
+        push_row(&mut s, &"x".repeat(200), "a b", 50);
+        assert_eq!(s, format!("{}  a b\n", "x".repeat(200)));
+        let mut s = String::new();
+        push_row(&mut s, "row", "", 50);
+        assert_eq!(s, "row\n");
+    }
 }

@@ -272,7 +272,7 @@ mod tests {
             dir: dir.clone(),
             selector: Some(format!("variant={v}")),
         };
-        let c = compare::compare(&side("fast"), &side("slow"), 1).unwrap();
+        let c = compare::compare(&side("fast"), &side("slow"), 1, None).unwrap();
         assert_eq!(c.disturbance.len(), 1, "{c:?}");
         let g = &c.disturbance[0];
         assert_eq!((g.a.runs, g.a.disturbed, g.a.unmeasured), (3, 0, 1));
@@ -290,7 +290,9 @@ mod tests {
             variable: "workers",
             values: &values,
             value_of: &of,
+            ordered: true,
             scales: false,
+            primary: None,
         };
         let s = sweep::analyse(&dir, &spec, 1).unwrap();
         assert_eq!(
@@ -312,7 +314,7 @@ mod tests {
             dir: quiet.clone(),
             selector: Some(format!("variant={v}")),
         };
-        let c = compare::compare(&side("fast"), &side("slow"), 1).unwrap();
+        let c = compare::compare(&side("fast"), &side("slow"), 1, None).unwrap();
         assert!(
             !c.verdicts.iter().any(|v| v.contains("disturbed")),
             "{:#?}",

@@ -460,7 +460,6 @@ fn stands_out(figs: &[Figures], spec: &Spec, seed: u64) -> Result<(String, Strin
         })
         .unwrap_or_default();
     Err(format!("no value stands out in {words}: {rival}"))
-
 }
 
 /// A line per value whose runs the machine disturbed.

@@ -23,11 +23,14 @@ pub struct GroupSummary {
     pub runs: usize,
     pub failed: usize,
     pub throughput_rps: Spread,
-    pub latency_mean_us: Spread,
-    pub latency_stdev_us: Spread,
-    pub latency_p50_us: Spread,
-    pub latency_p99_us: Spread,
-    pub latency_max_us: Spread,
+    /// The latency figures over the good runs that have any (a run where
+    /// every request was refused or failed has none: its `latency_us` is
+    /// null); None, written null, when no run has.
+    pub latency_mean_us: Option<Spread>,
+    pub latency_stdev_us: Option<Spread>,
+    pub latency_p50_us: Option<Spread>,
+    pub latency_p99_us: Option<Spread>,
+    pub latency_max_us: Option<Spread>,
     pub rss_peak_bytes: Spread,
     pub pss_peak_bytes: Option<Spread>,
     pub cpu_ms_per_request: Option<Spread>,
@@ -112,7 +115,8 @@ fn disturbed_runs(runs: &[&TrialRecord]) -> DisturbedRuns {
     d
 }
 
-/// Reads every stored trial and groups repeats: median and range.
+/// Reads every stored trial and groups repeats: median and range, the
+/// groups in natural order of their names.
 pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
     let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
     let trials_dir = dir.root.join("trials");
@@ -136,6 +140,16 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
         let f = |get: &dyn Fn(&TrialRecord) -> f64| {
             Spread::of(&ok.iter().map(|r| get(r)).collect::<Vec<_>>())
         };
+        // Runs with no latency figure (count 0) have none to give, not 0.
+        let lat = |get: &dyn Fn(&crate::load::report::LatencySummary) -> f64| {
+            let v: Vec<f64> = ok
+                .iter()
+                .map(|r| &r.load.latency_us)
+                .filter(|l| l.has_figures())
+                .map(get)
+                .collect();
+            Spread::of(&v)
+        };
         let zero = Spread {
             median: 0.0,
             min: 0.0,
@@ -156,11 +170,11 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
                 .filter(|t| t.outcome == Outcome::Failed)
                 .count(),
             throughput_rps: f(&|r| r.load.throughput_rps).unwrap_or(zero),
-            latency_mean_us: f(&|r| r.load.latency_us.mean).unwrap_or(zero),
-            latency_stdev_us: f(&|r| r.load.latency_us.stdev).unwrap_or(zero),
-            latency_p50_us: f(&|r| r.load.latency_us.p50 as f64).unwrap_or(zero),
-            latency_p99_us: f(&|r| r.load.latency_us.p99 as f64).unwrap_or(zero),
-            latency_max_us: f(&|r| r.load.latency_us.max as f64).unwrap_or(zero),
+            latency_mean_us: lat(&|l| l.mean),
+            latency_stdev_us: lat(&|l| l.stdev),
+            latency_p50_us: lat(&|l| l.p50 as f64),
+            latency_p99_us: lat(&|l| l.p99 as f64),
+            latency_max_us: lat(&|l| l.max as f64),
             rss_peak_bytes: f(&|r| r.server_metrics.rss_peak_bytes as f64).unwrap_or(zero),
             pss_peak_bytes: if ok.iter().all(|r| r.server_metrics.pss_peak_bytes.is_some()) {
                 f(&|r| r.server_metrics.pss_peak_bytes.unwrap_or(0) as f64)
@@ -178,5 +192,7 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
             disturbance: disturbed_runs(&ok),
         });
     }
+    // "puma__hello__direct__c2" before "…__c16", as every report orders.
+    out.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
     Ok(out)
 }
