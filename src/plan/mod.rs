@@ -1282,4 +1282,79 @@ connections = [10]
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     }
+
+    /// The default plan is the first study a user sees (`make run`): every
+    /// row must be a result, not a lower bound or a small-sample mark, and
+    /// the whole run must leave `make run` within five minutes of a fresh
+    /// clone (issue 25). This checks the plan's shape against a model of
+    /// each app's cost, not by running it: each app's wait and CPU per
+    /// request (upper bounds measured on every Debian server here,
+    /// bench/runs/2026-11-26-make-run), each server's concurrency from its
+    /// adapter, one CPU for the server (the default pinning on two cores).
+    /// Putting seed 001's 100 ms sleep back, or shortening the window,
+    /// fails here.
+    #[test]
+    fn the_default_plan_gives_every_row_enough_answers_within_make_runs_budget() {
+        use crate::load::caveats::{BEYOND, THIN_THROUGHPUT};
+        // (wait, CPU) per request in seconds; the CPU is the slowest
+        // server's (webrick), the wait the app's own.
+        let cost = |app: &str| -> (f64, f64) {
+            match app {
+                "hello" => (0.0, 0.000_25),
+                "primes" => (0.0, 0.000_35),
+                // thin, one request at a time: 1.13 ms a request.
+                "sleep-1ms" => (0.001, 0.000_2),
+                other => panic!("the default plan's app {other} has no cost in this model: add it"),
+            }
+        };
+        // A p99 needs BEYOND responses past it; the margin covers most of
+        // this machine's run-to-run spread.
+        let needed = (BEYOND * 100.0).max(THIN_THROUGHPUT as f64) * 1.2;
+        let plan = Plan::parse(DEFAULT_PLAN, "default").unwrap();
+        let ex = plan
+            .expand(DEFAULT_PLAN, "default", &all_installed())
+            .unwrap();
+        let window = ex.duration.as_secs_f64();
+        for t in &ex.trials {
+            let spec = t.spec.as_ref().expect("resolved");
+            let conns = t.shape.connections as f64;
+            // WEBrick runs a thread per connection (its adapter has no
+            // threads knob, which is what `threads = false` says).
+            let concurrency = if t.server == "webrick" {
+                conns
+            } else {
+                let w = t.workers.unwrap_or(spec.default_workers).max(1);
+                let th = if spec.threads {
+                    t.threads.unwrap_or(spec.default_threads)
+                } else {
+                    1
+                };
+                f64::from(w * th.max(1)).min(conns)
+            };
+            let (wait, cpu) = cost(&t.app);
+            let rate = (concurrency / (wait + cpu)).min(1.0 / cpu);
+            assert!(
+                rate * window >= needed,
+                "{}: about {:.0} answers in {window} s, a p99 needs {needed:.0}: lengthen the window or lighten the app",
+                t.id,
+                rate * window
+            );
+            // No request may wait long enough to end as an unanswered age.
+            let worst_latency = conns / rate;
+            assert!(
+                worst_latency < window / 10.0,
+                "{}: latency {worst_latency:.3} s",
+                t.id
+            );
+        }
+        // Each trial costs its load plus about 0.75 s of start and stop
+        // (72 trials took 197 s with 2 s of load each).
+        let per_trial = ex.warmup.as_secs_f64() + window + 0.75;
+        let study = ex.trials.len() as f64 * per_trial;
+        assert!(
+            study <= 170.0,
+            "the default study would take about {study:.0} s ({} trials of {per_trial:.2} s): with the build, `make run` passes five minutes; drop trials or shorten windows",
+            ex.trials.len()
+        );
+    }
 }
