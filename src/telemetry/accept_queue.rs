@@ -4,11 +4,20 @@
 //! This is the figure people get from `ss -lnt` (Recv-Q on a LISTEN line)
 //! or from unicorn's raindrops, and the reason a preforking server's
 //! latency climbs once connections outnumber workers: the surplus waits in
-//! the kernel, invisible to the app. For TCP the count is the rx_queue
-//! column of the LISTEN (state 0A) line in `/proc/net/tcp` and
-//! `/proc/net/tcp6`; for a unix socket `/proc/net/unix` has no queue
-//! length, so it comes from netlink sock_diag (`UNIX_DIAG_RQLEN`), matched
-//! on the socket's path.
+//! the kernel, invisible to the app. Both come from netlink sock_diag,
+//! asking the kernel for listening sockets only: for TCP the
+//! `idiag_rqueue` of an inet_diag dump (IPv4 and IPv6) matched on the
+//! port, for a unix socket `UNIX_DIAG_RQLEN` matched on the path.
+//!
+//! Why not `/proc/net/tcp`, which shows the same count as the rx_queue of
+//! a LISTEN line: it lists every socket, TIME_WAIT ones included, and the
+//! kernel formats them all on each read. After a few trials of a server
+//! that closes its connections (puma, thin) 38,000 TIME_WAIT sockets made
+//! one read cost 52 ms of CPU; sampled every 100 ms that was half a CPU
+//! taken from the generator, growing trial after trial for a minute, and
+//! five repeats of puma hello lost 23% of their throughput from the first
+//! to the last (bench/runs/2026-11-26-aa-spread). A listening-only dump
+//! never walks the established and TIME_WAIT tables.
 //!
 //! Only reads the kernel's tables: it never connects to the socket, so
 //! reading does not change the queue it measures. Aggregation
@@ -54,15 +63,14 @@ pub fn accept_queue_len(listen: &Listen) -> io::Result<Option<u32>> {
     match listen {
         Listen::Tcp(port) => {
             let mut found = None;
-            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-                let text = match std::fs::read_to_string(table) {
-                    Ok(t) => t,
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                match tcp_listen_queue(family, *port) {
+                    Ok(Some(n)) => found = Some(found.unwrap_or(0) + n),
+                    Ok(None) => {}
                     // No IPv6 in this kernel or namespace.
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e)
+                        if family == libc::AF_INET6 && e.raw_os_error() == Some(libc::ENOENT) => {}
                     Err(e) => return Err(e),
-                };
-                if let Some(n) = tcp_listen_queue(&text, *port) {
-                    found = Some(found.unwrap_or(0) + n);
                 }
             }
             Ok(found)
@@ -71,32 +79,8 @@ pub fn accept_queue_len(listen: &Listen) -> io::Result<Option<u32>> {
     }
 }
 
-/// The summed rx_queue of LISTEN lines for `port` in one /proc/net/tcp*
-/// table, or None when there is none.
-fn tcp_listen_queue(table: &str, port: u16) -> Option<u32> {
-    let mut found = None;
-    for line in table.lines().skip(1) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 5 || f[3] != "0A" {
-            continue;
-        }
-        let Some((_, p)) = f[1].rsplit_once(':') else {
-            continue;
-        };
-        if u16::from_str_radix(p, 16) != Ok(port) {
-            continue;
-        }
-        let Some((_, rx)) = f[4].split_once(':') else {
-            continue;
-        };
-        if let Ok(n) = u32::from_str_radix(rx, 16) {
-            found = Some(found.unwrap_or(0) + n);
-        }
-    }
-    found
-}
-
-// From linux/sock_diag.h and linux/unix_diag.h (not all in the libc crate).
+// From linux/sock_diag.h, linux/inet_diag.h and linux/unix_diag.h (not all
+// in the libc crate).
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const UDIAG_SHOW_NAME: u32 = 0x01;
 const UDIAG_SHOW_RQLEN: u32 = 0x10;
@@ -105,6 +89,60 @@ const UNIX_DIAG_RQLEN: u16 = 4;
 const TCP_LISTEN: u32 = 10;
 const NLMSG_HDR: usize = 16;
 const UNIX_DIAG_MSG: usize = 16;
+/// inet_diag_msg: family, state, timer, retrans, then inet_diag_sockid
+/// (sport and dport big-endian first), expires, rqueue, wqueue, uid, inode.
+const INET_DIAG_MSG: usize = 72;
+const INET_DIAG_SPORT: usize = 4;
+const INET_DIAG_RQUEUE: usize = 56;
+
+/// The summed accept queue of the listening TCP sockets of one address
+/// family on `port`, or None when there is none.
+fn tcp_listen_queue(family: i32, port: u16) -> io::Result<Option<u32>> {
+    Ok(tcp_listeners(family)?
+        .into_iter()
+        .filter(|l| l.port == port)
+        .map(|l| l.queue)
+        .reduce(|a, b| a + b))
+}
+
+/// One answer of an inet_diag dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DiagListener {
+    /// The kernel's TCP state (10 is LISTEN).
+    state: u8,
+    port: u16,
+    /// For a listener, `idiag_rqueue` is the accept-queue length.
+    queue: u32,
+}
+
+/// The listening TCP sockets of one address family (inet_diag, asked for
+/// the LISTEN state only: the kernel then never walks its tables of
+/// established and TIME_WAIT sockets).
+fn tcp_listeners(family: i32) -> io::Result<Vec<DiagListener>> {
+    // inet_diag_req_v2: family, protocol, ext, pad, states, then a zeroed
+    // inet_diag_sockid (48 bytes: no socket in particular).
+    let mut body = vec![family as u8, libc::IPPROTO_TCP as u8, 0, 0];
+    body.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes());
+    body.extend_from_slice(&[0; 48]);
+    let mut out = Vec::new();
+    sock_diag_dump(&body, |msg| {
+        if msg.len() < INET_DIAG_MSG {
+            return;
+        }
+        let port = u16::from_be_bytes([msg[INET_DIAG_SPORT], msg[INET_DIAG_SPORT + 1]]);
+        let queue = u32::from_ne_bytes(
+            msg[INET_DIAG_RQUEUE..INET_DIAG_RQUEUE + 4]
+                .try_into()
+                .unwrap(),
+        );
+        out.push(DiagListener {
+            state: msg[1],
+            port,
+            queue,
+        });
+    })?;
+    Ok(out)
+}
 
 /// Dumps the listening unix sockets over netlink sock_diag and returns the
 /// receive-queue length (pending connections) of the one bound to `path`.
@@ -113,6 +151,27 @@ fn unix_listen_queue(path: &Path) -> io::Result<Option<u32>> {
     if let Ok(c) = path.canonicalize() {
         wanted.push(c.as_os_str().as_bytes().to_vec());
     }
+    // unix_diag_req: family, protocol, pad, states, ino, show, cookie.
+    let mut body = vec![libc::AF_UNIX as u8, 0, 0, 0];
+    body.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes());
+    body.extend_from_slice(&0u32.to_ne_bytes());
+    body.extend_from_slice(&(UDIAG_SHOW_NAME | UDIAG_SHOW_RQLEN).to_ne_bytes());
+    body.extend_from_slice(&[0xff; 8]); // no cookie
+    let mut found: Option<u32> = None;
+    sock_diag_dump(&body, |msg| {
+        if let Some((name, rq)) = unix_diag_entry(msg) {
+            if wanted.contains(&name) {
+                found = Some(found.unwrap_or(0) + rq);
+            }
+        }
+    })?;
+    Ok(found)
+}
+
+/// Sends one sock_diag dump request (`body` after the netlink header) and
+/// hands each answer's payload to `each`, until the kernel says done.
+fn sock_diag_dump(body: &[u8], mut each: impl FnMut(&[u8])) -> io::Result<()> {
+    // SAFETY: plain socket(2); the fd is closed by Fd's drop.
     let fd = unsafe {
         libc::socket(
             libc::AF_NETLINK,
@@ -126,27 +185,24 @@ fn unix_listen_queue(path: &Path) -> io::Result<Option<u32>> {
     struct Fd(libc::c_int);
     impl Drop for Fd {
         fn drop(&mut self) {
+            // SAFETY: our own fd, closed once.
             unsafe { libc::close(self.0) };
         }
     }
     let fd = Fd(fd);
 
-    // nlmsghdr then unix_diag_req, native endian.
-    let mut req = Vec::with_capacity(NLMSG_HDR + 24);
-    req.extend_from_slice(&((NLMSG_HDR + 24) as u32).to_ne_bytes());
+    // nlmsghdr, native endian, then the request.
+    let mut req = Vec::with_capacity(NLMSG_HDR + body.len());
+    req.extend_from_slice(&((NLMSG_HDR + body.len()) as u32).to_ne_bytes());
     req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
     req.extend_from_slice(&((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes());
     req.extend_from_slice(&1u32.to_ne_bytes()); // seq
     req.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel
-    req.push(libc::AF_UNIX as u8); // sdiag_family
-    req.push(0); // sdiag_protocol
-    req.extend_from_slice(&0u16.to_ne_bytes()); // pad
-    req.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes()); // udiag_states
-    req.extend_from_slice(&0u32.to_ne_bytes()); // udiag_ino
-    req.extend_from_slice(&(UDIAG_SHOW_NAME | UDIAG_SHOW_RQLEN).to_ne_bytes());
-    req.extend_from_slice(&[0xff; 8]); // udiag_cookie: none
+    req.extend_from_slice(body);
+    // SAFETY: a zeroed sockaddr_nl is valid; family set below.
     let mut kernel: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     kernel.nl_family = libc::AF_NETLINK as u16;
+    // SAFETY: req and kernel outlive the call; lengths are theirs.
     let sent = unsafe {
         libc::sendto(
             fd.0,
@@ -161,9 +217,9 @@ fn unix_listen_queue(path: &Path) -> io::Result<Option<u32>> {
         return Err(io::Error::last_os_error());
     }
 
-    let mut found: Option<u32> = None;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
+        // SAFETY: buf is ours and as long as passed.
         let n = unsafe { libc::recv(fd.0, buf.as_mut_ptr().cast(), buf.len(), 0) };
         if n < 0 {
             let e = io::Error::last_os_error();
@@ -180,17 +236,12 @@ fn unix_listen_queue(path: &Path) -> io::Result<Option<u32>> {
                 return Err(io::Error::other("sock_diag: truncated netlink message"));
             }
             match kind as i32 {
-                libc::NLMSG_DONE => return Ok(found),
+                libc::NLMSG_DONE => return Ok(()),
                 libc::NLMSG_ERROR => {
                     let code = i32::from_ne_bytes(msgs[16..20].try_into().unwrap());
                     return Err(io::Error::from_raw_os_error(-code));
                 }
-                _ => {}
-            }
-            if let Some((name, rq)) = unix_diag_entry(&msgs[NLMSG_HDR..len]) {
-                if wanted.contains(&name) {
-                    found = Some(found.unwrap_or(0) + rq);
-                }
+                _ => each(&msgs[NLMSG_HDR..len]),
             }
             let step = (len + 3) & !3;
             msgs = &msgs[step.min(msgs.len())..];
@@ -372,6 +423,50 @@ mod tests {
         drop(held);
         drop(l);
         assert_eq!(accept_queue_len(&listen).unwrap(), None);
+    }
+
+    #[test]
+    fn an_ipv6_listener_counts_too() {
+        let Ok(l) = TcpListener::bind("[::1]:0") else {
+            return; // no IPv6 loopback here
+        };
+        let port = l.local_addr().unwrap().port();
+        let _held: Vec<TcpStream> = (0..2)
+            .map(|_| TcpStream::connect(("::1", port)).unwrap())
+            .collect();
+        assert_eq!(accept_queue_len(&Listen::Tcp(port)).unwrap(), Some(2));
+    }
+
+    /// Regression: the accept queue was read from /proc/net/tcp, whose
+    /// every read formats every TIME_WAIT socket; with 38,000 of them left
+    /// by earlier trials one read cost 52 ms of CPU, half a CPU at the
+    /// lab's 100 ms interval. The dump must hand over listeners only,
+    /// however many closed connections the machine holds.
+    #[test]
+    fn the_dump_never_walks_closed_connections() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        // The side that closes first keeps TIME_WAIT: close the client's
+        // end after the server has accepted.
+        for _ in 0..50 {
+            let c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let (s, _) = l.accept().unwrap();
+            drop(c);
+            drop(s);
+        }
+        let time_wait = std::fs::read_to_string("/proc/net/tcp")
+            .unwrap()
+            .lines()
+            .filter(|x| x.split_whitespace().nth(3) == Some("06"))
+            .count();
+        assert!(time_wait >= 50, "{time_wait} TIME_WAIT sockets");
+        let seen = super::tcp_listeners(libc::AF_INET).unwrap();
+        assert!(seen.iter().any(|x| x.port == port), "{seen:?}");
+        assert!(
+            seen.iter().all(|x| u32::from(x.state) == super::TCP_LISTEN),
+            "{seen:?}"
+        );
+        assert!(seen.len() < 50, "{} answers", seen.len());
     }
 
     #[test]
