@@ -20,7 +20,9 @@
 //! - [`plan`]: plan files, their expansion into trials, and the runner that
 //!   runs them and writes each record the moment it ends.
 //! - [`store`]: results on disk: the records (manifest, trials, break
-//!   points, summary) and their atomic writes.
+//!   points, summary) and their atomic writes; the only reader of a
+//!   results directory (the one check, typed records, the one list of a
+//!   trial's figures, the samples `stats` compares).
 //! - [`lab`]: one trial: start the server (behind nginx if asked), verify
 //!   its answer, load it while sampling it, stop it, return the record.
 //! - [`search`]: the break-point search over a closure that runs one step.
@@ -33,9 +35,10 @@
 //! - [`load`]: the load engine. Drives HTTP/1.1 requests at a URL from
 //!   hand-written io_uring/epoll loops and records latency, errors and a
 //!   per-second timeline. Knows nothing about servers, plans or disk.
-//! - [`stats`]: statistics over figures already measured: spread across
+//! - [`stats`]: arithmetic over samples already measured: spread across
 //!   repeats, bootstrap intervals, rank tests with Holm's adjustment, the
-//!   A-versus-B comparison of results directories, the USL fit.
+//!   A-versus-B comparison and the sweep's analysis, the USL fit; never a
+//!   file or a JSON value.
 //! - [`telemetry`]: where the time goes inside the server: the Rack
 //!   middleware's figures read back, the wrapper rackup, accept queues.
 //! - [`host`]: rackbench's own files, a free port, the UTC clock.

@@ -214,6 +214,68 @@ fn dependencies_point_down_the_layout_list() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// What a file under `src/stats/` may not mention: the statistics are
+/// arithmetic over samples, and `store` is the only reader of a results
+/// directory (issue 26: compare and sweep read trial files through
+/// `serde_json::Value`, so the layer test could not see that statistics
+/// depended on the store's format).
+const STATS_MAY_NOT: &[&str] = &[
+    "std::fs",
+    "fs::",
+    "File::open",
+    "read_to_string",
+    "read_dir",
+    ".exists()",
+    ".is_dir()",
+    "serde_json::Value",
+    "serde_json::from_",
+    "use serde_json::{",
+];
+
+/// The lines of `text` (comments and strings aside) that mention one of
+/// `STATS_MAY_NOT`: (line number from 1, what it mentions).
+fn file_access(text: &str) -> Vec<(usize, &'static str)> {
+    let code = String::from_utf8(code_only(text)).unwrap();
+    let mut out = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        for word in STATS_MAY_NOT {
+            if line.contains(word) {
+                out.push((i + 1, *word));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_file_access_check_sees_code_and_skips_comments_and_strings() {
+    let text = "//! never std::fs\nuse std::fs;\nlet s = \"read_to_string\";\n\
+                let v: serde_json::Value = x;\nfn f(p: &Path) -> bool { p.exists() }\n";
+    assert_eq!(
+        file_access(text),
+        vec![(2, "std::fs"), (4, "serde_json::Value"), (5, ".exists()")]
+    );
+}
+
+#[test]
+fn statistics_read_no_file_and_no_json_value() {
+    let mut src = Vec::new();
+    rust_files(&root().join("src/stats"), &mut src);
+    assert!(src.len() > 3, "src/stats was not read: {src:?}");
+    let mut problems = Vec::new();
+    for file in &src {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for (line, word) in file_access(&text) {
+            problems.push(format!(
+                "{file}:{line} mentions `{word}`: src/stats/ is arithmetic over samples; \
+                 read the results directory in `store` (store::read, store::figures, \
+                 store::samples) and hand stats plain numbers"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// The longest a function in `src/` may be, in lines from its `fn` to its
 /// closing brace. Issue 13: a reader should see a function whole on a
 /// screen or two; longer ones read better as named steps.

@@ -267,17 +267,22 @@ fn fixture_dir(name: &str, scale: f64, plan: &str) -> PathBuf {
     std::fs::write(dir.join("plan.toml"), plan).unwrap();
     for r in 0..5 {
         let x = scale * (1.0 + r as f64 * 0.002);
-        let doc = serde_json::json!({
-            "outcome": "ok",
-            "planned": {"server": "s", "app": "hello", "behind": "none", "shape": {"connections": 4}},
-            "trial": {
-                "load": {"throughput_rps": 1000.0 / x,
-                         "latency_us": {"p50": 900.0 * x, "p90": 1500.0 * x, "p99": 3000.0 * x},
-                         "requests": {"total": 10000}, "errors": {"connect": 0}},
-                "server_metrics": {"rss_peak_bytes": 5e7 * x, "pss_peak_bytes": 4e7 * x,
-                                   "cpu_ms_per_request": 0.2 * x}
-            }
-        });
+        // The committed sample of a stored trial, its figures scaled.
+        let mut doc: Value =
+            serde_json::from_str(include_str!("contracts/run-trial-v1.json")).unwrap();
+        let (load, sm) = ("load", "server_metrics");
+        doc["planned"]["server"] = "s".into();
+        doc["planned"]["variant"] = "s".into();
+        doc["planned"]["shape"] = serde_json::json!({"connections": 4});
+        doc["trial"][load]["throughput_rps"] = (1000.0 / x).into();
+        for (p, base) in [("p50", 900.0), ("p90", 1500.0), ("p99", 3000.0)] {
+            doc["trial"][load]["latency_us"][p] = ((base * x) as u64).into();
+        }
+        doc["trial"][load]["requests"]["total"] = 10000.into();
+        doc["trial"][load]["latency_histogram"] = Value::Null;
+        doc["trial"][sm]["rss_peak_bytes"] = ((5e7 * x) as u64).into();
+        doc["trial"][sm]["pss_peak_bytes"] = ((4e7 * x) as u64).into();
+        doc["trial"][sm]["cpu_ms_per_request"] = (0.2 * x).into();
         std::fs::write(
             dir.join("trials").join(format!("s__rep{r}.json")),
             doc.to_string(),

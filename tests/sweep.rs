@@ -190,7 +190,7 @@ fn bad_sweeps_are_usage_errors_that_name_the_fix() {
         (&["sweep", "--vary", "workers=1,2"], "name the server"),
         (
             &["sweep", "--analyse", "/nonexistent-rackbench"],
-            "cannot read",
+            "is not a directory: give the results directory",
         ),
     ];
     for (args, says) in rows {

@@ -6,7 +6,8 @@
 
 use super::UsageError;
 use crate::report::compare as show;
-use crate::stats::compare::{check_metric, compare, Comparison, FailIf, Side};
+use crate::stats::compare::{check_metric, Comparison, FailIf, Side};
+use crate::store::samples::{compare, parse_side};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -75,10 +76,13 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         .map(|r| FailIf::parse(r))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let a = Side::parse(&args.a).map_err(usage)?;
-    let b = Side::parse(&args.b).map_err(usage)?;
+    let a = parse_side(&args.a).map_err(usage)?;
+    let b = parse_side(&args.b).map_err(usage)?;
     let metric = primary(&args, &a, &b).map_err(usage)?;
-    let c = compare(&a, &b, args.seed, metric.as_deref()).map_err(usage)?;
+    let (c, warnings) = compare(&a, &b, args.seed, metric.as_deref()).map_err(usage)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else if args.markdown {

@@ -2,6 +2,7 @@
 
 use super::UsageError;
 use crate::report;
+use crate::store::ResultsDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -20,20 +21,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
-    if !args.dir.is_dir() {
-        return Err(UsageError(format!(
-            "{} is not a directory: give the results directory of `rackbench run` (the --out directory)",
-            args.dir.display()
-        ))
-        .into());
-    }
-    if !args.dir.join("manifest.json").exists() && !args.dir.join("trials").is_dir() {
-        return Err(UsageError(format!(
-            "{} holds no manifest.json and no trials/: give the results directory of `rackbench run`",
-            args.dir.display()
-        ))
-        .into());
-    }
+    ResultsDir::open(&args.dir).map_err(|e| UsageError(e.to_string()))?;
     let written = report::write_all(&args.dir, args.html.as_deref())?;
     if !args.quiet {
         print!("{}", written.table);

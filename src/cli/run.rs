@@ -79,7 +79,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| default_out(&plan.name, &crate::host::utc_now()));
-    if !args.resume && out.join("manifest.json").exists() {
+    if !args.resume && ResultsDir::new(&out).holds_run() {
         return Err(usage(format!(
             "{} already holds a run: add --resume to continue it, or choose another --out",
             out.display()
@@ -434,8 +434,11 @@ fn aa_compare(out: &std::path::Path, first: &str, second: &str, primary: Option<
         dir: out.to_path_buf(),
         selector: Some(format!("variant={v}")),
     };
-    match crate::stats::compare::compare(&side(first), &side(second), super::compare::DEFAULT_SEED, primary) {
-        Ok(c) => {
+    match crate::store::samples::compare(&side(first), &side(second), super::compare::DEFAULT_SEED, primary) {
+        Ok((c, warnings)) => {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
             println!("\nA/A comparison (noise floor of this machine):\n{}", crate::report::compare::terminal(&c));
             let path = out.join("compare.json");
             match serde_json::to_string_pretty(&c) {

@@ -294,6 +294,7 @@ fn with_stdout_on_stderr<T>(on: bool, f: impl FnOnce() -> T) -> T {
 }
 
 fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
+    crate::store::ResultsDir::open(dir).map_err(|e| usage(e.to_string()))?;
     let s = show::load(dir).map_err(usage)?.ok_or_else(|| {
         usage(format!(
             "{}/plan.toml has no [sweep] section: this is not a sweep's results directory",
@@ -361,7 +362,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         let _ = std::fs::remove_file(&plan_file);
         return Ok(code);
     }
-    if !out.join("manifest.json").exists() {
+    if !crate::store::ResultsDir::new(&out).holds_run() {
         return Ok(code);
     }
     print(&out, &args)?;

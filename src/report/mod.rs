@@ -23,8 +23,8 @@ pub use text::{render_summary, table_width};
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
-use crate::store::summary::{summarize, GroupSummary};
-use crate::store::{self, ResultsDir};
+use crate::store::summary::{summarize_trials, GroupSummary};
+use crate::store::ResultsDir;
 use crate::units::{natural_cmp, num};
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -305,49 +305,6 @@ pub fn short(reason: &str, max: usize) -> String {
     }
 }
 
-/// The manifest, or None with a warning saying why (missing: only the
-/// trials on disk can be shown; unreadable).
-fn read_manifest(rd: &ResultsDir, warnings: &mut Vec<String>) -> Option<Manifest> {
-    if rd.manifest().exists() {
-        match store::read_json::<Manifest>(&rd.manifest()) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                warnings.push(format!("manifest.json unreadable: {e}"));
-                None
-            }
-        }
-    } else {
-        warnings.push(
-            "manifest.json is missing: only the trials on disk are shown, not what was planned"
-                .into(),
-        );
-        None
-    }
-}
-
-/// Trial records on disk by id, and the ids whose record is unreadable
-/// (with why, also as a warning).
-fn read_trials(
-    dir: &Path,
-    warnings: &mut Vec<String>,
-) -> anyhow::Result<(BTreeMap<String, StoredTrial>, BTreeMap<String, String>)> {
-    let mut stored: BTreeMap<String, StoredTrial> = BTreeMap::new();
-    let mut unreadable: BTreeMap<String, String> = BTreeMap::new();
-    for path in json_files(&dir.join("trials"))? {
-        let id = stem(&path);
-        match store::read_json::<StoredTrial>(&path) {
-            Ok(t) => {
-                stored.insert(t.id.clone(), t);
-            }
-            Err(e) => {
-                warnings.push(format!("trials/{id}.json unreadable: {e}"));
-                unreadable.insert(id, e.to_string());
-            }
-        }
-    }
-    Ok((stored, unreadable))
-}
-
 /// One row per trial the manifest planned, then per record it did not
 /// (an older plan's), each with its status and reason, in report order.
 fn trial_rows(
@@ -430,17 +387,11 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
 /// The break-point records by group, and the groups the manifest planned
 /// a search for that left none.
 fn read_breakpoints(
-    dir: &Path,
+    rd: &ResultsDir,
     manifest: Option<&Manifest>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<(Vec<StoredBreakpoint>, Vec<String>)> {
-    let mut breakpoints = Vec::new();
-    for path in json_files(&dir.join("breakpoints"))? {
-        match store::read_json::<StoredBreakpoint>(&path) {
-            Ok(b) => breakpoints.push(b),
-            Err(e) => warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path))),
-        }
-    }
+    let mut breakpoints = rd.read_breakpoints(warnings)?;
     breakpoints.sort_by(|a, b| natural_cmp(&a.group, &b.group));
     let missing = manifest
         .map(|m| {
@@ -472,13 +423,20 @@ impl Report {
     /// cannot be read becomes a warning, not an error, unless nothing is
     /// left to report.
     pub fn load(dir: &Path) -> anyhow::Result<Report> {
-        if !dir.is_dir() {
-            bail!("{} is not a directory", dir.display());
-        }
-        let rd = ResultsDir::new(dir);
+        let rd = ResultsDir::open(dir)?;
         let mut warnings = Vec::new();
-        let manifest = read_manifest(&rd, &mut warnings);
-        let (stored, unreadable) = read_trials(dir, &mut warnings)?;
+        let manifest = rd.read_manifest(&mut warnings);
+        let read = rd
+            .read_trials()
+            .with_context(|| format!("cannot read the trials in {}", dir.display()))?;
+        warnings.extend(read.warnings());
+        let summaries: BTreeMap<String, GroupSummary> = summarize_trials(&read.stored)
+            .into_iter()
+            .map(|g| (g.group.clone(), g))
+            .collect();
+        let unreadable: BTreeMap<String, String> = read.unreadable.into_iter().collect();
+        let stored: BTreeMap<String, StoredTrial> =
+            read.stored.into_iter().map(|t| (t.id.clone(), t)).collect();
         if manifest.is_none() && stored.is_empty() {
             bail!(
                 "{} holds no manifest.json and no trials/*.json: not a rackbench results directory",
@@ -486,14 +444,9 @@ impl Report {
             );
         }
         let trials = trial_rows(manifest.as_ref(), stored, &unreadable);
-        let summaries: BTreeMap<String, GroupSummary> = summarize(&rd)
-            .with_context(|| format!("cannot read the trials in {}", dir.display()))?
-            .into_iter()
-            .map(|g| (g.group.clone(), g))
-            .collect();
         let groups = group_rows(&trials, &summaries);
         let (breakpoints, missing_breakpoints) =
-            read_breakpoints(dir, manifest.as_ref(), &mut warnings)?;
+            read_breakpoints(&rd, manifest.as_ref(), &mut warnings)?;
         warnings.sort();
         Ok(Report {
             manifest,
@@ -643,25 +596,6 @@ impl Report {
         });
         Ok(serde_json::to_string_pretty(&doc)? + "\n")
     }
-}
-
-fn json_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    if !dir.exists() {
-        return Ok(Vec::new());
-    }
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    v.sort();
-    Ok(v)
-}
-
-fn stem(p: &Path) -> String {
-    p.file_stem()
-        .map_or(String::new(), |s| s.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! figures. The statistics live in `stats::sweep`.
 
 use super::svg::{esc, Axis, Plot};
-use crate::plan::sweep::value_of;
+use crate::plan::sweep::value_of_planned;
 use crate::plan::Plan;
 use crate::stats::compare::pct;
 use crate::stats::sweep::{analyse, Spec, Sweep, ValueRow};
@@ -36,16 +36,16 @@ pub fn load(dir: &Path) -> Result<Option<Sweep>, String> {
         return Ok(None);
     };
     let var = section.validate()?;
-    let of = |p: &serde_json::Value| value_of(&var, p);
+    let samples =
+        crate::store::samples::sweep(dir, &section.values, &|p| value_of_planned(&var, p))?;
     let spec = Spec {
         variable: &section.vary,
         values: &section.values,
-        value_of: &of,
         ordered: var.ordered(),
         scales: var.scales(),
         primary: plan.primary_metric.as_deref(),
     };
-    analyse(dir, &spec, SEED).map(Some)
+    analyse(dir, &spec, &samples, SEED).map(Some)
 }
 
 fn rps(s: Option<crate::stats::spread::Spread>) -> String {

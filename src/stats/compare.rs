@@ -6,9 +6,10 @@
 //! other metrics form the second family. A row without a significant
 //! difference says how many repeats would resolve a 5% change.
 //!
-//! It reads results directories through its own small view of the JSON
-//! (only the fields it needs), so record types may move without breaking
-//! it. It must not run anything: `rackbench run --aa` runs, then calls this.
+//! It is arithmetic over samples: `store::samples` reads the results
+//! directories and hands it each group's figures per repeat (the one list
+//! of `store::figures`). It never reads a file and never runs anything:
+//! `rackbench run --aa` runs, then compares.
 
 use super::bootstrap::{change_ci_pct, change_pct, median, RESAMPLES};
 use super::disturbance::{DisturbedRuns, GroupDisturbance};
@@ -16,10 +17,9 @@ use super::histogram;
 use super::significance::{holm, mann_whitney_p, smallest_p};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The level of every test and the complement of every interval.
 pub const ALPHA: f64 = 0.05;
@@ -78,28 +78,6 @@ pub struct Side {
 }
 
 impl Side {
-    /// Parse `DIR` or `DIR:key=value`.
-    pub fn parse(arg: &str) -> Result<Side, String> {
-        if let Some((dir, sel)) = arg.rsplit_once(':') {
-            if sel.contains('=') && !Path::new(arg).exists() {
-                let (key, value) = sel.split_once('=').expect("has =");
-                if !matches!(key, "server" | "variant" | "label") || value.is_empty() {
-                    return Err(format!(
-                        "selector `{sel}` in `{arg}`: use DIR:server=NAME, DIR:variant=NAME or DIR:label=NAME"
-                    ));
-                }
-                return Ok(Side {
-                    dir: PathBuf::from(dir),
-                    selector: Some(sel.to_string()),
-                });
-            }
-        }
-        Ok(Side {
-            dir: PathBuf::from(arg),
-            selector: None,
-        })
-    }
-
     /// How the side is shown: `DIR` or `DIR:key=value`.
     pub fn label(&self) -> String {
         match &self.selector {
@@ -109,171 +87,24 @@ impl Side {
     }
 }
 
-/// A group's per-repeat figures, by metric name.
-type Figures = BTreeMap<&'static str, Vec<f64>>;
+/// A group's per-repeat figures, by metric name (`METRICS`).
+pub type Figures = BTreeMap<&'static str, Vec<f64>>;
 
-/// One side loaded: group label → (variant, figures, latency histograms).
-struct Loaded {
-    groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)>,
+/// One group of one side: its variant, its figures per repeat and the
+/// latency histograms of its runs.
+#[derive(Debug, Clone, Default)]
+pub struct GroupSamples {
+    pub variant: String,
+    pub figures: Figures,
+    pub histograms: Vec<Histogram<u64>>,
+}
+
+/// One side's samples, by pair key (`store::read::pair_key`).
+#[derive(Debug, Clone, Default)]
+pub struct SideSamples {
+    pub groups: BTreeMap<String, GroupSamples>,
     /// Each group's runs the machine disturbed (`stats::disturbance`).
-    disturbed: BTreeMap<String, DisturbedRuns>,
-}
-
-/// Read a side's finished trials. Errors are for the user (a missing
-/// directory, a selector matching nothing, two variants in one group).
-fn load(side: &Side) -> Result<Loaded, String> {
-    let trials_dir = side.dir.join("trials");
-    if !side.dir.join("manifest.json").exists() || !trials_dir.is_dir() {
-        return Err(format!(
-            "{} is not a results directory (no manifest.json and trials/): give a directory `rackbench run` wrote",
-            side.dir.display()
-        ));
-    }
-    let (key, want) = match &side.selector {
-        Some(s) => {
-            let (k, v) = s.split_once('=').expect("parsed selector");
-            (Some(if k == "label" { "variant" } else { k }), v)
-        }
-        None => (None, ""),
-    };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&trials_dir)
-        .map_err(|e| format!("cannot read {}: {e}", trials_dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    entries.sort();
-    let mut groups: BTreeMap<String, (String, Figures, Vec<Histogram<u64>>)> = BTreeMap::new();
-    let mut variants_seen = Vec::new();
-    let mut disturbed: BTreeMap<String, DisturbedRuns> = BTreeMap::new();
-    for path in entries {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let doc: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-        if doc["outcome"] != "ok" {
-            continue;
-        }
-        let planned = &doc["planned"];
-        let variant = planned["variant"]
-            .as_str()
-            .or(planned["server"].as_str())
-            .unwrap_or("?")
-            .to_string();
-        if !variants_seen.contains(&variant) {
-            variants_seen.push(variant.clone());
-        }
-        if let Some(k) = key {
-            if planned[k].as_str() != Some(want) {
-                continue;
-            }
-        }
-        let group = group_label(planned);
-        let entry = groups
-            .entry(group.clone())
-            .or_insert_with(|| (variant.clone(), Figures::new(), Vec::new()));
-        if entry.0 != variant {
-            return Err(format!(
-                "{} holds group `{group}` for both `{}` and `{variant}`: pick one with {}:variant=NAME",
-                side.dir.display(),
-                entry.0,
-                side.dir.display()
-            ));
-        }
-        disturbed
-            .entry(group.clone())
-            .or_default()
-            .add_trial(&doc["trial"]);
-        for (name, value) in figures(&doc["trial"]) {
-            entry.1.entry(name).or_default().push(value);
-        }
-        if let Some(h) = doc["trial"]["load"]["latency_histogram"]
-            .as_str()
-            .and_then(histogram::decode)
-        {
-            entry.2.push(h);
-        }
-    }
-    if groups.is_empty() {
-        return Err(match &side.selector {
-            Some(s) => format!(
-                "no finished trial in {} matches {s}; its variants are: {}",
-                side.dir.display(),
-                variants_seen.join(", ")
-            ),
-            None => format!("{} holds no finished trial", side.dir.display()),
-        });
-    }
-    Ok(Loaded { groups, disturbed })
-}
-
-/// The pairing key shown to users: app, topology and load shape.
-fn group_label(planned: &Value) -> String {
-    let app = planned["app"].as_str().unwrap_or("?");
-    let mut topo = planned["behind"].as_str().unwrap_or("none").to_string();
-    if topo == "none" {
-        topo = "direct".into();
-    } else {
-        for k in ["nginx_workers", "nginx_keepalive", "nginx_http"] {
-            if let Some(v) = planned.get(k) {
-                topo.push_str(&format!(
-                    " {}={}",
-                    k.trim_start_matches("nginx_"),
-                    v.to_string().trim_matches('"')
-                ));
-            }
-        }
-    }
-    let shape = match &planned["shape"] {
-        Value::Object(m) => m
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
-            .collect::<Vec<_>>()
-            .join(" "),
-        _ => String::new(),
-    };
-    format!("{app} {topo} {shape}").trim().to_string()
-}
-
-/// A trial's figures by metric (absent ones left out). The sweep reads
-/// its trials through this too.
-pub fn figures(trial: &Value) -> Vec<(&'static str, f64)> {
-    let load = &trial["load"];
-    let sm = &trial["server_metrics"];
-    let mut out = Vec::new();
-    let mut put = |name: &'static str, v: Option<f64>| {
-        if let Some(v) = v.filter(|v| v.is_finite()) {
-            out.push((name, v));
-        }
-    };
-    put("throughput", load["throughput_rps"].as_f64());
-    put("p50", load["latency_us"]["p50"].as_f64());
-    put("p90", load["latency_us"]["p90"].as_f64());
-    put("p99", load["latency_us"]["p99"].as_f64());
-    put("rss_peak", sm["rss_peak_bytes"].as_f64());
-    put("pss_peak", sm["pss_peak_bytes"].as_f64());
-    put("cpu_per_request", sm["cpu_ms_per_request"].as_f64());
-    let total = load["requests"]["total"].as_f64();
-    let errors: Option<f64> = load["errors"]
-        .as_object()
-        .map(|m| m.values().filter_map(Value::as_f64).sum());
-    put(
-        "error_rate",
-        match (total, errors) {
-            (Some(t), Some(e)) if t > 0.0 => Some(e / t),
-            _ => None,
-        },
-    );
-    let tm = &sm["telemetry"];
-    if tm.is_object() {
-        put(
-            "gc_runs_per_1k_requests",
-            tm["gc_runs_per_1k_requests"].as_f64(),
-        );
-        put("gc_time_share", tm["gc_time_share"].as_f64());
-        put("queue_us_mean", tm["queue_us"]["mean"].as_f64());
-        put("app_us_mean", tm["app_us"]["mean"].as_f64());
-    }
-    out
+    pub disturbed: BTreeMap<String, DisturbedRuns>,
 }
 
 /// One metric of one group pair.
@@ -429,14 +260,18 @@ pub struct Comparison {
     pub disturbance: Vec<GroupDisturbance>,
 }
 
-/// Compare two sides. `seed` seeds the bootstrap (each row its own stream);
-/// `primary` names the metric judged alone (checked with `check_metric`).
-pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<Comparison, String> {
+/// Compare two sides' samples (`store::samples::compare` reads them).
+/// `seed` seeds the bootstrap (each row its own stream); `primary` names
+/// the metric judged alone (checked with `check_metric`).
+pub fn compare(
+    (a, la): (&Side, &SideSamples),
+    (b, lb): (&Side, &SideSamples),
+    seed: u64,
+    primary: Option<&str>,
+) -> Result<Comparison, String> {
     if let Some(m) = primary {
         check_metric("the primary metric", m)?;
     }
-    let la = load(a)?;
-    let lb = load(b)?;
     let mut rows = Vec::new();
     let mut unpaired = Vec::new();
     for g in la.groups.keys().chain(lb.groups.keys()) {
@@ -445,10 +280,11 @@ pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<C
             unpaired.push(g.clone());
         }
     }
-    for (group, (_, fa, ha)) in &la.groups {
-        let Some((_, fb, hb)) = lb.groups.get(group) else {
+    for (group, ga) in &la.groups {
+        let Some(gb) = lb.groups.get(group) else {
             continue;
         };
+        let (fa, ha, fb, hb) = (&ga.figures, &ga.histograms, &gb.figures, &gb.histograms);
         // Every run of the side must have its histogram, or the merge
         // would weigh some runs and not others.
         let merged = |hs: &Vec<Histogram<u64>>, f: &Figures| {
@@ -492,7 +328,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<C
         ));
     }
     judge(&mut rows);
-    let disturbance = disturbed_groups(&la, &lb);
+    let disturbance = disturbed_groups(la, lb);
     let mut verdicts = pair_verdicts(&rows);
     verdicts.extend(super::disturbance::compare_lines(&disturbance));
     let verdict = overall(&rows);
@@ -522,7 +358,7 @@ pub fn compare(a: &Side, b: &Side, seed: u64, primary: Option<&str>) -> Result<C
 }
 
 /// Each paired group's disturbed runs on both sides.
-fn disturbed_groups(a: &Loaded, b: &Loaded) -> Vec<GroupDisturbance> {
+fn disturbed_groups(a: &SideSamples, b: &SideSamples) -> Vec<GroupDisturbance> {
     a.groups
         .keys()
         .filter(|g| b.groups.contains_key(*g))
@@ -1172,58 +1008,46 @@ mod tests {
         assert!(f.breaches(&noisy).is_empty());
     }
 
-    #[test]
-    fn selectors_parse() {
-        let s = Side::parse("results/x:server=puma-w4").unwrap();
-        assert_eq!(s.dir, PathBuf::from("results/x"));
-        assert_eq!(s.selector.as_deref(), Some("server=puma-w4"));
-        assert!(Side::parse("results/x").unwrap().selector.is_none());
-        assert!(Side::parse("results/x:colour=red").is_err());
-    }
-
-    /// A results directory written by hand: two variants, `runs` repeats
-    /// each, with latency histograms whose median differs by 15%.
-    fn results_dir(name: &str, runs: u32) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("rackbench-cmp-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("trials")).unwrap();
-        std::fs::write(dir.join("manifest.json"), "{}").unwrap();
-        for (variant, base) in [("fast", 10_000u64), ("slow", 11_500)] {
-            for r in 1..=runs {
-                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
-                for i in 0..4000u64 {
-                    h.record(base + (i * 7919 + r as u64 * 13) % (base / 5))
-                        .unwrap();
-                }
-                let doc = serde_json::json!({
-                    "outcome": "ok",
-                    "planned": {"variant": variant, "server": variant, "app": "hello",
-                                "behind": "none", "shape": {"connections": 4}},
-                    "trial": {"load": {
-                        "throughput_rps": 400.0 * 10_000.0 / base as f64 + r as f64,
-                        "latency_us": {"p50": h.value_at_quantile(0.5), "p90": h.value_at_quantile(0.9),
-                                       "p99": h.value_at_quantile(0.99)},
-                        "requests": {"total": 4000}, "errors": {"connect": 0},
-                        "latency_histogram": histogram::encode(&h).unwrap()}}
-                });
-                std::fs::write(
-                    dir.join("trials").join(format!("{variant}__rep{r}.json")),
-                    doc.to_string(),
-                )
-                .unwrap();
+    /// `runs` repeats of one group whose latency histograms' median is
+    /// `base` (µs), with the figures read from them.
+    fn side(base: u64, runs: u32) -> SideSamples {
+        let mut g = GroupSamples {
+            variant: format!("v{base}"),
+            ..Default::default()
+        };
+        for r in 1..=runs {
+            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+            for i in 0..4000u64 {
+                h.record(base + (i * 7919 + r as u64 * 13) % (base / 5))
+                    .unwrap();
             }
+            let figures = [
+                ("throughput", 400.0 * 10_000.0 / base as f64 + r as f64),
+                ("p50", h.value_at_quantile(0.5) as f64),
+                ("p90", h.value_at_quantile(0.9) as f64),
+                ("p99", h.value_at_quantile(0.99) as f64),
+                ("error_rate", 0.0),
+            ];
+            for (m, v) in figures {
+                g.figures.entry(m).or_default().push(v);
+            }
+            g.histograms.push(h);
         }
-        dir
+        let key = "hello direct connections=4".to_string();
+        SideSamples {
+            groups: [(key.clone(), g)].into(),
+            disturbed: [(key, DisturbedRuns::default())].into(),
+        }
     }
 
     #[test]
     fn few_repeats_compare_latency_from_merged_histograms() {
-        let dir = results_dir("merged", 2);
-        let side = |v: &str| Side {
-            dir: dir.clone(),
-            selector: Some(format!("variant={v}")),
+        let named = |d: &str| Side {
+            dir: PathBuf::from(d),
+            selector: None,
         };
-        let c = compare(&side("fast"), &side("slow"), 1, None).unwrap();
+        let (a, b) = (named("fast"), named("slow"));
+        let c = compare((&a, &side(10_000, 2)), (&b, &side(11_500, 2)), 1, None).unwrap();
         let p50 = c.rows.iter().find(|r| r.metric == "p50").unwrap();
         assert_eq!((p50.n_a, p50.n_b), (2, 2));
         let (m, lo, hi) = (
@@ -1243,24 +1067,13 @@ mod tests {
         // Throughput has no histogram: it says how many repeats it needs.
         let t = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
         assert!(t.merged_change_pct.is_none() && t.verdict.contains("too few repeats"));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn sides_must_pick_one_variant_per_group() {
-        let dir = results_dir("ambiguous", 1);
-        let whole = Side {
-            dir: dir.clone(),
-            selector: None,
-        };
-        let err = compare(&whole, &whole, 1, None).unwrap_err();
-        assert!(err.contains("variant=NAME"), "{err}");
-        let none = Side {
-            dir: dir.clone(),
-            selector: Some("server=nope".into()),
-        };
-        let err = compare(&none, &whole, 1, None).unwrap_err();
-        assert!(err.contains("its variants are: fast, slow"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
+        // A run without its histogram leaves the merge out.
+        let mut short = side(11_500, 2);
+        short.groups.values_mut().for_each(|g| {
+            g.histograms.pop();
+        });
+        let c = compare((&a, &side(10_000, 2)), (&b, &short), 1, None).unwrap();
+        let p50 = c.rows.iter().find(|r| r.metric == "p50").unwrap();
+        assert!(p50.merged_change_pct.is_none(), "{p50:?}");
     }
 }

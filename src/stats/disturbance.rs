@@ -9,12 +9,25 @@
 //! a disturbed run is a caveat, not a failure, and leaving it out would
 //! hide that the host was busy.
 //!
-//! It reads the record through `serde_json::Value` (like `compare`), so
-//! records made before the field existed count as unmeasured.
+//! It counts plain figures (`RunDisturbance`), which `store::figures`
+//! takes from each trial record; a record made before the field existed
+//! hands it none and counts as unmeasured. It never reads a file.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::path::Path;
+
+/// What one run's record says about the machine: the figures of
+/// `sampler::disturbance::Disturbance` counted here.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunDisturbance {
+    pub disturbed: bool,
+    /// Steal ticks / all ticks of the measured CPUs, 0..1.
+    pub steal_share: f64,
+    /// Task ticks not ours / all ticks of the measured CPUs, 0..1.
+    pub foreign_cpu_share: f64,
+    /// The thresholds the run was judged by (None: any share counts).
+    pub threshold_steal_share: Option<f64>,
+    pub threshold_foreign_cpu_share: Option<f64>,
+}
 
 /// A group's runs by what the machine did during them.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -32,33 +45,25 @@ pub struct DisturbedRuns {
 }
 
 impl DisturbedRuns {
-    /// Counts one finished run from its record's `disturbance` (null or
-    /// absent: unmeasured).
-    pub fn add(&mut self, disturbance: &Value) {
+    /// Counts one finished run from its record's disturbance (None:
+    /// unmeasured).
+    pub fn add(&mut self, run: Option<&RunDisturbance>) {
         self.runs += 1;
-        let Some(d) = disturbance.as_object() else {
+        let Some(d) = run else {
             self.unmeasured += 1;
             return;
         };
-        if d.get("disturbed").and_then(Value::as_bool) != Some(true) {
+        if !d.disturbed {
             return;
         }
         self.disturbed += 1;
-        let get = |k: &str| d.get(k).and_then(Value::as_f64);
-        let passed = |share: &str, threshold: &str| {
-            get(share).filter(|s| get(threshold).is_none_or(|t| *s >= t))
-        };
-        if let Some(s) = passed("steal_share", "threshold_steal_share") {
-            self.steal_share_max = self.steal_share_max.max(s);
+        let passed = |share: f64, threshold: Option<f64>| threshold.is_none_or(|t| share >= t);
+        if passed(d.steal_share, d.threshold_steal_share) {
+            self.steal_share_max = self.steal_share_max.max(d.steal_share);
         }
-        if let Some(s) = passed("foreign_cpu_share", "threshold_foreign_cpu_share") {
-            self.foreign_cpu_share_max = self.foreign_cpu_share_max.max(s);
+        if passed(d.foreign_cpu_share, d.threshold_foreign_cpu_share) {
+            self.foreign_cpu_share_max = self.foreign_cpu_share_max.max(d.foreign_cpu_share);
         }
-    }
-
-    /// Counts a run from its trial-v1 record.
-    pub fn add_trial(&mut self, trial: &Value) {
-        self.add(&trial["disturbance"]);
     }
 
     /// "steal up to 12%, foreign CPU up to 34%".
@@ -145,52 +150,30 @@ pub fn sweep_lines(values: &[(String, DisturbedRuns)]) -> Vec<String> {
         .collect()
 }
 
-/// Per value of a sweep, its finished runs' disturbance: the trials in
-/// `dir`/trials whose planned value (`value_of`) is one of `values`.
-pub fn by_value(
-    dir: &Path,
-    values: &[String],
-    value_of: &dyn Fn(&Value) -> Option<String>,
-) -> Vec<DisturbedRuns> {
-    let mut out = vec![DisturbedRuns::default(); values.len()];
-    let Ok(entries) = std::fs::read_dir(dir.join("trials")) else {
-        return out;
-    };
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        if path.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        let Some(doc) = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        else {
-            continue;
-        };
-        if doc["outcome"] != "ok" {
-            continue;
-        }
-        if let Some(i) = value_of(&doc["planned"]).and_then(|v| values.iter().position(|x| *x == v))
-        {
-            out[i].add_trial(&doc["trial"]);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn d(steal: f64, foreign: f64, disturbed: bool) -> Value {
-        json!({"steal_share": steal, "foreign_cpu_share": foreign, "disturbed": disturbed,
-               "threshold_steal_share": 0.05, "threshold_foreign_cpu_share": 0.1})
+    fn d(steal: f64, foreign: f64, disturbed: bool) -> Option<RunDisturbance> {
+        Some(RunDisturbance {
+            disturbed,
+            steal_share: steal,
+            foreign_cpu_share: foreign,
+            threshold_steal_share: Some(0.05),
+            threshold_foreign_cpu_share: Some(0.1),
+        })
     }
 
     #[test]
     fn runs_are_counted_by_what_disturbed_them() {
         // (case, records, disturbed, unmeasured, note)
-        type Row = (&'static str, Vec<Value>, usize, usize, Option<&'static str>);
+        type Row = (
+            &'static str,
+            Vec<Option<RunDisturbance>>,
+            usize,
+            usize,
+            Option<&'static str>,
+        );
         let rows: Vec<Row> = vec![
             ("quiet", vec![d(0.0, 0.01, false)], 0, 0, None),
             (
@@ -209,7 +192,7 @@ mod tests {
             ),
             (
                 "an older record is unmeasured, not quiet",
-                vec![Value::Null, d(0.0, 0.5, true)],
+                vec![None, d(0.0, 0.5, true)],
                 1,
                 1,
                 Some("1 of 2 runs disturbed (foreign CPU up to 50%)"),
@@ -218,7 +201,7 @@ mod tests {
         for (case, records, disturbed, unmeasured, note) in rows {
             let mut r = DisturbedRuns::default();
             for rec in &records {
-                r.add(rec);
+                r.add(rec.as_ref());
             }
             assert_eq!(r.runs, records.len(), "{case}");
             assert_eq!(r.disturbed, disturbed, "{case}");
@@ -227,111 +210,14 @@ mod tests {
         }
     }
 
-    /// A results dir of `fast` and `slow` runs (throughput only); the
-    /// slow runs listed in `disturbed` carry a disturbance by steal, the
-    /// rest a quiet one, except run 3 of each, an older record without.
-    fn results_dir(name: &str, disturbed: &[u32]) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("rackbench-dist-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("trials")).unwrap();
-        std::fs::write(dir.join("manifest.json"), "{}").unwrap();
-        for (variant, workers, rps) in [("fast", 2, 1000.0), ("slow", 1, 900.0)] {
-            for r in 1..=3u32 {
-                let mut trial =
-                    json!({"load": {"throughput_rps": rps + r as f64, "duration_s": 1.0}});
-                if r != 3 {
-                    let hit = variant == "slow" && disturbed.contains(&r);
-                    trial["disturbance"] = if hit {
-                        d(0.12, 0.0, true)
-                    } else {
-                        d(0.0, 0.0, false)
-                    };
-                }
-                let doc = json!({
-                    "outcome": "ok",
-                    "planned": {"variant": variant, "server": variant, "app": "hello", "workers": workers,
-                                "behind": "none", "shape": {"connections": 4}},
-                    "trial": trial
-                });
-                std::fs::write(
-                    dir.join(format!("trials/{variant}{r}.json")),
-                    doc.to_string(),
-                )
-                .unwrap();
-            }
-        }
-        dir
-    }
-
-    #[test]
-    fn compare_and_sweep_count_each_sides_disturbed_runs_and_say_so() {
-        use crate::stats::{compare, sweep};
-        let dir = results_dir("both", &[1]);
-        let side = |v: &str| compare::Side {
-            dir: dir.clone(),
-            selector: Some(format!("variant={v}")),
-        };
-        let c = compare::compare(&side("fast"), &side("slow"), 1, None).unwrap();
-        assert_eq!(c.disturbance.len(), 1, "{c:?}");
-        let g = &c.disturbance[0];
-        assert_eq!((g.a.runs, g.a.disturbed, g.a.unmeasured), (3, 0, 1));
-        assert_eq!((g.b.runs, g.b.disturbed, g.b.unmeasured), (3, 1, 1));
-        assert!(
-            c.verdicts.iter().any(|v| v.ends_with(
-                "1 of 3 B trials disturbed (steal up to 12%): this verdict may be the host's"
-            )),
-            "{:#?}",
-            c.verdicts
-        );
-        let values: Vec<String> = vec!["2".into(), "1".into()];
-        let of = |p: &Value| p["workers"].as_u64().map(|w| w.to_string());
-        let spec = sweep::Spec {
-            variable: "workers",
-            values: &values,
-            value_of: &of,
-            ordered: true,
-            scales: false,
-            primary: None,
-        };
-        let s = sweep::analyse(&dir, &spec, 1).unwrap();
-        assert_eq!(
-            s.disturbance
-                .iter()
-                .map(|d| d.disturbed)
-                .collect::<Vec<_>>(),
-            vec![0, 1]
-        );
-        assert!(
-            s.verdicts.contains(
-                &"workers=1: 1 of 3 runs disturbed (steal up to 12%): its figures may be the host's".to_string()
-            ),
-            "{:#?}",
-            s.verdicts
-        );
-        let quiet = results_dir("quiet", &[]);
-        let side = |v: &str| compare::Side {
-            dir: quiet.clone(),
-            selector: Some(format!("variant={v}")),
-        };
-        let c = compare::compare(&side("fast"), &side("slow"), 1, None).unwrap();
-        assert!(
-            !c.verdicts.iter().any(|v| v.contains("disturbed")),
-            "{:#?}",
-            c.verdicts
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::remove_dir_all(&quiet);
-    }
-
     #[test]
     fn a_comparison_names_the_disturbed_side_and_says_the_verdict_may_be_the_hosts() {
         let mut b = DisturbedRuns::default();
         for rec in [d(0.12, 0.0, true), d(0.0, 0.0, false), d(0.09, 0.0, true)] {
-            b.add(&rec);
+            b.add(rec.as_ref());
         }
         let mut quiet = DisturbedRuns::default();
-        quiet.add(&d(0.0, 0.0, false));
+        quiet.add(d(0.0, 0.0, false).as_ref());
         let lines = compare_lines(&[
             GroupDisturbance {
                 group: "hello direct c=4".into(),

@@ -3,12 +3,14 @@
 //! (`bootstrap`), rank tests and multiple-comparison control
 //! (`significance`), the Universal Scalability Law fit and the knee of a
 //! sweep (`usl`), merged latency histograms (`histogram`), the
-//! A-versus-B comparison of two results directories (`compare`), and the
-//! count of runs the machine disturbed (`disturbance`). Methods
-//! and assumptions: docs/STATISTICS.md.
+//! A-versus-B comparison of two sides' samples (`compare`), a sweep's
+//! analysis (`sweep`), and the count of runs the machine disturbed
+//! (`disturbance`). Methods and assumptions: docs/STATISTICS.md.
 //!
-//! Nothing here starts a server or drives load: it reads numbers (and, for
-//! `compare`, results directories) and returns numbers and words.
+//! Arithmetic over samples only: nothing here starts a server, drives
+//! load, reads a file or a JSON record (`store::samples` reads results
+//! directories and hands over plain numbers; tests/architecture.rs holds
+//! the rule). It takes numbers and returns numbers and words.
 
 pub mod bootstrap;
 pub mod compare;

@@ -9,17 +9,17 @@
 //! value that beats every other significantly, if one does; and verdicts
 //! in words.
 //!
-//! It reads trial files through `serde_json::Value` like `compare` does,
-//! and is told how to read a trial's value (the caller knows the plan's
-//! `[sweep]`). It runs nothing.
+//! It is arithmetic over samples: `store::samples::sweep` reads the
+//! results directory and hands it each value's figures per repeat (the
+//! caller knows the plan's `[sweep]` and so how to read a trial's value).
+//! It never reads a file and runs nothing.
 
 use super::bootstrap::median;
-use super::compare::{figures, judge, pct, Row, ALPHA, METRICS};
+use super::compare::{judge, pct, Row, ALPHA, METRICS};
 use super::disturbance::DisturbedRuns;
 use super::spread::Spread;
 use super::usl;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -114,14 +114,14 @@ pub struct Sweep {
     pub disturbance: Vec<DisturbedRuns>,
 }
 
-/// How to read the directory: the swept variable's name and values, how
-/// to read a trial's value, whether the values are ordered (a knee means
-/// something) and whether a USL fit makes sense (`plan::sweep::Variable`
-/// decides both), and the primary metric, if the plan names one.
+/// What was swept: the variable's name and values, whether the values
+/// are ordered (a knee means something) and whether a USL fit makes sense
+/// (`plan::sweep::Variable` decides both), and the primary metric, if the
+/// plan names one.
+#[derive(Clone, Copy)]
 pub struct Spec<'a> {
     pub variable: &'a str,
     pub values: &'a [String],
-    pub value_of: &'a dyn Fn(&Value) -> Option<String>,
     pub ordered: bool,
     pub scales: bool,
     pub primary: Option<&'a str>,
@@ -129,7 +129,17 @@ pub struct Spec<'a> {
 
 /// Per value: each metric's figure per repeat (compare's metrics, and
 /// "cpu_utilization").
-type Figures = BTreeMap<&'static str, Vec<f64>>;
+pub type Figures = BTreeMap<&'static str, Vec<f64>>;
+
+/// A sweep's samples, read by `store::samples::sweep`: the cores the
+/// server was given (`server_cores`), and per value (in `Spec::values`
+/// order) its figures and its runs the machine disturbed.
+#[derive(Debug, Clone, Default)]
+pub struct Samples {
+    pub cores: f64,
+    pub values: Vec<Figures>,
+    pub disturbance: Vec<DisturbedRuns>,
+}
 
 fn of<'a>(f: &'a Figures, metric: &str) -> &'a [f64] {
     f.get(metric).map_or(&[], Vec::as_slice)
@@ -139,9 +149,9 @@ fn of<'a>(f: &'a Figures, metric: &str) -> &'a [f64] {
 /// manifest's command, all of them with `--no-pin`, else rackbench's
 /// default pinning (every allowed core but the last, which the generator
 /// gets; all of them on a one-core machine).
-pub fn server_cores(manifest: &Value) -> f64 {
-    let cores = manifest["environment"]["cores"].as_f64().unwrap_or(1.0);
-    let command = manifest["command"].as_str().unwrap_or("");
+/// `cores` is the machine's (the manifest's environment), `command` the
+/// run's command line.
+pub fn server_cores(cores: f64, command: &str) -> f64 {
     let words: Vec<&str> = command.split_whitespace().collect();
     if let Some(i) = words.iter().position(|w| *w == "--server-cpus") {
         if let Some(list) = words.get(i + 1) {
@@ -165,53 +175,6 @@ pub fn server_cores(manifest: &Value) -> f64 {
     }
 }
 
-fn read_figures(dir: &Path, spec: &Spec, cores: f64) -> Result<Vec<Figures>, String> {
-    let trials_dir = dir.join("trials");
-    let entries = std::fs::read_dir(&trials_dir).map_err(|e| {
-        format!(
-            "cannot read {}: {e}; give a directory `rackbench sweep` or `rackbench run` wrote",
-            trials_dir.display()
-        )
-    })?;
-    let mut out: Vec<Figures> = vec![Default::default(); spec.values.len()];
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        if path.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        let Some(doc) = read_doc(&path) else {
-            continue;
-        };
-        if doc["outcome"] != "ok" {
-            continue;
-        }
-        let Some(i) =
-            (spec.value_of)(&doc["planned"]).and_then(|v| spec.values.iter().position(|x| *x == v))
-        else {
-            continue;
-        };
-        let load = &doc["trial"]["load"];
-        let sm = &doc["trial"]["server_metrics"];
-        let f = &mut out[i];
-        for (metric, v) in figures(&doc["trial"]) {
-            f.entry(metric).or_default().push(v);
-        }
-        let cpu = sm["cpu_user_s"].as_f64().unwrap_or(f64::NAN)
-            + sm["cpu_sys_s"].as_f64().unwrap_or(f64::NAN);
-        let window = load["duration_s"].as_f64().unwrap_or(0.0);
-        if let Some(u) = (window > 0.0)
-            .then(|| cpu / (window * cores))
-            .filter(|u| u.is_finite())
-        {
-            f.entry("cpu_utilization").or_default().push(u);
-        }
-    }
-    Ok(out)
-}
-
-fn read_doc(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
 /// The row of `metric` comparing the control's repeats with a value's.
 fn row_vs(metric: &str, value: &str, a: &[f64], b: &[f64], seed: u64) -> Option<Row> {
     if a.is_empty() || b.is_empty() {
@@ -232,16 +195,10 @@ fn compared(primary: Option<&str>) -> Vec<&'static str> {
     out
 }
 
-/// Analyse a sweep's results directory.
-pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
-    let manifest: Value = read_doc(&dir.join("manifest.json")).ok_or_else(|| {
-        format!(
-            "{} is not a results directory (no readable manifest.json): give a directory `rackbench sweep` wrote",
-            dir.display()
-        )
-    })?;
-    let cores = server_cores(&manifest);
-    let figs = read_figures(dir, spec, cores)?;
+/// Analyse a sweep's samples; `dir` is only written into the result.
+pub fn analyse(dir: &Path, spec: &Spec, samples: &Samples, seed: u64) -> Result<Sweep, String> {
+    let cores = samples.cores;
+    let figs = &samples.values;
     if figs.iter().all(|f| of(f, "throughput").is_empty()) {
         return Err(format!(
             "{} holds no finished trial of the sweep of {}",
@@ -319,17 +276,17 @@ pub fn analyse(dir: &Path, spec: &Spec, seed: u64) -> Result<Sweep, String> {
         ordered: spec.ordered,
         primary_metric: spec.primary.map(str::to_string),
         telemetry,
-        knee: numeric.as_ref().and_then(|ns| knee(ns, spec, &figs)),
+        knee: numeric.as_ref().and_then(|ns| knee(ns, spec, figs)),
         best,
         best_significant: None,
         usl: numeric
             .as_ref()
             .filter(|_| spec.scales)
-            .and_then(|ns| fit(ns, &figs)),
+            .and_then(|ns| fit(ns, figs)),
         verdicts: Vec::new(),
-        disturbance: super::disturbance::by_value(dir, spec.values, spec.value_of),
+        disturbance: samples.disturbance.clone(),
     };
-    let standout = stands_out(&figs, spec, seed);
+    let standout = stands_out(figs, spec, seed);
     sweep.best_significant = standout.as_ref().ok().map(|b| b.0.clone());
     sweep.verdicts = verdicts(&sweep);
     if !spec.ordered {
@@ -560,7 +517,6 @@ fn usl_verdict(u: &UslSummary, variable: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn a_fit_that_explains_little_says_so() {
@@ -594,100 +550,89 @@ mod tests {
 
     #[test]
     fn server_cores_follow_the_run_command() {
-        let m = |cmd: &str| json!({"command": cmd, "environment": {"cores": 4}});
-        assert_eq!(server_cores(&m("rackbench run p --out x")), 3.0);
-        assert_eq!(server_cores(&m("rackbench run p --no-pin")), 4.0);
+        assert_eq!(server_cores(4.0, "rackbench run p --out x"), 3.0);
+        assert_eq!(server_cores(4.0, "rackbench run p --no-pin"), 4.0);
         assert_eq!(
-            server_cores(&m("rackbench sweep --server-cpus 0-1,3 --out x")),
+            server_cores(4.0, "rackbench sweep --server-cpus 0-1,3 --out x"),
             3.0
         );
-        assert_eq!(
-            server_cores(&json!({"command": "x", "environment": {"cores": 1}})),
-            1.0
-        );
+        assert_eq!(server_cores(1.0, "x"), 1.0);
     }
 
-    fn trial(dir: &Path, id: &str, workers: u32, rps: f64, p99: f64, cpu_s: f64) {
-        let doc = json!({
-            "outcome": "ok",
-            "planned": {"workers": workers},
-            "trial": {
-                "load": {"throughput_rps": rps, "duration_s": 10.0, "latency_us": {"p50": p99 / 2.0, "p99": p99}},
-                "server_metrics": {"cpu_user_s": cpu_s, "cpu_sys_s": 0.0}
-            }
-        });
-        std::fs::write(
-            dir.join("trials").join(format!("{id}.json")),
-            doc.to_string(),
-        )
-        .unwrap();
+    /// Samples of `values.len()` values, each given as its repeats'
+    /// figures by metric.
+    fn samples(cores: f64, values: Vec<Vec<Vec<(&'static str, f64)>>>) -> Samples {
+        let n = values.len();
+        Samples {
+            cores,
+            values: values
+                .into_iter()
+                .map(|repeats| {
+                    let mut f = Figures::new();
+                    for repeat in repeats {
+                        for (metric, v) in repeat {
+                            f.entry(metric).or_default().push(v);
+                        }
+                    }
+                    f
+                })
+                .collect(),
+            disturbance: vec![DisturbedRuns::default(); n],
+        }
     }
 
-    fn results_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("rackbench-sweep-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("trials")).unwrap();
-        std::fs::write(
-            dir.join("manifest.json"),
-            json!({"command": "rackbench sweep --out x", "environment": {"cores": 2}}).to_string(),
-        )
-        .unwrap();
-        dir
+    /// Seed 002's GC sweep, made up: the control (80M) and 30M serve
+    /// alike, 8M runs GC four times as often and is 20% slower; `x30` is
+    /// 30M's throughput.
+    fn gc_samples(x30: f64, tie: bool) -> Samples {
+        let points = [
+            (1000.0, 2.0, 900.0),
+            (x30, 3.0, 905.0),
+            (800.0, 8.0, 1150.0),
+        ];
+        let values = points
+            .iter()
+            .enumerate()
+            .map(|(i, &(x, gc, app))| {
+                (0..6)
+                    .map(|r| {
+                        let j = 1.0 + (r as f64 - 2.5) * 0.004;
+                        // Without the tie, 30M's GC figures do not jitter.
+                        let g = if !tie && i == 1 { 1.0 } else { j };
+                        vec![
+                            ("throughput", x * j),
+                            ("p50", 4000.0),
+                            ("p99", 9000.0),
+                            ("cpu_utilization", 5.0 / (10.0 * 2.0)),
+                            ("gc_runs_per_1k_requests", gc * g),
+                            ("gc_time_share", gc * g / 100.0),
+                            ("app_us_mean", app * g),
+                            ("queue_us_mean", 310.0),
+                        ]
+                    })
+                    .collect()
+            })
+            .collect();
+        samples(2.0, values)
     }
 
-    /// A trial of seed 002's GC sweep: the malloc limit in `planned.env`,
-    /// the middleware's GC figures in `server_metrics.telemetry`.
-    fn gc_trial(dir: &Path, id: &str, limit: &str, rps: f64, gc_per_1k: f64, app_us: f64) {
-        let doc = json!({
-            "outcome": "ok",
-            "planned": {"env": {"RUBY_GC_MALLOC_LIMIT": limit}},
-            "trial": {
-                "load": {"throughput_rps": rps, "duration_s": 10.0, "latency_us": {"p50": 4000.0, "p99": 9000.0}},
-                "server_metrics": {"cpu_user_s": 5.0, "cpu_sys_s": 0.0, "telemetry": {
-                    "requests": 1000, "gc_runs_per_1k_requests": gc_per_1k,
-                    "gc_time_share": gc_per_1k / 100.0,
-                    "app_us": {"p50": app_us, "p90": app_us, "p99": app_us, "mean": app_us},
-                    "queue_us": {"p50": 300.0, "p90": 300.0, "p99": 300.0, "mean": 310.0}}}
-            }
-        });
-        std::fs::write(
-            dir.join("trials").join(format!("{id}.json")),
-            doc.to_string(),
-        )
-        .unwrap();
-    }
-
-    /// Seed 002's sweep, made up: the control (80M) and 30M serve alike,
-    /// 8M runs GC four times as often and is 20% slower. The values are
-    /// numbers, yet the variable is an env value: no knee, no USL; the
-    /// verdicts name 8M as the one that differs, say no value stands out
-    /// (80M and 30M tie), and the GC figures are there per value.
+    /// The values are numbers, yet the variable is an env value: no knee,
+    /// no USL; the verdicts name 8M as the one that differs, say no value
+    /// stands out (80M and 30M tie), and the GC figures are there per value.
     #[test]
     fn an_env_sweep_with_numeric_values_names_the_value_that_differs_and_no_knee() {
-        let dir = results_dir("env");
-        let points = [
-            ("80000000", 1000.0, 2.0, 900.0),
-            ("30000000", 1004.0, 3.0, 905.0),
-            ("8000000", 800.0, 8.0, 1150.0),
-        ];
-        for (limit, x, gc, app) in points {
-            for r in 0..6 {
-                let j = 1.0 + (r as f64 - 2.5) * 0.004;
-                gc_trial(&dir, &format!("{limit}-{r}"), limit, x * j, gc * j, app * j);
-            }
-        }
-        let values: Vec<String> = points.iter().map(|p| p.0.to_string()).collect();
-        let of = |p: &Value| p["env"]["RUBY_GC_MALLOC_LIMIT"].as_str().map(String::from);
+        let dir = Path::new("results");
+        let values: Vec<String> = ["80000000", "30000000", "8000000"]
+            .map(String::from)
+            .to_vec();
         let spec = Spec {
             variable: "env.RUBY_GC_MALLOC_LIMIT",
             values: &values,
-            value_of: &of,
             ordered: false,
             scales: false,
             primary: None,
         };
-        let s = analyse(&dir, &spec, 1).unwrap();
+        let s = analyse(dir, &spec, &gc_samples(1004.0, true), 1).unwrap();
         assert!(!s.ordered && s.knee.is_none() && s.usl.is_none(), "{s:#?}");
         assert_eq!(s.best.as_deref(), Some("30000000"));
         assert_eq!(s.best_significant, None);
@@ -716,74 +661,55 @@ mod tests {
             ordered: true,
             ..spec
         };
-        let r = analyse(&dir, &as_resource, 1).unwrap();
+        let r = analyse(dir, &as_resource, &gc_samples(1004.0, true), 1).unwrap();
         assert_eq!(r.knee.as_deref(), Some("30000000"));
         // Without the tie, one value beats every other: it is named.
-        for r in 0..6 {
-            let j = 1.0 + (r as f64 - 2.5) * 0.004;
-            gc_trial(
-                &dir,
-                &format!("30000000-{r}"),
-                "30000000",
-                1100.0 * j,
-                3.0,
-                905.0,
-            );
-        }
-        let s = analyse(&dir, &spec, 1).unwrap();
+        let s = analyse(dir, &spec, &gc_samples(1100.0, false), 1).unwrap();
         assert_eq!(s.best_significant.as_deref(), Some("30000000"));
         let text = s.verdicts.join("\n");
         assert!(
             text.contains("best: env.RUBY_GC_MALLOC_LIMIT=30000000 (throughput significantly better than every other value; +10.0% against the next best, env.RUBY_GC_MALLOC_LIMIT=80000000"),
             "{text}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Throughput rises to 4 workers, then flattens while the one core is
     /// saturated and p99 grows: the knee is 4, the verdicts say "CPU
     /// saturated; more only adds latency" for 8.
     #[test]
-    fn knee_saturation_and_fit_from_stored_trials() {
-        let dir = std::env::temp_dir().join(format!("rackbench-sweep-unit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("trials")).unwrap();
-        std::fs::write(
-            dir.join("manifest.json"),
-            json!({"command": "rackbench sweep --out x", "environment": {"cores": 2}}).to_string(),
-        )
-        .unwrap();
+    fn knee_saturation_and_fit_from_the_samples() {
         let curve = [
-            (1, 100.0, 4.0),
-            (2, 190.0, 7.5),
-            (4, 300.0, 9.7),
-            (8, 298.0, 9.9),
+            (100.0, 4.0, 10_000.0),
+            (190.0, 7.5, 10_000.0),
+            (300.0, 9.7, 10_000.0),
+            (298.0, 9.9, 40_000.0),
         ];
-        for (w, x, cpu) in curve {
-            for r in 0..6 {
-                let jitter = 1.0 + (r as f64 - 2.5) * 0.004;
-                let p99 = if w == 8 { 40_000.0 } else { 10_000.0 };
-                trial(
-                    &dir,
-                    &format!("w{w}-{r}"),
-                    w,
-                    x * jitter,
-                    p99 * jitter,
-                    cpu * jitter,
-                );
-            }
-        }
-        let values: Vec<String> = ["1", "2", "4", "8"].map(String::from).to_vec();
-        let of = |p: &Value| p["workers"].as_u64().map(|w| w.to_string());
+        let values = curve
+            .iter()
+            .map(|&(x, cpu_s, p99)| {
+                (0..6)
+                    .map(|r| {
+                        let j = 1.0 + (r as f64 - 2.5) * 0.004;
+                        // 10 s windows on the one core of two the server got.
+                        vec![
+                            ("throughput", x * j),
+                            ("p50", p99 * j / 2.0),
+                            ("p99", p99 * j),
+                            ("cpu_utilization", cpu_s * j / 10.0),
+                        ]
+                    })
+                    .collect()
+            })
+            .collect();
+        let names: Vec<String> = ["1", "2", "4", "8"].map(String::from).to_vec();
         let spec = Spec {
             variable: "workers",
-            values: &values,
-            value_of: &of,
+            values: &names,
             ordered: true,
             scales: true,
             primary: None,
         };
-        let s = analyse(&dir, &spec, 1).unwrap();
+        let s = analyse(Path::new("r"), &spec, &samples(1.0, values), 1).unwrap();
         assert_eq!(s.knee.as_deref(), Some("4"), "{:#?}", s.verdicts);
         assert_eq!(s.best.as_deref(), Some("4"));
         assert_eq!(s.server_cores, 1.0);
@@ -800,6 +726,5 @@ mod tests {
         assert!(text.contains("knee: workers=4"), "{text}");
         let t2 = &s.values[1].vs_control[0];
         assert!(t2.significant && t2.direction == "better", "{t2:?}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

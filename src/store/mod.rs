@@ -2,7 +2,9 @@
 //! manifest, and one JSON record per trial, each written the moment the
 //! trial ends, atomically (a temporary file renamed into place), so an
 //! interrupted run loses nothing already measured and `--resume` can skip
-//! what is done. Reports read only from here.
+//! what is done. Reports read only from here, and only here reads a
+//! results directory: `read` (the one check, typed records), `figures`
+//! (the one list of a trial's figures), `samples` (what `stats` compares).
 //!
 //! Layout (`rackbench/results-v1`):
 //!
@@ -14,7 +16,10 @@
 //! DIR/work/ID/               each trial's server log and rendered configs
 //! ```
 
+pub mod figures;
+pub mod read;
 pub mod records;
+pub mod samples;
 pub mod summary;
 
 use serde::de::DeserializeOwned;

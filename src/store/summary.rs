@@ -1,14 +1,15 @@
 //! `rackbench/summary-v1`: the figures of each group of repeats, made from
 //! the stored trials alone (so any report can rebuild it from disk).
 
+use super::figures::TrialFigures;
+use super::read::group_by;
 use super::records::{Outcome, StoredTrial};
-use super::{read_json, ResultsDir};
+use super::ResultsDir;
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::stats::disturbance::DisturbedRuns;
 use crate::stats::spread::Spread;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Figures of one group (a trial and its repeats).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -105,30 +106,16 @@ impl TelemetrySummary {
     }
 }
 
-/// The disturbed runs among `runs` (records without a disturbance count
-/// as unmeasured).
-fn disturbed_runs(runs: &[&TrialRecord]) -> DisturbedRuns {
-    let mut d = DisturbedRuns::default();
-    for r in runs {
-        d.add(&serde_json::to_value(&r.disturbance).unwrap_or_default());
-    }
-    d
+/// Reads every stored trial and groups repeats: median and range, the
+/// groups in natural order of their names (unreadable records left out:
+/// the report lists them).
+pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
+    Ok(summarize_trials(&dir.read_trials()?.stored))
 }
 
-/// Reads every stored trial and groups repeats: median and range, the
-/// groups in natural order of their names.
-pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
-    let mut groups: BTreeMap<String, Vec<StoredTrial>> = BTreeMap::new();
-    let trials_dir = dir.root.join("trials");
-    if trials_dir.exists() {
-        for entry in std::fs::read_dir(&trials_dir)?.flatten() {
-            if entry.path().extension().is_some_and(|x| x == "json") {
-                if let Ok(t) = read_json::<StoredTrial>(&entry.path()) {
-                    groups.entry(t.group.clone()).or_default().push(t);
-                }
-            }
-        }
-    }
+/// The summary of `trials`, grouped by their `group`.
+pub fn summarize_trials(trials: &[StoredTrial]) -> Vec<GroupSummary> {
+    let groups = group_by(trials, |p| Some(p.group.clone()));
     let mut out = Vec::new();
     for (group, trials) in groups {
         let ok: Vec<&TrialRecord> = trials
@@ -136,19 +123,10 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
             .filter(|t| t.outcome == Outcome::Ok)
             .filter_map(|t| t.trial.as_ref())
             .collect();
+        let figs: Vec<TrialFigures> = ok.iter().map(|r| TrialFigures::of(r)).collect();
         let p = &trials[0].planned;
-        let f = |get: &dyn Fn(&TrialRecord) -> f64| {
-            Spread::of(&ok.iter().map(|r| get(r)).collect::<Vec<_>>())
-        };
-        // Runs with no latency figure (count 0) have none to give, not 0.
-        let lat = |get: &dyn Fn(&crate::load::report::LatencySummary) -> f64| {
-            let v: Vec<f64> = ok
-                .iter()
-                .map(|r| &r.load.latency_us)
-                .filter(|l| l.has_figures())
-                .map(get)
-                .collect();
-            Spread::of(&v)
+        let f = |get: &dyn Fn(&TrialFigures) -> Option<f64>| {
+            Spread::of(&figs.iter().filter_map(get).collect::<Vec<_>>())
         };
         let zero = Spread {
             median: 0.0,
@@ -156,6 +134,10 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
             max: 0.0,
             n: 0,
         };
+        let mut disturbance = DisturbedRuns::default();
+        for fig in &figs {
+            disturbance.add(fig.disturbance.as_ref());
+        }
         out.push(GroupSummary {
             group,
             server: p.server.clone(),
@@ -169,30 +151,27 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
                 .iter()
                 .filter(|t| t.outcome == Outcome::Failed)
                 .count(),
-            throughput_rps: f(&|r| r.load.throughput_rps).unwrap_or(zero),
-            latency_mean_us: lat(&|l| l.mean),
-            latency_stdev_us: lat(&|l| l.stdev),
-            latency_p50_us: lat(&|l| l.p50 as f64),
-            latency_p99_us: lat(&|l| l.p99 as f64),
-            latency_max_us: lat(&|l| l.max as f64),
-            rss_peak_bytes: f(&|r| r.server_metrics.rss_peak_bytes as f64).unwrap_or(zero),
-            pss_peak_bytes: if ok.iter().all(|r| r.server_metrics.pss_peak_bytes.is_some()) {
-                f(&|r| r.server_metrics.pss_peak_bytes.unwrap_or(0) as f64)
+            throughput_rps: f(&|r| Some(r.throughput_rps)).unwrap_or(zero),
+            latency_mean_us: f(&|r| r.latency_mean_us),
+            latency_stdev_us: f(&|r| r.latency_stdev_us),
+            latency_p50_us: f(&|r| r.latency_p50_us),
+            latency_p99_us: f(&|r| r.latency_p99_us),
+            latency_max_us: f(&|r| r.latency_max_us),
+            rss_peak_bytes: f(&|r| Some(r.rss_peak_bytes)).unwrap_or(zero),
+            // A peak some runs lack is left out rather than half-told.
+            pss_peak_bytes: if figs.iter().all(|r| r.pss_peak_bytes.is_some()) {
+                f(&|r| r.pss_peak_bytes)
             } else {
                 None
             },
-            cpu_ms_per_request: Spread::of(
-                &ok.iter()
-                    .filter_map(|r| r.server_metrics.cpu_ms_per_request)
-                    .collect::<Vec<_>>(),
-            ),
-            errors: ok.iter().map(|r| r.load.errors.total()).sum(),
+            cpu_ms_per_request: f(&|r| r.cpu_ms_per_request),
+            errors: figs.iter().map(|r| r.errors).sum(),
             caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
             telemetry: TelemetrySummary::of(&ok),
-            disturbance: disturbed_runs(&ok),
+            disturbance,
         });
     }
     // "puma__hello__direct__c2" before "…__c16", as every report orders.
     out.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
-    Ok(out)
+    out
 }

@@ -1,0 +1,209 @@
+//! The one list of the figures a trial has, computed in one place from
+//! its typed record: throughput, each latency percentile, RSS/PSS peak,
+//! CPU per request and per core, the error share, the telemetry figures
+//! and the disturbance. The summary, `compare`, the sweep and the reports
+//! all take their numbers from [`TrialFigures::of`], so they cannot
+//! disagree about one; the statistics (`stats`) get them as plain numbers.
+//!
+//! A new figure is added here: a field, its line in `of`, and, when
+//! compare and sweep should judge it, a row of `stats::compare::METRICS`
+//! and its arm in [`TrialFigures::metric`] (a test checks every row has
+//! one). It never reads a file: `store::read` does.
+
+use crate::lab::trial::TrialRecord;
+use crate::stats::compare::METRICS;
+use crate::stats::disturbance::RunDisturbance;
+
+/// Every figure of one trial record. Latency figures are None when no
+/// request completed (the record's `latency_us` is null); telemetry ones
+/// when the trial ran without it (or the Ruby lacks the figure).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrialFigures {
+    pub throughput_rps: f64,
+    pub latency_mean_us: Option<f64>,
+    pub latency_stdev_us: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p90_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub latency_max_us: Option<f64>,
+    pub rss_peak_bytes: f64,
+    pub pss_peak_bytes: Option<f64>,
+    pub cpu_ms_per_request: Option<f64>,
+    /// Server CPU (user + system) over the counted window, seconds.
+    pub cpu_s: f64,
+    /// The counted window of the load, seconds.
+    pub window_s: f64,
+    /// Failed requests, and their share of all counted requests (None
+    /// when none was counted).
+    pub errors: u64,
+    pub error_share: Option<f64>,
+    pub gc_runs_per_1k_requests: Option<f64>,
+    pub gc_time_share: Option<f64>,
+    pub queue_mean_us: Option<f64>,
+    pub app_mean_us: Option<f64>,
+    /// What the machine did during the run; None in records made before
+    /// it was measured.
+    pub disturbance: Option<RunDisturbance>,
+}
+
+impl TrialFigures {
+    pub fn of(r: &TrialRecord) -> TrialFigures {
+        let (load, sm) = (&r.load, &r.server_metrics);
+        let l = &load.latency_us;
+        // Runs with no latency figure (count 0) have none to give, not 0.
+        let lat = |v: f64| l.has_figures().then_some(v);
+        let tel = sm.telemetry.as_ref();
+        TrialFigures {
+            throughput_rps: load.throughput_rps,
+            latency_mean_us: lat(l.mean),
+            latency_stdev_us: lat(l.stdev),
+            latency_p50_us: lat(l.p50 as f64),
+            latency_p90_us: lat(l.p90 as f64),
+            latency_p99_us: lat(l.p99 as f64),
+            latency_max_us: lat(l.max as f64),
+            rss_peak_bytes: sm.rss_peak_bytes as f64,
+            pss_peak_bytes: sm.pss_peak_bytes.map(|b| b as f64),
+            cpu_ms_per_request: sm.cpu_ms_per_request,
+            cpu_s: sm.cpu_user_s + sm.cpu_sys_s,
+            window_s: load.duration_s,
+            errors: load.errors.total(),
+            error_share: (load.requests.total > 0)
+                .then(|| load.errors.total() as f64 / load.requests.total as f64),
+            gc_runs_per_1k_requests: tel.map(|t| t.gc_runs_per_1k_requests),
+            gc_time_share: tel.and_then(|t| t.gc_time_share),
+            queue_mean_us: tel.and_then(|t| t.queue_us.map(|q| q.mean)),
+            app_mean_us: tel.map(|t| t.app_us.mean),
+            disturbance: r.disturbance.as_ref().map(|d| RunDisturbance {
+                disturbed: d.disturbed,
+                steal_share: d.steal_share,
+                foreign_cpu_share: d.foreign_cpu_share,
+                threshold_steal_share: Some(d.threshold_steal_share),
+                threshold_foreign_cpu_share: Some(d.threshold_foreign_cpu_share),
+            }),
+        }
+    }
+
+    /// The figure of a metric of `stats::compare::METRICS` (by its name
+    /// in compare-v1), or "cpu_utilization" on `cores` cores; None when
+    /// the record lacks it or it is not a finite number.
+    pub fn metric(&self, name: &str, cores: f64) -> Option<f64> {
+        let v = match name {
+            "throughput" => Some(self.throughput_rps),
+            "p50" => self.latency_p50_us,
+            "p90" => self.latency_p90_us,
+            "p99" => self.latency_p99_us,
+            "rss_peak" => Some(self.rss_peak_bytes),
+            "pss_peak" => self.pss_peak_bytes,
+            "cpu_per_request" => self.cpu_ms_per_request,
+            "error_rate" => self.error_share,
+            "gc_runs_per_1k_requests" => self.gc_runs_per_1k_requests,
+            "gc_time_share" => self.gc_time_share,
+            "queue_us_mean" => self.queue_mean_us,
+            "app_us_mean" => self.app_mean_us,
+            "cpu_utilization" => self.cpu_utilization(cores),
+            _ => None,
+        };
+        v.filter(|v| v.is_finite())
+    }
+
+    /// Every metric of `METRICS` this trial has, in table order.
+    pub fn by_metric(&self) -> Vec<(&'static str, f64)> {
+        METRICS
+            .iter()
+            .filter_map(|m| self.metric(m.0, 1.0).map(|v| (m.0, v)))
+            .collect()
+    }
+
+    /// Server CPU seconds over the counted window ÷ (window × `cores`):
+    /// 1.0 is every core the server was given busy all the time.
+    pub fn cpu_utilization(&self, cores: f64) -> Option<f64> {
+        (self.window_s > 0.0)
+            .then(|| self.cpu_s / (self.window_s * cores))
+            .filter(|u| u.is_finite())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::store::records::StoredTrial;
+
+    /// The committed sample of a stored trial (tests/contracts), changed
+    /// by `edit`: the one fixture of a whole, readable record.
+    pub(crate) fn stored(edit: impl FnOnce(&mut serde_json::Value)) -> serde_json::Value {
+        let mut v: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/contracts/run-trial-v1.json")).unwrap();
+        edit(&mut v);
+        v
+    }
+
+    fn figures(edit: impl FnOnce(&mut serde_json::Value)) -> TrialFigures {
+        let t: StoredTrial = serde_json::from_value(stored(edit)).unwrap();
+        TrialFigures::of(t.trial.as_ref().unwrap())
+    }
+
+    #[test]
+    fn every_metric_compare_knows_is_a_figure_of_a_trial() {
+        let f = figures(|v| {
+            let mut t: serde_json::Value =
+                serde_json::from_str(include_str!("../../tests/contracts/telemetry-v1.json"))
+                    .unwrap();
+            t["app_us"]["mean"] = 2.0.into();
+            v["trial"]["server_metrics"]["telemetry"] = t;
+        });
+        let names: Vec<&str> = f.by_metric().iter().map(|m| m.0).collect();
+        let all: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+        assert_eq!(
+            names, all,
+            "a METRICS row without its arm in TrialFigures::metric"
+        );
+        assert_eq!(f.metric("app_us_mean", 1.0), Some(2.0));
+        assert_eq!(f.metric("no such metric", 1.0), None);
+    }
+
+    /// (case, edit, p50, error share, cpu utilization on 2 cores)
+    #[test]
+    fn figures_follow_the_record() {
+        type Row = (
+            &'static str,
+            fn(&mut serde_json::Value),
+            bool,
+            Option<f64>,
+            bool,
+        );
+        let rows: Vec<Row> = vec![
+            ("the sample", |_| {}, true, Some(0.0), true),
+            (
+                "nothing completed: no latency, not 0",
+                |v| {
+                    v["trial"]["load"]["latency_us"] = serde_json::json!({"count": 0, "min": null,
+                        "mean": null, "stdev": null, "p50": null, "p90": null, "p99": null,
+                        "p999": null, "max": null});
+                },
+                false,
+                Some(0.0),
+                true,
+            ),
+            (
+                "no request counted: no error share",
+                |v| v["trial"]["load"]["requests"]["total"] = 0.into(),
+                true,
+                None,
+                true,
+            ),
+            (
+                "no window: no utilization",
+                |v| v["trial"]["load"]["duration_s"] = 0.0.into(),
+                true,
+                Some(0.0),
+                false,
+            ),
+        ];
+        for (case, edit, p50, share, cpu) in rows {
+            let f = figures(edit);
+            assert_eq!(f.latency_p50_us.is_some(), p50, "{case}");
+            assert_eq!(f.error_share, share, "{case}");
+            assert_eq!(f.cpu_utilization(2.0).is_some(), cpu, "{case}");
+        }
+    }
+}
