@@ -316,7 +316,7 @@ pub fn render_trial(r: &TrialRecord) -> String {
             format!("{} ({} {})", r.app.name, r.app.method, r.app.path)
         },
         match &r.topology.topology {
-            Topology::Direct => "direct".to_string(),
+            t @ Topology::Direct => t.label(),
             t @ Topology::Nginx { instances, .. } => format!(
                 "behind {}{}",
                 t.label(),

@@ -2,7 +2,7 @@
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
 use super::svg::{esc, Axis, Plot, PALETTE, RED};
-use super::{breakpoint_front, front, load_label, short, Group, Report, Status, TrialRow};
+use super::{breakpoint_front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
 use crate::stats::spread::Spread;
@@ -359,7 +359,7 @@ impl Report {
                 .trials
                 .iter()
                 .filter(|t| {
-                    t.planned.app == app && front(&t.planned) == fr && load_label(&t.planned) == ld
+                    t.planned.app == app && t.planned.front() == fr && load_label(&t.planned) == ld
                 })
                 .collect();
             let dists = latency_distributions(&rows);
@@ -390,7 +390,7 @@ impl Report {
         for g in &self.groups {
             let k = (
                 g.planned.app.clone(),
-                front(&g.planned),
+                g.planned.front(),
                 load_label(&g.planned),
             );
             if !keys.contains(&k) {
@@ -420,7 +420,7 @@ impl Report {
                 if open_all || has_trouble { " open" } else { "" },
                 esc(&g.planned.variant),
                 esc(&g.planned.app),
-                esc(&front(&g.planned)),
+                esc(&g.planned.front()),
                 esc(&load_label(&g.planned)),
                 if g.notes().is_empty() {
                     String::new()
@@ -1001,7 +1001,7 @@ impl Report {
                 "{} · {} · {} · {}",
                 g.planned.variant,
                 g.planned.app,
-                front(&g.planned),
+                g.planned.front(),
                 load_label(&g.planned)
             );
             p.text_px(p.plot_left() - 8.0, top + 12.0, &label, "#222", "end");

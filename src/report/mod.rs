@@ -22,7 +22,9 @@ pub use text::{render_summary, table_width};
 
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
-use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
+use crate::store::records::{
+    front_of, Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial,
+};
 use crate::store::summary::{summarize_trials, GroupSummary};
 use crate::store::ResultsDir;
 use crate::units::{natural_cmp, num};
@@ -250,27 +252,12 @@ fn planned_order(a: &PlannedTrial, b: &PlannedTrial) -> std::cmp::Ordering {
         .then_with(|| natural_cmp(&x.6, &y.6))
 }
 
-/// "direct" or "nginx×2", then any nginx knob off its default
-/// ("nginx×1 http/1.0 keepalive off").
-pub fn front(p: &PlannedTrial) -> String {
-    p.front()
-}
-
 /// A break-point search's front: the full label when the record carries
 /// its planned trial, "nginx" or "direct" for older records.
 pub fn breakpoint_front(b: &StoredBreakpoint) -> String {
     b.planned
         .as_ref()
-        .map_or_else(|| front_label(&b.behind).to_string(), PlannedTrial::front)
-}
-
-/// "nginx" or "direct", for a break-point search's topology.
-pub fn front_label(behind: &str) -> &'static str {
-    if behind == "nginx" {
-        "nginx"
-    } else {
-        "direct"
-    }
+        .map_or_else(|| front_of(&b.behind), PlannedTrial::front)
 }
 
 /// "16 conn" or "500 req/s".
@@ -484,7 +471,7 @@ impl Report {
     pub fn sections(&self) -> Vec<((String, String), Vec<&Group>)> {
         let mut out: Vec<((String, String), Vec<&Group>)> = Vec::new();
         for g in &self.groups {
-            let key = (g.planned.app.clone(), front(&g.planned));
+            let key = (g.planned.app.clone(), g.planned.front());
             match out.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(g),
                 None => out.push((key, vec![g])),
@@ -655,8 +642,8 @@ mod tests {
     fn fronts_that_differ_in_an_nginx_knob_have_different_labels() {
         let seed = planned(0, "1.0");
         let default = planned(64, "1.1");
-        assert_eq!(front(&seed), "nginx×1 http/1.0 keepalive off");
-        assert_eq!(front(&default), "nginx×1");
+        assert_eq!(seed.front(), "nginx×1 http/1.0 keepalive off");
+        assert_eq!(default.front(), "nginx×1");
         assert_ne!(sort_key(&seed), sort_key(&default));
         // A planned trial stored before the knobs existed reads as the
         // default front it ran behind.
@@ -665,6 +652,6 @@ mod tests {
             old.as_object_mut().unwrap().remove(k);
         }
         let old: PlannedTrial = serde_json::from_value(old).unwrap();
-        assert_eq!(front(&old), "nginx×1");
+        assert_eq!(old.front(), "nginx×1");
     }
 }

@@ -1,9 +1,10 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
-use super::{breakpoint_front, front, load_label, short, Group, Report, TrialRow};
+use super::{breakpoint_front, load_label, short, Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::stats::spread::Spread;
+use crate::store::records::front_of;
 use crate::store::summary::GroupSummary;
 use crate::units::{fmt_bytes, fmt_us};
 use crate::units::{fmt_mib, fmt_ms, num};
@@ -313,7 +314,7 @@ impl Report {
                 "{:<24} {:<8} {:<8} {:>10} {:>5}",
                 p.variant,
                 p.app,
-                front(p),
+                p.front(),
                 load_label(p),
                 runs
             );
@@ -910,11 +911,7 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
             g.variant,
             g.app,
-            if g.behind == "nginx" {
-                "nginx"
-            } else {
-                "direct"
-            },
+            front_of(&g.behind),
             g.rate
                 .map_or(g.connections.to_string(), |r| format!("{r}/s")),
             c.mark_throughput(if g.runs > 1 {

@@ -164,6 +164,17 @@ impl PlannedTrial {
     }
 }
 
+/// The front of a record that keeps only its `behind` (a summary's group,
+/// a break-point record older than its planned trial): "nginx", without
+/// the knobs the record does not keep, or `Topology::label`'s "direct".
+pub fn front_of(behind: &str) -> String {
+    if behind == "nginx" {
+        behind.to_string()
+    } else {
+        Topology::Direct.label()
+    }
+}
+
 fn default_keepalive() -> u32 {
     DEFAULT_KEEPALIVE
 }
