@@ -49,7 +49,7 @@ pub struct CompareArgs {
 /// The `primary_metric` of the plan a results directory holds (its
 /// plan.toml), read on its own so an older plan still compares.
 fn plan_primary(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("plan.toml")).ok()?;
+    let text = crate::store::ResultsDir::new(dir).read_plan_text().ok()?;
     let table: toml::Table = text.parse().ok()?;
     table.get("primary_metric")?.as_str().map(str::to_string)
 }

@@ -182,9 +182,7 @@ fn default_out(plan_name: &str, utc_stamp: &str) -> PathBuf {
 /// The seed a resumed run keeps: the run's own (so the remaining trials
 /// keep its order); a different `--seed` is a usage error.
 fn resumed_seed(results: &ResultsDir, given: Option<u64>) -> Result<Option<u64>> {
-    let stored = crate::store::read_json::<serde_json::Value>(&results.manifest())
-        .ok()
-        .and_then(|m| m["seed"].as_u64());
+    let stored = results.read_seed();
     if let (Some(given), Some(stored)) = (given, stored) {
         if given != stored {
             return Err(usage(format!(
@@ -295,7 +293,7 @@ fn check_resume(
     force: bool,
 ) -> Result<()> {
     let mut differences = Vec::new();
-    if let Ok(old) = std::fs::read_to_string(results.plan()) {
+    if let Ok(old) = results.read_plan_text() {
         if let Some(d) = first_difference(&old, plan_text) {
             differences.push(format!(
                 "the plan differs from {}: {d}",

@@ -281,10 +281,7 @@ pub fn page(c: &Comparison) -> String {
 /// Put the comparison section of `dir/compare.json` (written by
 /// `rackbench run --aa`) into a report page, before its errors section.
 pub fn with_section(html: String, dir: &Path) -> String {
-    let Ok(text) = std::fs::read_to_string(dir.join("compare.json")) else {
-        return html;
-    };
-    let Ok(c) = serde_json::from_str::<Comparison>(&text) else {
+    let Some(c) = crate::store::ResultsDir::new(dir).read_comparison() else {
         return html;
     };
     let sec = section(&c);

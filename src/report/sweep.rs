@@ -24,8 +24,9 @@ pub const SEED: u64 = 0x5eed_0002;
 /// The sweep of a results directory; `Ok(None)` when its plan has no
 /// `[sweep]`.
 pub fn load(dir: &Path) -> Result<Option<Sweep>, String> {
-    let plan_file = dir.join("plan.toml");
-    let text = std::fs::read_to_string(&plan_file).map_err(|e| {
+    let rd = crate::store::ResultsDir::new(dir);
+    let plan_file = rd.plan();
+    let text = rd.read_plan_text().map_err(|e| {
         format!(
             "cannot read {}: {e}; give a directory `rackbench sweep` or `rackbench run` wrote",
             plan_file.display()

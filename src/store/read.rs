@@ -119,6 +119,31 @@ impl ResultsDir {
     }
 }
 
+impl ResultsDir {
+    /// The plan as the run was given it (`plan.toml`).
+    pub fn read_plan_text(&self) -> std::io::Result<String> {
+        std::fs::read_to_string(self.plan())
+    }
+
+    /// The seed the run shuffled its rounds with (the manifest's); None
+    /// without a manifest or in runs made before the shuffle. Only the
+    /// seed is read, so a manifest of an older layout still gives it.
+    pub fn read_seed(&self) -> Option<u64> {
+        #[derive(serde::Deserialize)]
+        struct Seed {
+            #[serde(default)]
+            seed: Option<u64>,
+        }
+        read_json::<Seed>(&self.manifest()).ok()?.seed
+    }
+
+    /// The A/A comparison `rackbench run --aa` kept (`compare.json`);
+    /// None when there is none or it cannot be read.
+    pub fn read_comparison(&self) -> Option<crate::stats::compare::Comparison> {
+        read_json(&self.root.join("compare.json")).ok()
+    }
+}
+
 /// The `.json` files of `dir` in name order (none when it is absent).
 fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     if !dir.exists() {
