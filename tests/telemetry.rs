@@ -589,8 +589,11 @@ fn every_server_reports_telemetry_and_uwsgi_collects_garbage_per_request() {
             t.requests,
             n + 1
         );
+        // App time is counted in whole microseconds, and this app answers
+        // in less than one on a quiet machine (puma's p50 was 0 µs once):
+        // the mean shows that it was measured, the p50 that it is an app's.
         assert!(
-            t.app_us.p50 > 0.0 && t.app_us.p50 < 50_000.0,
+            t.app_us.mean > 0.0 && t.app_us.p50 < 50_000.0,
             "{name}: {t:?}"
         );
         assert!(t.per_worker.iter().all(|p| p.rss_bytes.is_some()));
