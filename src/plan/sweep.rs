@@ -10,7 +10,8 @@
 //! value back (`value_of`) so the analysis can be rebuilt from disk. It
 //! runs nothing and computes no statistics.
 
-use super::{line_of, Plan, PlanError, PlannedTrial, ServerEntry};
+use super::check::line_of;
+use super::{Plan, PlanError, PlannedTrial, ServerEntry};
 use serde::{Deserialize, Serialize};
 
 /// `[sweep]`: `vary = "workers"`, `values = [1, 2, 4, 8]`.
