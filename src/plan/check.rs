@@ -20,8 +20,8 @@ pub(super) struct Knobs {
     pub replay: Option<Arc<crate::load::schedule::Schedule>>,
 }
 
-/// The error of a mistake at the first line of `text` that holds
-/// `needle` (line 1 if none does).
+/// How a check makes its error: `at(needle, message)` is the mistake at
+/// the first line of `text` that holds `needle`, in `file`.
 pub(super) fn at_line<'a>(text: &'a str, file: &'a str) -> impl Fn(&str, String) -> PlanError + 'a {
     move |needle: &str, message: String| PlanError::At {
         file: file.to_string(),
@@ -39,7 +39,9 @@ fn duration_at(
     crate::units::duration(v).map_err(|e| at(&format!("{field} ="), format!("{field}: {e}")))
 }
 
-pub(super) fn line_of(text: &str, needle: &str) -> usize {
+/// The first line of `text` that holds `needle`, counted from 1 (1 if
+/// none does).
+fn line_of(text: &str, needle: &str) -> usize {
     text.lines()
         .position(|l| l.contains(needle))
         .map_or(1, |i| i + 1)
@@ -49,22 +51,15 @@ impl Plan {
     /// The checks that need only the parsed file: the plan's own servers
     /// say where they listen, the primary metric is a metric.
     pub(super) fn check_parsed(&mut self, text: &str, file: &str) -> Result<(), PlanError> {
+        let at = at_line(text, file);
         for (name, spec) in self.server_defs.iter_mut() {
             spec.name = name.clone();
-            spec.check_listens().map_err(|message| PlanError::At {
-                file: file.to_string(),
-                line: line_of(text, &format!("server_defs.{name}")),
-                message,
-            })?;
+            spec.check_listens()
+                .map_err(|m| at(&format!("server_defs.{name}"), m))?;
         }
         if let Some(m) = &self.primary_metric {
-            crate::stats::compare::check_metric("primary_metric", m).map_err(|message| {
-                PlanError::At {
-                    file: file.to_string(),
-                    line: line_of(text, "primary_metric"),
-                    message,
-                }
-            })?;
+            crate::stats::compare::check_metric("primary_metric", m)
+                .map_err(|message| at("primary_metric", message))?;
         }
         Ok(())
     }
