@@ -1,6 +1,6 @@
 //! `rackbench report DIR`: every report from a results directory alone.
 
-use super::UsageError;
+use super::usage;
 use crate::report;
 use anyhow::Result;
 use clap::Args;
@@ -21,18 +21,16 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     if !args.dir.is_dir() {
-        return Err(UsageError(format!(
+        return Err(usage(format!(
             "{} is not a directory: give the results directory of `rackbench run` (the --out directory)",
             args.dir.display()
-        ))
-        .into());
+        )));
     }
     if !args.dir.join("manifest.json").exists() && !args.dir.join("trials").is_dir() {
-        return Err(UsageError(format!(
+        return Err(usage(format!(
             "{} holds no manifest.json and no trials/: give the results directory of `rackbench run`",
             args.dir.display()
-        ))
-        .into());
+        )));
     }
     let written = report::write_all(&args.dir, args.html.as_deref())?;
     if !args.quiet {
