@@ -209,16 +209,9 @@ fn watch_trial(
 /// instances: the connections waiting for any copy of the server, which is
 /// what the load feels.
 fn watch_queue(endpoints: Vec<Endpoint>) -> Poller<(Instant, u32)> {
-    let listens: Vec<crate::telemetry::Listen> = endpoints
-        .iter()
-        .map(|e| match e {
-            Endpoint::Tcp(a) => crate::telemetry::Listen::Tcp(a.port()),
-            Endpoint::Unix(p) => crate::telemetry::Listen::Unix(p.clone()),
-        })
-        .collect();
     Poller::start(QUEUE_INTERVAL, move |samples| {
         let mut sum = None;
-        for e in &listens {
+        for e in &endpoints {
             match crate::telemetry::accept_queue_len(e) {
                 Ok(Some(n)) => *sum.get_or_insert(0) += n,
                 Ok(None) => {}
