@@ -595,10 +595,7 @@ fn stats_endpoint(
     let port = free_port().map_err(TrialError::Port)?;
     let token = format!("{:016x}", rand_token());
     vars.set("stats_port", port).set("stats_token", &token);
-    let path = template::render(&source.path, vars).map_err(|e| TrialError::Template {
-        server: spec.server.name.clone(),
-        source: e,
-    })?;
+    let path = template::render(&source.path, vars).map_err(template_err(spec))?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     Ok(Some((
         Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], port))),
