@@ -8,7 +8,7 @@
 mod common;
 
 use rackbench::require::require;
-use rackbench::telemetry::{self, Listen, ReadOptions, Telemetry};
+use rackbench::telemetry::{self, ReadOptions, Telemetry};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
@@ -423,11 +423,12 @@ fn one_unicorn_worker_under_8_connections_holds_about_7_in_the_accept_queue() {
         let w = wrap(&dir, &app_file("sleep.ru"));
         let port = free_port();
         let sock = dir.join("u.sock");
-        let (listen, target) = if unix {
-            (sock.display().to_string(), Listen::Unix(sock.clone()))
+        let listen = if unix {
+            sock.display().to_string()
         } else {
-            (format!("127.0.0.1:{port}"), Listen::Tcp(port))
+            format!("127.0.0.1:{port}")
         };
+        let target = telemetry::listen_endpoint(&listen).expect("a socket path or ip:port");
         // Readiness over TCP needs a port: on a socket, wait for the file.
         let cmd = unicorn(&dir, &listen, &w.rackup, 1);
         let srv = if unix {
