@@ -32,6 +32,9 @@
 //! - [`sampler`]: CPU and memory of a process tree, from /proc.
 //! - [`testserver`]: a small HTTP server with delay, stall and fault knobs,
 //!   for tests and benchmarks of the engine itself.
+//! - [`telemetry`]: where the time goes inside the server: the Rack
+//!   middleware's figures read back, the wrapper rackup, accept queues
+//!   (of a server at the load engine's `Endpoint`).
 //! - [`load`]: the load engine. Drives HTTP/1.1 requests at a URL from
 //!   hand-written io_uring/epoll loops and records latency, errors and a
 //!   per-second timeline. Knows nothing about servers, plans or disk.
@@ -39,8 +42,6 @@
 //!   repeats, bootstrap intervals, rank tests with Holm's adjustment, the
 //!   A-versus-B comparison and the sweep's analysis, the USL fit; never a
 //!   file or a JSON value.
-//! - [`telemetry`]: where the time goes inside the server: the Rack
-//!   middleware's figures read back, the wrapper rackup, accept queues.
 //! - [`host`]: rackbench's own files, a free port, the UTC clock.
 //! - [`units`]: durations as people write them, names in the order they
 //!   read them ("c2" before "c16").

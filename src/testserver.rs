@@ -7,23 +7,16 @@
 //! every response it wrote, so a test can hold the generator's ok count
 //! against it.
 
+use crate::load::Endpoint;
 use hdrhistogram::Histogram;
 use socket2::SockRef;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// Where the server listens.
-#[derive(Debug, Clone)]
-pub enum Bind {
-    Tcp(SocketAddr),
-    Unix(PathBuf),
-}
 
 /// What goes wrong, on purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +50,9 @@ pub enum Framing {
 
 #[derive(Debug, Clone)]
 pub struct TestServerConfig {
-    pub bind: Bind,
+    /// Where the server listens: the load engine's own `Endpoint`, so a
+    /// test names one place for both sides.
+    pub bind: Endpoint,
     /// Service time added to every request.
     pub delay: Duration,
     /// Between these offsets from the server's start, responses are held
@@ -97,7 +92,7 @@ pub struct TestServerConfig {
 impl Default for TestServerConfig {
     fn default() -> Self {
         TestServerConfig {
-            bind: Bind::Tcp(SocketAddr::from(([127, 0, 0, 1], 0))),
+            bind: Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], 0))),
             delay: Duration::ZERO,
             stall: None,
             fault: Fault::None,
@@ -188,7 +183,7 @@ enum Listener {
 
 pub struct TestServer {
     shared: Arc<Shared>,
-    addr: Bind,
+    addr: Endpoint,
     accept: Option<JoinHandle<()>>,
     /// Held open (never accepted from) for `Fault::NeverAccept`.
     _idle: Option<Listener>,
@@ -197,7 +192,7 @@ pub struct TestServer {
 impl TestServer {
     pub fn start(cfg: TestServerConfig) -> io::Result<TestServer> {
         let listener = match &cfg.bind {
-            Bind::Tcp(a) => {
+            Endpoint::Tcp(a) => {
                 // A deep backlog, so thousands of connects at once are
                 // queued rather than dropped (std listens with 128).
                 let sock = socket2::Socket::new(
@@ -210,13 +205,13 @@ impl TestServer {
                 sock.listen(4096)?;
                 Listener::Tcp(sock.into())
             }
-            Bind::Unix(p) => {
+            Endpoint::Unix(p) => {
                 let _ = std::fs::remove_file(p);
                 Listener::Unix(UnixListener::bind(p)?)
             }
         };
         let addr = match &listener {
-            Listener::Tcp(l) => Bind::Tcp(l.local_addr()?),
+            Listener::Tcp(l) => Endpoint::Tcp(l.local_addr()?),
             Listener::Unix(_) => cfg.bind.clone(),
         };
         let shared = Arc::new(Shared {
@@ -259,15 +254,15 @@ impl TestServer {
     /// The TCP address (panics for a unix socket server).
     pub fn addr(&self) -> SocketAddr {
         match &self.addr {
-            Bind::Tcp(a) => *a,
-            Bind::Unix(p) => panic!("server listens on {}", p.display()),
+            Endpoint::Tcp(a) => *a,
+            Endpoint::Unix(p) => panic!("server listens on {}", p.display()),
         }
     }
 
     pub fn url(&self) -> String {
         match &self.addr {
-            Bind::Tcp(a) => format!("http://{a}/"),
-            Bind::Unix(_) => "http://localhost/".into(),
+            Endpoint::Tcp(a) => format!("http://{a}/"),
+            Endpoint::Unix(_) => "http://localhost/".into(),
         }
     }
 
@@ -299,7 +294,7 @@ impl TestServer {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
-        if let Bind::Unix(p) = &self.addr {
+        if let Endpoint::Unix(p) = &self.addr {
             let _ = std::fs::remove_file(p);
         }
     }

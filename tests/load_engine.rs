@@ -7,7 +7,7 @@ mod common;
 use rackbench::load::{
     self, Endpoint, ErrorCounts, ExpectStatus, IoMode, LoadConfig, LoadReport, Pacing,
 };
-use rackbench::testserver::{Bind, Fault, Framing, TestServer, TestServerConfig};
+use rackbench::testserver::{Fault, Framing, TestServer, TestServerConfig};
 use std::time::{Duration, Instant};
 
 fn server(cfg: TestServerConfig) -> TestServer {
@@ -262,7 +262,7 @@ fn every_framing_and_connection_mode_is_read_correctly() {
 fn a_unix_socket_target_works() {
     let path = std::env::temp_dir().join(format!("rackbench-test-{}.sock", std::process::id()));
     let s = server(TestServerConfig {
-        bind: Bind::Unix(path.clone()),
+        bind: Endpoint::Unix(path.clone()),
         ..Default::default()
     });
     let mut c = requests(&s, 100, 2);

@@ -815,7 +815,7 @@ fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
     // The dead shadow comes up: after its back-off a probe reaches it and
     // copies flow again.
     let _revived = TestServer::start(TestServerConfig {
-        bind: rackbench::testserver::Bind::Tcp(dead_addr),
+        bind: rackbench::load::Endpoint::Tcp(dead_addr),
         ..Default::default()
     })
     .unwrap();

@@ -248,7 +248,11 @@ fn every_server_reports_telemetry_through_its_own_template() {
             seen as f64 > 0.5 * ok as f64,
             "{name}: telemetry saw {seen} requests, the load {ok}: {t}"
         );
-        assert!(f(&t["app_us"]["p50"]) > 0.0, "{name}: {t}");
+        // App time is counted in whole microseconds and hello answers in
+        // less than one on a quiet machine (puma's p50 was 0 µs once the
+        // accept-queue sampler stopped taking the server's CPU): the mean
+        // shows that it was measured.
+        assert!(f(&t["app_us"]["mean"]) > 0.0, "{name}: {t}");
         if name == "uwsgi" {
             // uWSGI's rb_gc_freq = 1 (rackbench's default, as uWSGI's):
             // a GC after every request.

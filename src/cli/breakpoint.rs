@@ -3,7 +3,7 @@
 
 use super::load::{stop_on_signals, LoadOptions};
 use super::trial::ServerOptions;
-use super::UsageError;
+use super::usage;
 use crate::lab::trial::run_trial;
 use crate::load;
 use crate::search::settle::{self, SettleConfig};
@@ -108,7 +108,6 @@ fn print_step(r: &StepResult, kind: StepKind) {
 }
 
 pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
-    let usage = |m: String| anyhow::Error::new(UsageError(m));
     if args.url.is_some() == args.server.server.is_some() {
         return Err(usage(
             "give either a URL or --server (and --app), not both".into(),

@@ -4,7 +4,7 @@
 //! (or the `primary_metric` of the plan the results came from) names the
 //! metric judged alone.
 
-use super::UsageError;
+use super::usage;
 use crate::report::compare as show;
 use crate::stats::compare::{check_metric, Comparison, FailIf, Side};
 use crate::store::samples::{compare, parse_side};
@@ -69,7 +69,6 @@ fn primary(args: &CompareArgs, a: &Side, b: &Side) -> Result<Option<String>, Str
 }
 
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
-    let usage = |m: String| anyhow::Error::new(UsageError(m));
     let rules = args
         .fail_if
         .iter()

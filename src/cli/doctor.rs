@@ -19,10 +19,10 @@ pub struct DoctorArgs {
 
 pub fn run(args: DoctorArgs) -> Result<ExitCode> {
     if !(args.seconds.is_finite() && args.seconds > 0.0 && args.seconds <= 3600.0) {
-        return Err(anyhow::Error::new(super::UsageError(format!(
+        return Err(super::usage(format!(
             "--seconds {} must be a number of seconds above 0 and at most 3600, e.g. --seconds 2",
             args.seconds
-        ))));
+        )));
     }
     let exam = examine(Duration::from_secs_f64(args.seconds));
     if args.json {

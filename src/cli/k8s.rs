@@ -5,7 +5,7 @@
 //! current kubeconfig, waits, then collects; `collect` saves each
 //! segment's document and merges them.
 
-use super::{parse, UsageError};
+use super::{parse, usage};
 use crate::k8s::cluster::{ClusterError, Kubectl};
 use crate::k8s::job::{self, LoadJob, Spread};
 use crate::k8s::{self as kube_jobs, JobCounts};
@@ -108,10 +108,6 @@ pub fn run(args: K8sArgs) -> Result<ExitCode> {
         K8sCommand::Run(a) => run_job(a),
         K8sCommand::Collect(a) => collect(a),
     }
-}
-
-fn usage(m: String) -> anyhow::Error {
-    anyhow::Error::new(UsageError(m))
 }
 
 impl JobOptions {

@@ -1,6 +1,6 @@
 //! `rackbench load URL`: one load run against a server that is already up.
 
-use super::{parse, UsageError};
+use super::{parse, usage};
 use crate::checks::{self, Check, CheckResult};
 use crate::load::report::TimelineRow;
 use crate::load::segment::{self, Segment};
@@ -140,7 +140,6 @@ impl SegmentOptions {
     /// Narrows `config` to this segment's share and sets its start; every
     /// share that comes out empty is a usage error naming the fix.
     pub fn apply(&self, config: &mut LoadConfig) -> Result<()> {
-        let usage = |m: String| anyhow::Error::new(UsageError(m));
         if let Some(text) = &self.start_at {
             let at = segment::parse_start_at(text, std::time::SystemTime::now()).map_err(usage)?;
             config.start_at = Some(at);
@@ -180,9 +179,8 @@ impl SegmentOptions {
 
 impl LoadOptions {
     /// Checks the options and renders the request: every mistake a user
-    /// can make here is a [`UsageError`] naming the fix.
+    /// can make here is a [`super::UsageError`] naming the fix.
     pub fn to_config(&self, url: &str, threads: usize) -> Result<LoadConfig> {
-        let usage = |m: String| anyhow::Error::new(UsageError(m));
         if self.connections == 0 {
             return Err(usage("--connections must be at least 1".into()));
         }
@@ -337,10 +335,10 @@ pub(crate) fn slack_needs_open_loop(slack: &Duration, open: bool, open_with: &st
     if slack.is_zero() || open {
         return Ok(());
     }
-    Err(anyhow::Error::new(UsageError(format!(
+    Err(usage(format!(
         "--slack applies to an open loop: add {open_with} (a closed loop sends each request \
          when the previous answer comes, so there is no schedule to be late to)"
-    ))))
+    )))
 }
 
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
@@ -349,7 +347,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     args.segment.apply(&mut config)?;
     // Before any load: a run that cannot open its connections is a usage
     // error (exit 2) that names the fix.
-    load::ensure_open_files(&config).map_err(|why| anyhow::Error::new(UsageError(why)))?;
+    load::ensure_open_files(&config).map_err(usage)?;
     announce_start(&config);
     stop_on_signals(&config.interrupt, true);
     let live = !args.json && std::io::stdout().is_terminal();
@@ -428,6 +426,7 @@ pub(crate) fn print_checks(results: &[CheckResult], json: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::UsageError;
 
     fn config(c: usize, n: Option<u64>, rate: Option<f64>) -> LoadConfig {
         let mut cfg = LoadConfig::get("http://127.0.0.1:9/").unwrap();

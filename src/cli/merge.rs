@@ -2,7 +2,7 @@
 //! --segment I/N --json`) into one load-v1 document, exactly (see
 //! `load::merge`).
 
-use super::UsageError;
+use super::usage;
 use crate::load::merge::{merge_reports, render_segments};
 use crate::load::LoadReport;
 use anyhow::{Context, Result};
@@ -26,7 +26,6 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> Result<ExitCode> {
-    let usage = |m: String| anyhow::Error::new(UsageError(m));
     let mut sources = Vec::with_capacity(args.files.len());
     for path in &args.files {
         let name = path.display().to_string();

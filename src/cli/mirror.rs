@@ -2,7 +2,7 @@
 //! in the foreground, a live summary once a second on stderr, the
 //! mirror-v1 document (and `mirror.html`) at the end.
 
-use super::{parse, UsageError};
+use super::{parse, usage};
 use crate::lab::trial::LabServer;
 use crate::load::Endpoint;
 use crate::mirror::doc::ShadowServerDoc;
@@ -90,10 +90,6 @@ pub struct MirrorArgs {
     pub shadow_server: Option<String>,
     #[command(flatten, next_help_heading = "Shadow server (with --shadow-server)")]
     pub server: super::trial::ServerOptions,
-}
-
-fn usage(msg: String) -> anyhow::Error {
-    UsageError(msg).into()
 }
 
 impl MirrorArgs {

@@ -76,6 +76,12 @@ enum Command {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A usage error (exit 2) whose message names the fix: the one way every
+/// subcommand makes one.
+pub fn usage(message: String) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message))
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     quiet_broken_pipe();

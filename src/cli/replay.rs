@@ -3,7 +3,7 @@
 //! load engine; `--nginx-log` takes them from an nginx access log instead.
 
 use super::load::{exit_code, stop_on_signals};
-use super::{parse, UsageError};
+use super::{parse, usage};
 use crate::checks::Check;
 use crate::load::schedule::{self, Schedule};
 use crate::load::target::{Endpoint, Url};
@@ -68,10 +68,6 @@ pub struct ReplayArgs {
     /// --segment I/N takes every N-th request from the I-th (docs/SCALING.md).
     #[command(flatten)]
     pub segment: super::load::SegmentOptions,
-}
-
-fn usage(m: String) -> anyhow::Error {
-    anyhow::Error::new(UsageError(m))
 }
 
 /// Reads a record file, or an nginx log, into entries; errors name the line.

@@ -1,6 +1,6 @@
 //! `rackbench report DIR`: every report from a results directory alone.
 
-use super::UsageError;
+use super::usage;
 use crate::report;
 use crate::store::ResultsDir;
 use anyhow::Result;
@@ -21,7 +21,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
-    ResultsDir::open(&args.dir).map_err(|e| UsageError(e.to_string()))?;
+    ResultsDir::open(&args.dir).map_err(|e| usage(e.to_string()))?;
     let written = report::write_all(&args.dir, args.html.as_deref())?;
     if !args.quiet {
         print!("{}", written.table);

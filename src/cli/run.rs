@@ -1,7 +1,7 @@
 //! `rackbench run [PLAN]`: a whole study from one command.
 
 use super::load::stop_on_signals;
-use super::UsageError;
+use super::usage;
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::plan::runner::{estimate, run_plan, Progress, RunOptions};
@@ -53,11 +53,6 @@ pub struct RunArgs {
     /// time, queue time behind nginx, GC (docs/TELEMETRY.md).
     #[arg(long)]
     pub telemetry: bool,
-}
-
-/// Where a usage error (exit 2) is made from a message.
-fn usage(m: String) -> anyhow::Error {
-    anyhow::Error::new(UsageError(m))
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -318,7 +313,7 @@ fn check_resume(
             )),
             (Some(old), Some(f)) => {
                 let new = std::fs::read_to_string(f).map_err(|e| {
-                    UsageError(format!("cannot read --servers-file {}: {e}", f.display()))
+                    usage(format!("cannot read --servers-file {}: {e}", f.display()))
                 })?;
                 if let Some(d) = first_difference(&old, &new) {
                     differences.push(format!(
@@ -337,11 +332,10 @@ fn check_resume(
             eprintln!("warning: resuming anyway (--force-resume): {d}");
             Ok(())
         }
-        Some(d) => Err(UsageError(format!(
+        Some(d) => Err(usage(format!(
             "cannot resume {}: {d}; resume with what the run began with, or add --force-resume",
             results.root.display()
-        ))
-        .into()),
+        ))),
     }
 }
 
@@ -369,7 +363,7 @@ fn copy_servers_files(results: &ResultsDir, files: &[PathBuf]) -> Result<()> {
     std::fs::create_dir_all(&results.root)?;
     for (i, f) in files.iter().enumerate() {
         let text = std::fs::read_to_string(f)
-            .map_err(|e| UsageError(format!("cannot read --servers-file {}: {e}", f.display())))?;
+            .map_err(|e| usage(format!("cannot read --servers-file {}: {e}", f.display())))?;
         let copy = results.servers_file(i + 1);
         if std::fs::read_to_string(&copy).ok().as_deref() != Some(text.as_str()) {
             std::fs::write(&copy, text)?;

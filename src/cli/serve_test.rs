@@ -3,8 +3,9 @@
 //! generator's p50 against the server's own service time and wrk's.
 
 use super::parse;
+use crate::load::Endpoint;
 use crate::testserver::{
-    serve_forever_recording, serve_with_connection_limit, Bind, Fault, TestServerConfig,
+    serve_forever_recording, serve_with_connection_limit, Fault, TestServerConfig,
 };
 use anyhow::Result;
 use clap::Args;
@@ -59,7 +60,7 @@ pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
     }
     serve_forever_recording(
         TestServerConfig {
-            bind: Bind::Tcp(args.listen),
+            bind: Endpoint::Tcp(args.listen),
             delay: args.delay,
             max_connections: args.max_connections,
             max_in_progress: args.max_in_progress,

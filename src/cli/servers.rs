@@ -34,8 +34,7 @@ struct Row {
 pub fn registry(files: &[PathBuf]) -> Result<Registry> {
     let mut reg = Registry::builtin();
     for f in files {
-        reg.add_file(f)
-            .map_err(|e| anyhow::Error::new(super::UsageError(e.to_string())))?;
+        reg.add_file(f).map_err(|e| super::usage(e.to_string()))?;
     }
     Ok(reg)
 }

@@ -6,7 +6,7 @@
 //! of a finished run from disk alone.
 
 use super::run::{run as run_plan_cli, RunArgs};
-use super::UsageError;
+use super::usage;
 use crate::plan::sweep::SweepSection;
 use crate::report::sweep as show;
 use anyhow::{Context, Result};
@@ -91,10 +91,6 @@ pub struct SweepArgs {
     /// Print the analysis as Markdown.
     #[arg(long)]
     pub markdown: bool,
-}
-
-fn usage(m: String) -> anyhow::Error {
-    anyhow::Error::new(UsageError(m))
 }
 
 fn strings(v: &[String]) -> Value {

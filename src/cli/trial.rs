@@ -1,7 +1,7 @@
 //! `rackbench trial`: one server, one app, one load, end to end.
 
 use super::load::{stop_on_signals, LoadOptions};
-use super::{parse, UsageError};
+use super::{parse, usage};
 use crate::lab::apps::AppSpec;
 use crate::lab::front::{self, HttpVersion};
 use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
@@ -125,7 +125,6 @@ impl ServerOptions {
         load_threads: usize,
         interrupt: Arc<AtomicBool>,
     ) -> Result<TrialSpec> {
-        let usage = |m: String| anyhow::Error::new(UsageError(m));
         if let (Some(cpus), false) = (&self.server_cpus, self.no_pin) {
             crate::load::cpus::check(cpus, "--server-cpus").map_err(usage)?;
         }
@@ -272,10 +271,10 @@ impl ServerOptions {
             } else {
                 "add --nginx-keepalive off"
             };
-            return Err(UsageError(format!("--nginx-http {http_version}: {why} ({fix})")).into());
+            return Err(usage(format!("--nginx-http {http_version}: {why} ({fix})")));
         }
         if self.instances == Some(0) {
-            return Err(UsageError("--instances 0: give 1 or more".into()).into());
+            return Err(usage("--instances 0: give 1 or more".into()));
         }
         Ok(Topology::Nginx {
             workers: self.nginx_workers.max(1),

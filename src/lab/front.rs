@@ -321,27 +321,6 @@ mod tests {
     }
 
     #[test]
-    fn a_record_from_before_the_knobs_reads_as_the_front_it_ran_behind() {
-        use crate::lab::trial::Topology;
-        let old: Topology =
-            serde_json::from_str(r#"{"kind":"nginx","workers":2,"unix_socket":true}"#).unwrap();
-        assert_eq!(old, Topology::nginx(2));
-        assert_eq!(old.label(), "nginx×2");
-        let seed = Topology::Nginx {
-            workers: 1,
-            unix_socket: true,
-            keepalive: 0,
-            http_version: HttpVersion::V1_0,
-            instances: 4,
-        };
-        let json = serde_json::to_value(&seed).unwrap();
-        assert_eq!(json["http_version"], "1.0");
-        assert_eq!(json["keepalive"], 0);
-        assert_eq!(json["instances"], 4);
-        assert_eq!(serde_json::from_value::<Topology>(json).unwrap(), seed);
-    }
-
-    #[test]
     fn labels_name_what_differs_from_the_default_front() {
         assert_eq!(label(1, 64, HttpVersion::V1_1), "nginx×1");
         assert_eq!(

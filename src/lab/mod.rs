@@ -5,4 +5,8 @@ pub mod apps;
 pub mod environment;
 pub mod failure;
 pub mod front;
+pub mod record;
+pub mod spec;
+mod start;
 pub mod trial;
+mod watch;

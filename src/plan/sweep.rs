@@ -10,7 +10,8 @@
 //! value back (`value_of`) so the analysis can be rebuilt from disk. It
 //! runs nothing and computes no statistics.
 
-use super::{line_of, Plan, PlanError, PlannedTrial, ServerEntry};
+use super::check::at_line;
+use super::{Plan, PlanError, PlannedTrial, ServerEntry};
 use serde::{Deserialize, Serialize};
 
 /// `[sweep]`: `vary = "workers"`, `values = [1, 2, 4, 8]`.
@@ -189,11 +190,7 @@ impl Plan {
         let Some(sweep) = self.sweep.clone() else {
             return Ok(());
         };
-        let at = |needle: &str, message: String| PlanError::At {
-            file: file.to_string(),
-            line: line_of(text, needle),
-            message,
-        };
+        let at = at_line(text, file);
         let var = sweep.validate().map_err(|m| at("[sweep]", m))?;
         let nums = || -> Vec<u32> { sweep.values.iter().filter_map(|v| v.parse().ok()).collect() };
         if matches!(

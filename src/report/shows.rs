@@ -128,11 +128,11 @@ fn fastest(groups: &[&Group]) -> Option<String> {
     }
 }
 
-/// "2 workers × 5 threads", "1 worker", "16 threads", or "its workers"
-/// when the plan did not say.
+/// " (2 workers × 5 threads saturated)", " (1 worker saturated)", or
+/// nothing when the plan did not say (the server's defaults).
 fn capacity(g: &Group) -> String {
     let n = |k: u32, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
-    match (g.planned.workers, g.planned.threads) {
+    let said = match (g.planned.workers, g.planned.threads) {
         (Some(w), Some(t)) => format!(
             "{} × {}",
             n(w, "worker", "workers"),
@@ -140,8 +140,9 @@ fn capacity(g: &Group) -> String {
         ),
         (Some(w), None) => n(w, "worker", "workers"),
         (None, Some(t)) => n(t, "thread", "threads"),
-        (None, None) => "its workers".into(),
-    }
+        (None, None) => return String::new(),
+    };
+    format!(" ({said} saturated)")
 }
 
 /// The servers whose throughput stopped growing from a connection count
@@ -168,7 +169,7 @@ fn saturated(groups: &[&Group]) -> Option<String> {
         if let Some(lo) = start {
             let growth = rps(top) / rps(lo) - 1.0;
             found.push(format!(
-                "{variant} ({} saturated): {}→{} connections added {}, p99 ×{:.1}",
+                "{variant}{}: {}→{} connections added {}, p99 ×{:.1}",
                 capacity(lo),
                 lo.planned.shape.connections,
                 top.planned.shape.connections,
@@ -329,7 +330,7 @@ mod tests {
                     group("puma", NONE, 2, (2000.0, 1990.0, 2010.0), 0.2, 3000),
                     group("puma", NONE, 16, (1200.0, 1190.0, 1210.0), 16.0, 3000),
                 ],
-                vec!["puma (its workers saturated): 2→16 connections added no throughput (it fell 40%), p99 ×80.0"],
+                vec!["puma: 2→16 connections added no throughput (it fell 40%), p99 ×80.0"],
                 vec![],
             ),
             (

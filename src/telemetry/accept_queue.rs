@@ -19,13 +19,20 @@
 //! to the last (bench/runs/2026-11-26-aa-spread). A listening-only dump
 //! never walks the established and TIME_WAIT tables.
 //!
+//! Where a server listens is the load engine's [`Endpoint`], the same
+//! value the load connects to. A TCP endpoint is matched on its port
+//! alone, on any local address, IPv4 and IPv6: a server bound to 0.0.0.0
+//! or [::] is the listener the load reaches at 127.0.0.1.
+//!
 //! Only reads the kernel's tables: it never connects to the socket, so
 //! reading does not change the queue it measures. Aggregation
 //! ([`AcceptQueueRecorder`]) is plain data; [`AcceptQueueSampler`] is a
 //! thread that samples on its own for callers without a sampling loop.
 
+use crate::load::Endpoint;
 use serde::{Deserialize, Serialize};
 use std::io;
+use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,38 +40,28 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Where a server listens.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
-    /// A TCP port on any local address (IPv4 and IPv6).
-    Tcp(u16),
-    /// A unix stream socket at this path.
-    Unix(PathBuf),
-}
-
-impl Listen {
-    /// From a trial's `{{listen}}` value: "host:port" (or "[::1]:port")
-    /// is TCP, anything else a unix socket path. None when a "host:port"
-    /// has no valid port.
-    pub fn from_listen(listen: &str) -> Option<Listen> {
-        if listen.starts_with('/') || listen.starts_with('.') {
-            return Some(Listen::Unix(PathBuf::from(listen)));
-        }
-        let (_, port) = listen.rsplit_once(':')?;
-        port.parse().ok().map(Listen::Tcp)
+/// The endpoint a server's `{{listen}}` value names: a path (starting
+/// with '/' or '.') is a unix socket, else "ip:port" (or "[::1]:port") is
+/// TCP. None when it is neither.
+pub fn listen_endpoint(listen: &str) -> Option<Endpoint> {
+    if listen.starts_with('/') || listen.starts_with('.') {
+        return Some(Endpoint::Unix(PathBuf::from(listen)));
     }
+    listen.parse::<SocketAddr>().ok().map(Endpoint::Tcp)
 }
 
 /// The listening socket's current accept-queue length: connections the
 /// kernel has completed that no worker has accepted yet. `None` when no
 /// socket listens there (not started yet, or gone). Several listeners on
-/// one port (SO_REUSEPORT, IPv4 and IPv6) are summed.
-pub fn accept_queue_len(listen: &Listen) -> io::Result<Option<u32>> {
-    match listen {
-        Listen::Tcp(port) => {
+/// one port (SO_REUSEPORT, IPv4 and IPv6) are summed, whatever address
+/// each is bound to.
+pub fn accept_queue_len(endpoint: &Endpoint) -> io::Result<Option<u32>> {
+    match endpoint {
+        Endpoint::Tcp(addr) => {
+            let port = addr.port();
             let mut found = None;
             for family in [libc::AF_INET, libc::AF_INET6] {
-                match tcp_listen_queue(family, *port) {
+                match tcp_listen_queue(family, port) {
                     Ok(Some(n)) => found = Some(found.unwrap_or(0) + n),
                     Ok(None) => {}
                     // No IPv6 in this kernel or namespace.
@@ -75,7 +72,7 @@ pub fn accept_queue_len(listen: &Listen) -> io::Result<Option<u32>> {
             }
             Ok(found)
         }
-        Listen::Unix(path) => unix_listen_queue(path),
+        Endpoint::Unix(path) => unix_listen_queue(path),
     }
 }
 
@@ -364,7 +361,7 @@ impl AcceptQueueRecorder {
     }
 }
 
-/// A thread that samples one listener's accept queue every `interval`
+/// A thread that samples one endpoint's accept queue every `interval`
 /// until stopped, timed from its own start.
 pub struct AcceptQueueSampler {
     stop: Arc<AtomicBool>,
@@ -372,14 +369,14 @@ pub struct AcceptQueueSampler {
 }
 
 impl AcceptQueueSampler {
-    pub fn start(listen: Listen, interval: Duration) -> Self {
+    pub fn start(endpoint: Endpoint, interval: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let origin = Instant::now();
             let mut rec = AcceptQueueRecorder::new();
             while !flag.load(Ordering::Relaxed) {
-                if let Some(len) = accept_queue_len(&listen)? {
+                if let Some(len) = accept_queue_len(&endpoint)? {
                     rec.record(origin.elapsed().as_secs_f64(), len);
                 }
                 std::thread::sleep(interval);
@@ -412,7 +409,7 @@ mod tests {
     fn a_listener_nobody_accepts_from_shows_each_waiting_connection() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        let listen = Listen::Tcp(port);
+        let listen = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], port)));
         assert_eq!(accept_queue_len(&listen).unwrap(), Some(0));
         let held: Vec<TcpStream> = (0..3)
             .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
@@ -434,7 +431,8 @@ mod tests {
         let _held: Vec<TcpStream> = (0..2)
             .map(|_| TcpStream::connect(("::1", port)).unwrap())
             .collect();
-        assert_eq!(accept_queue_len(&Listen::Tcp(port)).unwrap(), Some(2));
+        let listen = Endpoint::Tcp(SocketAddr::from(([0, 0, 0, 0, 0, 0, 0, 1], port)));
+        assert_eq!(accept_queue_len(&listen).unwrap(), Some(2));
     }
 
     /// Regression: the accept queue was read from /proc/net/tcp, whose
@@ -482,7 +480,7 @@ mod tests {
         let _busy: Vec<UnixStream> = (0..2)
             .map(|_| UnixStream::connect(&other).unwrap())
             .collect();
-        let listen = Listen::Unix(path.clone());
+        let listen = Endpoint::Unix(path.clone());
         assert_eq!(accept_queue_len(&listen).unwrap(), Some(0));
         let mut held: Vec<UnixStream> = (0..4)
             .map(|_| UnixStream::connect(&path).unwrap())
@@ -492,7 +490,7 @@ mod tests {
         let _taken = l.accept().unwrap();
         assert_eq!(accept_queue_len(&listen).unwrap(), Some(3));
         assert_eq!(
-            accept_queue_len(&Listen::Unix(dir.join("absent.sock"))).unwrap(),
+            accept_queue_len(&Endpoint::Unix(dir.join("absent.sock"))).unwrap(),
             None
         );
         drop(l);
@@ -501,16 +499,35 @@ mod tests {
 
     #[test]
     fn a_trials_listen_value_names_the_socket_to_watch() {
-        assert_eq!(
-            Listen::from_listen("127.0.0.1:8080"),
-            Some(Listen::Tcp(8080))
-        );
-        assert_eq!(Listen::from_listen("[::1]:9"), Some(Listen::Tcp(9)));
-        assert_eq!(
-            Listen::from_listen("/tmp/rb-1/app.sock"),
-            Some(Listen::Unix(PathBuf::from("/tmp/rb-1/app.sock")))
-        );
-        assert_eq!(Listen::from_listen("localhost:http"), None);
+        let tcp = |s: &str| Some(Endpoint::Tcp(s.parse().unwrap()));
+        let rows = [
+            ("127.0.0.1:8080", tcp("127.0.0.1:8080")),
+            ("[::1]:9", tcp("[::1]:9")),
+            (
+                "/tmp/rb-1/app.sock",
+                Some(Endpoint::Unix(PathBuf::from("/tmp/rb-1/app.sock"))),
+            ),
+            (
+                "./app.sock",
+                Some(Endpoint::Unix(PathBuf::from("./app.sock"))),
+            ),
+            ("localhost:http", None),
+            ("127.0.0.1:99999", None),
+        ];
+        for (listen, want) in rows {
+            assert_eq!(listen_endpoint(listen), want, "{listen}");
+        }
+    }
+
+    /// A server bound to every address is the listener the load reaches
+    /// at 127.0.0.1: the endpoint's address does not narrow the match.
+    #[test]
+    fn a_tcp_endpoint_is_matched_on_its_port_on_any_address() {
+        let l = TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let _held = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let loopback = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], port)));
+        assert_eq!(accept_queue_len(&loopback).unwrap(), Some(1));
     }
 
     #[test]

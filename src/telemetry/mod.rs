@@ -24,8 +24,8 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 pub use accept_queue::{
-    accept_queue_len, AcceptQueue, AcceptQueueRecorder, AcceptQueueSampler, AcceptQueueSecond,
-    Listen,
+    accept_queue_len, listen_endpoint, AcceptQueue, AcceptQueueRecorder, AcceptQueueSampler,
+    AcceptQueueSecond,
 };
 
 /// The variable the middleware reads for its output directory; it wins

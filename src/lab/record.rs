@@ -1,0 +1,265 @@
+//! The `rackbench/trial-v1` record: what one trial ran (server, app,
+//! front), what it verified, what the load and the samplers saw, and where
+//! it ran. Plain serde types; nothing here starts, reads or writes
+//! anything.
+//!
+//! Why here and not beside the other records in `store/records.rs`: the
+//! lab makes this record and `store` keeps it. `store` sits above `lab` in
+//! the layer order (src/lib.rs's Layout, checked by tests/architecture.rs),
+//! so a TrialRecord in `store` would make the lab import upward, and
+//! `store` already imports it from here for its run records. Field names
+//! are a contract (schema/trial-v1.schema.json); older records read with
+//! defaults. `lab::trial` re-exports these types, where the rest of the
+//! crate has always found them.
+
+use super::apps::AppSpec;
+use super::environment::Environment;
+use super::front::HttpVersion;
+use crate::load::LoadReport;
+use crate::sampler::{Disturbance, SamplerReport};
+use crate::telemetry::{AcceptQueue, Telemetry};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "rackbench/trial-v1";
+
+/// Where the load enters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Topology {
+    Direct,
+    /// nginx in front, talking to the server over a unix socket (when the
+    /// server can) or TCP.
+    Nginx {
+        workers: u32,
+        unix_socket: bool,
+        /// Upstream keep-alive pool per nginx worker; 0 is off.
+        #[serde(default = "default_keepalive")]
+        keepalive: u32,
+        /// The HTTP version nginx speaks to the server: "1.0" or "1.1".
+        #[serde(default)]
+        http_version: HttpVersion,
+        /// Copies of the server, each on its own socket or port, that
+        /// nginx balances as one upstream (seed 000's four thin).
+        #[serde(default = "one_instance")]
+        instances: u32,
+    },
+}
+
+fn default_keepalive() -> u32 {
+    super::front::DEFAULT_KEEPALIVE
+}
+fn one_instance() -> u32 {
+    1
+}
+
+impl Topology {
+    /// nginx in front with rackbench's defaults: a unix socket when the
+    /// server has one, a keep-alive pool of 64 over HTTP/1.1, one instance.
+    pub fn nginx(workers: u32) -> Topology {
+        Topology::Nginx {
+            workers,
+            unix_socket: true,
+            keepalive: default_keepalive(),
+            http_version: HttpVersion::default(),
+            instances: 1,
+        }
+    }
+
+    /// How many copies of the server this topology runs.
+    pub fn instances(&self) -> u32 {
+        match self {
+            Topology::Direct => 1,
+            Topology::Nginx { instances, .. } => (*instances).max(1),
+        }
+    }
+
+    /// "direct", or the front's label ("nginx×1 http/1.0 keepalive off").
+    pub fn label(&self) -> String {
+        match self {
+            Topology::Direct => "direct".into(),
+            Topology::Nginx {
+                workers,
+                keepalive,
+                http_version,
+                ..
+            } => super::front::label(*workers, *keepalive, *http_version),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: Option<String>,
+    pub command: String,
+    pub workers: u32,
+    pub threads: u32,
+    pub env: BTreeMap<String, String>,
+    pub settings: BTreeMap<String, String>,
+    /// The rendered config file, when the server uses one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<String>,
+    /// Copies of the server run side by side behind nginx (`command` is
+    /// the first one's; all are in `commands`).
+    #[serde(default = "one_instance")]
+    pub instances: u32,
+    /// Every instance's command line, when there is more than one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerMetrics {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub rss_peak_bytes: u64,
+    pub pss_peak_bytes: Option<u64>,
+    pub uss_peak_bytes: Option<u64>,
+    pub rss_mean_bytes: u64,
+    pub pss_mean_bytes: Option<u64>,
+    pub processes_peak: u32,
+    /// Server CPU (user + system) per OK response, in milliseconds.
+    pub cpu_ms_per_request: Option<f64>,
+    /// The full sampler output (timeline included).
+    pub samples: SamplerReport,
+    /// What the telemetry middleware saw inside the server, over the
+    /// counted window (`--telemetry`; docs/TELEMETRY.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+    /// The server's own listening socket's accept queue over the counted
+    /// window, summed over its instances. Sampled on every trial: it needs
+    /// nothing from the app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_queue: Option<AcceptQueue>,
+    /// The server's own view of its queue, per field its adapter names
+    /// (puma: backlog, running, pool_capacity), summed over instances and
+    /// workers, over the counted window. Telemetry on, servers with
+    /// `stats` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_stats: Option<BTreeMap<String, AcceptQueue>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopologyInfo {
+    #[serde(flatten)]
+    pub topology: Topology,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nginx_command: Option<String>,
+    /// The first (or only) upstream server; all of them in `upstreams`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Every upstream server nginx balances over, one per instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nginx_metrics: Option<SamplerReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verified {
+    pub path: String,
+    pub status: u16,
+    pub body: String,
+}
+
+/// The `rackbench/trial-v1` record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub schema: String,
+    /// RFC 3339 UTC, before the server was started.
+    pub started_at: String,
+    /// RFC 3339 UTC, once everything the trial started had stopped (empty
+    /// in records made before this field existed).
+    #[serde(default)]
+    pub ended_at: String,
+    pub server: ServerInfo,
+    pub app: AppSpec,
+    pub topology: TopologyInfo,
+    pub verify: Verified,
+    pub load: LoadReport,
+    pub server_metrics: ServerMetrics,
+    pub environment: Environment,
+    /// Set when the server died during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_exit: Option<String>,
+    /// CPU steal and the CPU of processes not the trial's on the server's
+    /// and the generator's CPUs over the counted window (see
+    /// `sampler::disturbance`). Absent in records made before it existed,
+    /// null when the window never opened or /proc/stat was unreadable.
+    #[serde(default)]
+    pub disturbance: Option<Disturbance>,
+    /// PIDs that ignored the stop signal and needed SIGKILL.
+    pub killed_after_grace: Vec<u32>,
+    /// The load was ended early at its first second with errors (a
+    /// break-point step that failed).
+    #[serde(default)]
+    pub stopped_on_errors: bool,
+    /// Whether the telemetry middleware was on (false in records made
+    /// before it existed).
+    #[serde(default)]
+    pub telemetry: bool,
+    pub interrupted: bool,
+    /// Where the server's log and rendered files are.
+    pub dir: String,
+}
+
+impl TrialRecord {
+    /// This trial as one step of a break-point search. A connection left
+    /// unanswered, a server that died, or a load stopped at its first
+    /// errors all make the step fail, besides the error counts.
+    pub fn as_step(&self, level: f64) -> crate::search::StepResult {
+        let mut step = crate::search::StepResult::from_load(level, &self.load);
+        if self.server_exit.is_some() || self.stopped_on_errors {
+            step.errors = step.errors.max(1);
+        }
+        step.why = self.server_exit.clone();
+        // Each step starts a server of its own: nothing to settle.
+        step.settle_s = 0.0;
+        let m = &self.server_metrics;
+        if let Some(t) = m.telemetry.as_ref().filter(|t| t.requests > 0) {
+            step.app_p50_us = Some(t.app_us.p50);
+            step.queue_p50_us = t.queue_us.map(|q| q.p50);
+            step.gc_runs_per_1k_requests = Some(t.gc_runs_per_1k_requests);
+        }
+        step.accept_queue_max = m.accept_queue.as_ref().map(|q| q.max);
+        step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readers accept records made before the disturbance record existed.
+    #[test]
+    fn a_record_without_a_disturbance_reads_as_none() {
+        let text = include_str!("../../tests/contracts/trial-v1.json");
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let with: TrialRecord = serde_json::from_value(doc.clone()).unwrap();
+        assert!(with.disturbance.is_some_and(|d| d.cpus == vec![0, 1]));
+        doc.as_object_mut().unwrap().remove("disturbance");
+        let old: TrialRecord = serde_json::from_value(doc).unwrap();
+        assert!(old.disturbance.is_none());
+    }
+
+    #[test]
+    fn a_record_from_before_the_knobs_reads_as_the_front_it_ran_behind() {
+        let old: Topology =
+            serde_json::from_str(r#"{"kind":"nginx","workers":2,"unix_socket":true}"#).unwrap();
+        assert_eq!(old, Topology::nginx(2));
+        assert_eq!(old.label(), "nginx×2");
+        let seed = Topology::Nginx {
+            workers: 1,
+            unix_socket: true,
+            keepalive: 0,
+            http_version: HttpVersion::V1_0,
+            instances: 4,
+        };
+        let json = serde_json::to_value(&seed).unwrap();
+        assert_eq!(json["http_version"], "1.0");
+        assert_eq!(json["keepalive"], 0);
+        assert_eq!(json["instances"], 4);
+        assert_eq!(serde_json::from_value::<Topology>(json).unwrap(), seed);
+    }
+}

@@ -1,0 +1,185 @@
+//! What a trial is asked to do ([`TrialSpec`]), the checks that refuse what
+//! cannot work before anything starts ([`validate`]), and everything that
+//! can go wrong on the way ([`TrialError`]). Starts nothing.
+
+// A failed trial's error carries the log tail and the answer seen; it is
+// built once per failure, so its size does not matter.
+#![allow(clippy::result_large_err)]
+
+use super::apps::AppSpec;
+use super::front;
+use super::record::Topology;
+use crate::load::LoadConfig;
+use crate::server::spec::{Missing, ServerSpec};
+use crate::server::supervisor::StartError;
+use crate::server::template;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum TrialError {
+    #[error("{server} cannot run {what}: {fix}")]
+    Unsupported {
+        server: String,
+        what: String,
+        fix: String,
+    },
+    #[error("server '{server}': {source}")]
+    Template {
+        server: String,
+        source: template::TemplateError,
+    },
+    #[error("{0}")]
+    Start(#[from] StartError),
+    #[error("{server} answered {path} with status {status} and body \"{body}\", expected status {expect_status} and a body containing \"{expect_body}\"; last lines of its log {log}:\n{tail}")]
+    WrongAnswer {
+        server: String,
+        path: String,
+        status: u16,
+        body: String,
+        expect_status: u16,
+        expect_body: String,
+        log: String,
+        tail: String,
+    },
+    #[error("cannot prepare the trial directory {dir}: {source}")]
+    Io { dir: String, source: std::io::Error },
+    #[error("no free port on 127.0.0.1: {0}")]
+    Port(std::io::Error),
+    #[error("nginx is not installed: apt-get install nginx-light (needed for --behind nginx)")]
+    NoNginx,
+    #[error("load run failed: {0}")]
+    Load(std::io::Error),
+    #[error("the trial's request cannot be sent: {0}")]
+    Request(crate::load::target::TargetError),
+    #[error("{server} did not answer the trial's {method} {path}: {source}")]
+    Verify {
+        server: String,
+        method: String,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    PortOwner(#[from] crate::sampler::PortError),
+}
+
+/// Everything one trial needs.
+#[derive(Debug, Clone)]
+pub struct TrialSpec {
+    pub server: ServerSpec,
+    pub app: AppSpec,
+    pub workers: Option<u32>,
+    pub threads: Option<u32>,
+    /// Overrides of the server's [settings].
+    pub settings: BTreeMap<String, String>,
+    /// Extra environment for the server (RUBY_GC_* and the like).
+    pub env: Vec<(String, String)>,
+    pub topology: Topology,
+    /// Load options; the URL and endpoint are filled in by the trial.
+    pub load: LoadConfig,
+    pub server_cpus: Vec<usize>,
+    pub start_timeout: Option<Duration>,
+    pub grace: Duration,
+    /// The trial's scratch directory (created; logs stay there).
+    pub dir: PathBuf,
+    pub interrupt: Arc<AtomicBool>,
+    pub sample_interval: Duration,
+    /// End the load at the first second with errors, warm-up included
+    /// (break-point steps: a failing level needs no full run to be known
+    /// as failing).
+    pub stop_on_errors: bool,
+    /// Put rackbench's telemetry middleware around the app (app time,
+    /// queue time behind nginx, GC): docs/TELEMETRY.md.
+    pub telemetry: bool,
+}
+
+impl TrialSpec {
+    /// This trial as step `n` of a break-point search at `level`: a fresh
+    /// server, the step's load (`StepLoad::apply`), ended at its first
+    /// error, in its own directory.
+    pub fn at_step(
+        &self,
+        step: &crate::search::StepLoad,
+        level: f64,
+        kind: crate::search::StepKind,
+        dir: PathBuf,
+    ) -> TrialSpec {
+        let mut s = self.clone();
+        step.apply(level, kind, &mut s.load);
+        s.stop_on_errors = true;
+        s.dir = dir;
+        s
+    }
+}
+
+/// Refuses what the server cannot do, before anything starts.
+pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
+    let s = &spec.server;
+    let unsupported = |what: String, fix: String| TrialError::Unsupported {
+        server: s.name.clone(),
+        what,
+        fix,
+    };
+    let missing = s.missing(spec.workers, spec.threads, spec.settings.keys());
+    match missing {
+        None => {}
+        Some(Missing::Processes(w)) => {
+            return Err(unsupported(
+                format!("{w} worker processes"),
+                "it runs one process; drop --workers".into(),
+            ))
+        }
+        Some(Missing::Threads(t)) => {
+            return Err(unsupported(
+                format!("{t} threads"),
+                "it runs one request at a time per process; use --workers instead".into(),
+            ))
+        }
+        Some(Missing::Setting(key)) => {
+            return Err(unsupported(
+                format!("--set {key}"),
+                if s.settings.is_empty() {
+                    "it has no settings".into()
+                } else {
+                    format!("its settings are {}", s.setting_names())
+                },
+            ))
+        }
+    }
+    check_front(&spec.topology, s)
+}
+
+/// Refuses a front-end that cannot work, before anything starts.
+fn check_front(topology: &Topology, s: &ServerSpec) -> Result<(), TrialError> {
+    let Topology::Nginx {
+        keepalive,
+        http_version,
+        instances,
+        ..
+    } = *topology
+    else {
+        return Ok(());
+    };
+    let unsupported = |what: String, fix: String| TrialError::Unsupported {
+        server: s.name.clone(),
+        what,
+        fix,
+    };
+    if instances == 0 {
+        return Err(unsupported(
+            "0 instances".into(),
+            "give --instances 1 or more".into(),
+        ));
+    }
+    if let Some(why) = front::conflict(keepalive, http_version) {
+        return Err(unsupported(
+            format!("nginx HTTP/{http_version} with keep-alive {keepalive}"),
+            why,
+        ));
+    }
+    Ok(())
+}

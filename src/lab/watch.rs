@@ -1,0 +1,498 @@
+//! What watches a trial's processes while the load runs: the samplers of
+//! the server's tree (and nginx's), the accept queue of the server's own
+//! listening sockets, the server's own stats endpoint, and a watcher that
+//! marks the counted window, passes Ctrl-C on and ends the load if a
+//! server process dies.
+//!
+//! Each polling thread is one [`Poller`]: a closure run every interval on
+//! a thread of its own until stopped, handing back what it collected.
+//! Starts and stops no process, and drives no load.
+
+use super::spec::TrialSpec;
+use super::start::Servers;
+use crate::load::window::Window;
+use crate::load::{self, Endpoint};
+use crate::sampler::{Disturbance, DisturbanceWatch, Sampler, SamplerReport};
+use crate::server::spec::ServerSpec;
+use crate::server::supervisor;
+use crate::telemetry::{AcceptQueue, AcceptQueueRecorder};
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Runs a closure every `interval` on a thread of its own until
+/// [`Poller::finish`], and hands back what it collected. The closure adds
+/// to the collection and may end the polling early (`ControlFlow::Break`).
+pub(super) struct Poller<T> {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<T>>,
+}
+
+impl<T: Send + 'static> Poller<T> {
+    pub(super) fn start(
+        interval: Duration,
+        mut poll: impl FnMut(&mut Vec<T>) -> ControlFlow<()> + Send + 'static,
+    ) -> Poller<T> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut collected = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                if poll(&mut collected).is_break() {
+                    break;
+                }
+                std::thread::sleep(interval);
+            }
+            collected
+        });
+        Poller { stop, handle }
+    }
+
+    /// Stops the polling (after the current sleep) and returns what was
+    /// collected; nothing if the closure panicked.
+    pub(super) fn finish(self) -> Vec<T> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// How often the watcher looks: well within one sample interval, so the
+/// samplers' window starts where the load's does.
+const WATCH_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How often the accept queue is read: often enough to see a queue that
+/// fills and drains within a second, and cheap (one netlink read per
+/// instance).
+const QUEUE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often the server's own stats endpoint is read.
+const STATS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Every watcher of one trial, started before the load.
+pub(super) struct Watchers {
+    sampler: Arc<Sampler>,
+    nginx_sampler: Option<Arc<Sampler>>,
+    queue: Poller<(Instant, u32)>,
+    stats: Option<StatsWatch>,
+    /// The PID of a server process that died, if one did.
+    watcher: Poller<u32>,
+    /// Where the load puts its counted window once it knows it.
+    window: Arc<OnceLock<Arc<Window>>>,
+    disturbance: Arc<OnceLock<DisturbanceWatch>>,
+}
+
+/// What the watchers saw, once the load is over.
+pub(super) struct Seen {
+    pub(super) samples: SamplerReport,
+    pub(super) nginx_samples: Option<SamplerReport>,
+    pub(super) accept_queue: Option<AcceptQueue>,
+    pub(super) server_stats: Option<BTreeMap<String, AcceptQueue>>,
+    pub(super) disturbance: Option<Disturbance>,
+    pub(super) server_died: bool,
+    /// The counted window's start, when the load opened it.
+    pub(super) window_start: Option<Instant>,
+}
+
+impl Watchers {
+    /// Starts sampling the server (every instance's tree) and nginx, and
+    /// the watcher, which sets `load_interrupt` on Ctrl-C (the trial's
+    /// flag) or when a server process dies.
+    pub(super) fn start(
+        spec: &TrialSpec,
+        servers: &Servers,
+        load_cpus: &[usize],
+        load_interrupt: Arc<AtomicBool>,
+    ) -> Watchers {
+        let sampler = Arc::new(Sampler::start_scope(
+            servers.server_scope(),
+            spec.sample_interval,
+        ));
+        let queue = watch_queue(servers.started.endpoints.clone());
+        let stats = StatsWatch::start(&servers.started.stats, &spec.server);
+        let nginx_sampler = servers
+            .nginx
+            .as_ref()
+            .map(|n| Arc::new(Sampler::start(n.pid, spec.sample_interval)));
+        let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
+        let disturbance = Arc::new(OnceLock::new());
+        let mark = WindowMark {
+            window: Arc::clone(&window),
+            samplers: std::iter::once(Arc::clone(&sampler))
+                .chain(nginx_sampler.clone())
+                .collect(),
+            marked: false,
+            disturbance: (
+                measured_cpus(&spec.server_cpus, load_cpus),
+                Arc::clone(&disturbance),
+            ),
+        };
+        let watcher = watch_trial(
+            mark,
+            servers.started.pids(),
+            load_interrupt,
+            Arc::clone(&spec.interrupt),
+        );
+        Watchers {
+            sampler,
+            nginx_sampler,
+            queue,
+            stats,
+            watcher,
+            window,
+            disturbance,
+        }
+    }
+
+    /// Where the load hands over its counted window
+    /// (`load::run_observed`'s `on_window`).
+    pub(super) fn window(&self) -> Arc<OnceLock<Arc<Window>>> {
+        Arc::clone(&self.window)
+    }
+
+    /// Stops every watcher (the load has ended) and returns what each saw
+    /// over the counted window.
+    pub(super) fn finish(self) -> Seen {
+        let server_died = !self.watcher.finish().is_empty();
+        let disturbance = Arc::into_inner(self.disturbance)
+            .and_then(OnceLock::into_inner)
+            .and_then(DisturbanceWatch::finish);
+        let samples = Arc::try_unwrap(self.sampler)
+            .ok()
+            .expect("watcher joined")
+            .stop();
+        let nginx_samples = self
+            .nginx_sampler
+            .map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
+        let window_start = self.window.get().and_then(|w| w.start());
+        Seen {
+            samples,
+            nginx_samples,
+            accept_queue: queue_summary(self.queue.finish(), window_start),
+            server_stats: self.stats.and_then(|s| s.finish(window_start)),
+            disturbance,
+            server_died,
+            window_start,
+        }
+    }
+}
+
+/// The watcher: every 20 ms marks the counted window for the samplers,
+/// passes Ctrl-C (`user_stop`) on to the load, and ends the load when a
+/// server process dies, collecting its PID.
+fn watch_trial(
+    mut mark: WindowMark,
+    pids: Vec<u32>,
+    load_interrupt: Arc<AtomicBool>,
+    user_stop: Arc<AtomicBool>,
+) -> Poller<u32> {
+    Poller::start(WATCH_INTERVAL, move |died| {
+        mark.poll(Instant::now());
+        if user_stop.load(Ordering::Relaxed) {
+            load_interrupt.store(true, Ordering::Relaxed);
+        }
+        match pids.iter().find(|&&p| !supervisor::is_alive(p)) {
+            Some(&pid) => {
+                died.push(pid);
+                load_interrupt.store(true, Ordering::Relaxed);
+                ControlFlow::Break(())
+            }
+            None => ControlFlow::Continue(()),
+        }
+    })
+}
+
+/// Samples the accept queue of the server's own listening sockets (not
+/// nginx's) from the servers' start until the load ends, summed over the
+/// instances: the connections waiting for any copy of the server, which is
+/// what the load feels.
+fn watch_queue(endpoints: Vec<Endpoint>) -> Poller<(Instant, u32)> {
+    Poller::start(QUEUE_INTERVAL, move |samples| {
+        let mut sum = None;
+        for e in &endpoints {
+            match crate::telemetry::accept_queue_len(e) {
+                Ok(Some(n)) => *sum.get_or_insert(0) += n,
+                Ok(None) => {}
+                // Unreadable here (netlink refused): the record has no
+                // accept queue rather than a wrong one.
+                Err(_) => {
+                    samples.clear();
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        if let Some(n) = sum {
+            samples.push((Instant::now(), n));
+        }
+        ControlFlow::Continue(())
+    })
+}
+
+/// The queue's samples from `origin` on (from the first sample when the
+/// load never opened its window), timed from it; None when there are none.
+fn queue_summary(samples: Vec<(Instant, u32)>, origin: Option<Instant>) -> Option<AcceptQueue> {
+    let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
+    let mut rec = AcceptQueueRecorder::new();
+    for (at, n) in samples {
+        if at >= origin {
+            rec.record((at - origin).as_secs_f64(), n);
+        }
+    }
+    let q = rec.summary();
+    (q.samples > 0).then_some(q)
+}
+
+/// Reads the server's own stats endpoint(s) four times a second until the
+/// load ends (see `server::spec::StatsSource`): per field, the sum over
+/// instances (None when no instance gave it).
+struct StatsWatch {
+    fields: Vec<String>,
+    poller: Poller<(Instant, Vec<Option<f64>>)>,
+}
+
+impl StatsWatch {
+    fn start(endpoints: &[(Endpoint, Vec<u8>)], server: &ServerSpec) -> Option<StatsWatch> {
+        let fields = server.stats.as_ref()?.fields.clone();
+        if endpoints.is_empty() {
+            return None;
+        }
+        let endpoints = endpoints.to_vec();
+        let names = fields.clone();
+        let poller = Poller::start(STATS_INTERVAL, move |samples| {
+            samples.push((Instant::now(), read_stats(&endpoints, &names)));
+            ControlFlow::Continue(())
+        });
+        Some(StatsWatch { fields, poller })
+    }
+
+    /// Per field, what was read from `origin` on; None when nothing was.
+    fn finish(self, origin: Option<Instant>) -> Option<BTreeMap<String, AcceptQueue>> {
+        let samples = self.poller.finish();
+        let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
+        let mut out = BTreeMap::new();
+        for (i, name) in self.fields.iter().enumerate() {
+            let field = samples
+                .iter()
+                .filter_map(|(at, sums)| Some((*at, sums[i]?.max(0.0).round() as u32)));
+            if let Some(q) = queue_summary(field.collect(), Some(origin)) {
+                out.insert(name.clone(), q);
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// One reading of every instance's stats endpoint: per field in `names`,
+/// the sum over the instances that answered with it.
+fn read_stats(endpoints: &[(Endpoint, Vec<u8>)], names: &[String]) -> Vec<Option<f64>> {
+    let mut sums: Vec<Option<f64>> = vec![None; names.len()];
+    for (endpoint, request) in endpoints {
+        let Ok(answer) = crate::server::probe::send(endpoint, request, Duration::from_millis(500))
+        else {
+            continue;
+        };
+        let Ok(doc) = serde_json::from_slice::<serde_json::Value>(&answer.body) else {
+            continue;
+        };
+        for (sum, name) in sums.iter_mut().zip(names) {
+            if let Some(v) = sum_field(&doc, name) {
+                *sum = Some(sum.unwrap_or(0.0) + v);
+            }
+        }
+    }
+    sums
+}
+
+/// The sum of every number under key `name` anywhere in `doc`: puma's
+/// single mode has `backlog` at the top, cluster mode once per worker
+/// under `worker_status[].last_status`.
+fn sum_field(doc: &serde_json::Value, name: &str) -> Option<f64> {
+    use serde_json::Value;
+    match doc {
+        Value::Object(map) => {
+            let mut total = map.get(name).and_then(Value::as_f64);
+            for (k, v) in map {
+                if k != name {
+                    if let Some(x) = sum_field(v, name) {
+                        total = Some(total.unwrap_or(0.0) + x);
+                    }
+                }
+            }
+            total
+        }
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| sum_field(v, name))
+            .fold(None, |acc, x| Some(acc.unwrap_or(0.0) + x)),
+        _ => None,
+    }
+}
+
+/// The CPUs the disturbance record measures: the server's pin set and the
+/// generator's, or every CPU this process may use when either runs
+/// unpinned (it may then run anywhere).
+fn measured_cpus(server_cpus: &[usize], load_cpus: &[usize]) -> Vec<usize> {
+    if server_cpus.is_empty() || load_cpus.is_empty() {
+        return load::cpus::allowed();
+    }
+    let mut cpus: Vec<usize> = server_cpus.iter().chain(load_cpus).copied().collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// Marks the samplers the moment the load's counted window starts, so
+/// server CPU per request and memory peaks cover the same interval as the
+/// load's figures.
+///
+/// The start is the load's to decide: the warm-up's end, or, under
+/// `--warmup-until-steady`, the moment throughput settled, known only
+/// mid-run. A clock of the trial's own (start + warm-up ceiling) measured
+/// the server over the wrong interval whenever the warm-up ended early.
+/// Polled every 20 ms, it marks well within one sample interval.
+struct WindowMark {
+    window: Arc<OnceLock<Arc<Window>>>,
+    samplers: Vec<Arc<Sampler>>,
+    marked: bool,
+    /// The CPUs the disturbance record measures, and where its start
+    /// readings go, taken right after the samplers' marks.
+    disturbance: (Vec<usize>, Arc<OnceLock<DisturbanceWatch>>),
+}
+
+impl WindowMark {
+    fn poll(&mut self, now: Instant) {
+        if self.marked {
+            return;
+        }
+        if self
+            .window
+            .get()
+            .and_then(|w| w.start())
+            .is_some_and(|start| now >= start)
+        {
+            for s in &self.samplers {
+                s.mark();
+            }
+            self.marked = true;
+            let (cpus, watch) = &self.disturbance;
+            if let Some(w) = DisturbanceWatch::start(cpus.clone(), std::process::id()) {
+                let _ = watch.set(w);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poller_collects_until_finished_and_a_break_ends_it_early() {
+        let counting = Poller::start(Duration::from_millis(5), |seen: &mut Vec<u32>| {
+            seen.push(seen.len() as u32);
+            ControlFlow::Continue(())
+        });
+        std::thread::sleep(Duration::from_millis(60));
+        let seen = counting.finish();
+        assert!(seen.len() >= 2, "{seen:?}");
+        assert_eq!(seen, (0..seen.len() as u32).collect::<Vec<_>>());
+
+        let once = Poller::start(Duration::from_millis(5), |seen: &mut Vec<u32>| {
+            seen.push(7);
+            ControlFlow::Break(())
+        });
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(once.finish(), vec![7], "polled after its break");
+    }
+
+    /// The accept queue is timed from the counted window's start, or from
+    /// the first sample when the load never opened its window.
+    #[test]
+    fn queue_samples_before_the_window_are_left_out() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let samples = vec![(at(0), 9), (at(1500), 2), (at(2600), 4)];
+        let q = queue_summary(samples.clone(), Some(at(1000))).unwrap();
+        assert_eq!((q.max, q.samples), (4, 2));
+        let secs: Vec<u64> = q.timeline.iter().map(|s| s.t_s).collect();
+        assert_eq!(secs, vec![0, 1]);
+        let all = queue_summary(samples, None).unwrap();
+        assert_eq!((all.max, all.samples), (9, 3));
+        assert!(queue_summary(Vec::new(), None).is_none());
+        assert!(queue_summary(vec![(at(0), 1)], Some(at(10))).is_none());
+    }
+
+    /// puma's stats: single mode at the top, cluster mode per worker.
+    #[test]
+    fn a_stats_field_is_summed_wherever_it_occurs() {
+        let single = serde_json::json!({"backlog": 3, "running": 5});
+        let cluster = serde_json::json!({"workers": 2, "worker_status": [
+            {"pid": 1, "last_status": {"backlog": 2, "running": 5}},
+            {"pid": 2, "last_status": {"backlog": 4, "running": 5}}
+        ]});
+        assert_eq!(sum_field(&single, "backlog"), Some(3.0));
+        assert_eq!(sum_field(&cluster, "backlog"), Some(6.0));
+        assert_eq!(sum_field(&cluster, "running"), Some(10.0));
+        assert_eq!(sum_field(&cluster, "nope"), None);
+        assert_eq!(sum_field(&serde_json::json!([]), "backlog"), None);
+    }
+
+    /// Regression: under --warmup-until-steady the sampler was marked at
+    /// the warm-up ceiling, not where the counted window began.
+    #[test]
+    fn the_sampler_window_starts_where_the_load_window_starts() {
+        let t0 = Instant::now();
+        let w = Arc::new(Window::until_steady(
+            t0,
+            Duration::from_secs(60),
+            Some(Duration::from_secs(5)),
+        ));
+        let cell = Arc::new(OnceLock::new());
+        let sampler = Arc::new(Sampler::start(
+            std::process::id(),
+            crate::sampler::MIN_INTERVAL,
+        ));
+        let watch = Arc::new(OnceLock::new());
+        let mut mark = WindowMark {
+            window: Arc::clone(&cell),
+            samplers: vec![Arc::clone(&sampler)],
+            marked: false,
+            disturbance: (Vec::new(), Arc::clone(&watch)),
+        };
+        mark.poll(Instant::now());
+        assert!(sampler.marked_at().is_none(), "no window yet");
+        let _ = cell.set(Arc::clone(&w));
+        mark.poll(Instant::now());
+        assert!(sampler.marked_at().is_none(), "the window is not decided");
+        assert!(
+            watch.get().is_none(),
+            "no disturbance reading before the window"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        // Throughput settled 300 ms in, far before the 60 s ceiling.
+        w.decide(Instant::now(), true);
+        mark.poll(Instant::now());
+        let start = w.start().expect("decided");
+        let marked = sampler.marked_at().expect("marked at the window's start");
+        assert!(
+            marked >= start && marked - start < crate::sampler::MIN_INTERVAL,
+            "sampler window {:?} after the load window",
+            marked - start
+        );
+        let watched = watch
+            .get()
+            .expect("the disturbance's start reading")
+            .started;
+        assert!(
+            watched >= marked && watched - marked < crate::sampler::MIN_INTERVAL,
+            "disturbance window {:?} after the sampler's",
+            watched - marked
+        );
+        drop(mark);
+        let r = Arc::try_unwrap(sampler).ok().expect("one owner").stop();
+        let at = r.window_start_ms.expect("window recorded");
+        assert!((250..2000).contains(&at), "{at} ms");
+    }
+}

@@ -1,0 +1,310 @@
+//! The plan file's schema: the serde types a TOML plan is read into,
+//! with their defaults. It only describes; it never checks a value
+//! against another (plan::check) nor expands anything (plan::expand).
+
+use super::sweep;
+use crate::lab::front::{HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
+use crate::server::spec::ServerSpec;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The seed document this plan reproduces, if any.
+    #[serde(default)]
+    pub follows: Option<String>,
+    #[serde(default = "one")]
+    pub repeats: u32,
+    /// Server names, or "installed" for every installed adapter.
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// Servers with variants, as [[server]] tables.
+    #[serde(default)]
+    pub server: Vec<ServerEntry>,
+    pub apps: Vec<String>,
+    #[serde(default)]
+    pub load: LoadSection,
+    /// "none" (direct) and/or "nginx".
+    #[serde(default = "direct")]
+    pub behind: Vec<String>,
+    #[serde(default = "one_list")]
+    pub nginx_workers: Vec<u32>,
+    /// nginx's upstream keep-alive: "off" or a pool size per worker.
+    #[serde(default = "default_keepalive_list")]
+    pub nginx_keepalive: Vec<Keepalive>,
+    /// The HTTP version nginx speaks to the server: "1.0" or "1.1".
+    #[serde(default = "default_http_list")]
+    pub nginx_http: Vec<HttpVersion>,
+    /// Environment for every server.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Your own servers, same shape as ruby/servers/servers.toml.
+    #[serde(default)]
+    pub server_defs: BTreeMap<String, ServerSpec>,
+    /// Find each server's break point instead of (or besides) fixed loads.
+    #[serde(default)]
+    pub breakpoint: Option<BreakpointSection>,
+    /// Thresholds every fixed-load trial must meet, as `--check` takes
+    /// them: `checks = ["p99<200ms", "errors<1%"]`, or a `[checks]` table
+    /// (`p99 = "<200ms"`). A trial that misses one makes `run` exit 1.
+    #[serde(default, deserialize_with = "checks_list_or_table")]
+    pub checks: Vec<crate::checks::Check>,
+    /// One variable at a time (see plan::sweep); already applied to the
+    /// fields above once parsed.
+    #[serde(default)]
+    pub sweep: Option<sweep::SweepSection>,
+    /// Put the telemetry middleware around the app in every trial (app
+    /// time, queue time behind nginx, GC): `telemetry = true`.
+    #[serde(default)]
+    pub telemetry: bool,
+    /// The one metric the experiment is judged by, named before it runs
+    /// (`primary_metric = "throughput"`, a compare-v1 metric): `compare`
+    /// on its results and `sweep` judge it alone (docs/STATISTICS.md).
+    #[serde(default)]
+    pub primary_metric: Option<String>,
+}
+
+/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
+fn checks_list_or_table<'de, D>(d: D) -> Result<Vec<crate::checks::Check>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<String>),
+        Table(BTreeMap<String, String>),
+    }
+    let texts = match Form::deserialize(d)? {
+        Form::List(l) => l,
+        Form::Table(t) => t.into_iter().map(|(k, v)| format!("{k}{v}")).collect(),
+    };
+    texts
+        .iter()
+        .map(|t| crate::checks::Check::parse(t).map_err(serde::de::Error::custom))
+        .collect()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerEntry {
+    pub name: String,
+    /// Shown in results instead of the generated variant name.
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub workers: Vec<u32>,
+    #[serde(default)]
+    pub threads: Vec<u32>,
+    /// Copies of the server behind nginx, balanced as one upstream.
+    #[serde(default)]
+    pub instances: Vec<u32>,
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// Closed-loop connection counts.
+    #[serde(default)]
+    pub connections: Vec<usize>,
+    /// Per app, closed-loop connection counts that replace `connections`
+    /// for that app (seed 001 ran Rails at 10 clients only):
+    /// `app_connections = { hello = [10, 100] }`.
+    #[serde(default)]
+    pub app_connections: BTreeMap<String, Vec<usize>>,
+    /// Open-loop rates (requests per second), each with `rate_connections`.
+    #[serde(default)]
+    pub rates: Vec<f64>,
+    #[serde(default = "default_rate_connections")]
+    pub rate_connections: usize,
+    #[serde(default = "default_duration")]
+    pub duration: String,
+    #[serde(default = "default_warmup")]
+    pub warmup: String,
+    /// End the warm-up once throughput is steady (3 s within 5%);
+    /// `warmup` is then its ceiling.
+    #[serde(default)]
+    pub warmup_until_steady: bool,
+    #[serde(default = "default_timeout")]
+    pub timeout: String,
+    #[serde(default = "yes")]
+    pub keep_alive: bool,
+    #[serde(default = "one_usize")]
+    pub threads: usize,
+    /// A record file (rackbench/record-v1, relative to the plan) whose
+    /// requests are every trial's load, sent open loop at their recorded
+    /// offsets over `rate_connections` connections. It is the load shape:
+    /// no `connections` or `rates` beside it.
+    #[serde(default)]
+    pub replay: Option<String>,
+    /// Divide the recorded offsets by this (2 = twice as fast).
+    #[serde(default = "one_f64")]
+    pub replay_speed: f64,
+    /// Repeat the record until the trial's `duration` ends; without it a
+    /// trial sends the record once.
+    #[serde(default)]
+    pub replay_loop: bool,
+    /// How late an open loop (rates, a replay, a rate search) may send a
+    /// request so that those due together go out on one wake-up, e.g.
+    /// "2ms" (`rackbench load --slack`). Latency still counts from each
+    /// due time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
+}
+
+impl Default for LoadSection {
+    fn default() -> Self {
+        LoadSection {
+            connections: Vec::new(),
+            app_connections: BTreeMap::new(),
+            rates: Vec::new(),
+            rate_connections: default_rate_connections(),
+            duration: default_duration(),
+            warmup: default_warmup(),
+            warmup_until_steady: false,
+            timeout: default_timeout(),
+            keep_alive: true,
+            threads: 1,
+            replay: None,
+            replay_speed: 1.0,
+            replay_loop: false,
+            slack: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakpointSection {
+    /// "connections" (closed loop) or "rate" (open loop).
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    #[serde(default = "default_start")]
+    pub start: f64,
+    #[serde(default = "default_max")]
+    pub max: f64,
+    #[serde(default = "default_growth")]
+    pub growth: f64,
+    /// e.g. 0.05 for 5%.
+    #[serde(default = "default_resolution")]
+    pub resolution: f64,
+    #[serde(default = "default_step")]
+    pub step_duration: String,
+    /// While searching, try each level this long and confirm only the
+    /// level found with a full step; "0s" runs every step in full.
+    #[serde(default = "default_probe")]
+    pub probe: String,
+    /// A latency ceiling such as "p99=200ms".
+    #[serde(default)]
+    pub slo: Option<String>,
+    /// Also run the plan's fixed load shapes.
+    #[serde(default)]
+    pub and_fixed_loads: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+fn one_f64() -> f64 {
+    1.0
+}
+fn one_usize() -> usize {
+    1
+}
+fn one_list() -> Vec<u32> {
+    vec![1]
+}
+fn yes() -> bool {
+    true
+}
+fn default_keepalive_list() -> Vec<Keepalive> {
+    vec![Keepalive(DEFAULT_KEEPALIVE)]
+}
+fn default_http_list() -> Vec<HttpVersion> {
+    vec![HttpVersion::default()]
+}
+fn direct() -> Vec<String> {
+    vec!["none".into()]
+}
+fn default_rate_connections() -> usize {
+    100
+}
+fn default_duration() -> String {
+    "10s".into()
+}
+fn default_warmup() -> String {
+    "2s".into()
+}
+fn default_timeout() -> String {
+    "10s".into()
+}
+fn default_mode() -> String {
+    "connections".into()
+}
+fn default_start() -> f64 {
+    100.0
+}
+fn default_max() -> f64 {
+    5000.0
+}
+fn default_growth() -> f64 {
+    3.0
+}
+fn default_resolution() -> f64 {
+    0.05
+}
+fn default_step() -> String {
+    "5s".into()
+}
+fn default_probe() -> String {
+    "500ms".into()
+}
+
+impl ServerEntry {
+    /// An entry of `servers = [..]`: the server with no variants.
+    pub(super) fn plain(name: &str) -> ServerEntry {
+        ServerEntry {
+            name: name.to_string(),
+            label: None,
+            workers: Vec::new(),
+            threads: Vec::new(),
+            instances: Vec::new(),
+            settings: BTreeMap::new(),
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Plan;
+
+    #[test]
+    fn checks_come_as_a_list_or_a_table_and_bad_ones_name_the_line() {
+        let list = "name = \"t\"\napps = [\"hello\"]\nchecks = [\"p99<200ms\", \"errors<1%\"]\n";
+        let table =
+            "name = \"t\"\napps = [\"hello\"]\n[checks]\np99 = \"<200ms\"\nerrors = \"<1%\"\n";
+        for text in [list, table] {
+            let plan = Plan::parse(text, "t.toml").unwrap();
+            let got: Vec<String> = plan.checks.iter().map(|c| c.to_string()).collect();
+            assert!(
+                got.contains(&"p99<200ms".to_string()) && got.contains(&"errors<1%".to_string()),
+                "{got:?}"
+            );
+        }
+        let bad = "name = \"t\"\napps = [\"hello\"]\nchecks = [\"p99<200\"]\n";
+        let err = Plan::parse(bad, "t.toml").unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.toml") && err.contains("line 3") && err.contains("unit"),
+            "{err}"
+        );
+    }
+}
