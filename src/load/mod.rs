@@ -18,6 +18,7 @@ pub mod schedule;
 pub mod segment;
 mod sys;
 pub mod target;
+mod text;
 pub(crate) mod uring;
 pub mod window;
 mod worker;
