@@ -459,7 +459,7 @@ fn body_diffs_report_changes_but_not_the_noise_two_primaries_disagree_on() {
     assert_eq!(by(&filtered, "changed").mismatches_by_path[0].path, "/page");
     assert_eq!(filtered.primary_b.as_ref().unwrap().answered, 10);
     // The HTML section shows the paired distribution and where bodies differ.
-    let page = rackbench::mirror::html::page(&filtered);
+    let page = rackbench::report::mirror::page(&filtered);
     assert!(page.contains("<svg") && page.contains("Paired latency difference"));
     assert!(page.contains("<code>/page</code>"), "{page}");
     // Without the second primary the counter line is a difference too.
@@ -838,7 +838,7 @@ fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
     }
     let v = serde_json::to_value(&doc).unwrap();
     common::schema::assert_valid("mirror-v1", &v, "a mirror run with a backed-off shadow");
-    let page = rackbench::mirror::html::page(&doc);
+    let page = rackbench::report::mirror::page(&doc);
     assert!(page.contains("of which backed off"), "{page}");
     assert!(
         page.contains(&format!("<td>{}</td>", doc.shadows[0].backed_off)),

@@ -17,12 +17,11 @@
 //! - [`stats`]: counters, pairing, the median's confidence interval,
 //!   body diffs with the second primary's noise filter.
 //! - [`record`]: the record writer (docs/RECORD_FORMAT.md).
-//! - [`doc`]: the `rackbench/mirror-v1` document.
-//! - [`html`]: the mirror section of the HTML report.
+//! - [`doc`]: the `rackbench/mirror-v1` document (its HTML page is
+//!   `report::mirror`).
 
 pub mod backoff;
 pub mod doc;
-pub mod html;
 pub mod proxy;
 pub mod record;
 pub mod shadow;
