@@ -275,7 +275,7 @@ fn seed(dir: &Path) {
 }
 
 fn fixture_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rackbench-report-{name}-{}", std::process::id()));
+    let dir = common::scratch(&format!("report-{name}"));
     seed(&dir);
     dir
 }
@@ -453,8 +453,7 @@ fn html_is_self_contained_with_a_chart_per_section() {
 
 #[test]
 fn a_directory_without_results_is_refused() {
-    let dir = std::env::temp_dir().join(format!("rackbench-report-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("report-empty");
     let err = report::write_all(&dir, None).unwrap_err().to_string();
     assert!(err.contains("not a rackbench results directory"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
