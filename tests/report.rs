@@ -12,7 +12,6 @@ use rackbench::report::{self, Report};
 use rackbench::store::records::{StoredBreakpoint, StoredTrial};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn planned(server: &str, conns: u64, repeat: u32) -> Value {
     json!({
@@ -461,8 +460,7 @@ fn a_directory_without_results_is_refused() {
 
 #[test]
 fn the_report_renders_in_a_browser_without_script_errors() {
-    let chromium = Path::new("/usr/bin/chromium");
-    if !rackbench::require::require("chromium", chromium.exists(), "apt-get install chromium") {
+    if !common::have_chromium() {
         return;
     }
     let dir = fixture_dir("browser");
@@ -471,20 +469,7 @@ fn the_report_renders_in_a_browser_without_script_errors() {
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-screenshot.png");
     let _ = std::fs::remove_file(&shot);
     let url = format!("file://{}", written.html.display());
-    let common = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--enable-logging=stderr",
-        "--v=0",
-    ];
-    let out = Command::new(chromium)
-        .args(common)
-        .arg(format!("--user-data-dir={}", profile.display()))
+    let out = common::headless_chromium(&profile)
         .arg(format!("--screenshot={}", shot.display()))
         .arg("--window-size=1280,2000")
         .arg(&url)
@@ -497,9 +482,7 @@ fn the_report_renders_in_a_browser_without_script_errors() {
     assert!(len > 10_000, "screenshot {} is {len} bytes", shot.display());
 
     // The DOM after scripts ran: the report's sections are there.
-    let out = Command::new(chromium)
-        .args(common)
-        .arg(format!("--user-data-dir={}-dom", profile.display()))
+    let out = common::headless_chromium(&dir.join("chromium-profile-dom"))
         .arg("--dump-dom")
         .arg(&url)
         .output()

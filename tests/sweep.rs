@@ -130,27 +130,11 @@ fn a_workers_sweep_finds_the_known_knee_and_fits_the_usl() {
 }
 
 fn render_in_chromium(html: &Path, dir: &Path) {
-    let chromium = Path::new("/usr/bin/chromium");
-    if !rackbench::require::require("chromium", chromium.exists(), "apt-get install chromium") {
+    if !common::have_chromium() {
         return;
     }
-    let o = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.join("chromium").display()
-        ))
+    let o = common::headless_chromium(&dir.join("chromium"))
+        .arg("--dump-dom")
         .arg(format!("file://{}", html.display()))
         .output()
         .expect("chromium runs");

@@ -7,7 +7,7 @@
 pub mod schema;
 
 use rackbench::testserver::{TestServer, TestServerConfig};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The rackbench binary Cargo built for these tests.
@@ -37,6 +37,38 @@ pub fn have(cmd: &str, how: &str) -> bool {
 pub fn have_nginx() -> bool {
     let there = Command::new("nginx").arg("-v").output().is_ok();
     rackbench::require::require("nginx", there, "apt-get install nginx-light")
+}
+
+/// Where the tests look for Chromium (Debian's package).
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Chromium is there; under RACKBENCH_REQUIRE a missing one fails the test.
+pub fn have_chromium() -> bool {
+    rackbench::require::require(
+        "chromium",
+        Path::new(CHROMIUM).exists(),
+        "apt-get install chromium",
+    )
+}
+
+/// Headless Chromium, quiet (no network of its own, no GPU, logs on
+/// stderr where a script error shows as "Uncaught"), with its profile in
+/// `profile`: add what to do (`--dump-dom`, `--screenshot=`) and the page.
+pub fn headless_chromium(profile: &Path) -> Command {
+    let mut c = Command::new(CHROMIUM);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
 }
 
 /// `rackbench-NAME-PID` in the temp directory, not created: for a path a
