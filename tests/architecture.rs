@@ -903,7 +903,6 @@ fn src_texts() -> BTreeMap<String, String> {
 /// hold their configuration and shared state in mod.rs.
 const PARENT_CIRCLES: &[&str] = &[
     "src/cli/",
-    "src/doctor/",
     "src/load/",
     "src/mirror/",
     "src/plan/",
