@@ -899,9 +899,9 @@ fn src_texts() -> BTreeMap<String, String> {
 /// file's use of that folder's mod.rs is overlooked; a circle between two
 /// files still fails. This list may only shrink: an entry whose folder has
 /// no such circle any more fails as stale. src/cli/, src/plan/ and
-/// src/report/ are being split by other work; src/load/ holds its
-/// configuration (LoadConfig, Pacing, IoMode) in mod.rs. (doctor/ and
-/// mirror/ left the list when Finding, the config and Shared moved out.)
+/// src/report/ are being split by other work. (doctor/, mirror/ and load/
+/// left the list when their shared types moved out of mod.rs: Finding,
+/// MirrorConfig and Shared, LoadConfig and ThreadPlan.)
 const PARENT_CIRCLES: &[&str] = &["src/cli/", "src/load/", "src/plan/", "src/report/"];
 
 /// `graph` without the uses of a listed folder's mod.rs by its own files.
