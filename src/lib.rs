@@ -13,10 +13,11 @@
 //! - [`k8s`]: load from many nodes as a Kubernetes Indexed Job (k8s-openapi
 //!   types, submitted with kubectl); runs `rackbench load` and `merge` only
 //!   as the binary, never through their types.
+//! - [`report`]: terminal, Markdown, CSV, JSON and HTML reports, built from
+//!   a results directory alone (`store`), never from a live run; the
+//!   mirror's page from its mirror-v1 document alone.
 //! - [`mirror`]: the traffic-duplicating proxy (primary and shadows) and
 //!   the request recorder; relays what arrives, never drives load itself.
-//! - [`report`]: terminal, Markdown, CSV, JSON and HTML reports, built from
-//!   a results directory alone (`store`), never from a live run.
 //! - [`plan`]: plan files, their expansion into trials, and the runner that
 //!   runs them and writes each record the moment it ends.
 //! - [`store`]: results on disk: the records (manifest, trials, break

@@ -6,16 +6,10 @@
 
 mod common;
 
+use common::{have_nginx, serve_test_command};
 use rackbench::testserver::{TestServer, TestServerConfig};
 use serde_json::Value;
-use std::process::Command;
 use std::time::Duration;
-
-/// nginx is there; under RACKBENCH_REQUIRE a missing one fails the test.
-fn have_nginx() -> bool {
-    let there = Command::new("nginx").arg("-v").output().is_ok();
-    rackbench::require::require("nginx", there, "apt-get install nginx-light")
-}
 
 /// A server that takes `capacity` requests at once (`workers` of them
 /// worked on, `delay` each) and answers 503 beyond. Its work takes tens of
@@ -24,18 +18,17 @@ fn have_nginx() -> bool {
 /// with its time at the server, and a debug build of the generator on a
 /// busy 2-core machine is not quick.
 fn server(capacity: usize, workers: usize, delay_ms: u64) -> TestServer {
-    TestServer::start(TestServerConfig {
+    common::test_server(TestServerConfig {
         max_in_progress: capacity,
         workers,
         delay: Duration::from_millis(delay_ms),
         ..Default::default()
     })
-    .unwrap()
 }
 
 /// Runs a search with short steps and returns its JSON document.
 fn breakpoint(url: &str, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .args([
             "breakpoint",
             url,
@@ -217,12 +210,11 @@ fn without_settling_the_leak_shows() {
 
 #[test]
 fn no_break_point_only_when_even_one_connection_fails() {
-    let s = TestServer::start(TestServerConfig {
+    let s = common::test_server(TestServerConfig {
         fault: rackbench::testserver::Fault::Status(503),
         ..Default::default()
-    })
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    });
+    let out = common::rackbench_cmd()
         .args(["breakpoint", &s.url(), "--probe", "200ms", "-d", "300ms"])
         .output()
         .unwrap();
@@ -238,16 +230,9 @@ fn no_break_point_only_when_even_one_connection_fails() {
 /// A lab search whose "server" is the test server with a capacity of 40,
 /// started afresh for each step by the lab, directly or behind nginx.
 fn lab_breakpoint(extra: &[&str]) -> Value {
-    let command = format!(
-        "{} serve-test --listen {{{{listen}}}} --max-in-progress 40 --workers 4 --delay 40ms",
-        env!("CARGO_BIN_EXE_rackbench")
-    );
-    let work = std::env::temp_dir().join(format!(
-        "rackbench-bp-lab-{}-{}",
-        std::process::id(),
-        extra.len()
-    ));
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let command = serve_test_command("--max-in-progress 40 --workers 4 --delay 40ms");
+    let work = common::scratch(&format!("bp-lab-{}", extra.len()));
+    let out = common::rackbench_cmd()
         .args(["breakpoint", "--server", "capped", "--command", &command])
         .args(["--app", "hello", "--no-pin", "--json"])
         .args(["--probe", "500ms", "-d", "600ms", "--work-dir"])
@@ -290,12 +275,11 @@ fn the_lab_finds_it_behind_nginx_too() {
 #[test]
 fn the_load_report_counts_unexpected_statuses_and_keeps_the_first_failure() {
     use rackbench::load::{self, LoadConfig};
-    let s = TestServer::start(TestServerConfig {
+    let s = common::test_server(TestServerConfig {
         fault: rackbench::testserver::Fault::Status(502),
         fault_every: 3,
         ..Default::default()
-    })
-    .unwrap();
+    });
     let mut c = LoadConfig::get(&s.url()).unwrap();
     c.connections = 2;
     c.duration = None;
@@ -336,12 +320,9 @@ fn a_5xx_nginx_made_itself_is_explained_from_its_error_log() {
     }
     // An upstream that resets every 20th request: nginx answers 502 and
     // says why in nginx-error.log.
-    let command = format!(
-        "{} serve-test --listen {{{{listen}}}} --reset-every 20",
-        env!("CARGO_BIN_EXE_rackbench")
-    );
-    let work = std::env::temp_dir().join(format!("rackbench-bp-reset-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let command = serve_test_command("--reset-every 20");
+    let work = common::scratch("bp-reset");
+    let out = common::rackbench_cmd()
         .args(["breakpoint", "--server", "resetting", "--command", &command])
         .args(["--app", "hello", "--no-pin", "--json", "--behind", "nginx"])
         .args([
@@ -381,9 +362,7 @@ fn a_5xx_nginx_made_itself_is_explained_from_its_error_log() {
 
 #[test]
 fn a_plans_break_point_is_found_below_its_start_too() {
-    let dir = std::env::temp_dir().join(format!("rackbench-bp-plan-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("bp-plan");
     let plan = dir.join("capped.toml");
     std::fs::write(
         &plan,
@@ -400,12 +379,12 @@ start = 100
 step_duration = "600ms"
 probe = "500ms"
 "#,
-            env!("CARGO_BIN_EXE_rackbench")
+            common::EXE
         ),
     )
     .unwrap();
     let out_dir = dir.join("results");
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .arg("run")
         .arg(&plan)
         .arg("--out")

@@ -3,15 +3,8 @@
 
 mod common;
 
-use rackbench::testserver::{TestServer, TestServerConfig};
+use common::rackbench;
 use std::process::{Command, Output};
-
-fn rackbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rackbench"))
-        .args(args)
-        .output()
-        .expect("run rackbench")
-}
 
 #[test]
 fn bad_input_is_a_one_line_error_naming_the_fix() {
@@ -224,7 +217,7 @@ fn a_cpu_the_machine_lacks_is_a_one_line_usage_error() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
     // A CPU it has pins and runs (the flag used to panic in clap).
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let cpu = rackbench::load::cpus::allowed()[0].to_string();
     let out = rackbench(&["load", &s.url(), "--load-cpus", &cpu, "-d", "300ms"]);
     assert!(
@@ -236,7 +229,7 @@ fn a_cpu_the_machine_lacks_is_a_one_line_usage_error() {
 
 #[test]
 fn load_prints_a_summary_or_one_json_document() {
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let url = s.url();
     let out = rackbench(&["load", &url, "-c", "2", "-d", "300ms"]);
     assert!(out.status.success());
@@ -264,7 +257,7 @@ fn load_prints_a_summary_or_one_json_document() {
 
 #[test]
 fn breakpoint_prints_one_json_document_that_keeps_its_contract() {
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let url = s.url();
     let out = rackbench(&[
         "breakpoint",
@@ -290,8 +283,7 @@ fn breakpoint_prints_one_json_document_that_keeps_its_contract() {
 #[test]
 fn a_body_file_is_sent_with_its_length() {
     use std::io::{Read, Write};
-    let dir = std::env::temp_dir().join(format!("rackbench-body-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("body");
     let file = dir.join("body.json");
     let body = b"{\"order\": [1, 2, 3], \"note\": \"line\r\nbreak\"}";
     std::fs::write(&file, body).unwrap();
@@ -359,7 +351,7 @@ fn a_body_file_is_sent_with_its_length() {
 
 #[test]
 fn memory_stays_flat_however_long_the_run() {
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let url = s.url();
     let run = |stop: &[&str]| {
         let mut args = vec!["load", url.as_str(), "-c", "8", "--json"];
@@ -397,7 +389,7 @@ fn memory_stays_flat_however_long_the_run() {
 /// Runs `args` under a pseudo-terminal (util-linux `script`), returning
 /// all it wrote there, or None where `script` is missing.
 fn on_a_terminal(args: &[&str]) -> Option<Output> {
-    let mut line = env!("CARGO_BIN_EXE_rackbench").to_string();
+    let mut line = common::EXE.to_string();
     for a in args {
         line.push(' ');
         line.push_str(a);
@@ -411,7 +403,7 @@ fn on_a_terminal(args: &[&str]) -> Option<Output> {
 
 #[test]
 fn a_terminal_gets_a_live_line_each_second_and_a_pipe_does_not() {
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let url = s.url();
     let args = ["load", &url, "-c", "2", "-d", "2s"];
     let Some(tty) = on_a_terminal(&args) else {
@@ -455,7 +447,7 @@ fn servers_lists_every_adapter_as_json() {
 fn load_exits_1_when_no_request_succeeded() {
     // Every answer lacks the expected body: nothing succeeded, and a
     // script must be able to tell without parsing the summary.
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let out = rackbench(&[
         "load",
         &s.url(),
@@ -473,7 +465,7 @@ fn load_exits_1_when_no_request_succeeded() {
 
 #[test]
 fn checks_print_met_or_not_and_set_the_exit_status() {
-    let s = TestServer::start(TestServerConfig::default()).unwrap();
+    let s = common::plain_test_server();
     let url = s.url();
     let base = ["load", url.as_str(), "-c", "2", "-n", "200"];
     let with = |checks: &[&str]| {
@@ -517,7 +509,7 @@ fn checks_print_met_or_not_and_set_the_exit_status() {
 
 #[test]
 fn resume_is_refused_when_the_plan_changed_unless_forced() {
-    let dir = std::env::temp_dir().join(format!("rackbench-resume-{}", std::process::id()));
+    let dir = common::scratch("resume");
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("results");
     std::fs::create_dir_all(&out).unwrap();
@@ -571,7 +563,7 @@ fn resume_is_refused_when_the_plan_changed_unless_forced() {
 fn test_server_command() -> String {
     format!(
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
-        env!("CARGO_BIN_EXE_rackbench")
+        common::EXE
     )
 }
 
@@ -581,9 +573,7 @@ fn a_port_answered_by_another_process_stops_the_trial() {
     // listens there and answers like the hello app. The trial must notice
     // that the answer comes from outside the server's process tree.
     use std::io::{Read, Write};
-    let dir = std::env::temp_dir().join(format!("rackbench-stranger-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("stranger");
     let port_file = dir.join("port");
     let command = format!(
         "sh -c 'echo {{{{port}}}} > {}; exec sleep 60'",
@@ -656,7 +646,7 @@ fn a_port_answered_by_another_process_stops_the_trial() {
 
 #[test]
 fn a_trial_on_a_server_of_its_own_passes_the_port_check_and_its_checks() {
-    let dir = std::env::temp_dir().join(format!("rackbench-own-{}", std::process::id()));
+    let dir = common::scratch("own");
     let cmd = test_server_command();
     let out = rackbench(&[
         "trial",
@@ -703,7 +693,7 @@ fn run_plan(dir: &std::path::Path, plan: &str, extra: &[&str]) -> Output {
 
 #[test]
 fn run_exits_1_when_a_trial_failed_or_missed_a_check() {
-    let dir = std::env::temp_dir().join(format!("rackbench-runexit-{}", std::process::id()));
+    let dir = common::scratch("runexit");
     let _ = std::fs::remove_dir_all(&dir);
     let cmd = test_server_command();
     let plan = format!(
@@ -799,9 +789,7 @@ command = "false {{{{port}}}}"
 
 #[test]
 fn a_seed_replays_the_order_and_each_round_runs_every_trial_once() {
-    let dir = std::env::temp_dir().join(format!("rackbench-seed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("seed");
     let mut plan = String::from(
         "name = \"seed\"\nrepeats = 3\nservers = [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\"]\napps = [\"hello\"]\n[load]\nconnections = [1]\n",
     );
@@ -861,7 +849,7 @@ fn a_reader_that_leaves_early_ends_the_output_quietly() {
         )
     };
     drop(read);
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .arg("servers")
         .stdout(write)
         .output()

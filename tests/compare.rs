@@ -6,13 +6,9 @@
 
 mod common;
 
+use common::rackbench_cmd as bin;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rackbench"))
-}
 
 /// A plan with two test servers: `base` (50 ms per request) and `slow`
 /// (57.5 ms, 15% longer), 6 repeats each of a short fixed load. The service
@@ -22,7 +18,7 @@ fn bin() -> Command {
 fn write_plan(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let plan = dir.join("plan.toml");
-    let exe = env!("CARGO_BIN_EXE_rackbench");
+    let exe = common::EXE;
     std::fs::write(
         &plan,
         format!(
@@ -81,7 +77,7 @@ fn row<'a>(doc: &'a Value, metric: &str) -> &'a Value {
 
 #[test]
 fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
-    let dir = std::env::temp_dir().join(format!("rackbench-compare-{}", std::process::id()));
+    let dir = common::scratch("compare");
     let _ = std::fs::remove_dir_all(&dir);
     let plan = write_plan(&dir);
     let out = dir.join("results");
@@ -186,7 +182,7 @@ fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
 
 #[test]
 fn aa_run_of_one_configuration_finds_no_difference() {
-    let dir = std::env::temp_dir().join(format!("rackbench-aa-{}", std::process::id()));
+    let dir = common::scratch("aa");
     let _ = std::fs::remove_dir_all(&dir);
     let plan = write_plan(&dir);
     let out = dir.join("results");
@@ -219,7 +215,7 @@ fn aa_run_of_one_configuration_finds_no_difference() {
 
 #[test]
 fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
-    let dir = std::env::temp_dir().join(format!("rackbench-aa-dry-{}", std::process::id()));
+    let dir = common::scratch("aa-dry");
     let _ = std::fs::remove_dir_all(&dir);
     let plan = write_plan(&dir);
     let o = bin()
@@ -260,7 +256,7 @@ fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
 /// A results directory written by hand: 5 repeats of one group, every
 /// figure `scale` times the base, and a plan naming `primary_metric`.
 fn fixture_dir(name: &str, scale: f64, plan: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rackbench-primary-{name}-{}", std::process::id()));
+    let dir = common::scratch(&format!("primary-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("trials")).unwrap();
     std::fs::write(dir.join("manifest.json"), "{}").unwrap();

@@ -3,6 +3,8 @@
 //! be named; the same trial without it must not be charged for its own
 //! processes' CPU.
 
+mod common;
+
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
@@ -47,8 +49,8 @@ impl Drop for Hog {
 /// One trial of the built-in test server, server and generator both
 /// pinned to `cpu`; its record's `disturbance`.
 fn trial_on(cpu: usize, tag: &str) -> Value {
-    let bin = env!("CARGO_BIN_EXE_rackbench");
-    let dir = std::env::temp_dir().join(format!("rackbench-disturb-{}-{tag}", std::process::id()));
+    let bin = common::EXE;
+    let dir = common::scratch(&format!("disturb-{tag}"));
     let cpu = cpu.to_string();
     let out = Command::new(bin)
         .args([

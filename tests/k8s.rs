@@ -4,6 +4,8 @@
 //! resources, anti-affinity); bad input is one line with exit 2; a cluster
 //! that cannot be reached is one clear line within seconds, never a hang.
 
+mod common;
+
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use std::path::Path;
@@ -11,7 +13,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 fn rackbench(args: &[&str], kubeconfig: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    let mut cmd = common::rackbench_cmd();
     cmd.args(args).env_remove("KUBERNETES_SERVICE_HOST");
     match kubeconfig {
         Some(path) => cmd.env("KUBECONFIG", path),
@@ -227,8 +229,7 @@ fn spread_required_keeps_segments_on_different_nodes() {
 
 #[test]
 fn job_out_writes_the_same_manifest_to_a_file() {
-    let dir = std::env::temp_dir().join(format!("rackbench-k8s-out-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("k8s-out");
     let path = dir.join("job.yaml");
     let out = rackbench(
         &[
@@ -397,8 +398,7 @@ fn an_unreachable_cluster_is_one_clear_line_quickly() {
     if !kubectl_ready() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("rackbench-k8s-down-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("k8s-down");
     let kubeconfig = unreachable_kubeconfig(&dir);
     let out_dir = dir.join("out");
     let runs: [&[&str]; 2] = [
@@ -437,14 +437,13 @@ fn an_unreachable_cluster_is_one_clear_line_quickly() {
 
 #[test]
 fn no_kubeconfig_names_the_fix_without_calling_a_cluster() {
-    let home = std::env::temp_dir().join(format!("rackbench-k8s-home-{}", std::process::id()));
-    std::fs::create_dir_all(&home).unwrap();
+    let home = common::work_dir("k8s-home");
     let cases: [(Option<&Path>, &str); 2] = [
         (Some(Path::new("/nonexistent/kubeconfig")), "names no file"),
         (None, "~/.kube/config does not exist"),
     ];
     for (kubeconfig, want) in cases {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+        let mut cmd = common::rackbench_cmd();
         cmd.args(["k8s", "collect", "rb"])
             .env("HOME", &home)
             .env_remove("KUBERNETES_SERVICE_HOST");
@@ -691,7 +690,7 @@ fn collect_saves_each_index_from_its_pods_log_then_runs_merge() {
         ("rb-0-aaaaa", 0, "Succeeded", doc0.as_str()),
     ];
     let server = FakeApiServer::start(fake_cluster_routes("rb", &pods));
-    let dir = std::env::temp_dir().join(format!("rackbench-k8s-fake-{}", std::process::id()));
+    let dir = common::scratch("k8s-fake");
     let out_dir = dir.join("out");
     let out = collect_from(&server, &dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -739,7 +738,7 @@ fn fake_kubeconfig(server: &FakeApiServer, dir: &Path) -> std::path::PathBuf {
 fn collect_from(server: &FakeApiServer, dir: &Path) -> Output {
     std::fs::create_dir_all(dir).unwrap();
     let kubeconfig = fake_kubeconfig(server, dir);
-    Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    common::rackbench_cmd()
         .args(["k8s", "collect", "rb", "--out"])
         .arg(dir.join("out"))
         .env("KUBECONFIG", &kubeconfig)
@@ -761,7 +760,7 @@ fn collect_merges_nothing_when_a_segment_failed() {
         ("rb-2-ccccc", 2, "Succeeded", "no document here\n"),
     ];
     let server = FakeApiServer::start(fake_cluster_routes("rb", &pods));
-    let dir = std::env::temp_dir().join(format!("rackbench-k8s-failed-{}", std::process::id()));
+    let dir = common::scratch("k8s-failed");
     let out = collect_from(&server, &dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -825,12 +824,10 @@ fn run_against_fake_cluster(fails: bool) -> (Output, FakeApiServer, std::path::P
         r#"{"openapi":"3.0.0","info":{"title":"Kubernetes","version":"v1.33.0"},"paths":{"/apis/batch/v1/namespaces/{namespace}/jobs/{name}":{"patch":{"x-kubernetes-action":"patch","x-kubernetes-group-version-kind":{"group":"batch","version":"v1","kind":"Job"},"parameters":[{"name":"fieldValidation","in":"query","schema":{"type":"string"}}],"responses":{"200":{"description":"OK"}}}}},"components":{"schemas":{}}}"#.into(),
     ));
     let server = FakeApiServer::start(routes);
-    let dir =
-        std::env::temp_dir().join(format!("rackbench-k8s-run-{fails}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir(&format!("k8s-run-{fails}"));
     let kubeconfig = fake_kubeconfig(&server, &dir);
     let out_dir = dir.join("out");
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .args([
             "k8s",
             "run",

@@ -2,11 +2,13 @@
 //! needs it, a clear exit 2 when even the hard limit is too low) and
 //! thousands of connections opened in waves a listen backlog can take.
 
+mod common;
+
 use rackbench::load::{self, LoadConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::Duration;
 
 /// `rackbench serve-test` with its epoll server (thousands of connections
@@ -18,7 +20,7 @@ struct ServeTest {
 
 impl ServeTest {
     fn start() -> ServeTest {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+        let mut child = common::rackbench_cmd()
             .args(["serve-test", "--max-connections", "5000"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -55,7 +57,7 @@ impl ServeTest {
 
 /// `rackbench load` with the open-files limit set to `soft:hard` first.
 fn load_limited(soft: u64, hard: u64, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+    let mut cmd = common::rackbench_cmd();
     cmd.arg("load").args(args);
     // SAFETY: only setrlimit between fork and exec.
     unsafe {
@@ -176,16 +178,15 @@ fn a_connect_storm_opens_in_waves_the_listen_backlog_takes() {
 fn large_bodies_are_read_whole_through_the_small_first_read_buffer() {
     // A read buffer starts at 1 KiB and grows when reads fill it: 300 KB
     // bodies, pipelined and chunked, must still frame and match exactly.
-    use rackbench::testserver::{Framing, TestServer, TestServerConfig};
+    use rackbench::testserver::{Framing, TestServerConfig};
     let mut body = vec![b'x'; 300_000];
     body.extend_from_slice(b"THE-END");
     for framing in [Framing::ContentLength, Framing::Chunked] {
-        let server = TestServer::start(TestServerConfig {
+        let server = common::test_server(TestServerConfig {
             body: body.clone(),
             framing,
             ..Default::default()
-        })
-        .unwrap();
+        });
         let mut c = LoadConfig::get(&server.url()).unwrap();
         c.connections = 2;
         c.pipeline = 4;

@@ -4,15 +4,12 @@
 
 mod common;
 
+use common::test_server as server;
 use rackbench::load::{
     self, Endpoint, ErrorCounts, ExpectStatus, IoMode, LoadConfig, LoadReport, Pacing,
 };
 use rackbench::testserver::{Fault, Framing, TestServer, TestServerConfig};
 use std::time::{Duration, Instant};
-
-fn server(cfg: TestServerConfig) -> TestServer {
-    TestServer::start(cfg).expect("test server starts")
-}
 
 /// The loop under test: `RACKBENCH_TEST_IO=epoll` runs these tests on the
 /// epoll loop (`make test` runs them both ways); otherwise `auto`, which

@@ -144,17 +144,15 @@ fn message_headers(r: &Raw) -> Vec<(String, String)> {
 #[test]
 fn the_client_gets_the_primarys_answer_byte_for_byte() {
     for framing in [Framing::ContentLength, Framing::Chunked] {
-        let primary = TestServer::start(TestServerConfig {
+        let primary = common::test_server(TestServerConfig {
             framing,
             body: b"a body in several chunks, with a trailer".to_vec(),
             ..Default::default()
-        })
-        .unwrap();
-        let shadow = TestServer::start(TestServerConfig {
+        });
+        let shadow = common::test_server(TestServerConfig {
             body: b"the shadow's own answer".to_vec(),
             ..Default::default()
-        })
-        .unwrap();
+        });
         let m = Mirror::start(config(&primary, &[("s", shadow.url())])).unwrap();
         let req = "GET /some/path?q=1 HTTP/1.1\r\nHost: example\r\n\r\n";
         let direct = exchange(&mut connect(primary.addr()), req);
@@ -178,8 +176,8 @@ fn the_client_gets_the_primarys_answer_byte_for_byte() {
 
 #[test]
 fn keep_alive_carries_many_requests_and_connection_close_ends_it() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
     let m = Mirror::start(config(&primary, &[("s", shadow.url())])).unwrap();
     let mut c = connect(m.addr);
     for _ in 0..5 {
@@ -205,8 +203,8 @@ fn keep_alive_carries_many_requests_and_connection_close_ends_it() {
 
 #[test]
 fn post_is_mirrored_only_when_asked() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
     let post = "POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
 
     let m = Mirror::start(config(&primary, &[("s", shadow.url())])).unwrap();
@@ -231,17 +229,15 @@ fn post_is_mirrored_only_when_asked() {
 /// connection, and an address nobody listens on.
 #[test]
 fn a_faulty_shadow_never_shows_to_the_client_and_every_copy_is_counted() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let hung = TestServer::start(TestServerConfig {
+    let primary = common::plain_test_server();
+    let hung = common::test_server(TestServerConfig {
         fault: Fault::Hang,
         ..Default::default()
-    })
-    .unwrap();
-    let reset = TestServer::start(TestServerConfig {
+    });
+    let reset = common::test_server(TestServerConfig {
         fault: Fault::Reset,
         ..Default::default()
-    })
-    .unwrap();
+    });
     let dead = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
@@ -301,12 +297,11 @@ fn a_faulty_shadow_never_shows_to_the_client_and_every_copy_is_counted() {
 
 #[test]
 fn the_paired_difference_shows_a_slower_shadow() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let slow = TestServer::start(TestServerConfig {
+    let primary = common::plain_test_server();
+    let slow = common::test_server(TestServerConfig {
         delay: Duration::from_millis(20),
         ..Default::default()
-    })
-    .unwrap();
+    });
     let m = Mirror::start(config(&primary, &[("slow", slow.url())])).unwrap();
     let mut c = connect(m.addr);
     for _ in 0..30 {
@@ -329,9 +324,8 @@ fn the_paired_difference_shows_a_slower_shadow() {
 
 #[test]
 fn the_record_file_holds_each_request_without_sensitive_headers() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let dir = std::env::temp_dir().join(format!("rackbench-record-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let primary = common::plain_test_server();
+    let dir = common::work_dir("record");
     let file = dir.join("rec.jsonl");
     let mut cfg = MirrorConfig::new(local(), up(&primary.url()));
     cfg.record = Some(file.clone());
@@ -459,7 +453,7 @@ fn body_diffs_report_changes_but_not_the_noise_two_primaries_disagree_on() {
     assert_eq!(by(&filtered, "changed").mismatches_by_path[0].path, "/page");
     assert_eq!(filtered.primary_b.as_ref().unwrap().answered, 10);
     // The HTML section shows the paired distribution and where bodies differ.
-    let page = rackbench::mirror::html::page(&filtered);
+    let page = rackbench::report::mirror::page(&filtered);
     assert!(page.contains("<svg") && page.contains("Paired latency difference"));
     assert!(page.contains("<code>/page</code>"), "{page}");
     // Without the second primary the counter line is a difference too.
@@ -481,7 +475,7 @@ fn bad_upstreams_are_refused_with_the_fix() {
         assert!(e.contains(says), "{url}: {e}");
     }
     assert_eq!(up("http://localhost").authority, "localhost:80");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .args([
             "mirror",
             "--listen",
@@ -499,12 +493,11 @@ fn bad_upstreams_are_refused_with_the_fix() {
 /// to it, not the client's: the client's keep-alive connection goes on.
 #[test]
 fn hop_by_hop_headers_stay_on_their_own_hop() {
-    let primary = TestServer::start(TestServerConfig {
+    let primary = common::test_server(TestServerConfig {
         close_every: 1,
         ..Default::default()
-    })
-    .unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    });
+    let shadow = common::plain_test_server();
     let m = Mirror::start(config(&primary, &[("s", shadow.url())])).unwrap();
     let mut c = connect(m.addr);
     for _ in 0..3 {
@@ -521,8 +514,8 @@ fn hop_by_hop_headers_stay_on_their_own_hop() {
 /// the shadows' copies of it are dropped and counted, not buffered.
 #[test]
 fn a_body_over_the_limit_reaches_the_primary_and_its_copies_are_dropped() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
     let mut cfg = config(&primary, &[("s", shadow.url())]);
     cfg.mirror_methods = vec![hyper::Method::POST];
     cfg.body_limit = 64 * 1024;
@@ -559,10 +552,10 @@ fn a_body_over_the_limit_reaches_the_primary_and_its_copies_are_dropped() {
 /// the schema) and mirror.html under --out.
 #[test]
 fn the_command_writes_its_document_and_page_under_out() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
-    let dir = std::env::temp_dir().join(format!("rackbench-mirror-out-{}", std::process::id()));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
+    let dir = common::scratch("mirror-out");
+    let mut child = common::rackbench_cmd()
         .args([
             "mirror",
             "--listen",
@@ -615,8 +608,8 @@ fn the_command_writes_its_document_and_page_under_out() {
 /// dropped and counted, and the next client is served.
 #[test]
 fn a_client_that_vanishes_mid_body_is_counted_and_harms_no_one() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
     let mut cfg = config(&primary, &[("s", shadow.url())]);
     cfg.mirror_methods = vec![hyper::Method::POST];
     let m = Mirror::start(cfg).unwrap();
@@ -642,12 +635,11 @@ fn a_client_that_vanishes_mid_body_is_counted_and_harms_no_one() {
 /// timeout, counted, instead of waiting forever.
 #[test]
 fn a_hung_primary_gets_the_client_a_504_at_the_timeout() {
-    let primary = TestServer::start(TestServerConfig {
+    let primary = common::test_server(TestServerConfig {
         fault: Fault::Hang,
         ..Default::default()
-    })
-    .unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    });
+    let shadow = common::plain_test_server();
     let mut cfg = config(&primary, &[("s", shadow.url())]);
     cfg.primary_timeout = Duration::from_millis(300);
     let m = Mirror::start(cfg).unwrap();
@@ -661,7 +653,7 @@ fn a_hung_primary_gets_the_client_a_504_at_the_timeout() {
 fn a_shadow_server_is_started_verified_sampled_and_stopped() {
     let cmd = format!(
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
-        env!("CARGO_BIN_EXE_rackbench")
+        common::EXE
     );
     let sh = shadow_server_run(&["lab", "--command", &cmd], "serve-test");
     assert!(sh["server"].get("telemetry").is_none(), "{sh}");
@@ -680,7 +672,7 @@ fn puma_as_a_shadow_server() {
 /// five requests through it; checks the shadow answered them, was sampled
 /// and is gone afterwards. Returns its mirror-v1 shadow entry.
 fn shadow_server_run(server_args: &[&str], command_has: &str) -> serde_json::Value {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
+    let primary = common::plain_test_server();
     let port = rackbench::host::free_port().unwrap();
     let listen = format!("127.0.0.1:{port}");
     let url = primary.url();
@@ -688,7 +680,7 @@ fn shadow_server_run(server_args: &[&str], command_has: &str) -> serde_json::Val
     args.push("--shadow-server");
     args.extend(server_args);
     args.extend(["--no-pin", "-d", "8s", "--json"]);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let child = common::rackbench_cmd()
         .args(&args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -765,12 +757,11 @@ fn a_shadow_servers_telemetry_is_in_its_entry() {
 /// (bench/runs/2026-11-23-mirror-quiet).
 #[test]
 fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let reset = TestServer::start(TestServerConfig {
+    let primary = common::plain_test_server();
+    let reset = common::test_server(TestServerConfig {
         fault: Fault::Reset,
         ..Default::default()
-    })
-    .unwrap();
+    });
     let dead_addr = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
@@ -814,11 +805,10 @@ fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
 
     // The dead shadow comes up: after its back-off a probe reaches it and
     // copies flow again.
-    let _revived = TestServer::start(TestServerConfig {
+    let _revived = common::test_server(TestServerConfig {
         bind: rackbench::load::Endpoint::Tcp(dead_addr),
         ..Default::default()
-    })
-    .unwrap();
+    });
     eventually("the revived shadow answers a probe", || {
         exchange(&mut c, get);
         let d = m.snapshot();
@@ -838,7 +828,7 @@ fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
     }
     let v = serde_json::to_value(&doc).unwrap();
     common::schema::assert_valid("mirror-v1", &v, "a mirror run with a backed-off shadow");
-    let page = rackbench::mirror::html::page(&doc);
+    let page = rackbench::report::mirror::page(&doc);
     assert!(page.contains("of which backed off"), "{page}");
     assert!(
         page.contains(&format!("<td>{}</td>", doc.shadows[0].backed_off)),
@@ -850,8 +840,8 @@ fn a_failing_shadow_is_backed_off_counted_and_taken_back_when_it_answers() {
 /// and mirrors the same; 0 is refused with the fix.
 #[test]
 fn more_proxy_threads_relay_and_mirror_the_same() {
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
     let mut cfg = config(&primary, &[("s", shadow.url())]);
     cfg.threads = 3;
     let m = Mirror::start(cfg).unwrap();
@@ -875,7 +865,7 @@ fn more_proxy_threads_relay_and_mirror_the_same() {
     });
     let doc = m.stop();
     assert_eq!((doc.requests, doc.primary.errors), (200, 0));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .args(["mirror", "--listen", "127.0.0.1:0", "--primary"])
         .arg(primary.url())
         .args(["--shadow", &format!("s={}", shadow.url())])
@@ -893,12 +883,11 @@ fn more_proxy_threads_relay_and_mirror_the_same() {
 fn copies_go_once_the_client_is_answered_or_at_arrival_when_asked() {
     use rackbench::mirror::ShadowSend;
     for (send, early) in [(ShadowSend::Answered, 0), (ShadowSend::Arrival, 1)] {
-        let primary = TestServer::start(TestServerConfig {
+        let primary = common::test_server(TestServerConfig {
             delay: Duration::from_millis(800),
             ..Default::default()
-        })
-        .unwrap();
-        let shadow = TestServer::start(TestServerConfig::default()).unwrap();
+        });
+        let shadow = common::plain_test_server();
         let mut cfg = config(&primary, &[("s", shadow.url())]);
         cfg.shadow_send = send;
         let m = Mirror::start(cfg).unwrap();

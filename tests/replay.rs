@@ -4,22 +4,15 @@
 
 mod common;
 
+use common::rackbench;
 use rackbench::load::schedule::{read_record, Schedule};
 use rackbench::load::{self, LoadConfig, Url};
 use rackbench::mirror::{Mirror, MirrorConfig, Upstream};
-use rackbench::testserver::{TestServer, TestServerConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rackbench-replay-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// A record file of `n` GETs to `/r/<i>`, `gap_us` apart.
 fn synth_record(path: &Path, n: u64, gap_us: u64) {
@@ -128,8 +121,8 @@ fn span_of(seen: &[(Instant, String, String)]) -> Duration {
 #[test]
 fn a_recorded_session_replays_every_request_once_in_order() {
     // Record through the mirror: 30 requests, 10 ms apart, each its own target.
-    let primary = TestServer::start(TestServerConfig::default()).unwrap();
-    let dir = tmp("session");
+    let primary = common::plain_test_server();
+    let dir = common::work_dir("replay-session");
     let file = dir.join("rec.jsonl");
     let mut cfg = MirrorConfig::new(
         "127.0.0.1:0".parse().unwrap(),
@@ -184,10 +177,10 @@ fn a_recorded_session_replays_every_request_once_in_order() {
 
 #[test]
 fn every_request_is_answered_once_at_the_test_server() {
-    let dir = tmp("count");
+    let dir = common::work_dir("replay-count");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 600, 1000); // 1,000 req/s for 0.6 s
-    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let server = common::plain_test_server();
     let mut cfg = replay_config(&file, &server.url(), 1.0, false);
     cfg.threads = 2;
     let report = load::run(cfg, |_| {}).unwrap();
@@ -208,7 +201,7 @@ fn every_request_is_answered_once_at_the_test_server() {
 
 #[test]
 fn speed_two_halves_the_span() {
-    let dir = tmp("speed");
+    let dir = common::work_dir("replay-speed");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 41, 10_000); // 400 ms
     let once = LogServer::start();
@@ -231,7 +224,7 @@ fn speed_two_halves_the_span() {
 
 #[test]
 fn loop_repeats_the_schedule_until_the_duration_ends() {
-    let dir = tmp("loop");
+    let dir = common::work_dir("replay-loop");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 10, 10_000); // 90 ms span, a pass every 100 ms
     let server = LogServer::start();
@@ -252,19 +245,12 @@ fn loop_repeats_the_schedule_until_the_duration_ends() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn rackbench(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rackbench"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn the_cli_replays_a_record_and_an_nginx_log() {
-    let dir = tmp("cli");
+    let dir = common::work_dir("replay-cli");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 50, 2000);
-    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let server = common::plain_test_server();
     let out = rackbench(&["replay", file.to_str().unwrap(), &server.url(), "--json"]);
     assert!(
         out.status.success(),
@@ -306,7 +292,7 @@ fn the_cli_replays_a_record_and_an_nginx_log() {
 
 #[test]
 fn a_malformed_record_line_is_a_usage_error_naming_it() {
-    let dir = tmp("bad");
+    let dir = common::work_dir("replay-bad");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 3, 1000);
     let mut text = std::fs::read_to_string(&file).unwrap();
@@ -324,11 +310,11 @@ fn a_malformed_record_line_is_a_usage_error_naming_it() {
 
 #[test]
 fn a_plan_with_replay_runs_each_trial_on_the_record() {
-    let dir = tmp("plan");
+    let dir = common::work_dir("replay-plan");
     synth_record(&dir.join("day.jsonl"), 40, 5000); // 200 ms
     let cmd = format!(
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
-        env!("CARGO_BIN_EXE_rackbench")
+        common::EXE
     );
     let plan = format!(
         "name = \"replay\"\nservers = [\"t\"]\napps = [\"hello\"]\n[load]\nreplay = \"day.jsonl\"\n\

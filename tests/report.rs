@@ -12,7 +12,6 @@ use rackbench::report::{self, Report};
 use rackbench::store::records::{StoredBreakpoint, StoredTrial};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn planned(server: &str, conns: u64, repeat: u32) -> Value {
     json!({
@@ -275,7 +274,7 @@ fn seed(dir: &Path) {
 }
 
 fn fixture_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rackbench-report-{name}-{}", std::process::id()));
+    let dir = common::scratch(&format!("report-{name}"));
     seed(&dir);
     dir
 }
@@ -453,8 +452,7 @@ fn html_is_self_contained_with_a_chart_per_section() {
 
 #[test]
 fn a_directory_without_results_is_refused() {
-    let dir = std::env::temp_dir().join(format!("rackbench-report-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::work_dir("report-empty");
     let err = report::write_all(&dir, None).unwrap_err().to_string();
     assert!(err.contains("not a rackbench results directory"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -462,8 +460,7 @@ fn a_directory_without_results_is_refused() {
 
 #[test]
 fn the_report_renders_in_a_browser_without_script_errors() {
-    let chromium = Path::new("/usr/bin/chromium");
-    if !rackbench::require::require("chromium", chromium.exists(), "apt-get install chromium") {
+    if !common::have_chromium() {
         return;
     }
     let dir = fixture_dir("browser");
@@ -472,20 +469,7 @@ fn the_report_renders_in_a_browser_without_script_errors() {
     let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/report-screenshot.png");
     let _ = std::fs::remove_file(&shot);
     let url = format!("file://{}", written.html.display());
-    let common = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--enable-logging=stderr",
-        "--v=0",
-    ];
-    let out = Command::new(chromium)
-        .args(common)
-        .arg(format!("--user-data-dir={}", profile.display()))
+    let out = common::headless_chromium(&profile)
         .arg(format!("--screenshot={}", shot.display()))
         .arg("--window-size=1280,2000")
         .arg(&url)
@@ -498,9 +482,7 @@ fn the_report_renders_in_a_browser_without_script_errors() {
     assert!(len > 10_000, "screenshot {} is {len} bytes", shot.display());
 
     // The DOM after scripts ran: the report's sections are there.
-    let out = Command::new(chromium)
-        .args(common)
-        .arg(format!("--user-data-dir={}-dom", profile.display()))
+    let out = common::headless_chromium(&dir.join("chromium-profile-dom"))
         .arg("--dump-dom")
         .arg(&url)
         .output()

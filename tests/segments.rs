@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-const EXE: &str = env!("CARGO_BIN_EXE_rackbench");
+use common::EXE;
 
 /// `rackbench serve-test` in the background; SIGTERM ends it and it
 /// prints its own counts on stderr.
@@ -64,13 +64,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rackbench-segments-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Unix seconds `ahead` from now, as `--start-at` takes them.
@@ -131,7 +124,7 @@ fn u(v: &Value) -> u64 {
 
 #[test]
 fn merged_segments_count_what_the_server_answered_and_read_percentiles_off_one_histogram() {
-    let dir = tmpdir("count");
+    let dir = common::work_dir("segments-count");
     let server = Server::start(&["--delay", "1ms"]);
     let start = start_in(Duration::from_millis(1500));
     let args: Vec<String> = [
@@ -234,7 +227,7 @@ fn merged_segments_count_what_the_server_answered_and_read_percentiles_off_one_h
 
 #[test]
 fn merge_refuses_what_it_cannot_merge_exactly_and_warns_of_missing_segments() {
-    let dir = tmpdir("refuse");
+    let dir = common::work_dir("segments-refuse");
     let server = Server::start(&[]);
     let common = vec![
         server.url.clone(),
@@ -303,7 +296,7 @@ fn segments_at_a_share_of_the_rate_interleave_into_the_schedule_of_one_run() {
     // Four segments at 100/4 req/s each, started together: the server must
     // see the schedule of one generator at 100 req/s, a request every 10 ms
     // at (k·4 + I)/100, not four requests at once every 40 ms.
-    let dir = tmpdir("rate");
+    let dir = common::work_dir("segments-rate");
     let arrivals = dir.join("arrivals.txt");
     let server = Server::start(&["--arrivals-out", arrivals.to_str().unwrap()]);
     let (n, rate, secs) = (4u32, 100.0f64, 3.0f64);
@@ -378,7 +371,7 @@ fn segments_at_a_share_of_the_rate_interleave_into_the_schedule_of_one_run() {
 
 #[test]
 fn a_late_segment_says_by_how_much_and_the_interval_log_holds_every_second() {
-    let dir = tmpdir("late");
+    let dir = common::work_dir("segments-late");
     let server = Server::start(&[]);
     let hlog = dir.join("seg.hlog");
     let out = Command::new(EXE)
@@ -449,7 +442,7 @@ fn replay_segments_take_every_nth_request() {
     // machine's late sends), replayed as two segments: the
     // first sends requests 0, 2, ..., 10 (six), the second 1, 3, ..., 9
     // (five), and the server sees each of the eleven once.
-    let dir = tmpdir("replay");
+    let dir = common::work_dir("segments-replay");
     let record = dir.join("record.jsonl");
     let mut text = String::from("{\"format\":\"rackbench/record-v1\"}\n");
     for i in 0..11 {

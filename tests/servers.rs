@@ -9,15 +9,12 @@
 
 mod common;
 
+use common::have_nginx;
 use common::schema::assert_valid;
 use rackbench::require::require;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn work_dir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("rackbench-servers-{}-{tag}", std::process::id()))
-}
 
 /// Processes whose command line or working directory mentions `dir`.
 fn survivors(dir: &Path) -> Vec<String> {
@@ -48,7 +45,7 @@ fn survivors(dir: &Path) -> Vec<String> {
 
 /// Every adapter `rackbench servers --json` lists, and whether it is installed.
 fn adapters() -> Vec<(String, bool)> {
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .args(["servers", "--json"])
         .output()
         .unwrap();
@@ -84,14 +81,8 @@ fn have(servers: &[&str]) -> bool {
     })
 }
 
-/// Whether nginx is installed, as [`have`].
-fn have_nginx() -> bool {
-    let there = Command::new("nginx").arg("-v").output().is_ok();
-    require("nginx", there, "apt-get install nginx-light")
-}
-
 fn trial(args: &[&str], dir: &Path) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .arg("trial")
         .args(args)
         .arg("--work-dir")
@@ -175,7 +166,7 @@ fn every_installed_adapter_serves_hello_and_another_app() {
         // A different second app per server keeps the suite short.
         let other = ["primes", "ip", "fib", "sleep", "rails"][i % 5];
         for app in ["hello", other] {
-            let dir = work_dir(&format!("{server}-{app}"));
+            let dir = common::scratch(&format!("servers-{server}-{app}"));
             let what = format!("{server} with {app}");
             let out = trial(
                 &[
@@ -200,7 +191,7 @@ fn behind_nginx_over_a_unix_socket_and_over_tcp() {
         return;
     }
     for extra in [&[][..], &["--nginx-tcp"][..]] {
-        let dir = work_dir(&format!("nginx{}", extra.len()));
+        let dir = common::scratch(&format!("servers-nginx{}", extra.len()));
         let mut args = vec![
             "--server",
             "puma",
@@ -237,7 +228,7 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
     if !(have(&["thin"]) && have_nginx()) {
         return;
     }
-    let dir = work_dir("thin-x4");
+    let dir = common::scratch("servers-thin-x4");
     let args = [
         "--server",
         "thin",
@@ -304,7 +295,7 @@ fn four_thin_instances_behind_nginx_http_1_0_as_seed_000_ran_them() {
     let _ = std::fs::remove_dir_all(&dir);
 
     // Keep-alive over HTTP/1.0 is refused before anything starts.
-    let dir = work_dir("thin-ka10");
+    let dir = common::scratch("servers-thin-ka10");
     let out = trial(
         &[
             "--server",
@@ -339,7 +330,7 @@ fn an_instance_that_will_not_start_stops_the_others_and_tcp_instances_get_a_port
     }
     // The third copy refuses to start: the trial fails naming it, and the
     // two already serving are stopped (trial() checks for survivors).
-    let dir = work_dir("instances-fail");
+    let dir = common::scratch("servers-instances-fail");
     let cmd = "sh -c 'if [ {{instance}} = 2 ]; then echo copy two refuses; exit 3; fi; \
                exec thin start --rackup {{app}} --socket {{socket}} --environment production'";
     let out = trial(
@@ -368,7 +359,7 @@ fn an_instance_that_will_not_start_stops_the_others_and_tcp_instances_get_a_port
     let _ = std::fs::remove_dir_all(&dir);
 
     // Over TCP each copy has a port of its own.
-    let dir = work_dir("instances-tcp");
+    let dir = common::scratch("servers-instances-tcp");
     let args = [
         "--server",
         "thin",
@@ -400,7 +391,8 @@ fn a_deep_work_dir_does_not_break_unix_sockets() {
     // A unix socket path holds at most 107 bytes: sockets must not live in
     // the trial directory, which can be deep (passenger's agent sockets
     // failed under `/work/main/results/…`).
-    let dir = work_dir("deep").join("a-directory-name-long-enough-to-matter".repeat(3));
+    let dir =
+        common::scratch("servers-deep").join("a-directory-name-long-enough-to-matter".repeat(3));
     assert!(dir.as_os_str().len() > 120);
     let mut cases: Vec<Vec<&str>> = Vec::new();
     if have(&["puma"]) && have_nginx() {
@@ -414,7 +406,7 @@ fn a_deep_work_dir_does_not_break_unix_sockets() {
         let r = record(&trial(&args, &dir), &args.join(" "));
         assert_sane(&r, &args.join(" "));
     }
-    let _ = std::fs::remove_dir_all(work_dir("deep"));
+    let _ = std::fs::remove_dir_all(common::scratch("servers-deep"));
 }
 
 #[test]
@@ -422,7 +414,7 @@ fn a_users_own_command_template_works_like_a_builtin() {
     if !have(&["puma"]) {
         return;
     }
-    let dir = work_dir("custom");
+    let dir = common::scratch("servers-custom");
     let args = [
         "--server",
         "my-puma",
@@ -456,7 +448,7 @@ fn a_trial_sends_its_own_method_headers_and_body_and_expects_its_own_answer() {
     if !have(&["puma"]) {
         return;
     }
-    let dir = work_dir("request");
+    let dir = common::scratch("servers-request");
     std::fs::create_dir_all(&dir).unwrap();
     let app = dir.join("echo.ru");
     std::fs::write(
@@ -505,7 +497,7 @@ fn a_trial_sends_its_own_method_headers_and_body_and_expects_its_own_answer() {
 
 #[test]
 fn a_server_that_will_not_start_fails_clearly_and_leaves_nothing() {
-    let dir = work_dir("broken");
+    let dir = common::scratch("servers-broken");
     let out = trial(
         &[
             "--server",
@@ -550,7 +542,7 @@ fn a_wrong_answer_stops_the_trial_before_any_load() {
     if !have(&["puma"]) {
         return;
     }
-    let dir = work_dir("wrong");
+    let dir = common::scratch("servers-wrong");
     let out = trial(
         &[
             "--server",
@@ -579,8 +571,8 @@ fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
     if !have(&["unicorn"]) {
         return;
     }
-    let dir = work_dir("sigint");
-    let child = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let dir = common::scratch("servers-sigint");
+    let child = common::rackbench_cmd()
         .args([
             "trial",
             "--server",
@@ -639,7 +631,7 @@ fn a_plan_runs_interleaved_survives_ctrl_c_and_resumes_without_redoing() {
     if !have(&["puma", "thin"]) {
         return;
     }
-    let dir = work_dir("plan");
+    let dir = common::scratch("servers-plan");
     let _ = std::fs::remove_dir_all(&dir);
     let plan = plan_file(
         &dir,
@@ -656,7 +648,7 @@ warmup = "500ms"
     );
     let out = dir.join("results");
     let run = |resume: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_rackbench"));
+        let mut c = common::rackbench_cmd();
         c.arg("run")
             .arg(&plan)
             .arg("--out")
@@ -739,12 +731,12 @@ warmup = "500ms"
 
 #[test]
 fn a_plan_with_a_typo_is_refused_before_anything_starts() {
-    let dir = work_dir("badplan");
+    let dir = common::scratch("servers-badplan");
     let plan = plan_file(
         &dir,
         "name = \"x\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [4]\n",
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let o = common::rackbench_cmd()
         .arg("run")
         .arg(&plan)
         .arg("--out")
@@ -766,7 +758,7 @@ fn jruby_in_jetty_serves_the_same_rackup_files_and_shows_its_warm_up() {
     if !have(&["jruby-jetty"]) {
         return;
     }
-    let dir = work_dir("jruby");
+    let dir = common::scratch("servers-jruby");
     let out = trial(
         &[
             "--server",
@@ -800,7 +792,7 @@ fn a_server_that_dies_mid_run_ends_the_trial_with_its_log_and_a_reason() {
     if !have(&["puma"]) {
         return;
     }
-    let dir = work_dir("dies");
+    let dir = common::scratch("servers-dies");
     // `timeout` kills puma 4 s after its start, inside the 20 s run (on TERM
     // puma keeps serving kept-alive connections).
     let out = trial(
@@ -854,11 +846,11 @@ fn a_plan_writes_documents_that_keep_their_contracts() {
     if !have(&["puma"]) {
         return;
     }
-    let dir = work_dir("contracts");
+    let dir = common::scratch("servers-contracts");
     let _ = std::fs::remove_dir_all(&dir);
     let out = dir.join("results");
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contracts/plan.toml");
-    let o = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let o = common::rackbench_cmd()
         .arg("run")
         .arg(&plan)
         .arg("--out")
@@ -913,10 +905,10 @@ fn a_plan_writes_documents_that_keep_their_contracts() {
 /// loaded two-core box kept it from settling).
 #[test]
 fn the_server_is_measured_over_the_load_window_and_the_trial_is_timed_truthfully() {
-    let dir = work_dir("window");
+    let dir = common::scratch("servers-window");
     let command = format!(
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}} --delay 50ms",
-        env!("CARGO_BIN_EXE_rackbench")
+        common::EXE
     );
     let args = [
         "--server",

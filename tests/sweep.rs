@@ -8,23 +8,13 @@
 
 mod common;
 
+use common::rackbench_cmd as bin;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rackbench"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rackbench-sweep-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn test_server_sweep(out: &Path) -> std::process::Output {
-    let exe = env!("CARGO_BIN_EXE_rackbench");
+    let exe = common::EXE;
     bin()
         .args(["sweep", "--command"])
         .arg(format!(
@@ -63,7 +53,7 @@ fn value<'a>(doc: &'a Value, v: &str) -> &'a Value {
 
 #[test]
 fn a_workers_sweep_finds_the_known_knee_and_fits_the_usl() {
-    let dir = tmp("knee");
+    let dir = common::work_dir("sweep-knee");
     let out = dir.join("results");
     let o = test_server_sweep(&out);
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -140,27 +130,11 @@ fn a_workers_sweep_finds_the_known_knee_and_fits_the_usl() {
 }
 
 fn render_in_chromium(html: &Path, dir: &Path) {
-    let chromium = Path::new("/usr/bin/chromium");
-    if !rackbench::require::require("chromium", chromium.exists(), "apt-get install chromium") {
+    if !common::have_chromium() {
         return;
     }
-    let o = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.join("chromium").display()
-        ))
+    let o = common::headless_chromium(&dir.join("chromium"))
+        .arg("--dump-dom")
         .arg(format!("file://{}", html.display()))
         .output()
         .expect("chromium runs");
@@ -176,7 +150,7 @@ fn render_in_chromium(html: &Path, dir: &Path) {
 
 #[test]
 fn bad_sweeps_are_usage_errors_that_name_the_fix() {
-    let dir = tmp("usage");
+    let dir = common::work_dir("sweep-usage");
     let rows: &[(&[&str], &str)] = &[
         (&["sweep", "--server", "puma"], "--vary workers=1,2,4,8"),
         (
@@ -229,7 +203,7 @@ fn a_real_puma_workers_sweep_runs_end_to_end() {
     if !rackbench::require::require("puma", installed, "apt-get install puma") {
         return;
     }
-    let dir = tmp("puma");
+    let dir = common::work_dir("sweep-puma");
     let out = dir.join("results");
     let o = bin()
         .args([

@@ -7,37 +7,22 @@
 
 mod common;
 
-use rackbench::require::require;
+use common::have;
 use rackbench::telemetry::{self, ReadOptions, Telemetry};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// This file's fresh work directory for `tag`.
 fn work_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rb-tel-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::work_dir(&format!("tel-{tag}"))
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn have(cmd: &str, how: &str) -> bool {
-    let there = Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    require(cmd, there, how)
+    rackbench::host::free_port().unwrap()
 }
 
 fn app_file(name: &str) -> PathBuf {

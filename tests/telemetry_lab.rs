@@ -12,29 +12,21 @@
 
 mod common;
 
+use common::have;
 use common::schema::assert_valid;
-use rackbench::require::require;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
 
+/// This file's work directory for `tag` (the lab makes it).
 fn work_dir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("rackbench-tlab-{}-{tag}", std::process::id()))
-}
-
-fn have(cmd: &str, how: &str) -> bool {
-    let there = Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    require(cmd, there, how)
+    common::scratch(&format!("tlab-{tag}"))
 }
 
 /// Runs `rackbench trial ARGS --json` and returns its record, checked
 /// against trial-v1.
 fn trial(tag: &str, args: &[&str]) -> Value {
     let dir = work_dir(tag);
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .arg("trial")
         .args(args)
         .arg("--work-dir")
@@ -271,7 +263,7 @@ fn a_break_point_search_with_telemetry_tells_each_step_where_the_time_went() {
         return;
     }
     let dir = work_dir("breakpoint");
-    let out = Command::new(env!("CARGO_BIN_EXE_rackbench"))
+    let out = common::rackbench_cmd()
         .args([
             "breakpoint",
             "--server",

@@ -6,7 +6,8 @@ use super::{parse, usage};
 use crate::lab::trial::LabServer;
 use crate::load::Endpoint;
 use crate::mirror::doc::ShadowServerDoc;
-use crate::mirror::{html, Mirror, MirrorConfig, ShadowSend, Upstream};
+use crate::mirror::{Mirror, MirrorConfig, ShadowSend, Upstream};
+use crate::report;
 use anyhow::{Context, Result};
 use clap::Args;
 use hyper::Method;
@@ -282,7 +283,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
         std::fs::write(&json, serde_json::to_string_pretty(&doc)? + "\n")
             .with_context(|| format!("cannot write {}", json.display()))?;
         let page = dir.join("mirror.html");
-        std::fs::write(&page, html::page(&doc))
+        std::fs::write(&page, report::mirror::page(&doc))
             .with_context(|| format!("cannot write {}", page.display()))?;
         eprintln!("wrote {} and {}", json.display(), page.display());
     }

@@ -8,6 +8,7 @@
 //! document every other part of rackbench builds on.
 
 pub mod caveats;
+mod config;
 pub mod cpus;
 pub(crate) mod epoll;
 pub mod merge;
@@ -18,10 +19,13 @@ pub mod schedule;
 pub mod segment;
 mod sys;
 pub mod target;
+mod text;
+mod thread;
 pub(crate) mod uring;
 pub mod window;
 mod worker;
 
+pub use config::{ExpectStatus, IoMode, LoadConfig, Pacing};
 pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
 pub use sys::OpenFiles;
@@ -35,190 +39,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+use thread::{ThreadPlan, WorkerStats};
 use window::Window;
-
-/// Which statuses count as a good answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExpectStatus {
-    /// 2xx and 3xx.
-    Success,
-    /// Exactly these codes.
-    Codes(Vec<u16>),
-}
-
-impl ExpectStatus {
-    pub fn matches(&self, status: u16) -> bool {
-        match self {
-            ExpectStatus::Success => (200..400).contains(&status),
-            ExpectStatus::Codes(c) => c.contains(&status),
-        }
-    }
-}
-
-/// How requests are paced.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Pacing {
-    /// Closed loop: each connection sends its next request as soon as the
-    /// last one is answered.
-    Closed,
-    /// Open loop: this many requests per second on a fixed schedule.
-    Rate(f64),
-    /// Open loop: the requests and due times of `LoadConfig::schedule`
-    /// (a replay), each with its own bytes.
-    Schedule,
-}
-
-impl Pacing {
-    /// Requests fall due on a schedule, whatever the server does.
-    pub fn is_open(self) -> bool {
-        !matches!(self, Pacing::Closed)
-    }
-}
-
-/// Everything one load run needs. Built by the CLI or by the lab.
-#[derive(Debug, Clone)]
-pub struct LoadConfig {
-    /// As given by the user, for the report.
-    pub url: String,
-    pub endpoint: Endpoint,
-    /// The rendered request bytes.
-    pub request: Vec<u8>,
-    /// The request is HEAD: responses carry no body.
-    pub head_request: bool,
-    pub connections: usize,
-    pub threads: usize,
-    pub pacing: Pacing,
-    /// Open loop: how late a request may be sent so that the requests due
-    /// within one such span go out together, on one wake-up. Zero sends
-    /// each at its due time. Latency still counts from the due time, so
-    /// the lateness is in it; the server sees bursts one slack apart.
-    pub slack: Duration,
-    /// Counted window length; None with `requests` means "until done".
-    pub duration: Option<Duration>,
-    /// Counted requests to issue, across all threads.
-    pub requests: Option<u64>,
-    /// Load applied before the counted window, shown in the timeline only.
-    /// With `warmup_until_steady`, the longest the warm-up may last.
-    pub warmup: Duration,
-    /// End the warm-up as soon as the per-second throughput is steady
-    /// (three seconds within 5%), at the latest after `warmup`.
-    pub warmup_until_steady: bool,
-    pub pipeline: usize,
-    pub keep_alive: bool,
-    pub timeout: Duration,
-    pub expect_status: ExpectStatus,
-    /// Substring the body must contain; empty for no check.
-    pub expect_body: Vec<u8>,
-    /// Pin worker thread i to `cpus[i % len]`; empty for no pinning.
-    pub cpus: Vec<usize>,
-    /// Set to stop the run early (Ctrl-C); what was measured is kept.
-    pub interrupt: Arc<AtomicBool>,
-    /// End the run at its first error, warm-up included (a break-point
-    /// step that fails needs no more load to say so).
-    pub stop_on_error: bool,
-    /// What the connection loop waits on.
-    pub io: IoMode,
-    /// The replayed requests under [`Pacing::Schedule`]; None otherwise.
-    pub schedule: Option<Arc<schedule::Schedule>>,
-    /// This run is one segment of a load several generators make together
-    /// (see `segment.rs`): `connections`, `requests` and the `--rate` above
-    /// are already its share; the segment sets the phase of its schedule.
-    pub segment: Option<segment::Segment>,
-    /// Start the run (warm-up first) at this wall-clock instant rather
-    /// than at once; a start already past begins at once and says how late.
-    pub start_at: Option<SystemTime>,
-    /// Embed what an exact merge needs in the report (`segment`,
-    /// `histograms`); set with a segment or a start time, or when the
-    /// histograms are wanted for their own sake (`--hist-out`).
-    pub keep_histograms: bool,
-}
-
-/// The kernel interface a connection loop waits on (see `uring.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IoMode {
-    /// io_uring where the kernel has what it needs (Linux 6.1+, not
-    /// disabled), epoll otherwise.
-    #[default]
-    Auto,
-    Epoll,
-    /// io_uring, or an error where it is unavailable.
-    Uring,
-}
-
-impl LoadConfig {
-    /// A closed-loop GET with the defaults of `rackbench load`.
-    pub fn get(url: &str) -> Result<LoadConfig, target::TargetError> {
-        let parsed = Url::parse(url)?;
-        let endpoint = Endpoint::Tcp(parsed.resolve()?);
-        let request = target::render_request(&parsed, &RequestSpec::default())?;
-        Ok(LoadConfig {
-            url: url.to_string(),
-            endpoint,
-            request,
-            head_request: false,
-            connections: 10,
-            threads: 1,
-            pacing: Pacing::Closed,
-            slack: Duration::ZERO,
-            duration: Some(Duration::from_secs(10)),
-            requests: None,
-            warmup: Duration::ZERO,
-            warmup_until_steady: false,
-            pipeline: 1,
-            keep_alive: true,
-            timeout: Duration::from_secs(10),
-            expect_status: ExpectStatus::Success,
-            expect_body: Vec::new(),
-            cpus: Vec::new(),
-            interrupt: Arc::new(AtomicBool::new(false)),
-            stop_on_error: false,
-            io: IoMode::Auto,
-            schedule: None,
-            segment: None,
-            start_at: None,
-            keep_histograms: false,
-        })
-    }
-}
-
-/// One thread's share of the run.
-pub(crate) struct ThreadPlan {
-    config: Arc<LoadConfig>,
-    connections: usize,
-    pacing: Pacing,
-    requests: Option<u64>,
-    /// This thread's lane and the lane count over every segment's
-    /// threads: under a schedule, lane l sends requests l, l + lanes, ...
-    lane: (u64, u64),
-    /// Under `--rate`: when this lane's first request falls due after the
-    /// start (lane / whole rate), so the lanes interleave into one
-    /// schedule instead of sending together.
-    phase: Duration,
-    /// Connection slots of all threads not yet through their first
-    /// exchange: a closed loop with more connections than one wave holds
-    /// its answered connections back until it is 0 (see `worker::ramp`).
-    ramp_left: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-/// What a worker measured about itself.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct WorkerStats {
-    cpu: Duration,
-    wall: Duration,
-    connections_opened: u64,
-    connect_failures: u64,
-    never_answered: u64,
-    late_sends: u64,
-    /// Open loop: requests handed to a connection (for the share on time).
-    sends: u64,
-    max_lag: Duration,
-    /// Times the loop came back from waiting (see `GeneratorCost::wakeups`).
-    wakeups: u64,
-    interrupted: bool,
-    stopped_on_error: bool,
-    /// "io_uring" or "epoll": what the loop waited on.
-    io: &'static str,
-}
 
 /// Whether a closed loop can wait on io_uring here; the error says why not.
 pub fn io_uring_available() -> Result<(), String> {
@@ -724,27 +546,6 @@ impl Sum {
             uncorrected: self.uncorrected.as_ref().and_then(encode),
             seconds,
         }
-    }
-}
-
-impl WorkerStats {
-    /// Adds another thread's counts: sums, the largest lag, either's
-    /// interruption, and the I/O both used ("mixed" if they differ).
-    fn add(&mut self, s: &WorkerStats) {
-        self.connections_opened += s.connections_opened;
-        self.connect_failures += s.connect_failures;
-        self.never_answered += s.never_answered;
-        self.late_sends += s.late_sends;
-        self.sends += s.sends;
-        self.wakeups += s.wakeups;
-        self.max_lag = self.max_lag.max(s.max_lag);
-        self.interrupted |= s.interrupted;
-        self.stopped_on_error |= s.stopped_on_error;
-        self.io = match (self.io, s.io) {
-            ("", io) => io,
-            (a, b) if a == b => a,
-            _ => "mixed",
-        };
     }
 }
 

@@ -17,7 +17,6 @@ use super::target::{render_request, RequestSpec, Url};
 use base64::Engine;
 use serde::Deserialize;
 use std::io::BufRead;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The most request bytes a schedule holds in memory.
@@ -62,7 +61,8 @@ pub struct Schedule {
     head: Vec<bool>,
     /// With `--loop`: the schedule starts again this long after it began.
     period_ns: u64,
-    repeat: bool,
+    /// `--loop`: passes follow one another until the duration ends.
+    pub(super) repeat: bool,
 }
 
 /// A schedule that cannot be built; the message names the fix.
@@ -190,24 +190,6 @@ impl Schedule {
             .checked_mul(self.period_ns)?
             .checked_add(self.offsets_ns[i])?;
         Some(Duration::from_nanos(ns))
-    }
-
-    /// Makes `cfg` replay this schedule: once (every request once, the run
-    /// ends when the last is answered), or with `--loop` until `cfg`'s
-    /// duration ends. Any status counts as an answer: a replay's answers
-    /// are whatever the app returns (a caller may narrow it afterwards).
-    pub fn drive(self: Arc<Self>, cfg: &mut super::LoadConfig) {
-        cfg.pacing = super::Pacing::Schedule;
-        if !self.repeat {
-            cfg.requests = Some(self.len() as u64);
-            cfg.duration = None;
-        }
-        cfg.warmup = Duration::ZERO;
-        cfg.warmup_until_steady = false;
-        cfg.expect_status = super::ExpectStatus::Codes((100..600).collect());
-        cfg.head_request = false;
-        cfg.io = super::IoMode::Epoll;
-        cfg.schedule = Some(self);
     }
 
     /// The position in one pass of request `k`.

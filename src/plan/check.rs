@@ -4,7 +4,8 @@
 //! (durations, the replay's schedule); they never build a trial
 //! (plan::expand does).
 
-use super::{Plan, PlanError};
+use super::error::{at_line, PlanError};
+use super::Plan;
 use crate::lab::apps::AppSpec;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,16 +21,6 @@ pub(super) struct Knobs {
     pub replay: Option<Arc<crate::load::schedule::Schedule>>,
 }
 
-/// How a check makes its error: `at(needle, message)` is the mistake at
-/// the first line of `text` that holds `needle`, in `file`.
-pub(super) fn at_line<'a>(text: &'a str, file: &'a str) -> impl Fn(&str, String) -> PlanError + 'a {
-    move |needle: &str, message: String| PlanError::At {
-        file: file.to_string(),
-        line: line_of(text, needle),
-        message,
-    }
-}
-
 /// A duration knob, or an error at its line naming the field.
 fn duration_at(
     field: &str,
@@ -37,14 +28,6 @@ fn duration_at(
     at: &impl Fn(&str, String) -> PlanError,
 ) -> Result<Duration, PlanError> {
     crate::units::duration(v).map_err(|e| at(&format!("{field} ="), format!("{field}: {e}")))
-}
-
-/// The first line of `text` that holds `needle`, counted from 1 (1 if
-/// none does).
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .map_or(1, |i| i + 1)
 }
 
 impl Plan {

@@ -12,37 +12,21 @@
 //! This file only joins them: read, check, expand.
 
 mod check;
+mod error;
 mod expand;
 pub mod runner;
 mod schema;
 pub mod sweep;
 
 pub use crate::store::records::{PlannedTrial, Shape};
+pub use error::PlanError;
 pub use expand::{slug, Expanded};
 pub use schema::{BreakpointSection, LoadSection, Plan, ServerEntry};
 
 use crate::server::spec::Registry;
-use thiserror::Error;
 
 /// The built-in default plan (`rackbench run` with no plan file).
 pub const DEFAULT_PLAN: &str = include_str!("../../plans/default.toml");
-
-#[derive(Debug, Error)]
-pub enum PlanError {
-    #[error("{file}: {message}")]
-    Invalid { file: String, message: String },
-    #[error("{file}, line {line}: {message}")]
-    At {
-        file: String,
-        line: usize,
-        message: String,
-    },
-    #[error("cannot read plan {file}: {source}")]
-    Read {
-        file: String,
-        source: std::io::Error,
-    },
-}
 
 impl Plan {
     pub fn parse(text: &str, file: &str) -> Result<Plan, PlanError> {
@@ -78,7 +62,7 @@ impl Plan {
         file: &str,
         registry: &Registry,
     ) -> Result<Expanded, PlanError> {
-        let at = check::at_line(text, file);
+        let at = error::at_line(text, file);
         let knobs = self.check_knobs(file, &at)?;
         self.expand_checked(knobs, registry, &at)
     }

@@ -2,7 +2,6 @@
 //! with their defaults. It only describes; it never checks a value
 //! against another (plan::check) nor expands anything (plan::expand).
 
-use super::sweep;
 use crate::lab::front::{HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
 use crate::server::spec::ServerSpec;
 use serde::{Deserialize, Serialize};
@@ -56,7 +55,7 @@ pub struct Plan {
     /// One variable at a time (see plan::sweep); already applied to the
     /// fields above once parsed.
     #[serde(default)]
-    pub sweep: Option<sweep::SweepSection>,
+    pub sweep: Option<SweepSection>,
     /// Put the telemetry middleware around the app in every trial (app
     /// time, queue time behind nginx, GC): `telemetry = true`.
     #[serde(default)]
@@ -307,4 +306,32 @@ mod tests {
             "{err}"
         );
     }
+}
+
+/// `[sweep]`: `vary = "workers"`, `values = [1, 2, 4, 8]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSection {
+    pub vary: String,
+    /// Numbers or strings; kept as the text the user wrote.
+    #[serde(deserialize_with = "values_as_text")]
+    pub values: Vec<String>,
+}
+
+fn values_as_text<'de, D>(d: D) -> Result<Vec<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let raw: Vec<toml::Value> = Vec::deserialize(d)?;
+    raw.into_iter()
+        .map(|v| match v {
+            toml::Value::String(s) => Ok(s),
+            toml::Value::Integer(i) => Ok(i.to_string()),
+            toml::Value::Float(f) => Ok(f.to_string()),
+            toml::Value::Boolean(b) => Ok(b.to_string()),
+            other => Err(serde::de::Error::custom(format!(
+                "sweep value {other}: give numbers or strings, e.g. values = [1, 2, 4]"
+            ))),
+        })
+        .collect()
 }

@@ -10,37 +10,9 @@
 //! value back (`value_of`) so the analysis can be rebuilt from disk. It
 //! runs nothing and computes no statistics.
 
-use super::check::at_line;
+use super::error::at_line;
+pub use super::schema::SweepSection;
 use super::{Plan, PlanError, PlannedTrial, ServerEntry};
-use serde::{Deserialize, Serialize};
-
-/// `[sweep]`: `vary = "workers"`, `values = [1, 2, 4, 8]`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct SweepSection {
-    pub vary: String,
-    /// Numbers or strings; kept as the text the user wrote.
-    #[serde(deserialize_with = "values_as_text")]
-    pub values: Vec<String>,
-}
-
-fn values_as_text<'de, D>(d: D) -> Result<Vec<String>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    let raw: Vec<toml::Value> = Vec::deserialize(d)?;
-    raw.into_iter()
-        .map(|v| match v {
-            toml::Value::String(s) => Ok(s),
-            toml::Value::Integer(i) => Ok(i.to_string()),
-            toml::Value::Float(f) => Ok(f.to_string()),
-            toml::Value::Boolean(b) => Ok(b.to_string()),
-            other => Err(serde::de::Error::custom(format!(
-                "sweep value {other}: give numbers or strings, e.g. values = [1, 2, 4]"
-            ))),
-        })
-        .collect()
-}
 
 /// The kinds of variable a sweep can vary.
 #[derive(Debug, Clone, PartialEq, Eq)]

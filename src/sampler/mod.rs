@@ -58,7 +58,9 @@ pub use procfs::{
     clock_ticks, direct_children, parse_comm, parse_smaps_rollup, parse_stat, read_process,
     tree_pids, ProcSample, Scope, Stat,
 };
-pub use sockets::{check_port_owner, listeners_on, parse_net_tcp, Listener, PortError};
+pub use sockets::{
+    check_port_owner, listeners_on, parse_net_tcp, read_net_tcp, PortError, TcpRow, TcpState,
+};
 
 use cpu::{CpuTracker, Ticks};
 use procfs::{read_memory, ProcTable};

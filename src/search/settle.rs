@@ -10,7 +10,7 @@
 //! before each step but the first the search waits, polling, until
 //!
 //! 1. the server-side ends of the last step's connections are gone (read
-//!    from `/proc/net/tcp{,6}`: loopback only, so both ends are ours to
+//!    from `/proc/net/tcp{,6}` (read by `sampler::sockets`): loopback only, so both ends are ours to
 //!    see; a connection still queued or being worked on sits in
 //!    CLOSE_WAIT), and so are those of any client that has left (CLOSE_WAIT
 //!    too: a run just before this search, whose abandoned requests the
@@ -34,8 +34,9 @@
 //! This module probes and waits; it never applies load.
 
 use crate::load::{Endpoint, ExpectStatus};
+use crate::sampler::{read_net_tcp, TcpRow, TcpState};
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// How long and how often to wait.
@@ -206,67 +207,28 @@ fn leftovers(open: &[ServerConn], base: &[ServerConn]) -> usize {
 /// to it) that are not listening and not in TIME_WAIT: connections the
 /// server still holds. None when /proc/net/tcp cannot be read.
 pub fn server_side_connections(addr: SocketAddr) -> Option<Vec<ServerConn>> {
-    let mut conns = Vec::new();
-    let mut read_any = false;
-    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(file) else {
-            continue;
-        };
-        read_any = true;
-        conns.extend(server_side(&text, addr));
-    }
-    read_any.then_some(conns)
+    read_net_tcp().map(|rows| server_side(&rows, addr).collect())
 }
 
-/// `/proc/net/tcp` states that are no connection the server holds.
-const LISTEN: &str = "0A";
-const TIME_WAIT: &str = "06";
-const CLOSE: &str = "07";
-/// The peer has closed; the socket has not.
-const CLOSE_WAIT: &str = "08";
-
-fn server_side(text: &str, addr: SocketAddr) -> impl Iterator<Item = ServerConn> + '_ {
-    text.lines().skip(1).filter_map(move |line| {
-        // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
-        let f: Vec<&str> = line.split_whitespace().take(10).collect();
-        let [_, local, remote, state, _, _, _, _, _, inode] = f[..] else {
-            return None;
-        };
-        if [LISTEN, TIME_WAIT, CLOSE].contains(&state) || parse_addr(local) != Some(addr) {
-            return None;
-        }
-        Some(ServerConn {
-            peer: parse_addr(remote)?,
-            inode: inode.parse().ok()?,
-            client_gone: state == CLOSE_WAIT,
+/// The rows of `/proc/net/tcp` that are connections the server at `addr`
+/// holds: not its listener, not TIME_WAIT or CLOSE (the kernel's alone).
+fn server_side(rows: &[TcpRow], addr: SocketAddr) -> impl Iterator<Item = ServerConn> + '_ {
+    rows.iter()
+        .filter(move |r| {
+            r.local == addr
+                && ![TcpState::Listen, TcpState::TimeWait, TcpState::Close].contains(&r.state)
         })
-    })
-}
-
-/// "0100007F:1F90" (address words in host order, port big-endian hex).
-fn parse_addr(s: &str) -> Option<SocketAddr> {
-    let (ip, port) = s.split_once(':')?;
-    let port = u16::from_str_radix(port, 16).ok()?;
-    let word = |h: &str| u32::from_str_radix(h, 16).ok().map(u32::to_ne_bytes);
-    let ip = match ip.len() {
-        8 => IpAddr::V4(Ipv4Addr::from(word(ip)?)),
-        32 => {
-            let mut b = [0u8; 16];
-            for i in 0..4 {
-                b[i * 4..i * 4 + 4].copy_from_slice(&word(&ip[i * 8..i * 8 + 8])?);
-            }
-            let v6 = Ipv6Addr::from(b);
-            // A v4 client of a dual-stack socket shows as ::ffff:a.b.c.d.
-            v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4)
-        }
-        _ => return None,
-    };
-    Some(SocketAddr::new(ip, port))
+        .map(|r| ServerConn {
+            peer: r.remote,
+            inode: r.inode,
+            client_gone: r.state == TcpState::CloseWait,
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampler::parse_net_tcp;
     use std::cell::Cell;
 
     #[test]
@@ -283,10 +245,11 @@ mod tests {
    5: 0100007F:1F91 0100007F:D434 01 00000000:00000000 00:00000000 00000000  1000        0 5 1 0 20 4 30 10 -1
 ";
         let a: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert_eq!(server_side(text, a).count(), 2);
-        assert_eq!(server_side("header only\n", a).count(), 0);
+        let rows = parse_net_tcp(text);
+        assert_eq!(server_side(&rows, a).count(), 2);
+        assert_eq!(server_side(&parse_net_tcp("header only\n"), a).count(), 0);
         // Who they are: the client's end, the socket, whether it has left.
-        let seen: Vec<ServerConn> = server_side(text, a).collect();
+        let seen: Vec<ServerConn> = server_side(&rows, a).collect();
         assert_eq!(
             seen,
             [
@@ -302,12 +265,6 @@ mod tests {
                 }
             ]
         );
-        assert_eq!(
-            parse_addr("00000000000000000000000001000000:1F90"),
-            Some("[::1]:8080".parse().unwrap())
-        );
-        assert_eq!(parse_addr("0000000000000000FFFF00000100007F:1F90"), Some(a));
-        assert_eq!(parse_addr("zz:1F90"), None);
     }
 
     #[test]

@@ -1,4 +1,105 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: the binary under test, what a
+//! test needs from the machine, work directories, the test server. One
+//! copy here instead of one per test file (issue 26); a test file keeps
+//! only what is its own.
 #![allow(dead_code)]
 
 pub mod schema;
+
+use rackbench::testserver::{TestServer, TestServerConfig};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The rackbench binary Cargo built for these tests.
+pub const EXE: &str = env!("CARGO_BIN_EXE_rackbench");
+
+/// A `rackbench` command, to add arguments to.
+pub fn rackbench_cmd() -> Command {
+    Command::new(EXE)
+}
+
+/// `rackbench ARGS`, run to its end.
+pub fn rackbench(args: &[&str]) -> Output {
+    rackbench_cmd().args(args).output().expect("run rackbench")
+}
+
+/// `cmd` is on PATH; under RACKBENCH_REQUIRE a missing one fails the test
+/// (`how` says how to install it).
+pub fn have(cmd: &str, how: &str) -> bool {
+    let there = Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    rackbench::require::require(cmd, there, how)
+}
+
+/// nginx is there; under RACKBENCH_REQUIRE a missing one fails the test.
+pub fn have_nginx() -> bool {
+    let there = Command::new("nginx").arg("-v").output().is_ok();
+    rackbench::require::require("nginx", there, "apt-get install nginx-light")
+}
+
+/// Where the tests look for Chromium (Debian's package).
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Chromium is there; under RACKBENCH_REQUIRE a missing one fails the test.
+pub fn have_chromium() -> bool {
+    rackbench::require::require(
+        "chromium",
+        Path::new(CHROMIUM).exists(),
+        "apt-get install chromium",
+    )
+}
+
+/// Headless Chromium, quiet (no network of its own, no GPU, logs on
+/// stderr where a script error shows as "Uncaught"), with its profile in
+/// `profile`: add what to do (`--dump-dom`, `--screenshot=`) and the page.
+pub fn headless_chromium(profile: &Path) -> Command {
+    let mut c = Command::new(CHROMIUM);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+/// `rackbench-NAME-PID` in the temp directory, not created: for a path a
+/// command makes itself (`--out`, `--work-dir`).
+pub fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("rackbench-{name}-{}", std::process::id()))
+}
+
+/// [`scratch`]`(name)`, emptied of an earlier run's files and created.
+pub fn work_dir(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The test server (rackbench::testserver) on a free loopback port.
+pub fn test_server(cfg: TestServerConfig) -> TestServer {
+    TestServer::start(cfg).expect("test server starts")
+}
+
+/// The test server with its default knobs: answers at once.
+pub fn plain_test_server() -> TestServer {
+    test_server(TestServerConfig::default())
+}
+
+/// The command line of a lab server that is the test server: `rackbench
+/// serve-test --listen {{listen}} ARGS`, for `--command` and plans'
+/// `command =`.
+pub fn serve_test_command(args: &str) -> String {
+    format!("{EXE} serve-test --listen {{{{listen}}}} {args}")
+        .trim_end()
+        .to_string()
+}

@@ -1,10 +1,11 @@
 //! The mirror section of the HTML report, and a self-contained page with
 //! it: per shadow the counts, the paired-difference distribution (shadow −
 //! primary latency per request) with its median and 95% interval, and the
-//! mismatches by path. Reads only a mirror-v1 document.
+//! mismatches by path. Reads only a mirror-v1 document; it lives with the
+//! reports (not in `mirror`) so the proxy never imports the report layer.
 
-use super::doc::MirrorDoc;
-use crate::report::svg::{esc, Axis, Plot, PALETTE};
+use super::svg::{esc, Axis, Plot, PALETTE};
+use crate::mirror::doc::MirrorDoc;
 use crate::units::fmt_us_short;
 use std::fmt::Write;
 

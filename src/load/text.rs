@@ -1,0 +1,194 @@
+//! The terminal text of a load report: what ran and what came back, the
+//! latencies marked by their caveats, what the generator cost.
+//!
+//! It reads the report and its caveats and is read by neither: the report
+//! is the document, the caveats judge it, this file only prints both (a
+//! report that printed itself had to ask the caveats, which read the
+//! report: a circle between two files). It never computes a figure.
+
+use super::caveats::Caveats;
+use super::report::{LatencySummary, LoadReport};
+use crate::units::{fmt_bytes, fmt_us};
+
+impl LoadReport {
+    /// The human summary printed on a terminal: what ran and what came
+    /// back, the latencies with their caveats, then what the generator
+    /// cost and how the run ended.
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        self.write_outcome(&mut s);
+        self.write_latencies(&mut s);
+        self.write_cost_and_end(&mut s);
+        s
+    }
+
+    /// The run's shape, the requests answered, errors, what was left.
+    fn write_outcome(&self, s: &mut String) {
+        use std::fmt::Write;
+        let c = &self.config;
+        let shape = match c.rate_rps {
+            Some(r) => format!("open loop at {r} req/s"),
+            None => "closed loop".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "{} — {} connections, {} thread(s), {}{}{}",
+            self.url,
+            c.connections,
+            c.threads,
+            shape,
+            if c.keep_alive { "" } else { ", no keep-alive" },
+            if c.pipeline > 1 {
+                format!(", pipeline {}", c.pipeline)
+            } else {
+                String::new()
+            },
+        );
+        let _ = writeln!(
+            s,
+            "  {} ok of {} requests in {:.2}s{} → {:.1} req/s",
+            self.requests.ok,
+            self.requests.total,
+            self.duration_s,
+            if c.warmup_s > 0.0 {
+                format!(" (after {:.1}s warm-up)", c.warmup_s)
+            } else {
+                String::new()
+            },
+            self.throughput_rps
+        );
+        let e = &self.errors;
+        if e.total() > 0 {
+            let _ = writeln!(
+                s,
+                "  errors:      connect {} timeout {} reset {} parse {} status {} body {}",
+                e.connect, e.timeout, e.reset, e.parse, e.status, e.body
+            );
+        } else {
+            let _ = writeln!(s, "  errors:      none");
+        }
+        if self.requests.unsent > 0 {
+            let _ = writeln!(
+                s,
+                "  at the end:  {} in flight, {} due but unsent (their age so far counts as latency)",
+                self.requests.unfinished, self.requests.unsent
+            );
+        }
+    }
+
+    /// The headline latency (marked by its caveats) and what it counts,
+    /// the plain uncorrected and failed lines, the caveats' notes.
+    fn write_latencies(&self, s: &mut String) {
+        use std::fmt::Write;
+        let caveats = Caveats::of(self);
+        write_latency_line(s, "latency", &self.latency_us, Some(&caveats));
+        if self.latency_lower_bound {
+            let _ = writeln!(
+                s,
+                "  {:<12} (≥: ages of unanswered requests, too few responses came back)",
+                ""
+            );
+        } else if self.latency_uncorrected_us.is_some() {
+            let _ = writeln!(
+                s,
+                "  {:<12} (OK responses, from each request's scheduled start)",
+                ""
+            );
+        } else {
+            let _ = writeln!(s, "  {:<12} (OK responses)", "");
+        }
+        if let Some(u) = &self.latency_uncorrected_us {
+            write_latency_line(s, "uncorrected", u, None);
+        }
+        if let Some(f) = &self.latency_failed_us {
+            write_latency_line(s, "failed", f, None);
+        }
+        let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
+        for note in caveats.notes_for(&shown) {
+            let _ = writeln!(s, "  flag:        {note}");
+        }
+    }
+
+    /// The open loop's schedule, the generator's own cost, how the run
+    /// ended and the warnings.
+    fn write_cost_and_end(&self, s: &mut String) {
+        use std::fmt::Write;
+        if let Some(sch) = &self.schedule {
+            let past = match sch.slack_us {
+                Some(slack) => format!("past the {} slack", fmt_us(slack as f64)),
+                None => "late".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  schedule:    {} sends more than 1ms {past}, max lag {}",
+                sch.late_sends,
+                fmt_us(sch.max_lag_us as f64)
+            );
+        }
+        let g = &self.generator;
+        let _ = writeln!(
+            s,
+            "  generator:   cpu {:.2}s user + {:.2}s sys, peak RSS {}, busiest thread {:.0}%{}",
+            g.cpu_user_s,
+            g.cpu_sys_s,
+            fmt_bytes(g.peak_rss_bytes),
+            g.busiest_thread_utilization * 100.0,
+            if g.io.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", g.io)
+            }
+        );
+        if let Some(seg) = self.segment.as_ref().filter(|g| g.count > 1) {
+            let _ = writeln!(
+                s,
+                "  segment:     {}/{} of a split load: these are its figures only; merge every \
+                 segment's --json document with `rackbench merge`",
+                seg.index, seg.count
+            );
+        }
+        if self.interrupted {
+            let _ = writeln!(
+                s,
+                "  interrupted: the figures cover the run up to the interruption"
+            );
+        }
+        if self.stopped_on_error {
+            let _ = writeln!(s, "  stopped at the first error, as asked");
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "  warning: {w}");
+        }
+    }
+}
+
+/// One latency line of the terminal summary. Only the headline passes its
+/// `caveats`, so only it carries marks (≥ for a lower bound, a flag on a
+/// percentile with too few samples); the others are plain.
+fn write_latency_line(s: &mut String, label: &str, l: &LatencySummary, caveats: Option<&Caveats>) {
+    use std::fmt::Write;
+    if l.count == 0 {
+        let _ = writeln!(s, "  {label:<12} none");
+        return;
+    }
+    let pct = |q: f64, us: u64| match caveats {
+        Some(c) => c.mark_latency(q, fmt_us(us as f64)),
+        None => fmt_us(us as f64),
+    };
+    let bound = |us: f64| match caveats {
+        Some(c) if c.lower_bound => format!("≥ {}", fmt_us(us)),
+        _ => fmt_us(us),
+    };
+    let _ = writeln!(
+        s,
+        "  {label:<12} min {}  mean {} ± {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+        bound(l.min as f64),
+        bound(l.mean),
+        fmt_us(l.stdev),
+        pct(0.5, l.p50),
+        pct(0.9, l.p90),
+        pct(0.99, l.p99),
+        pct(0.999, l.p999),
+        bound(l.max as f64),
+    );
+}
