@@ -9,9 +9,11 @@
 
 pub mod caveats;
 mod config;
+mod conn;
 pub mod cpus;
 pub(crate) mod epoll;
 pub mod merge;
+mod pacing;
 pub mod recorder;
 pub mod report;
 pub mod response;

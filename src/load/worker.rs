@@ -37,9 +37,11 @@
 //!
 //! A worker never spawns servers, touches disk or prints.
 
+use super::conn::{absorb, token, Conn, Pending, State, READ_BUF, READ_BUF_FIRST};
 use super::epoll::{Epoll, Ready, Timer};
+use super::pacing::{batch_plan, Clock};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
-use super::response::{ParseError, Progress, ResponseParser};
+use super::response::{ParseError, Progress};
 use super::sys::{
     arrival, cheapest_congestion_control, enable_rx_timestamps, recv_stamped, send_raw, thread_cpu,
 };
@@ -48,7 +50,6 @@ use super::uring::{Event, Uring, OP_MASK, OP_POLL, OP_RECV, OP_SEND};
 use super::window::Window;
 use super::{IoMode, Pacing, ThreadPlan, WorkerStats};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -62,11 +63,6 @@ const CONNECT_BACKOFF: Duration = Duration::from_millis(10);
 const CONNECT_STALL: Duration = Duration::from_secs(1);
 /// A send this late against its schedule (past the slack) counts as behind schedule.
 const LATE_THRESHOLD: Duration = Duration::from_millis(1);
-/// A connection's read buffer grows to this size when reads fill it...
-const READ_BUF: usize = 16 * 1024;
-/// ...from this one, allocated at its first read: ten thousand connections
-/// with small responses then hold about 10 MiB of buffers, not 160.
-const READ_BUF_FIRST: usize = 1024;
 /// New connections opened and not yet through their first exchange, per
 /// run, at most (shared among the threads). A listen backlog takes what
 /// has not been accepted yet; one that overflows drops the SYN and the
@@ -76,88 +72,6 @@ pub(super) const RAMP_CONNECTS: usize = 256;
 /// A connection still unanswered this long after its first request, when
 /// the run ends, counts as never answered.
 const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);
-/// "Never" for a schedule that has ended: past any deadline.
-const FAR: Duration = Duration::from_secs(365 * 86_400);
-
-#[derive(Clone, Copy)]
-struct Pending {
-    /// When the request was due (closed loop: when it was issued).
-    sched: Instant,
-    /// When it was written; None while waiting for a connection.
-    sent: Option<Instant>,
-    /// Under a schedule: the request's position in it (its bytes).
-    req: u32,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum State {
-    /// No socket. `retry_at` is when a new connect may start.
-    Closed {
-        retry_at: Instant,
-    },
-    Connecting {
-        since: Instant,
-    },
-    Open,
-}
-
-struct Conn {
-    sock: Option<Socket>,
-    generation: u32,
-    state: State,
-    queue: VecDeque<Pending>,
-    /// Requests in `queue` already written (a prefix of it).
-    written_reqs: usize,
-    /// Bytes of the current write batch still to go, from `batch_pos`.
-    batch_pos: usize,
-    batch_end: usize,
-    /// Under a schedule: the current batch's bytes (each request has its
-    /// own); otherwise the batch is the shared `Worker::batch`.
-    wbuf: Vec<u8>,
-    parser: ResponseParser,
-    rbuf: Vec<u8>,
-    rstart: usize,
-    rend: usize,
-    /// This socket carried a request / got any answer: for the count of
-    /// connections that never got a single answer.
-    sent_any: bool,
-    answered: bool,
-    /// When this socket's first request went out.
-    first_sent: Option<Instant>,
-    /// Whether the connection sits in the open loop's free list.
-    in_free: bool,
-    /// On io_uring: a send of the current batch is in the ring.
-    sending: bool,
-    /// The slot's first connection has not yet been answered (closed
-    /// loop) or connected (open loop): it counts against the ramp.
-    ramping: bool,
-}
-
-impl Conn {
-    fn new(now: Instant) -> Self {
-        Conn {
-            sock: None,
-            generation: 0,
-            state: State::Closed { retry_at: now },
-            queue: VecDeque::new(),
-            written_reqs: 0,
-            batch_pos: 0,
-            batch_end: 0,
-            wbuf: Vec::new(),
-            parser: ResponseParser::default(),
-            rbuf: Vec::new(),
-            rstart: 0,
-            rend: 0,
-            sent_any: false,
-            answered: false,
-            first_sent: None,
-            in_free: false,
-            sending: false,
-            ramping: false,
-        }
-    }
-}
-
 pub struct Worker {
     /// On a kernel that has it: the loop's I/O and waits through io_uring
     /// instead of `epoll` and plain calls (see `uring.rs`); no timerfd is
@@ -214,48 +128,6 @@ pub struct Worker {
     /// already open accepts new ones slowly (nginx takes one per pass of
     /// its event loop), so loading them during the ramp would stall it.
     parked: Vec<u32>,
-}
-
-/// A closed loop on io_uring that would sleep waits for the responses due
-/// within this share of the recent latency...
-const HOLD_SHARE: f64 = 0.25;
-/// ...but no longer than this...
-const HOLD_MAX_US: f64 = 100.0;
-/// ...and for no more than this many.
-const BATCH_MAX: usize = 64;
-
-/// How many responses a sleeping closed loop waits for before it wakes.
-///
-/// The loop waits for about as many responses as should come in within a
-/// share of the latency: in a closed loop they come at about `inflight`
-/// per latency (Little's law). With few in flight, or slow responses, that
-/// is one: no batching. If they stop coming, the guard timer ends the wait
-/// (`uring::GUARD`).
-///
-/// Batching is for a saturated server: it has the other requests in flight
-/// to work on, and is spared waking the loop once per response, which it
-/// pays for (against nginx here, a quarter of the latency as the share
-/// gave both more requests per second and fewer generator CPU-seconds per
-/// request than a tenth or a twentieth). The price is paid by a server
-/// that is not saturated: a held response delays the next request on its
-/// connection by about half the hold on average, so such a server sees up
-/// to an eighth fewer requests in flight at latencies under 0.4 ms, and
-/// less above (the hold is capped at 100 us). The latency figures are
-/// unaffected either way: a response ends when it reached the socket (see
-/// `recv_stamped`), not when it was read.
-fn batch_plan(inflight: usize, recent_latency_us: f64) -> usize {
-    if recent_latency_us <= 0.0 {
-        return 1;
-    }
-    let hold_us = (recent_latency_us * HOLD_SHARE).min(HOLD_MAX_US);
-    let due = inflight as f64 * hold_us / recent_latency_us;
-    (due as usize).clamp(1, BATCH_MAX)
-}
-
-/// The token a registration of slot `i`'s socket number `generation`
-/// carries, so that an event for a socket the slot no longer has is known.
-fn token(i: usize, generation: u32) -> u64 {
-    (i as u64) | ((generation as u64) << 32)
 }
 
 /// The timer's token: no connection slot reaches this index.
@@ -371,7 +243,7 @@ impl Worker {
             }
             let mut wake = next_scan.min(self.deadline);
             if let (true, Stopping::No) = (self.plan.pacing.is_open(), &stopping) {
-                if let Some(due) = self.next_send_at(now) {
+                if let Some(due) = self.clock().next_send_at(self.next_due, now) {
                     wake = wake.min(due);
                 }
             }
@@ -582,43 +454,21 @@ impl Worker {
         self.timer_at = None;
     }
 
+    /// The pacing's view of this thread: its plan, start and end.
+    fn clock(&self) -> Clock<'_> {
+        Clock {
+            plan: &self.plan,
+            t0: self.t0,
+            deadline: self.deadline,
+        }
+    }
+
     fn due_at(&self, k: u64) -> Instant {
-        match self.plan.pacing {
-            Pacing::Rate(rate) => {
-                self.t0 + self.plan.phase + Duration::from_secs_f64(k as f64 / rate)
-            }
-            Pacing::Schedule => {
-                // This thread's k-th request is the schedule's
-                // (k * threads + thread)-th; past the end of a schedule
-                // that does not repeat, nothing is ever due.
-                let (lane, lanes) = self.plan.lane;
-                self.schedule()
-                    .due_offset(k * lanes + lane)
-                    .and_then(|d| self.t0.checked_add(d))
-                    .unwrap_or(self.deadline.max(self.t0) + FAR)
-            }
-            Pacing::Closed => self.t0,
-        }
+        self.clock().due_at(k)
     }
 
-    /// The replayed schedule (only called under `Pacing::Schedule`).
-    fn schedule(&self) -> &super::schedule::Schedule {
-        self.plan
-            .config
-            .schedule
-            .as_deref()
-            .expect("Pacing::Schedule comes with a schedule")
-    }
-
-    /// Which schedule entry this thread's k-th request sends (0 when not replaying).
     fn request_of(&self, k: u64) -> u32 {
-        match self.plan.pacing {
-            Pacing::Schedule => {
-                let (lane, lanes) = self.plan.lane;
-                self.schedule().index(k * lanes + lane)
-            }
-            _ => 0,
-        }
+        self.clock().request_of(k)
     }
 
     fn may_issue(&self, sched: Instant) -> bool {
@@ -672,40 +522,6 @@ impl Worker {
             }
             self.push_writes(i, now);
         }
-    }
-
-    /// Open loop, after [`Worker::dispatch_due`]: when the loop must wake
-    /// to send the next request, or `None` when a wake-up could not send it.
-    ///
-    /// A request already due is still waiting only because every connection
-    /// is busy. Waking for its (past) due time would be a timeout of zero,
-    /// and the loop would spin at a full core, taken from the server that is
-    /// being measured exactly when it is overloaded (measured: 69% of a core
-    /// at `--rate 2000 -c 100` against a server answering in 1 s). Only a
-    /// connection freeing can send it, and that is a socket event, which
-    /// ends the wait by itself; the request's latency still counts from its
-    /// due time.
-    ///
-    /// With a slack, it wakes on a grid one slack apart ([`slack_line`]),
-    /// at the first line at or after the due time, and every request due
-    /// by then goes out on that one wake-up: each is between zero and one
-    /// slack late, half of one on average whatever the rate. (Waking a
-    /// whole slack after the first due time would make the first of every
-    /// batch the latest.) Near the end of the run, a request whose wake-up
-    /// would fall past it goes at its due time: the loop ends at the
-    /// deadline, and it would never be sent.
-    fn next_send_at(&self, now: Instant) -> Option<Instant> {
-        let due = self.due_at(self.next_due);
-        if due <= now {
-            return None;
-        }
-        let slack = self.plan.config.slack;
-        if slack.is_zero() {
-            return Some(due);
-        }
-        let since = due.saturating_duration_since(self.t0);
-        let at = self.t0 + slack_line(since, slack, self.plan.lane);
-        Some(if at < self.deadline { at } else { due })
     }
 
     fn mark_free(&mut self, i: usize) {
@@ -1299,39 +1115,6 @@ impl Worker {
     }
 }
 
-/// The first line of a lane's slack grid at or after `due` (both from the
-/// run's start). Lane l of n draws its grid l/n of a slack after the
-/// start, so the threads (and segments) of one run take turns instead of
-/// all sending their batches at the same instant: the server sees n
-/// smaller bursts per slack rather than one n times the size.
-fn slack_line(due: Duration, slack: Duration, (lane, lanes): (u64, u64)) -> Duration {
-    let slack = slack.as_nanos();
-    let origin = slack * u128::from(lane) / u128::from(lanes.max(1));
-    let since = due.as_nanos().saturating_sub(origin);
-    Duration::from_nanos((origin + since.div_ceil(slack) * slack) as u64)
-}
-
-/// Appends received bytes to a connection's read buffer, making room.
-fn absorb(c: &mut Conn, bytes: &[u8]) {
-    if c.rstart == c.rend {
-        c.rstart = 0;
-        c.rend = 0;
-    }
-    if c.rend + bytes.len() > c.rbuf.len() {
-        if c.rstart > 0 {
-            c.rbuf.copy_within(c.rstart..c.rend, 0);
-            c.rend -= c.rstart;
-            c.rstart = 0;
-        }
-        let need = c.rend + bytes.len();
-        if need > c.rbuf.len() {
-            c.rbuf.resize(need.max(c.rbuf.len() * 2), 0);
-        }
-    }
-    c.rbuf[c.rend..c.rend + bytes.len()].copy_from_slice(bytes);
-    c.rend += bytes.len();
-}
-
 /// Holds a complete response to the checks.
 fn judge(expect: &super::ExpectStatus, response: &super::response::Response) -> Outcome {
     if !expect.matches(response.status) {
@@ -1346,40 +1129,6 @@ fn judge(expect: &super::ExpectStatus, response: &super::response::Response) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn each_lane_sends_on_its_own_slack_grid_within_one_slack_of_the_due_time() {
-        let ms = Duration::from_millis;
-        let us = Duration::from_micros;
-        let slack = ms(2);
-        // One lane: the grid is 0, 2, 4 ms; a due time on a line stays.
-        assert_eq!(slack_line(ms(0), slack, (0, 1)), ms(0));
-        assert_eq!(slack_line(us(1), slack, (0, 1)), ms(2));
-        assert_eq!(slack_line(ms(2), slack, (0, 1)), ms(2));
-        assert_eq!(slack_line(us(2001), slack, (0, 1)), ms(4));
-        // Two lanes: the second's grid is 1, 3, 5 ms; its due times before
-        // its first line wait for it.
-        assert_eq!(slack_line(ms(0), slack, (1, 2)), ms(1));
-        assert_eq!(slack_line(us(1500), slack, (1, 2)), ms(3));
-        assert_eq!(slack_line(ms(3), slack, (1, 2)), ms(3));
-        // Four lanes over a spread of due times: never early, never a
-        // slack late, and on the lane's own grid.
-        for lane in 0..4 {
-            for due in (0..20_000).step_by(37).map(us) {
-                let at = slack_line(due, slack, (lane, 4));
-                assert!(
-                    at >= due && at - due < slack,
-                    "lane {lane}: {due:?} -> {at:?}"
-                );
-                let offset = us(500) * lane as u32;
-                assert_eq!(
-                    (at - offset).as_nanos() % slack.as_nanos(),
-                    0,
-                    "lane {lane}: {at:?}"
-                );
-            }
-        }
-    }
 
     fn wall_ago(ago: Duration) -> libc::timespec {
         let mut now = libc::timespec {
@@ -1414,24 +1163,6 @@ mod tests {
         };
         let at = arrival(future);
         assert!(at >= now && at <= Instant::now(), "{at:?} vs {now:?}");
-    }
-
-    #[test]
-    fn a_batch_is_what_should_arrive_within_a_share_of_the_latency() {
-        // Few in flight: every response wakes the loop.
-        assert_eq!(batch_plan(4, 1000.0), 1);
-        assert_eq!(batch_plan(9, 1000.0), 1);
-        // No latency seen yet: no batching.
-        assert_eq!(batch_plan(50, 0.0), 1);
-        // 50 in flight at 300 us (nginx here): 12.5 are due within 75 us.
-        assert_eq!(batch_plan(50, 300.0), 12);
-        // At 1 ms the hold is capped at 100 us: 5 are due.
-        assert_eq!(batch_plan(50, 1000.0), 5);
-        // Slow responses: one is due; no batching.
-        assert_eq!(batch_plan(1000, 100_000.0), 1);
-        assert_eq!(batch_plan(5000, 10_000.0), 50);
-        // Many due: the batch is capped.
-        assert_eq!(batch_plan(10_000, 1000.0), 64);
     }
 
     #[test]
