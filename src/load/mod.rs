@@ -12,6 +12,7 @@ mod config;
 mod conn;
 pub mod cpus;
 pub(crate) mod epoll;
+mod io;
 pub mod merge;
 mod pacing;
 pub mod recorder;

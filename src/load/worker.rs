@@ -14,7 +14,8 @@
 //! - the request bytes are rendered once and shared.
 //!
 //! Where the kernel allows, the loop runs on io_uring instead (see
-//! `uring.rs`): receives and sends are ring entries, one system call
+//! `uring.rs`; the choice is made once per thread, in `io.rs`, the loop's
+//! one seam to the kernel): receives and sends are ring entries, one system call
 //! submits a batch of them, and a closed loop sleeps until several
 //! responses are in instead of being woken (by the server, at the server's
 //! expense) for each one ([`batch_plan`]); an open loop sleeps from one due
@@ -38,7 +39,8 @@
 //! A worker never spawns servers, touches disk or prints.
 
 use super::conn::{absorb, token, Conn, Pending, State, READ_BUF, READ_BUF_FIRST};
-use super::epoll::{Epoll, Ready, Timer};
+use super::epoll::Ready;
+use super::io::{Happened, Io, TIMER_TOKEN};
 use super::pacing::{batch_plan, Clock};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
 use super::response::{ParseError, Progress};
@@ -46,9 +48,9 @@ use super::sys::{
     arrival, cheapest_congestion_control, enable_rx_timestamps, recv_stamped, send_raw, thread_cpu,
 };
 use super::target::Endpoint;
-use super::uring::{Event, Uring, OP_MASK, OP_POLL, OP_RECV, OP_SEND};
+use super::uring::{Event, OP_MASK, OP_POLL, OP_RECV, OP_SEND};
 use super::window::Window;
-use super::{IoMode, Pacing, ThreadPlan, WorkerStats};
+use super::{Pacing, ThreadPlan, WorkerStats};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -73,16 +75,14 @@ pub(super) const RAMP_CONNECTS: usize = 256;
 /// the run ends, counts as never answered.
 const NEVER_ANSWERED_AFTER: Duration = Duration::from_secs(1);
 pub struct Worker {
-    /// On a kernel that has it: the loop's I/O and waits through io_uring
-    /// instead of `epoll` and plain calls (see `uring.rs`); no timerfd is
-    /// needed. First, so that it is dropped before the buffers its sends
-    /// read from.
-    uring: Option<Uring>,
+    /// The loop's I/O and waits: io_uring on a kernel that has it, else
+    /// epoll and plain calls (see `io.rs`). First, so that a ring is
+    /// dropped before the buffers its sends read from.
+    io: Io,
     /// Batch buffers of closed connections whose send was still in the
     /// ring: kept until the end, as the kernel may still read them.
     retired: Vec<Vec<u8>>,
     plan: ThreadPlan,
-    epoll: Epoll,
     conns: Vec<Conn>,
     rec: Recorder,
     stats: WorkerStats,
@@ -106,9 +106,8 @@ pub struct Worker {
     dispatched_at: Instant,
     t0: Instant,
     window: Arc<Window>,
-    /// Closed loop: wakes the untimed wait for the loop's own deadlines.
-    timer: Option<Timer>,
-    /// When the timer is set to fire; None when it is not armed.
+    /// When the closed loop's timer (which wakes its untimed wait for the
+    /// loop's own deadlines) is set to fire; None when it is not armed.
     timer_at: Option<Instant>,
     /// Requests written and not yet answered, on all connections.
     inflight: usize,
@@ -129,9 +128,6 @@ pub struct Worker {
     /// its event loop), so loading them during the ramp would stall it.
     parked: Vec<u32>,
 }
-
-/// The timer's token: no connection slot reaches this index.
-const TIMER_TOKEN: u64 = super::uring::TIMER_TAG;
 
 enum Stopping {
     No,
@@ -156,21 +152,11 @@ impl Worker {
         let batch: Arc<[u8]> = cfg.request.repeat(depth).into();
         let deadline = window.deadline();
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
-        let epoll = Epoll::new(plan.connections.max(1) * 2)?;
-        let uring = match cfg.io {
-            IoMode::Auto => Uring::new(plan.connections).ok(),
-            IoMode::Uring => Some(Uring::new(plan.connections)?),
-            IoMode::Epoll => None,
-        };
-        let timer = match plan.pacing {
-            Pacing::Closed if uring.is_none() => Some(epoll.timer(TIMER_TOKEN)?),
-            _ => None,
-        };
+        let closed = matches!(plan.pacing, Pacing::Closed);
+        let io = Io::new(cfg.io, plan.connections, closed)?;
         Ok(Worker {
-            epoll,
-            timer,
+            io,
             timer_at: None,
-            uring,
             retired: Vec::new(),
             inflight: 0,
             queued: 0,
@@ -259,27 +245,17 @@ impl Worker {
             }
             let now = Instant::now();
             for e in 0..n {
-                if let Some(u) = &self.uring {
-                    let ev = u.event(e);
-                    self.on_completion(ev, now)?;
-                    continue;
-                }
-                let (token, ready) = self.epoll.event(e);
-                if token == TIMER_TOKEN {
-                    self.on_timer();
-                } else {
-                    self.on_event(token, ready, now);
+                match self.io.event(e) {
+                    Happened::Done(ev) => self.on_completion(ev, now)?,
+                    Happened::Ready(TIMER_TOKEN, _) => self.on_timer(),
+                    Happened::Ready(token, ready) => self.on_event(token, ready, now),
                 }
             }
         }
         let end = Instant::now();
         self.finish(end);
         self.stats.cpu = thread_cpu();
-        self.stats.io = if self.uring.is_some() {
-            "io_uring"
-        } else {
-            "epoll"
-        };
+        self.stats.io = self.io.name();
         self.stats.wall = end.saturating_duration_since(started);
         let tally = self.rec.finish(end);
         Ok((tally, self.stats))
@@ -311,7 +287,10 @@ impl Worker {
             let backlog = due <= now && self.may_issue(due);
             let wait_for_event = backlog || self.queued > self.inflight || draining;
             let until = wake.saturating_duration_since(now);
-            let Some(u) = self.uring.as_mut() else {
+            if wait_for_event {
+                return self.io.wait_for_event(until);
+            }
+            let Some(u) = self.io.ring() else {
                 // On epoll the sleep is the thread's own, and one look
                 // without waiting takes what came in meanwhile. What is
                 // due goes out first (each send a system call of its
@@ -319,30 +298,18 @@ impl Worker {
                 // late, and the responses' latency ends at their kernel
                 // stamps anyway. Not once the run is interrupted: what
                 // falls due then is not sent.
-                if wait_for_event {
-                    return self.epoll.wait(Some(until));
-                }
                 std::thread::sleep(until);
                 if !self.plan.config.interrupt.load(Ordering::Relaxed) {
                     self.dispatch_due(Instant::now());
                 }
-                return self.epoll.wait(Some(Duration::ZERO));
+                return self.io.wait_for_event(Duration::ZERO);
             };
-            return if wait_for_event {
-                u.wait(1, Some(until))
-            } else {
-                u.sleep(until)
-            };
+            return u.sleep(until);
         }
         self.move_timer(wake, now)?;
-        let Some(u) = &mut self.uring else {
-            return self.epoll.wait(None);
-        };
-        let want = batch_plan(self.inflight, self.recent_latency_us);
-        if want > 1 {
-            u.arm_guard()?;
-        }
-        u.wait(want, None)
+        let (inflight, recent_latency_us) = (self.inflight, self.recent_latency_us);
+        self.io
+            .wait_closed(|| batch_plan(inflight, recent_latency_us))
     }
 
     /// Sets the closed loop's timer (io_uring's or the timerfd) to fire at
@@ -351,13 +318,9 @@ impl Worker {
         if self.timer_at == Some(wake) {
             return Ok(());
         }
-        let after = wake.saturating_duration_since(now);
-        match (&mut self.uring, &self.timer) {
-            (Some(u), _) => u.arm_timer(after)?,
-            (None, Some(timer)) => timer.arm(after)?,
-            (None, None) => return Ok(()),
+        if self.io.arm_timer(wake.saturating_duration_since(now))? {
+            self.timer_at = Some(wake);
         }
-        self.timer_at = Some(wake);
         Ok(())
     }
 
@@ -394,7 +357,7 @@ impl Worker {
         // A receive into a buffer that got no bytes met the EOF (the
         // buffer still holds the message header).
         let mut eof = ev.res == 0;
-        if let (Some(bid), Some(u)) = (ev.buf, &mut self.uring) {
+        if let (Some(bid), Some(u)) = (ev.buf, self.io.ring()) {
             if let Some(i) = live {
                 let (payload, stamp) = u.received(bid, ev.res);
                 eof = payload.is_empty();
@@ -425,8 +388,8 @@ impl Worker {
         // live socket gets a new one, which picks up what is waiting.
         if ev.ended && self.live_slot(token) == Some(i) {
             let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
-            if let (Some(fd), Some(u)) = (fd, &mut self.uring) {
-                u.recv(fd, token)?;
+            if let Some(fd) = fd {
+                self.io.receive(fd, token)?;
             }
         }
         Ok(())
@@ -448,9 +411,7 @@ impl Worker {
     }
 
     fn on_timer(&mut self) {
-        if let Some(timer) = &self.timer {
-            timer.clear();
-        }
+        self.io.clear_timer();
         self.timer_at = None;
     }
 
@@ -627,10 +588,7 @@ impl Worker {
             Ok(sock) => {
                 c.generation = c.generation.wrapping_add(1);
                 let token = token(i, c.generation);
-                let added = match &mut self.uring {
-                    Some(u) => u.poll_connect(sock.as_raw_fd(), token),
-                    None => self.epoll.add(sock.as_raw_fd(), token),
-                };
+                let added = self.io.watch_connect(sock.as_raw_fd(), token);
                 if let Err(e) = added {
                     // Out of descriptors or similar: a connect failure too.
                     drop(e);
@@ -668,23 +626,15 @@ impl Worker {
             if c.sent_any && !c.answered {
                 self.stats.never_answered += 1;
             }
-            if let Some(u) = &mut self.uring {
-                // The receive (or the connect's poll) holds the socket
-                // open; ending it lets it close. Queued entries naming the
-                // descriptor go in first, before its number can be reused.
-                // An error here means a broken ring; the socket then
-                // lingers until the ring is dropped at the end of the run.
-                let token = token(i, c.generation);
-                let op = match c.state {
-                    State::Open => OP_RECV,
-                    _ => OP_POLL,
-                };
-                let _ = u.cancel(token | op);
-                let _ = u.flush();
-                if c.sending && !c.wbuf.is_empty() {
-                    // The kernel may still read the old batch.
-                    self.retired.push(std::mem::take(&mut c.wbuf));
-                }
+            // On io_uring the receive (or the connect's poll) holds the
+            // socket open; ending it lets it close (see `Io::release`).
+            let op = match c.state {
+                State::Open => OP_RECV,
+                _ => OP_POLL,
+            };
+            if self.io.release(token(i, c.generation) | op) && c.sending && !c.wbuf.is_empty() {
+                // The kernel may still read the old batch.
+                self.retired.push(std::mem::take(&mut c.wbuf));
             }
             drop(sock);
         }
@@ -733,12 +683,10 @@ impl Worker {
                 return;
             }
             self.conns[i].state = State::Open;
-            if let Some(u) = &mut self.uring {
-                let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
-                if fd.is_none_or(|fd| u.recv(fd, token).is_err()) {
-                    self.fail_connect(i, now);
-                    return;
-                }
+            let fd = self.conns[i].sock.as_ref().map(|s| s.as_raw_fd());
+            if fd.is_none_or(|fd| self.io.receive(fd, token).is_err()) {
+                self.fail_connect(i, now);
+                return;
             }
             if self.plan.pacing.is_open() {
                 // An open loop's connection may idle: connected is through.
@@ -805,7 +753,7 @@ impl Worker {
                 .as_ref()
                 .expect("open connection has a socket")
                 .as_raw_fd();
-            if let Some(u) = &mut self.uring {
+            if let Some(u) = self.io.ring() {
                 let buf = if self.plan.config.schedule.is_some() {
                     &c.wbuf[c.batch_pos..c.batch_end]
                 } else {

@@ -1,0 +1,177 @@
+//! The connection loop's one seam to the kernel: io_uring or epoll, chosen
+//! once per thread (`--io`, or what the kernel has), so that `worker.rs`
+//! is one loop that asks this for what it needs: watch a connect, start a
+//! connection's receives, end them, move the timer, wait, and read the
+//! events a wait brought.
+//!
+//! The two differ in kind, not only in calls: io_uring completes receives
+//! and sends (the bytes are in a provided buffer, the send is done), epoll
+//! says a socket is ready and the loop then reads and writes it itself.
+//! So an event is one of two [`Happened`]s, and the loop's sends and
+//! receives on a completion ([`Io::ring`]) are its own. Why each waits as
+//! it does is in `uring.rs` and `epoll.rs`, and in the loop's `wait_until`.
+//!
+//! The seam never decides when to send, frames a response, or counts.
+
+use super::epoll::{Epoll, Ready, Timer};
+use super::uring::{Event, Uring, TIMER_TAG};
+use super::IoMode;
+use std::io;
+use std::os::fd::RawFd;
+use std::time::Duration;
+
+/// The timer's token: no connection slot reaches this index.
+pub(super) const TIMER_TOKEN: u64 = TIMER_TAG;
+
+// One per thread, so its size does not matter; boxing the ring would put
+// a pointer between the loop and every entry it queues.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Io {
+    /// Receives, sends and connect polls as ring entries, batched waits
+    /// and the ring's own timers (see `uring.rs`).
+    Uring(Uring),
+    /// Edge-triggered readiness, plain calls by the loop, and (for a
+    /// closed loop, which waits without a timeout) a timerfd.
+    Epoll { epoll: Epoll, timer: Option<Timer> },
+}
+
+/// One event of a wait.
+pub(super) enum Happened {
+    /// io_uring: a connect's poll, a receive, a send, or the timer ended.
+    Done(Event),
+    /// epoll: a socket (or the timerfd, [`TIMER_TOKEN`]) is ready.
+    Ready(u64, Ready),
+}
+
+impl Io {
+    /// The loop's I/O for `connections` sockets: io_uring where the mode
+    /// and the kernel allow, else epoll (with a timerfd for a closed loop).
+    pub(super) fn new(mode: IoMode, connections: usize, closed: bool) -> io::Result<Self> {
+        let uring = match mode {
+            IoMode::Auto => Uring::new(connections).ok(),
+            IoMode::Uring => Some(Uring::new(connections)?),
+            IoMode::Epoll => None,
+        };
+        if let Some(u) = uring {
+            return Ok(Io::Uring(u));
+        }
+        let epoll = Epoll::new(connections.max(1) * 2)?;
+        let timer = if closed {
+            Some(epoll.timer(TIMER_TOKEN)?)
+        } else {
+            None
+        };
+        Ok(Io::Epoll { epoll, timer })
+    }
+
+    /// The name the report gives the loop's I/O.
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Io::Uring(_) => "io_uring",
+            Io::Epoll { .. } => "epoll",
+        }
+    }
+
+    /// The ring, when the loop runs on one: its sends and receives are
+    /// completions the loop handles itself.
+    pub(super) fn ring(&mut self) -> Option<&mut Uring> {
+        match self {
+            Io::Uring(u) => Some(u),
+            Io::Epoll { .. } => None,
+        }
+    }
+
+    /// The `e`-th event of the last wait.
+    pub(super) fn event(&self, e: usize) -> Happened {
+        match self {
+            Io::Uring(u) => Happened::Done(u.event(e)),
+            Io::Epoll { epoll, .. } => {
+                let (token, ready) = epoll.event(e);
+                Happened::Ready(token, ready)
+            }
+        }
+    }
+
+    /// Watches a connecting socket: a one-shot poll in the ring, or its one
+    /// registration for read and write on epoll.
+    pub(super) fn watch_connect(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        match self {
+            Io::Uring(u) => u.poll_connect(fd, token),
+            Io::Epoll { epoll, .. } => epoll.add(fd, token),
+        }
+    }
+
+    /// A connection is open (or its receive ended): io_uring gets it a
+    /// multishot receive; epoll's registration already covers reads.
+    pub(super) fn receive(&mut self, fd: RawFd, token: u64) -> io::Result<()> {
+        match self {
+            Io::Uring(u) => u.recv(fd, token),
+            Io::Epoll { .. } => Ok(()),
+        }
+    }
+
+    /// A socket is about to close: on io_uring its receive (or connect
+    /// poll), `user_data`, holds it open, so it is cancelled, and the
+    /// entries naming the descriptor go in before its number can be
+    /// reused. An error here means a broken ring; the socket then lingers
+    /// until the ring is dropped at the end of the run. Returns whether a
+    /// send of it may still be in the kernel (io_uring).
+    pub(super) fn release(&mut self, user_data: u64) -> bool {
+        match self {
+            Io::Uring(u) => {
+                let _ = u.cancel(user_data);
+                let _ = u.flush();
+                true
+            }
+            Io::Epoll { .. } => false,
+        }
+    }
+
+    /// Sets the timer to fire `after` from now. Returns false when there is
+    /// none (an open loop on epoll sleeps by its waits' timeouts).
+    pub(super) fn arm_timer(&mut self, after: Duration) -> io::Result<bool> {
+        match self {
+            Io::Uring(u) => u.arm_timer(after)?,
+            Io::Epoll {
+                timer: Some(timer), ..
+            } => timer.arm(after)?,
+            Io::Epoll { timer: None, .. } => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The timer fired: a timerfd is read so it can fire again.
+    pub(super) fn clear_timer(&self) {
+        if let Io::Epoll {
+            timer: Some(timer), ..
+        } = self
+        {
+            timer.clear();
+        }
+    }
+
+    /// Waits for one event at least, `until` at the longest.
+    pub(super) fn wait_for_event(&mut self, until: Duration) -> io::Result<usize> {
+        match self {
+            Io::Uring(u) => u.wait(1, Some(until)),
+            Io::Epoll { epoll, .. } => epoll.wait(Some(until)),
+        }
+    }
+
+    /// A closed loop's wait, with no timeout of its own (the timer carries
+    /// the loop's next deadline): on io_uring for `want()` completions,
+    /// with the guard timer when that is more than one; on epoll for the
+    /// first event.
+    pub(super) fn wait_closed(&mut self, want: impl FnOnce() -> usize) -> io::Result<usize> {
+        match self {
+            Io::Uring(u) => {
+                let want = want();
+                if want > 1 {
+                    u.arm_guard()?;
+                }
+                u.wait(want, None)
+            }
+            Io::Epoll { epoll, .. } => epoll.wait(None),
+        }
+    }
+}
