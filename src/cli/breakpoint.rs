@@ -132,7 +132,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     );
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
-    super::raise_fd_limit();
+    crate::load::raise_open_files_limit();
     let step_load = StepLoad {
         rate_mode,
         step: args.load.duration.unwrap_or(Duration::from_secs(5)),

@@ -222,7 +222,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create {}; pick a writable --out", dir.display()))?;
     }
-    super::raise_fd_limit();
+    crate::load::raise_open_files_limit();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [libc::SIGINT, libc::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;

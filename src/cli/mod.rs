@@ -21,9 +21,11 @@ mod serve_test;
 mod servers;
 mod sweep;
 mod trial;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+pub use usage::{usage, UsageError};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,17 +71,6 @@ enum Command {
     /// Run the built-in test HTTP server (for benchmarks of rackbench itself).
     #[command(hide = true)]
     ServeTest(serve_test::ServeTestArgs),
-}
-
-/// A failure the user caused and can fix: printed as one line, exit 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// A usage error (exit 2) whose message names the fix: the one way every
-/// subcommand makes one.
-pub fn usage(message: String) -> anyhow::Error {
-    anyhow::Error::new(UsageError(message))
 }
 
 pub fn main() -> ExitCode {
@@ -148,10 +139,4 @@ fn dispatch(cli: Cli) -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// Raises the open-files soft limit to the hard limit: a few thousand
-/// connections need more than the usual 1024 descriptors.
-pub(crate) fn raise_fd_limit() {
-    crate::load::raise_open_files_limit();
 }

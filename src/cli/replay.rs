@@ -161,7 +161,7 @@ impl ReplayArgs {
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let config = args.to_config()?;
     super::load::announce_start(&config);
-    super::raise_fd_limit();
+    crate::load::raise_open_files_limit();
     stop_on_signals(&config.interrupt, true);
     let schedule = Arc::clone(config.schedule.as_ref().expect("a replay"));
     let report = load::run(config, |_| {})?;

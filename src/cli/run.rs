@@ -104,7 +104,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
-    super::raise_fd_limit();
+    crate::load::raise_open_files_limit();
     let (server_cpus, load_cpus) = if args.no_pin {
         (Vec::new(), Vec::new())
     } else {

@@ -43,7 +43,7 @@ pub struct ServeTestArgs {
 }
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
-    super::raise_fd_limit();
+    crate::load::raise_open_files_limit();
     if args.max_connections > 0 {
         // The epoll server: exact at thousands of connections.
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -390,7 +390,7 @@ fn render_inside(s: &mut String, r: &TrialRecord) {
 pub fn run(args: TrialArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
-    super::raise_fd_limit();
+    crate::load::raise_open_files_limit();
     let spec = args
         .server
         .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;

@@ -38,6 +38,7 @@
 //!
 //! A worker never spawns servers, touches disk or prints.
 
+use super::config::Pacing;
 use super::conn::{absorb, token, Conn, Pending, State, READ_BUF, READ_BUF_FIRST};
 use super::epoll::Ready;
 use super::io::{Happened, Io, TIMER_TOKEN};
@@ -48,9 +49,9 @@ use super::sys::{
     arrival, cheapest_congestion_control, enable_rx_timestamps, recv_stamped, send_raw, thread_cpu,
 };
 use super::target::Endpoint;
+use super::thread::{ThreadPlan, WorkerStats};
 use super::uring::{Event, OP_MASK, OP_POLL, OP_RECV, OP_SEND};
 use super::window::Window;
-use super::{Pacing, ThreadPlan, WorkerStats};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::os::fd::AsRawFd;
