@@ -481,12 +481,6 @@ impl Report {
         out
     }
 
-    /// "What this shows": the paragraphs every report opens with (see
-    /// `shows`), written from the groups the tables show.
-    pub fn what_it_shows(&self) -> Vec<String> {
-        shows::what_it_shows(&self.sections())
-    }
-
     /// The JSON summary (`rackbench/report-v1`).
     pub fn json(&self) -> anyhow::Result<String> {
         let groups: Vec<serde_json::Value> = self

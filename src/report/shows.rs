@@ -7,8 +7,17 @@
 //! It only reads [`Group`]s and returns sentences; it never formats a
 //! table, reads a file or decides a caveat (`load::caveats` does).
 
-use super::{load_label, Group};
+use super::{load_label, Group, Report};
 use crate::units::natural_cmp;
+
+impl Report {
+    /// "What this shows": the paragraphs every report opens with, written
+    /// from the groups the tables show. (Here, not in mod.rs, so that
+    /// mod.rs need not import this file while it imports mod.rs.)
+    pub fn what_it_shows(&self) -> Vec<String> {
+        what_it_shows(&self.sections())
+    }
+}
 
 /// Throughput that grew by less than this factor from a lower to a higher
 /// connection count did not grow: the server had no worker to spare.
