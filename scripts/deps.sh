@@ -37,6 +37,11 @@ for w in "${want[@]}"; do
       need_cmd mvn maven
       # rackbench k8s and tests/k8s.rs; Debian 12 ships kubectl 1.20 (tested, with 1.32)
       need_cmd kubectl kubernetes-client
+      # Runtimes (tests/runtimes.rs): Debian release roots, jemalloc,
+      # Puma's Java extension from its Debian source package.
+      need_cmd mmdebstrap mmdebstrap
+      [ -f /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || apt_pkgs+=(libjemalloc2)
+      need_cmd dpkg-source dpkg-dev
       ;;
     run) ;;
     bench)

@@ -26,6 +26,9 @@
 //!   trial's figures, the samples `stats` compares).
 //! - [`lab`]: one trial: start the server (behind nginx if asked), verify
 //!   its answer, load it while sampling it, stop it, return the record.
+//! - [`runtime`]: where servers run from (the host, a Debian release's
+//!   root, a user's Ruby, JRuby) and the switches asked of its Ruby
+//!   (YJIT, allocator); what the server ran with, read from inside it.
 //! - [`search`]: the break-point search over a closure that runs one step.
 //! - [`checks`]: `--check` thresholds on a load's figures.
 //! - [`server`]: server adapters as data, command templates, the
@@ -60,6 +63,7 @@ pub mod mirror;
 pub mod plan;
 pub mod report;
 pub mod require;
+pub mod runtime;
 pub mod sampler;
 pub mod search;
 pub mod server;

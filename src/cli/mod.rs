@@ -17,6 +17,7 @@ mod parse;
 mod replay;
 mod report;
 mod run;
+mod runtime;
 mod serve_test;
 mod servers;
 mod sweep;
@@ -46,6 +47,8 @@ enum Command {
     Merge(merge::MergeArgs),
     /// List the server adapters, whether each is installed, and its version.
     Servers(servers::ServersArgs),
+    /// The places servers run from: add (a Debian release root, JRuby, your own Ruby), list, remove.
+    Runtime(runtime::RuntimeArgs),
     /// Check this machine before a study: each finding with its fix; exit 1 on a problem.
     Doctor(doctor::DoctorArgs),
     /// Start a server with an app, verify it, load it, sample it, stop it.
@@ -113,6 +116,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Merge(args) => merge::run(args),
         Command::Servers(args) => servers::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Runtime(args) => runtime::run(args),
         Command::Trial(args) => trial::run(*args),
         Command::Run(args) => run::run(args),
         Command::Breakpoint(args) => breakpoint::run(*args),

@@ -86,6 +86,21 @@ pub struct ServerOptions {
     /// time behind nginx, GC runs and time (docs/TELEMETRY.md).
     #[arg(long)]
     pub telemetry: bool,
+    /// Where the server runs from: system (the host) [default], debian-12,
+    /// debian-13, debian-unstable (built on first use), jruby, or a Ruby
+    /// saved with `rackbench runtime add NAME --ruby PATH`.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// Run the server's Ruby with YJIT (refused for a Ruby built without it).
+    #[arg(long)]
+    pub yjit: bool,
+    /// The server's malloc: glibc, or jemalloc (preloaded from the
+    /// runtime's own libjemalloc).
+    #[arg(long, value_name = "glibc|jemalloc")]
+    pub allocator: Option<crate::runtime::Allocator>,
+    /// MALLOC_ARENA_MAX for glibc's malloc in the server.
+    #[arg(long, value_name = "N")]
+    pub malloc_arena_max: Option<u32>,
 }
 
 #[derive(Debug, Args)]
@@ -141,7 +156,15 @@ impl ServerOptions {
             }
             None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
         };
-        if self.command.is_none() && !server.installed() {
+        let switches = self.switches();
+        let runtime = resolve_runtime(self.runtime.as_deref(), &switches)?;
+        if let Some(rt) = &runtime {
+            rt.check_server(&server.name, &server.requires)
+                .map_err(|e| usage(e.to_string()))?;
+            switches.env(rt).map_err(|e| usage(e.to_string()))?;
+        }
+        let on_host = runtime.as_ref().is_none_or(|rt| rt.is_system());
+        if self.command.is_none() && on_host && !server.installed() {
             return Err(usage(format!(
                 "{} is not installed (needs {} on PATH); on Debian: apt-get install {}",
                 server.name,
@@ -203,8 +226,38 @@ impl ServerOptions {
             sample_interval: Duration::from_millis(200),
             stop_on_errors: false,
             telemetry: self.telemetry,
+            runtime,
+            switches,
         })
     }
+
+    /// What the flags ask of the runtime's Ruby.
+    pub fn switches(&self) -> crate::runtime::Switches {
+        crate::runtime::Switches {
+            yjit: self.yjit.then_some(true),
+            allocator: self.allocator,
+            malloc_arena_max: self.malloc_arena_max,
+        }
+    }
+}
+
+/// The runtime `name` names, built on first use and probed; None when
+/// neither a runtime nor a switch is asked (the host, unprobed).
+pub fn resolve_runtime(
+    name: Option<&str>,
+    switches: &crate::runtime::Switches,
+) -> Result<Option<crate::runtime::Runtime>> {
+    if name.is_none() && switches.is_empty() {
+        return Ok(None);
+    }
+    let reg =
+        crate::runtime::Registry::load(&Default::default()).map_err(|e| usage(e.to_string()))?;
+    let rt = reg
+        .resolve(name.unwrap_or(crate::runtime::SYSTEM), &mut |m| {
+            eprintln!("{m}")
+        })
+        .map_err(|e| usage(e.to_string()))?;
+    Ok(Some(rt))
 }
 
 /// The load flags that shape the request and its expected answer, applied

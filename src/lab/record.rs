@@ -189,6 +189,11 @@ pub struct TrialRecord {
     /// null when the window never opened or /proc/stat was unreadable.
     #[serde(default)]
     pub disturbance: Option<Disturbance>,
+    /// What the server ran with, read from inside its own process: the
+    /// runtime's name, its Ruby, YJIT, allocator and server version
+    /// (`runtime::inside`). Absent in records made before runtimes.
+    #[serde(default)]
+    pub runtime: Option<crate::runtime::RuntimeRecord>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a

@@ -65,6 +65,8 @@ pub enum TrialError {
     },
     #[error("{0}")]
     PortOwner(#[from] crate::sampler::PortError),
+    #[error("{0}")]
+    Runtime(#[from] crate::runtime::RuntimeError),
 }
 
 /// Everything one trial needs.
@@ -95,9 +97,26 @@ pub struct TrialSpec {
     /// Put rackbench's telemetry middleware around the app (app time,
     /// queue time behind nginx, GC): docs/TELEMETRY.md.
     pub telemetry: bool,
+    /// Where the server runs from; None is the host, its Ruby unread
+    /// (`Runtime::unprobed_system`).
+    pub runtime: Option<crate::runtime::Runtime>,
+    /// YJIT, allocator, MALLOC_ARENA_MAX: what the trial asks of the
+    /// runtime's Ruby.
+    pub switches: crate::runtime::Switches,
 }
 
 impl TrialSpec {
+    /// The runtime the server runs from. A trial with switches and no
+    /// runtime named reads the host's Ruby (to know whether it has YJIT).
+    pub fn runtime(&self) -> crate::runtime::Runtime {
+        match &self.runtime {
+            Some(rt) => rt.clone(),
+            None if !self.switches.is_empty() => crate::runtime::system()
+                .unwrap_or_else(|_| crate::runtime::Runtime::unprobed_system()),
+            None => crate::runtime::Runtime::unprobed_system(),
+        }
+    }
+
     /// This trial as step `n` of a break-point search at `level`: a fresh
     /// server, the step's load (`StepLoad::apply`), ended at its first
     /// error, in its own directory.
@@ -150,7 +169,11 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
             ))
         }
     }
-    check_front(&spec.topology, s)
+    check_front(&spec.topology, s)?;
+    let rt = spec.runtime();
+    rt.check_server(&s.name, &s.requires)?;
+    spec.switches.env(&rt)?;
+    Ok(())
 }
 
 /// Refuses a front-end that cannot work, before anything starts.

@@ -77,7 +77,6 @@ fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
 /// server's settings and environment with the trial's overrides applied.
 pub(super) struct Prepared {
     pub(super) dir: PathBuf,
-    app_file: PathBuf,
     app_dir: PathBuf,
     run_dir: RunDir,
     use_socket: bool,
@@ -90,22 +89,42 @@ pub(super) struct Prepared {
     /// its rackup as `{{app}}` (`{{app_dir}}` and the working directory
     /// stay the app's own) and its environment besides `env`.
     pub(super) telemetry: Option<crate::telemetry::Wrapper>,
+    /// The runtime the server runs from, and the wrapper through which
+    /// its processes say what they run with.
+    pub(super) runtime: crate::runtime::Runtime,
+    pub(super) inside: crate::runtime::inside::Wrapper,
 }
 
 impl Prepared {
-    /// The rackup file the server is given: the app's, or the telemetry
-    /// wrapper around it.
+    /// The rackup file the server is given: the runtime wrapper around
+    /// the app's, or around the telemetry wrapper around it.
     fn rackup(&self) -> &Path {
-        self.telemetry
-            .as_ref()
-            .map_or(&self.app_file, |w| &w.rackup)
+        &self.inside.rackup
     }
 
-    /// The server's environment: the trial's, plus telemetry's directory.
-    /// Only `env` goes into the record, so a group's settings read the
-    /// same with telemetry on or off.
+    /// What the server's processes said they ran with, once stopped.
+    pub(super) fn read_runtime(
+        &self,
+        spec: &TrialSpec,
+        main_pid: u32,
+    ) -> crate::runtime::RuntimeRecord {
+        crate::runtime::inside::read(
+            &self.runtime,
+            spec.switches,
+            &self.inside.data_dir,
+            main_pid,
+            || self.runtime.server_version(&spec.server),
+        )
+    }
+
+    /// The server's environment: the trial's, plus telemetry's directory
+    /// and the runtime's PATH. Only `env` goes into the record, so a
+    /// group's settings read the same with telemetry on or off.
     fn launch_env(&self) -> BTreeMap<String, String> {
         let mut env = self.env.clone();
+        if let Some(path) = self.runtime.launching().path_var() {
+            env.insert("PATH".into(), path);
+        }
         if let Some(w) = &self.telemetry {
             env.extend(w.env.iter().cloned());
         }
@@ -140,7 +159,12 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     let run_dir = RunDir::new().map_err(io_err(&std::env::temp_dir()))?;
     let mut settings = s.settings.clone();
     settings.extend(spec.settings.clone());
+    // The adapter's, the runtime's, the switches', then the trial's own
+    // --env, which wins.
+    let runtime = spec.runtime();
     let mut env: BTreeMap<String, String> = s.env.clone();
+    env.extend(runtime.launching().env);
+    env.extend(spec.switches.env(&runtime)?);
     env.extend(spec.env.iter().cloned());
     let telemetry = if spec.telemetry {
         let w = crate::telemetry::write_wrapper(
@@ -156,9 +180,10 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     } else {
         None
     };
+    let inner = telemetry.as_ref().map_or(&app_file, |w| &w.rackup);
+    let inside = crate::runtime::inside::write_wrapper(inner, &dir).map_err(io_err(&dir))?;
     Ok(Prepared {
         dir,
-        app_file,
         app_dir,
         run_dir,
         use_socket,
@@ -168,6 +193,8 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
         settings,
         env,
         telemetry,
+        runtime,
+        inside,
     })
 }
 
@@ -201,6 +228,7 @@ pub(super) fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers
         run_dir: &prep.run_dir.0,
         use_socket: prep.use_socket,
         host: &prep.host,
+        runtime: &prep.runtime,
     })?;
     let mut servers = Servers {
         front: started.endpoints[0].clone(),
@@ -352,6 +380,7 @@ struct Instances<'a> {
     run_dir: &'a Path,
     use_socket: bool,
     host: &'a str,
+    runtime: &'a crate::runtime::Runtime,
 }
 
 /// The server under test, started and verified: one or several instances.
@@ -463,6 +492,14 @@ fn launch_instance(ctx: &Instances, i: u32, started: &mut Started) -> Result<(),
         started.config_file.get_or_insert(rendered);
     }
     let command = template::render(&s.command, &vars).map_err(template_err(spec))?;
+    let launching = ctx.runtime.launching();
+    let command = format!("{}{command}", launching.prefix);
+    let root = match &launching.root {
+        Some(dir) => {
+            Some(crate::server::rootfs::RootFs::new(dir).map_err(supervisor::StartError::Root)?)
+        }
+        None => None,
+    };
     started.running.push(supervisor::spawn(Launch {
         name: if ctx.count > 1 {
             format!("{} instance {i}", s.name)
@@ -480,6 +517,7 @@ fn launch_instance(ctx: &Instances, i: u32, started: &mut Started) -> Result<(),
         cpus: spec.server_cpus.clone(),
         stop_signal: s.stop_signal_number().unwrap_or(libc::SIGTERM),
         grace: spec.grace,
+        root,
     })?);
     started.commands.push(command);
     started.endpoints.push(match port {
@@ -649,6 +687,7 @@ fn start_nginx(
         cpus: spec.server_cpus.clone(),
         stop_signal: libc::SIGQUIT,
         grace: spec.grace,
+        root: None,
     })?;
     let front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], conf.port)));
     verify(&mut n, &front, conf.host, spec, Duration::from_secs(20))?;

@@ -207,6 +207,7 @@ fn record(
         telemetry,
     } = watched;
     let disturbance = seen.disturbance.take();
+    let runtime = prep.read_runtime(&spec, servers.started.running[0].pid);
     let server_metrics = server_metrics(seen, telemetry, report.requests.ok);
     let started = &servers.started;
     TrialRecord {
@@ -215,7 +216,12 @@ fn record(
         ended_at: utc_now(),
         server: ServerInfo {
             name: s.name.clone(),
-            version: read_version(s),
+            // The runtime's own server, not the host's.
+            version: if runtime.kind == "system" {
+                read_version(s)
+            } else {
+                runtime.server_version.clone()
+            },
             command: started.commands[0].clone(),
             workers: prep.workers,
             threads: prep.threads,
@@ -243,6 +249,7 @@ fn record(
         environment: Environment::capture(servers.commands.clone()),
         server_exit,
         disturbance,
+        runtime: Some(runtime),
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

@@ -157,6 +157,8 @@ fn trial_spec(
         sample_interval: Duration::from_millis(200),
         stop_on_errors: false,
         telemetry: plan.telemetry || opts.telemetry,
+        runtime: None,
+        switches: Default::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Server processes: adapters as data (`spec`), command templates
-//! (`template`), start/readiness/stop of a process tree (`supervisor`) and
-//! the one-shot HTTP probe (`probe`).
+//! (`template`), start/readiness/stop of a process tree (`supervisor`), the
+//! one-shot HTTP probe (`probe`), and entering another release's root
+//! filesystem (`rootfs`).
 //!
 //! It never drives load and never reads or writes results. It borrows three
 //! small things from below rather than owning copies: `load::Endpoint`
@@ -10,6 +11,7 @@
 //! forked). Nothing from `lab`, `plan`, `store` or `report` is used here.
 
 pub mod probe;
+pub mod rootfs;
 pub mod spec;
 pub mod supervisor;
 pub mod template;

@@ -344,15 +344,25 @@ pub fn installed_version(spec: &ServerSpec) -> (bool, Option<String>) {
 
 /// Runs a server's version command and keeps the first line with a digit.
 pub fn read_version(spec: &ServerSpec) -> Option<String> {
+    read_version_with(spec, |_| {})
+}
+
+/// [`read_version`], with `setup` given the shell command before it runs
+/// (a runtime's root, PATH and environment).
+pub fn read_version_with(
+    spec: &ServerSpec,
+    setup: impl FnOnce(&mut std::process::Command),
+) -> Option<String> {
     let cmd = spec.version_command.as_deref()?;
     let home = crate::host::rackbench_home();
     let cmd = cmd.replace("{{rackbench_home}}", &home.display().to_string());
-    let out = std::process::Command::new("/bin/sh")
+    let mut command = std::process::Command::new("/bin/sh");
+    command
         .arg("-c")
         .arg(&cmd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()?;
+        .stdin(std::process::Stdio::null());
+    setup(&mut command);
+    let out = command.output().ok()?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

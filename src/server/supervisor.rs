@@ -47,6 +47,9 @@ pub enum StartError {
     /// started unpinned, where it would share CPUs with the generator.
     #[error("cannot pin {name}: {why}")]
     Pin { name: String, why: String },
+    /// The runtime's root filesystem could not be entered.
+    #[error("{0}")]
+    Root(String),
 }
 
 /// How to start one server process.
@@ -63,6 +66,8 @@ pub struct Launch {
     pub cpus: Vec<usize>,
     pub stop_signal: i32,
     pub grace: Duration,
+    /// Run from another release's root filesystem (a runtime's root).
+    pub root: Option<super::rootfs::RootFs>,
 }
 
 /// Where and how to ask whether the server is up.
@@ -333,6 +338,9 @@ pub fn spawn(launch: Launch) -> Result<Running, StartError> {
     for (k, v) in &launch.env {
         cmd.env(k, v);
     }
+    if let Some(root) = &launch.root {
+        root.apply(&mut cmd);
+    }
     let cpus = launch.cpus.clone();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
@@ -360,6 +368,9 @@ pub fn spawn(launch: Launch) -> Result<Running, StartError> {
                 crate::load::cpus::format_list(&launch.cpus),
                 crate::load::cpus::format_list(&crate::load::cpus::allowed())
             ));
+        }
+        if let Some(root) = &launch.root {
+            return StartError::Root(root.explain(&e));
         }
         spawn_err(e)
     })?;
@@ -428,6 +439,7 @@ mod tests {
             cpus: vec![1023],
             stop_signal: libc::SIGTERM,
             grace: Duration::from_secs(1),
+            root: None,
         };
         let err = match spawn(launch) {
             Ok(_) => panic!("started on a CPU that does not exist"),
@@ -476,6 +488,7 @@ mod tests {
             cpus: Vec::new(),
             stop_signal: libc::SIGTERM,
             grace: Duration::from_secs(5),
+            root: None,
         })
         .unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

@@ -1,0 +1,287 @@
+//! Runtimes, through the binary: a Debian 13 root built (once per machine,
+//! reused) and a server run from it, a user's own Ruby given as a plain
+//! path, the switches (YJIT, jemalloc) and their refusals, and what the
+//! trial record says the server ran with, read from inside the server
+//! process. Each kind of runtime is checked against what its Ruby really
+//! is: Debian 13's Ruby is 3.3 without YJIT, the host's (Debian 12) is 3.1
+//! with it.
+//!
+//! Roots live in the default runtimes directory, so a machine builds each
+//! once (about 10 s); a test that cannot build one fails under
+//! `RACKBENCH_REQUIRE=all` instead of skipping.
+
+mod common;
+
+use common::{have, rackbench_cmd, scratch};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = rackbench_cmd();
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run rackbench")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A short trial of `server` with `extra` flags; its record.
+fn trial(server: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
+    let dir = scratch(&format!(
+        "runtimes-{server}-{}",
+        extra.join("-").replace('/', "_")
+    ));
+    let mut args = vec![
+        "trial",
+        "--server",
+        server,
+        "--app",
+        "hello",
+        "--connections",
+        "4",
+        "--warmup",
+        "0.3s",
+        "--duration",
+        "1s",
+        "--json",
+        "--work-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args, env);
+    assert!(
+        out.status.success(),
+        "trial {args:?} failed:\n{}",
+        text(&out)
+    );
+    serde_json::from_slice(&out.stdout).expect("a trial-v1 document")
+}
+
+fn errors(rec: &Value) -> u64 {
+    rec["load"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum()
+}
+
+/// mmdebstrap is there and the Debian 13 root is built (or builds now).
+fn have_debian_13() -> bool {
+    if !have("mmdebstrap", "apt-get install mmdebstrap") {
+        return false;
+    }
+    let out = run(&["runtime", "add", "debian-13"], &[]);
+    rackbench::require::require(
+        "the debian-13 runtime",
+        out.status.success(),
+        &format!("`rackbench runtime add debian-13` failed: {}", text(&out)),
+    )
+}
+
+#[test]
+fn a_server_from_the_debian_13_root_reports_ruby_3_3_and_its_own_puma_from_inside() {
+    if !(have_debian_13() && have("puma", "apt-get install puma")) {
+        return;
+    }
+    let rec = trial("puma", &["--runtime", "debian-13"], &[]);
+    let rt = &rec["runtime"];
+    assert_eq!(rt["name"], "debian-13");
+    assert_eq!(rt["kind"], "debian");
+    assert!(
+        rt["ruby_version"].as_str().unwrap().starts_with("3.3."),
+        "{rt}"
+    );
+    assert_eq!(rt["engine"], "ruby");
+    assert_eq!(rt["yjit"], false);
+    assert_eq!(rt["allocator"], "glibc");
+    // Debian 13's Puma is 6.x, the host's (Debian 12) 5.6: the record's
+    // is the root's, read from the server's own constant.
+    assert!(
+        rt["server_version"]
+            .as_str()
+            .unwrap()
+            .starts_with("puma 6."),
+        "{rt}"
+    );
+    assert_eq!(rt["server_version_from"], "process");
+    assert_eq!(rec["server"]["version"], rt["server_version"]);
+    assert_eq!(errors(&rec), 0);
+    // The server ran under the host's view of processes: its PID is one
+    // the sampler saw in the host's /proc.
+    assert!(rt["read_from_pid"].as_u64().unwrap() > 1);
+}
+
+#[test]
+fn jemalloc_from_the_roots_own_library_is_mapped_by_the_server_and_yjit_is_refused_there() {
+    if !(have_debian_13() && have("unicorn", "apt-get install unicorn")) {
+        return;
+    }
+    let rec = trial(
+        "unicorn",
+        &["--runtime", "debian-13", "--allocator", "jemalloc"],
+        &[],
+    );
+    assert_eq!(
+        rec["runtime"]["allocator"], "jemalloc",
+        "{}",
+        rec["runtime"]
+    );
+    assert_eq!(rec["runtime"]["asked"]["allocator"], "jemalloc");
+    assert!(rec["runtime"]["server_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("unicorn"));
+
+    let out = run(
+        &[
+            "trial",
+            "--server",
+            "puma",
+            "--runtime",
+            "debian-13",
+            "--yjit",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("has no YJIT"), "{err}");
+}
+
+#[test]
+fn yjit_on_the_hosts_ruby_3_1_is_enabled_in_every_worker() {
+    if !have("puma", "apt-get install puma") {
+        return;
+    }
+    let rec = trial("puma", &["--yjit", "--workers", "2"], &[]);
+    let rt = &rec["runtime"];
+    assert_eq!(rt["name"], "system");
+    assert_eq!(rt["yjit"], true, "{rt}");
+    assert!(rt["ruby_version"].as_str().unwrap().starts_with("3.1."));
+    assert!(rt.get("mismatches").is_none(), "{rt}");
+    let off = trial("puma", &["--workers", "2"], &[]);
+    assert_eq!(off["runtime"]["yjit"], false);
+}
+
+#[test]
+fn a_users_own_ruby_given_as_a_plain_path_runs_its_servers_and_says_so() {
+    if !have("unicorn", "apt-get install unicorn") {
+        return;
+    }
+    // Its own runtimes directory, so the saved Ruby is this test's alone.
+    let home = scratch("runtimes-user-ruby");
+    let env = [("RACKBENCH_RUNTIMES", home.to_str().unwrap())];
+    let ruby = std::fs::canonicalize("/usr/bin/ruby").unwrap();
+    let add = run(
+        &["runtime", "add", "mine", "--ruby", ruby.to_str().unwrap()],
+        &env,
+    );
+    assert!(add.status.success(), "{}", text(&add));
+    let rec = trial("unicorn", &["--runtime", "mine"], &env);
+    let rt = &rec["runtime"];
+    assert_eq!(rt["name"], "mine");
+    assert_eq!(rt["kind"], "ruby");
+    assert!(rt["ruby_description"]
+        .as_str()
+        .unwrap()
+        .starts_with("ruby "));
+    assert!(rt["server_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("unicorn "));
+    assert_eq!(errors(&rec), 0);
+
+    let list = run(&["runtime", "list", "--json"], &env);
+    let rows: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let mine = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "mine")
+        .expect("the saved Ruby is listed");
+    assert_eq!(mine["ready"], true);
+    assert!(mine["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s.as_str().unwrap().contains("unicorn")));
+
+    let gone = run(&["runtime", "remove", "mine"], &env);
+    assert!(gone.status.success(), "{}", text(&gone));
+    let after = run(&["trial", "--server", "unicorn", "--runtime", "mine"], &env);
+    assert_eq!(after.status.code(), Some(2));
+    assert!(
+        text(&after).contains("unknown runtime 'mine'"),
+        "{}",
+        text(&after)
+    );
+}
+
+#[test]
+fn an_unknown_runtime_lists_the_known_ones_and_a_missing_server_names_its_package() {
+    let out = run(
+        &["trial", "--server", "puma", "--runtime", "debian-14"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("known runtimes: system, jruby, debian-12"),
+        "{err}"
+    );
+
+    if !(have_debian_13() && have("passenger", "apt-get install passenger")) {
+        return;
+    }
+    // The default root has no passenger.
+    let out = run(
+        &["trial", "--server", "passenger", "--runtime", "debian-13"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--with passenger"), "{err}");
+}
+
+#[test]
+fn a_root_that_cannot_be_built_fails_in_one_line_and_leaves_nothing_half_built() {
+    if !have("mmdebstrap", "apt-get install mmdebstrap") {
+        return;
+    }
+    let home = scratch("runtimes-no-mirror");
+    // A leftover of a build that was interrupted: never used, removed.
+    let leftover = home.join("debian-12.building-999999999");
+    std::fs::create_dir_all(leftover.join("usr")).unwrap();
+    let env = [
+        ("RACKBENCH_RUNTIMES", home.to_str().unwrap()),
+        ("RACKBENCH_DEBIAN_MIRROR", "http://127.0.0.1:9/debian"),
+    ];
+    let out = run(&["runtime", "add", "debian-12"], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains("not reachable"), "{err}");
+    assert!(line.contains("RACKBENCH_DEBIAN_MIRROR"), "{err}");
+    assert!(
+        !leftover.exists(),
+        "the interrupted build's leftover is removed"
+    );
+    assert!(!home.join("debian-12").exists(), "nothing counts as built");
+    let building = std::fs::read_dir(&home)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().contains(".building-"));
+    assert!(!building, "no half-built root is left");
+    assert!(!Path::new(&home.join("debian-12/.rackbench-runtime")).exists());
+}
