@@ -355,7 +355,10 @@ fn per_process_memory_tells_the_master_from_its_workers_and_shows_their_private_
     assert_eq!(w.memory.uss_mean_bytes, Some((uss(1) + uss(2)) / 2));
     assert!(w.memory.pss_mean_bytes.unwrap() <= w.memory.rss_mean_bytes);
     assert_eq!(w.master.map(|m| m.masters), Some(1));
-    assert!(r.per_process.iter().all(|p| p.samples >= 3 && !p.comm.is_empty()));
+    assert!(r
+        .per_process
+        .iter()
+        .all(|p| p.samples >= 3 && !p.comm.is_empty()));
     assert!(r.per_process[1..]
         .iter()
         .all(|p| p.cmdline.starts_with("ruby -e")));
