@@ -232,6 +232,27 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
         (
             "trial-v1",
             "trial-v1.json",
+            "/server_metrics/samples/per_process/0/role",
+            Set(json!("boss")),
+            "must be one of",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/server_metrics/samples/per_worker/workers",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
+            "/server_metrics/samples/per_worker/uss_mean_bytes",
+            Remove,
+            "missing properties 'uss_mean_bytes'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1.json",
             "/verify/status",
             Set(json!(42)),
             "must be >=100",

@@ -185,6 +185,79 @@ fn every_installed_adapter_serves_hello_and_another_app() {
     }
 }
 
+/// Issue 27: memory per worker is what one more worker costs, so a
+/// cluster must show its workers apart from its master.
+#[test]
+fn a_puma_cluster_shows_memory_per_worker_and_its_master() {
+    if !have(&["puma"]) {
+        return;
+    }
+    let dir = common::scratch("servers-puma-per-worker");
+    let args = [
+        "--server",
+        "puma",
+        "--app",
+        "hello",
+        "--workers",
+        "2",
+        "-c",
+        "4",
+        "-d",
+        "2s",
+        "--warmup",
+        "500ms",
+    ];
+    let r = record(&trial(&args, &dir), "puma --workers 2");
+    assert_sane(&r, "puma --workers 2");
+    let s = &r["server_metrics"]["samples"];
+    let roles: Vec<&str> = s["per_process"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["master", "worker", "worker"],
+        "{}",
+        s["per_process"]
+    );
+    let w = &s["per_worker"];
+    assert_eq!(
+        (w["workers"].as_u64(), w["role"].as_str()),
+        (Some(2), Some("worker")),
+        "{w}"
+    );
+    assert_eq!(w["master"]["masters"], 1, "{w}");
+    let (pss, uss, rss) = (
+        w["pss_mean_bytes"].as_u64().unwrap(),
+        w["uss_mean_bytes"].as_u64().unwrap(),
+        w["rss_mean_bytes"].as_u64().unwrap(),
+    );
+    assert!(
+        0 < uss && uss <= pss && pss <= rss,
+        "USS {uss} <= PSS {pss} <= RSS {rss}"
+    );
+    // Workers share their master's pages: a worker's PSS is well under
+    // its RSS, and the tree's PSS is about the sum of its processes'.
+    assert!(
+        pss < rss * 9 / 10,
+        "PSS {pss} vs RSS {rss}: nothing shared?"
+    );
+    let tree_pss = s["pss_mean_bytes"].as_u64().unwrap();
+    let sum: u64 = s["per_process"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pss_mean_bytes"].as_u64().unwrap())
+        .sum();
+    assert!(
+        sum.abs_diff(tree_pss) < tree_pss / 20,
+        "tree PSS {tree_pss}, its processes' {sum}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn behind_nginx_over_a_unix_socket_and_over_tcp() {
     if !have(&["puma"]) || !have_nginx() {

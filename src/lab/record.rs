@@ -248,6 +248,23 @@ mod tests {
         assert!(old.disturbance.is_none());
     }
 
+    /// Readers accept records made before memory per process existed.
+    #[test]
+    fn a_record_without_memory_per_process_reads_with_none() {
+        let text = include_str!("../../tests/contracts/trial-v1.json");
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let with: TrialRecord = serde_json::from_value(doc.clone()).unwrap();
+        let w = with.server_metrics.samples.per_worker.unwrap();
+        assert_eq!((w.workers, w.role.as_str()), (1, "single"));
+        let samples = doc["server_metrics"]["samples"].as_object_mut().unwrap();
+        for key in ["per_process", "per_process_dropped", "per_worker"] {
+            samples.remove(key);
+        }
+        let old: TrialRecord = serde_json::from_value(doc).unwrap();
+        let s = &old.server_metrics.samples;
+        assert!(s.per_process.is_empty() && s.per_worker.is_none());
+    }
+
     #[test]
     fn a_record_from_before_the_knobs_reads_as_the_front_it_ran_behind() {
         let old: Topology =

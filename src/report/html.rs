@@ -1151,6 +1151,8 @@ impl Report {
                 &|v| format!("{v:.1}"),
             );
             let _ = write!(s, "<h3>{}</h3>{svg}", esc(&t));
+            let per_worker = format!("Memory per worker, {app}, {fr}");
+            s.push_str(&super::memory::html(&per_worker, &groups));
         }
         s.push_str("</section>\n");
     }

@@ -13,6 +13,7 @@
 
 pub mod compare;
 mod html;
+mod memory;
 pub mod mirror;
 mod shows;
 pub(crate) mod svg;

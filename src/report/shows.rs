@@ -255,6 +255,7 @@ mod tests {
             },
             telemetry: None,
             disturbance: Default::default(),
+            per_worker: None,
         };
         Group {
             group: planned.group.clone(),

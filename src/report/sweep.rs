@@ -3,7 +3,10 @@
 //! value: throughput with the USL curve drawn over the points, p99, and
 //! the server's CPU utilization. An unordered sweep (an app, an env value)
 //! gets neither knee line nor curve, its values placed side by side in
-//! the plan's order; telemetry adds GC and app-time columns.
+//! the plan's order; telemetry adds GC and app-time columns, and records
+//! with memory per worker add its columns (workers, and PSS, USS and RSS
+//! per worker) and a chart of PSS per worker, so `--vary yjit=false,true`
+//! puts each value's memory cost side by side.
 //!
 //! `load` rebuilds the analysis from a results directory alone: its
 //! `plan.toml` says what was swept (`[sweep]`), its trials hold the
@@ -89,12 +92,33 @@ const HEAD: [&str; 8] = [
 /// Columns added when some trial carried telemetry.
 const TELEMETRY_HEAD: [&str; 4] = ["GC/1k req", "GC time", "queue ms", "app ms"];
 
+/// Columns added when the trials recorded memory per worker.
+const MEMORY_HEAD: [&str; 4] = [
+    "workers",
+    "PSS/worker MiB",
+    "USS/worker MiB",
+    "RSS/worker MiB",
+];
+
+/// Whether some value has memory per worker (records made before the
+/// sampler kept it have none, and their tables stay as they were).
+fn per_worker(s: &Sweep) -> bool {
+    s.values.iter().any(|r| r.worker_rss_mean_bytes.is_some())
+}
+
 fn head(s: &Sweep) -> Vec<&'static str> {
     let mut h = HEAD.to_vec();
     if s.telemetry {
         h.extend(TELEMETRY_HEAD);
     }
+    if per_worker(s) {
+        h.extend(MEMORY_HEAD);
+    }
     h
+}
+
+fn mib(s: Option<crate::stats::spread::Spread>) -> String {
+    s.map_or("–".into(), |s| format!("{:.1}", s.median / 1048576.0))
 }
 
 fn cells(s: &Sweep, r: &ValueRow) -> Vec<String> {
@@ -124,6 +148,14 @@ fn cells(s: &Sweep, r: &ValueRow) -> Vec<String> {
                 .map_or("–".into(), |g| format!("{:.1}%", g.median * 100.0)),
             ms(r.queue_us_mean),
             ms(r.app_us_mean),
+        ]);
+    }
+    if per_worker(s) {
+        out.extend([
+            r.workers.map_or("–".into(), |w| format!("{}", w.median)),
+            mib(r.worker_pss_mean_bytes),
+            mib(r.worker_uss_mean_bytes),
+            mib(r.worker_rss_mean_bytes),
         ]);
     }
     out
@@ -328,6 +360,16 @@ pub fn section(s: &Sweep) -> String {
         100.0,
         false,
     ));
+    if per_worker(s) {
+        out.push_str(&chart(
+            s,
+            "PSS per worker against the swept value",
+            "PSS per worker (MiB)",
+            &|r| r.worker_pss_mean_bytes,
+            1.0 / 1048576.0,
+            false,
+        ));
+    }
     out.push_str("<table><thead><tr>");
     for h in head(s) {
         let _ = write!(out, "<th>{}</th>", esc(h));
@@ -383,6 +425,10 @@ mod tests {
             gc_time_share: telemetry.then(|| Spread::of(&[0.031])).flatten(),
             queue_us_mean: None,
             app_us_mean: telemetry.then(|| Spread::of(&[1200.0])).flatten(),
+            workers: None,
+            worker_rss_mean_bytes: None,
+            worker_pss_mean_bytes: None,
+            worker_uss_mean_bytes: None,
             vs_control: Vec::new(),
         };
         Sweep {
@@ -443,5 +489,33 @@ mod tests {
         );
         assert!(!terminal(&sweep(true, false)).contains("GC/1k req"));
         assert!(section(&sweep(true, true)).contains("<th>GC time</th>"));
+    }
+
+    /// `--vary yjit=false,true`: each value's memory per worker side by
+    /// side, and nothing of it for records that lack it.
+    #[test]
+    fn memory_per_worker_columns_appear_only_with_records_that_have_it() {
+        let mut s = sweep(false, false);
+        assert!(!terminal(&s).contains("PSS/worker"));
+        assert!(!section(&s).contains("PSS per worker"));
+        for (r, pss) in s.values.iter_mut().zip([40.0, 52.5, 60.0]) {
+            r.workers = Spread::of(&[2.0]);
+            r.worker_pss_mean_bytes = Spread::of(&[pss * 1048576.0]);
+            r.worker_uss_mean_bytes = Spread::of(&[(pss - 10.0) * 1048576.0]);
+            r.worker_rss_mean_bytes = Spread::of(&[80.0 * 1048576.0]);
+        }
+        let t = terminal(&s);
+        assert!(
+            t.contains("PSS/worker MiB") && t.contains("USS/worker MiB"),
+            "{t}"
+        );
+        assert!(
+            t.contains("52.5") && t.contains("42.5") && t.contains("80.0"),
+            "{t}"
+        );
+        assert!(
+            markdown(&s).contains("| workers | PSS/worker MiB | USS/worker MiB | RSS/worker MiB |")
+        );
+        assert!(section(&s).contains("PSS per worker against the swept value"));
     }
 }

@@ -494,6 +494,7 @@ impl Report {
             }
             s.push('\n');
             md_time_split(s, &groups);
+            super::memory::markdown(s, &groups);
         }
     }
 

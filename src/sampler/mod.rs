@@ -18,7 +18,10 @@
 //! The caller marks when the measured window starts ([`Sampler::mark`]) and
 //! gets a [`SamplerReport`] from [`Sampler::stop`]: CPU used in the window,
 //! peak and mean memory over the window's samples, and a timeline of at
-//! most one row per second, warm-up included.
+//! most one row per second, warm-up included. Per process it also keeps
+//! each one's peak and mean RSS, PSS and USS over the window, and its role
+//! in the server (master, worker, lone process): `per_process` and the
+//! `per_worker` summary (the `per_process` module).
 //!
 //! The tree is found by following the ppid links in every `/proc/*/stat`
 //! ([`tree_pids`]), which needs nothing from the kernel beyond /proc itself
@@ -47,6 +50,7 @@
 mod cpu;
 mod disturbance;
 mod machine;
+mod per_process;
 mod procfs;
 mod sockets;
 
@@ -54,6 +58,7 @@ pub use disturbance::{
     assess, Disturbance, DisturbanceWatch, ForeignProcess, FOREIGN_THRESHOLD, STEAL_THRESHOLD,
 };
 pub use machine::{parse_proc_stat, CpuTimes, MachineCpu};
+pub use per_process::{MasterMemory, PerWorker, ProcessMemory, Role, RoleMemory, PER_PROCESS_CAP};
 pub use procfs::{
     clock_ticks, direct_children, parse_comm, parse_smaps_rollup, parse_stat, read_process,
     tree_pids, ProcSample, Scope, Stat,
@@ -63,6 +68,7 @@ pub use sockets::{
 };
 
 use cpu::{CpuTracker, Ticks};
+use per_process::{ProcessTracker, Seen};
 use procfs::{read_memory, ProcTable};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -117,6 +123,17 @@ pub struct SamplerReport {
     pub interval_ms: u64,
     /// At most one row per second, warm-up included.
     pub timeline: Vec<SampleRow>,
+    /// Every process of the tree over the window, with its role (at most
+    /// [`PER_PROCESS_CAP`]; empty in records made before it existed).
+    #[serde(default)]
+    pub per_process: Vec<ProcessMemory>,
+    /// Processes seen but left out of `per_process` (the cap).
+    #[serde(default)]
+    pub per_process_dropped: u64,
+    /// Memory per worker (or of the lone process) and of the master; None
+    /// when no process was seen, and in records made before it existed.
+    #[serde(default)]
+    pub per_worker: Option<PerWorker>,
 }
 
 impl SamplerReport {
@@ -196,6 +213,8 @@ struct State {
     marked_at: Option<Instant>,
     all: Stats,
     window: Stats,
+    /// Per process, over the window once marked (everything before).
+    processes: ProcessTracker,
     timeline: Vec<SampleRow>,
     buf: Vec<u8>,
 }
@@ -212,6 +231,7 @@ impl State {
             marked_at: None,
             all: Stats::default(),
             window: Stats::default(),
+            processes: ProcessTracker::default(),
             timeline: Vec::new(),
             buf: Vec::with_capacity(4096),
         }
@@ -219,7 +239,8 @@ impl State {
 
     fn sample(&mut self) {
         let table = ProcTable::scan();
-        let pids = self.scope.pids_in(&table);
+        let trees = self.scope.trees_in(&table);
+        let pids: Vec<u32> = trees.concat();
         // Memory is read after the whole stat pass: a process reaped while
         // the pass ran fails here and counts as gone in this sample, so its
         // CPU is never read both from it and from its parent's cutime.
@@ -230,15 +251,31 @@ impl State {
             uss: Some(0),
             processes: 0,
         };
-        for &pid in &pids {
-            let Some(m) = read_memory(pid, &mut self.buf) else {
-                gone.insert(pid);
-                continue;
-            };
-            tree.rss += m.rss;
-            tree.pss = tree.pss.zip(m.pss).map(|(a, b)| a + b);
-            tree.uss = tree.uss.zip(m.uss).map(|(a, b)| a + b);
-            tree.processes += 1;
+        let start = |pid| {
+            table
+                .stats
+                .get(&pid)
+                .map_or(0, |s: &procfs::Stat| s.starttime)
+        };
+        for members in &trees {
+            let top = (members[0], start(members[0]));
+            for &pid in members {
+                let Some(m) = read_memory(pid, &mut self.buf) else {
+                    gone.insert(pid);
+                    continue;
+                };
+                tree.rss += m.rss;
+                tree.pss = tree.pss.zip(m.pss).map(|(a, b)| a + b);
+                tree.uss = tree.uss.zip(m.uss).map(|(a, b)| a + b);
+                tree.processes += 1;
+                let seen = Seen {
+                    pid,
+                    start_ticks: start(pid),
+                    top,
+                    memory: &m,
+                };
+                self.processes.observe(&seen, &mut self.buf);
+            }
         }
         self.cpu.observe(&table, &pids, &gone);
         if tree.processes == 0 {
@@ -283,6 +320,7 @@ impl State {
         // This sample is the window's first; CPU counts from its reading.
         self.marked = true;
         self.marked_at = Some(Instant::now());
+        self.processes.clear();
         self.sample();
         self.cpu_mark = Some(self.cpu.total());
     }
@@ -296,6 +334,7 @@ impl State {
         let cpu = self.cpu.total().since(base.unwrap_or_default());
         let tck = clock_ticks();
         let mem = stats.pss_uss();
+        let (per_process, per_process_dropped) = self.processes.report();
         SamplerReport {
             cpu_user_s: cpu.user as f64 / tck,
             cpu_sys_s: cpu.sys as f64 / tck,
@@ -313,6 +352,9 @@ impl State {
                 .map(|t| t.saturating_duration_since(self.started).as_millis() as u64),
             interval_ms: interval.as_millis() as u64,
             timeline: self.timeline.clone(),
+            per_worker: PerWorker::of(&per_process),
+            per_process,
+            per_process_dropped,
         }
     }
 }

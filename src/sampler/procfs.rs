@@ -330,20 +330,32 @@ impl Scope {
     }
 
     pub(crate) fn pids_in(&self, table: &ProcTable) -> Vec<u32> {
-        let mut out = table.tree(self.root);
+        self.trees_in(table).concat()
+    }
+
+    /// The pids in scope, one list per tree, each top first: the root's
+    /// tree, then one per adopted child (a daemonized helper, another
+    /// instance). Each pid is in one list only.
+    pub(crate) fn trees_in(&self, table: &ProcTable) -> Vec<Vec<u32>> {
+        let root = table.tree(self.root);
+        let mut seen: HashSet<u32> = root.iter().copied().collect();
+        let mut out = vec![root];
         if let Some(parent) = self.adopted_by {
-            let mut seen: HashSet<u32> = out.iter().copied().collect();
             for &child in table.children(parent) {
                 if child == self.root || self.exclude.contains(&child) {
                     continue;
                 }
-                for p in table.tree(child) {
-                    if seen.insert(p) {
-                        out.push(p);
-                    }
+                let tree: Vec<u32> = table
+                    .tree(child)
+                    .into_iter()
+                    .filter(|&p| seen.insert(p))
+                    .collect();
+                if !tree.is_empty() {
+                    out.push(tree);
                 }
             }
         }
+        out.retain(|t| !t.is_empty());
         out
     }
 }

@@ -290,3 +290,115 @@ fn a_dropped_sampler_stops_its_thread() {
     drop(s);
     assert!(t.elapsed() < Duration::from_secs(2));
 }
+
+fn have_ruby() -> bool {
+    Command::new("ruby")
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A tree like a preforking server's: a shell master and two Ruby
+/// workers, the first holding 24 MiB of private memory more than the
+/// other (a string of that size, written, so every page is its own).
+#[test]
+fn per_process_memory_tells_the_master_from_its_workers_and_shows_their_private_memory() {
+    if !crate::require::require("ruby", have_ruby(), "apt-get install ruby") {
+        return;
+    }
+    const EXTRA_MIB: u64 = 24;
+    let g = Group::spawn(&format!(
+        "ruby -e 's = \"x\" * ({EXTRA_MIB} << 20); STDOUT.flush; sleep 30' & \
+         ruby -e 'sleep 30' & wait"
+    ));
+    let root = g.pid();
+    // Both workers are up once each has paged its interpreter in.
+    let up = || {
+        let pids = tree_pids(root);
+        pids.len() == 3 && pids[1..].iter().all(|&p| comm(p) == "ruby")
+    };
+    assert!(wait_for(10, up), "{:?}", tree_pids(root));
+    std::thread::sleep(Duration::from_millis(700));
+    let s = Sampler::start(root, MIN_INTERVAL);
+    s.mark();
+    std::thread::sleep(Duration::from_millis(450));
+    let r = s.stop();
+    let roles: Vec<(u32, Role)> = r.per_process.iter().map(|p| (p.pid, p.role)).collect();
+    assert_eq!(roles[0], (root, Role::Master), "{roles:?}");
+    assert_eq!(roles.len(), 3, "{roles:?}");
+    assert!(roles[1..].iter().all(|r| r.1 == Role::Worker), "{roles:?}");
+    assert_eq!(r.per_process_dropped, 0);
+    let uss = |i: usize| {
+        r.per_process[i]
+            .uss_mean_bytes
+            .expect("our own children's USS")
+    };
+    let (big, small) = (uss(1).max(uss(2)), uss(1).min(uss(2)));
+    let extra = (big - small) as f64 / (1 << 20) as f64;
+    assert!(
+        (extra - EXTRA_MIB as f64).abs() < 4.0,
+        "the worker with {EXTRA_MIB} MiB more holds {extra:.1} MiB more USS"
+    );
+    let w = r.per_worker.expect("a per-worker figure");
+    assert_eq!((w.workers, w.role), (2, Role::Worker));
+    assert_eq!(
+        w.memory.uss_max_bytes,
+        Some(
+            r.per_process
+                .iter()
+                .skip(1)
+                .map(|p| p.uss_peak_bytes.unwrap())
+                .max()
+                .unwrap()
+        )
+    );
+    assert_eq!(w.memory.uss_mean_bytes, Some((uss(1) + uss(2)) / 2));
+    assert!(w.memory.pss_mean_bytes.unwrap() <= w.memory.rss_mean_bytes);
+    assert_eq!(w.master.map(|m| m.masters), Some(1));
+    assert!(r
+        .per_process
+        .iter()
+        .all(|p| p.samples >= 3 && !p.comm.is_empty()));
+    assert!(r.per_process[1..]
+        .iter()
+        .all(|p| p.cmdline.starts_with("ruby -e")));
+    // The tree's totals are the sum of its processes.
+    let sum: u64 = r
+        .per_process
+        .iter()
+        .map(|p| p.uss_peak_bytes.unwrap())
+        .sum();
+    assert!(r.uss_peak_bytes.unwrap() <= sum, "tree peak > sum of peaks");
+}
+
+#[test]
+fn a_lone_process_is_its_own_worker() {
+    let g = Group::spawn("exec sleep 5");
+    let root = g.pid();
+    assert!(wait_for(5, || comm(root) == "sleep"));
+    let s = Sampler::start(root, MIN_INTERVAL);
+    s.mark();
+    let r = s.stop();
+    assert_eq!(r.per_process.len(), 1, "{r:?}");
+    assert_eq!(r.per_process[0].role, Role::Single);
+    let w = r
+        .per_worker
+        .expect("a lone process has a per-worker figure");
+    assert_eq!((w.workers, w.role), (1, Role::Single));
+    assert!(w.master.is_none());
+    assert_eq!(w.memory.rss_mean_bytes, r.per_process[0].rss_mean_bytes);
+}
+
+#[test]
+fn processes_gone_before_the_mark_are_not_in_the_window() {
+    // A child that lives only during the warm-up.
+    let g = Group::spawn("sleep 0.3; exec sleep 10");
+    let root = g.pid();
+    let s = Sampler::start(root, MIN_INTERVAL);
+    assert!(wait_for(5, || tree_pids(root).len() == 2));
+    assert!(wait_for(5, || comm(root) == "sleep" && tree_pids(root).len() == 1));
+    s.mark();
+    let r = s.stop();
+    assert_eq!(r.per_process.len(), 1, "{:?}", r.per_process);
+    assert_eq!(r.per_process[0].role, Role::Single);
+}

@@ -54,6 +54,19 @@ pub struct ValueRow {
     pub queue_us_mean: Option<Spread>,
     #[serde(default)]
     pub app_us_mean: Option<Spread>,
+    /// Memory per worker (`per_worker` of the sampler; of the lone process
+    /// for a server without workers), each over repeats: the worker count,
+    /// and the mean over workers of each one's mean RSS, PSS and USS in
+    /// the counted window, bytes. Null in records made before it existed,
+    /// PSS and USS also where smaps_rollup was unreadable.
+    #[serde(default)]
+    pub workers: Option<Spread>,
+    #[serde(default)]
+    pub worker_rss_mean_bytes: Option<Spread>,
+    #[serde(default)]
+    pub worker_pss_mean_bytes: Option<Spread>,
+    #[serde(default)]
+    pub worker_uss_mean_bytes: Option<Spread>,
     /// The comparison with the control (none for the control itself):
     /// rows for throughput and p99 (and the primary metric, if another),
     /// as compare-v1 writes them.
@@ -243,6 +256,10 @@ pub fn analyse(dir: &Path, spec: &Spec, samples: &Samples, seed: u64) -> Result<
             gc_time_share: spread(f, "gc_time_share"),
             queue_us_mean: spread(f, "queue_us_mean"),
             app_us_mean: spread(f, "app_us_mean"),
+            workers: spread(f, "workers"),
+            worker_rss_mean_bytes: spread(f, "worker_rss_mean_bytes"),
+            worker_pss_mean_bytes: spread(f, "worker_pss_mean_bytes"),
+            worker_uss_mean_bytes: spread(f, "worker_uss_mean_bytes"),
             vs_control: by_metric
                 .iter()
                 .flatten()

@@ -1,6 +1,6 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
-//! CPU per request and per core, the error share, the telemetry figures
+//! memory per worker, CPU per request and per core, the error share, the telemetry figures
 //! and the disturbance. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
@@ -11,6 +11,7 @@
 //! one). It never reads a file: `store::read` does.
 
 use crate::lab::trial::TrialRecord;
+use crate::sampler::PerWorker;
 use crate::stats::compare::METRICS;
 use crate::stats::disturbance::RunDisturbance;
 
@@ -28,6 +29,12 @@ pub struct TrialFigures {
     pub latency_max_us: Option<f64>,
     pub rss_peak_bytes: f64,
     pub pss_peak_bytes: Option<f64>,
+    /// The tree's USS peak; None when smaps_rollup was unreadable.
+    pub uss_peak_bytes: Option<f64>,
+    /// Memory per worker (of the lone process for a server without
+    /// workers) and of the master, over the counted window; None in
+    /// records made before the sampler kept it.
+    pub per_worker: Option<PerWorker>,
     pub cpu_ms_per_request: Option<f64>,
     /// Server CPU (user + system) over the counted window, seconds.
     pub cpu_s: f64,
@@ -63,6 +70,8 @@ impl TrialFigures {
             latency_max_us: lat(l.max as f64),
             rss_peak_bytes: sm.rss_peak_bytes as f64,
             pss_peak_bytes: sm.pss_peak_bytes.map(|b| b as f64),
+            uss_peak_bytes: sm.uss_peak_bytes.map(|b| b as f64),
+            per_worker: sm.samples.per_worker.clone(),
             cpu_ms_per_request: sm.cpu_ms_per_request,
             cpu_s: sm.cpu_user_s + sm.cpu_sys_s,
             window_s: load.duration_s,
@@ -114,6 +123,25 @@ impl TrialFigures {
             .collect()
     }
 
+    /// The figures of memory per worker a sweep shows per value, by name:
+    /// the worker count and the mean over workers of each one's mean RSS,
+    /// PSS and USS, in bytes; the ones the record lacks are left out.
+    pub fn per_worker_figures(&self) -> Vec<(&'static str, f64)> {
+        let Some(w) = &self.per_worker else {
+            return Vec::new();
+        };
+        let m = &w.memory;
+        [
+            ("workers", Some(u64::from(w.workers))),
+            ("worker_rss_mean_bytes", Some(m.rss_mean_bytes)),
+            ("worker_pss_mean_bytes", m.pss_mean_bytes),
+            ("worker_uss_mean_bytes", m.uss_mean_bytes),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| v.map(|v| (name, v as f64)))
+        .collect()
+    }
+
     /// Server CPU seconds over the counted window ÷ (window × `cores`):
     /// 1.0 is every core the server was given busy all the time.
     pub fn cpu_utilization(&self, cores: f64) -> Option<f64> {
@@ -159,6 +187,34 @@ pub(crate) mod tests {
         );
         assert_eq!(f.metric("app_us_mean", 1.0), Some(2.0));
         assert_eq!(f.metric("no such metric", 1.0), None);
+    }
+
+    #[test]
+    fn memory_per_worker_is_read_from_the_sampler_and_absent_in_older_records() {
+        let f = figures(|_| {});
+        let names: Vec<&str> = f.per_worker_figures().iter().map(|m| m.0).collect();
+        assert_eq!(
+            names,
+            [
+                "workers",
+                "worker_rss_mean_bytes",
+                "worker_pss_mean_bytes",
+                "worker_uss_mean_bytes"
+            ]
+        );
+        assert_eq!(f.per_worker_figures()[0].1, 1.0, "puma --workers 0: one");
+        let no_pss = figures(|v| {
+            v["trial"]["server_metrics"]["samples"]["per_worker"]["pss_mean_bytes"] =
+                serde_json::Value::Null;
+        });
+        assert_eq!(no_pss.per_worker_figures().len(), 3, "PSS left out");
+        let old = figures(|v| {
+            let s = v["trial"]["server_metrics"]["samples"]
+                .as_object_mut()
+                .unwrap();
+            s.remove("per_worker");
+        });
+        assert!(old.per_worker.is_none() && old.per_worker_figures().is_empty());
     }
 
     /// (case, edit, p50, error share, cpu utilization on 2 cores)

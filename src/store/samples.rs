@@ -179,6 +179,9 @@ pub fn sweep(
             if let Some(u) = f.metric("cpu_utilization", cores) {
                 figs.entry("cpu_utilization").or_default().push(u);
             }
+            for (name, v) in f.per_worker_figures() {
+                figs.entry(name).or_default().push(v);
+            }
         }
     }
     Ok(out)

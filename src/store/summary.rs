@@ -7,6 +7,7 @@ use super::records::{Outcome, StoredTrial};
 use super::ResultsDir;
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
+use crate::sampler::{PerWorker, Role};
 use crate::stats::disturbance::DisturbedRuns;
 use crate::stats::spread::Spread;
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,54 @@ pub struct GroupSummary {
     /// thresholds of `sampler::disturbance`): a caveat every report notes.
     #[serde(default)]
     pub disturbance: DisturbedRuns,
+    /// Memory per worker over the good runs; None unless every one of
+    /// them recorded it (records made before the sampler kept it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_worker: Option<PerWorkerSummary>,
+}
+
+/// Memory per worker of a group's good runs (`per_worker` of each run's
+/// sampler, read through `TrialFigures`), each figure over runs: the
+/// median, min and max of the runs' worker count, of their mean per
+/// worker, and of the master's mean; the tree's USS peak beside them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PerWorkerSummary {
+    /// `worker`, or `single` for a server without workers.
+    pub role: Role,
+    pub workers: Spread,
+    pub rss_mean_bytes: Spread,
+    pub pss_mean_bytes: Option<Spread>,
+    pub uss_mean_bytes: Option<Spread>,
+    /// The master's (mean over masters); None without one.
+    pub master_pss_mean_bytes: Option<Spread>,
+    pub master_uss_mean_bytes: Option<Spread>,
+    /// The whole tree's USS peak.
+    pub uss_peak_bytes: Option<Spread>,
+}
+
+impl PerWorkerSummary {
+    /// None unless every run has memory per worker.
+    pub fn of(figs: &[TrialFigures]) -> Option<PerWorkerSummary> {
+        let all: Vec<&PerWorker> = figs
+            .iter()
+            .map(|f| f.per_worker.as_ref())
+            .collect::<Option<_>>()?;
+        let spread = |get: &dyn Fn(&PerWorker) -> Option<u64>| {
+            let v: Option<Vec<f64>> = all.iter().map(|w| get(w).map(|b| b as f64)).collect();
+            v.and_then(|v| Spread::of(&v))
+        };
+        let tree_uss: Option<Vec<f64>> = figs.iter().map(|f| f.uss_peak_bytes).collect();
+        Some(PerWorkerSummary {
+            role: all.first()?.role,
+            workers: spread(&|w| Some(u64::from(w.workers)))?,
+            rss_mean_bytes: spread(&|w| Some(w.memory.rss_mean_bytes))?,
+            pss_mean_bytes: spread(&|w| w.memory.pss_mean_bytes),
+            uss_mean_bytes: spread(&|w| w.memory.uss_mean_bytes),
+            master_pss_mean_bytes: spread(&|w| w.master.as_ref()?.memory.pss_mean_bytes),
+            master_uss_mean_bytes: spread(&|w| w.master.as_ref()?.memory.uss_mean_bytes),
+            uss_peak_bytes: tree_uss.and_then(|v| Spread::of(&v)),
+        })
+    }
 }
 
 /// A group's telemetry figures, each the median and range over its runs.
@@ -169,6 +218,7 @@ pub fn summarize_trials(trials: &[StoredTrial]) -> Vec<GroupSummary> {
             caveats: Caveats::merge(ok.iter().map(|r| &r.load)).unwrap_or_default(),
             telemetry: TelemetrySummary::of(&ok),
             disturbance,
+            per_worker: PerWorkerSummary::of(&figs),
         });
     }
     // "puma__hello__direct__c2" before "…__c16", as every report orders.

@@ -1,0 +1,193 @@
+//! Memory per worker in the reports: one table per app and front, a row
+//! per trial group, with the worker count, PSS, USS and RSS per worker
+//! (the mean over workers of each one's mean in the counted window), the
+//! master's PSS and USS, and the whole tree's PSS and USS peaks beside
+//! them, so what one more worker costs (issue 27: YJIT's memory is paid
+//! in every worker) reads next to what the server costs in all.
+//!
+//! One set of rows feeds the Markdown and the HTML tables. Groups whose
+//! records predate memory per worker have no row, and a section without
+//! any row gets no table, so older reports read as they did. It formats
+//! figures `store::summary` computed; it never computes one.
+
+use super::svg::esc;
+use super::{load_label, Group};
+use crate::sampler::Role;
+use crate::stats::spread::Spread;
+use crate::units::fmt_mib;
+use std::fmt::Write;
+
+const HEAD: [&str; 9] = [
+    "Server",
+    "Load",
+    "Workers",
+    "PSS/worker (MiB)",
+    "USS/worker (MiB)",
+    "RSS/worker (MiB)",
+    "Master PSS / USS (MiB)",
+    "Tree PSS peak (MiB)",
+    "Tree USS peak (MiB)",
+];
+
+fn median(s: Option<Spread>) -> String {
+    s.map_or("-".into(), |s| fmt_mib(s.median))
+}
+
+/// The rows of the groups that have memory per worker, medians over runs.
+fn rows(groups: &[&Group]) -> Vec<Vec<String>> {
+    groups
+        .iter()
+        .filter_map(|g| {
+            let sum = g.good()?;
+            let w = sum.per_worker.as_ref()?;
+            let workers = match w.role {
+                Role::Single => "1 (single process)".to_string(),
+                _ => format!("{}", w.workers.median),
+            };
+            let master = match (w.master_pss_mean_bytes, w.master_uss_mean_bytes) {
+                (None, None) => "-".to_string(),
+                (p, u) => format!("{} / {}", median(p), median(u)),
+            };
+            Some(vec![
+                g.planned.variant.clone(),
+                load_label(&g.planned),
+                workers,
+                median(w.pss_mean_bytes),
+                median(w.uss_mean_bytes),
+                fmt_mib(w.rss_mean_bytes.median),
+                master,
+                median(sum.pss_peak_bytes),
+                median(w.uss_peak_bytes),
+            ])
+        })
+        .collect()
+}
+
+const NOTE: &str = "Memory per worker: the mean over workers of each worker's mean over the counted window (a server without workers: its one process); medians across runs. USS is a worker's private memory, what one more worker costs; PSS adds its share of the pages it shares with its master and siblings.";
+
+/// The Markdown table of a section (nothing when no group has the figures).
+pub fn markdown(s: &mut String, groups: &[&Group]) {
+    let rows = rows(groups);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "{NOTE}\n");
+    let _ = writeln!(s, "| {} |", HEAD.join(" | "));
+    let _ = writeln!(s, "|:--|{}|", vec!["--:"; HEAD.len() - 1].join("|"));
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    }
+    s.push('\n');
+}
+
+/// The HTML table of a section, under `title` (empty when no group has
+/// the figures).
+pub fn html(title: &str, groups: &[&Group]) -> String {
+    let rows = rows(groups);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "<h3>{}</h3><p class=\"note\">{}</p><table><tr>",
+        esc(title),
+        esc(NOTE)
+    );
+    for (i, h) in HEAD.iter().enumerate() {
+        let class = if i == 0 { " class=\"l\"" } else { "" };
+        let _ = write!(s, "<th{class}>{}</th>", esc(h));
+    }
+    s.push_str("</tr>");
+    for r in rows {
+        s.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let class = if i == 0 { " class=\"l\"" } else { "" };
+            let _ = write!(s, "<td{class}>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::figures::tests::stored;
+    use crate::store::records::StoredTrial;
+    use crate::store::summary::summarize_trials;
+
+    /// The group of the committed stored trial (puma, one process), its
+    /// sample changed by `edit`.
+    fn group(edit: impl FnOnce(&mut serde_json::Value)) -> Group {
+        let t: StoredTrial = serde_json::from_value(stored(edit)).unwrap();
+        let summary = summarize_trials(std::slice::from_ref(&t)).remove(0);
+        Group {
+            group: summary.group.clone(),
+            planned: t.planned.clone(),
+            summary: Some(summary),
+            planned_runs: 1,
+            ok: 1,
+            failed: 0,
+            interrupted: 0,
+            missing: 0,
+        }
+    }
+
+    /// A puma cluster: a master and two workers of 14 and 16 MiB USS.
+    fn cluster(v: &mut serde_json::Value) {
+        let mib = |m: u64| m << 20;
+        v["trial"]["server_metrics"]["samples"]["per_worker"] = serde_json::json!({
+            "workers": 2, "role": "worker",
+            "rss_mean_bytes": mib(28), "pss_mean_bytes": mib(19), "uss_mean_bytes": mib(15),
+            "rss_max_bytes": mib(29), "pss_max_bytes": mib(20), "uss_max_bytes": mib(16),
+            "master": {"masters": 1, "rss_mean_bytes": mib(24), "pss_mean_bytes": mib(13),
+                       "uss_mean_bytes": mib(9), "rss_max_bytes": mib(24),
+                       "pss_max_bytes": mib(13), "uss_max_bytes": mib(9)}
+        });
+    }
+
+    #[test]
+    fn a_cluster_shows_its_workers_and_its_master_beside_the_trees_peaks() {
+        let g = group(cluster);
+        let mut md = String::new();
+        markdown(&mut md, &[&g]);
+        assert!(
+            md.contains("| Workers | PSS/worker (MiB) | USS/worker (MiB) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 2 | 19.0 | 15.0 | 28.0 | 13.0 / 9.0 |"),
+            "{md}"
+        );
+        let html = html("Memory per worker, hello, direct", &[&g]);
+        assert!(
+            html.contains("<td>19.0</td><td>15.0</td><td>28.0</td><td>13.0 / 9.0</td>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_lone_process_is_its_own_worker_and_has_no_master() {
+        let g = group(|_| {});
+        let mut md = String::new();
+        markdown(&mut md, &[&g]);
+        assert!(md.contains("| 1 (single process) |"), "{md}");
+        assert!(md.contains(" | - | "), "no master: {md}");
+    }
+
+    #[test]
+    fn records_without_memory_per_worker_get_no_table() {
+        let old = group(|v| {
+            let s = v["trial"]["server_metrics"]["samples"]
+                .as_object_mut()
+                .unwrap();
+            s.remove("per_worker");
+        });
+        assert!(old.good().unwrap().per_worker.is_none());
+        let mut md = String::new();
+        markdown(&mut md, &[&old]);
+        assert_eq!(md, "");
+        assert_eq!(html("t", &[&old]), "");
+    }
+}

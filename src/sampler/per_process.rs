@@ -1,0 +1,596 @@
+//! Memory per process of a server's tree, and what each process is there
+//! for: the figures that show what one more worker costs (issue 27: YJIT's
+//! memory is paid in every worker, so it must show per worker).
+//!
+//! A [`ProcessTracker`] keeps, per process (pid and start time, so a
+//! reused pid is a new process), its peak and the sum of its RSS, PSS and
+//! USS over the samples that saw it: one entry per process, never one per
+//! sample, so a soak of hours holds as much as a run of seconds. At most
+//! [`PER_PROCESS_CAP`] processes are kept (the first seen); later ones are
+//! counted in `per_process_dropped` and left out of the figures.
+//!
+//! # Roles
+//!
+//! A *top* is a process the sampler's scope starts a tree from: the
+//! server's root, or a process rackbench adopted for it (a daemonized
+//! helper, another instance behind nginx). A top with descendants in the
+//! window is a `master`, one without is a lone `single`; every descendant
+//! is a `worker`. Passenger is told by its titles instead: its app
+//! processes (`Passenger RubyApp: ...`) are the workers, its
+//! `Passenger AppPreloader` (which forks them) the master, and its agents
+//! and the `passenger start` front are `helper`s.
+//!
+//! It never reads /proc itself beyond `comm` and `cmdline`: the sampler
+//! hands it each process's memory.
+
+use super::procfs::Memory;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// The most processes one report lists.
+pub const PER_PROCESS_CAP: usize = 256;
+
+/// The most dropped processes counted one by one; beyond, the count is a
+/// floor (it bounds the memory of a soak whose workers keep being
+/// replaced).
+const DROPPED_KEYS_CAP: usize = 65_536;
+
+/// How much of a command line is kept.
+const CMDLINE_BYTES: usize = 120;
+
+/// What a process is in its server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Forks the workers and serves no request (puma cluster, unicorn,
+    /// uWSGI's master, Passenger's preloader).
+    Master,
+    /// Serves requests, forked by a master.
+    Worker,
+    /// Serves requests alone: a server without workers.
+    Single,
+    /// Neither serves nor forks the workers (Passenger's agents).
+    Helper,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Master => "master",
+            Role::Worker => "worker",
+            Role::Single => "single",
+            Role::Helper => "helper",
+        }
+    }
+}
+
+/// One process over the window: `per_process` in trial-v1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessMemory {
+    pub pid: u32,
+    /// The kernel's name of it (`/proc/PID/comm`, at most 15 bytes).
+    pub comm: String,
+    /// Its command line as it shows it (the title puma, unicorn and
+    /// Passenger set), at most 120 bytes, NULs as spaces.
+    pub cmdline: String,
+    pub role: Role,
+    /// Samples that saw it.
+    pub samples: u64,
+    pub rss_peak_bytes: u64,
+    /// None when its smaps_rollup was unreadable in any sample.
+    pub pss_peak_bytes: Option<u64>,
+    pub uss_peak_bytes: Option<u64>,
+    pub rss_mean_bytes: u64,
+    pub pss_mean_bytes: Option<u64>,
+    pub uss_mean_bytes: Option<u64>,
+}
+
+/// Memory of the processes of one role: the mean over them of each one's
+/// mean in the window, and the largest one's peak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoleMemory {
+    pub rss_mean_bytes: u64,
+    /// None when any of them lacked PSS.
+    pub pss_mean_bytes: Option<u64>,
+    pub uss_mean_bytes: Option<u64>,
+    pub rss_max_bytes: u64,
+    pub pss_max_bytes: Option<u64>,
+    pub uss_max_bytes: Option<u64>,
+}
+
+/// The master(s): one per instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MasterMemory {
+    pub masters: u32,
+    #[serde(flatten)]
+    pub memory: RoleMemory,
+}
+
+/// Memory per worker: `per_worker` in trial-v1. A server without workers
+/// is described by its lone process (`role` single), so every server has
+/// a per-worker figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerWorker {
+    /// Worker processes seen in the window (replaced ones included).
+    pub workers: u32,
+    /// `worker`, or `single` for a server without workers.
+    pub role: Role,
+    #[serde(flatten)]
+    pub memory: RoleMemory,
+    /// None for a server without a master.
+    pub master: Option<MasterMemory>,
+}
+
+impl PerWorker {
+    /// The summary of `procs`; None when none of them serves requests.
+    pub fn of(procs: &[ProcessMemory]) -> Option<PerWorker> {
+        let of_role = |role| procs.iter().filter(move |p| p.role == role);
+        let role = [Role::Worker, Role::Single]
+            .into_iter()
+            .find(|&r| of_role(r).next().is_some())?;
+        let workers: Vec<&ProcessMemory> = of_role(role).collect();
+        let masters: Vec<&ProcessMemory> = of_role(Role::Master).collect();
+        Some(PerWorker {
+            workers: workers.len() as u32,
+            role,
+            memory: RoleMemory::of(&workers),
+            master: (!masters.is_empty()).then(|| MasterMemory {
+                masters: masters.len() as u32,
+                memory: RoleMemory::of(&masters),
+            }),
+        })
+    }
+}
+
+impl RoleMemory {
+    fn of(procs: &[&ProcessMemory]) -> RoleMemory {
+        let n = procs.len().max(1) as u64;
+        let mean = |f: fn(&ProcessMemory) -> u64| procs.iter().map(|p| f(p)).sum::<u64>() / n;
+        let all = |f: fn(&ProcessMemory) -> Option<u64>| {
+            procs.iter().map(|p| f(p)).collect::<Option<Vec<u64>>>()
+        };
+        let opt_mean = |f| all(f).map(|v| v.iter().sum::<u64>() / n);
+        let opt_max = |f| all(f).map(|v| v.into_iter().max().unwrap_or(0));
+        RoleMemory {
+            rss_mean_bytes: mean(|p| p.rss_mean_bytes),
+            pss_mean_bytes: opt_mean(|p| p.pss_mean_bytes),
+            uss_mean_bytes: opt_mean(|p| p.uss_mean_bytes),
+            rss_max_bytes: procs.iter().map(|p| p.rss_peak_bytes).max().unwrap_or(0),
+            pss_max_bytes: opt_max(|p| p.pss_peak_bytes),
+            uss_max_bytes: opt_max(|p| p.uss_peak_bytes),
+        }
+    }
+}
+
+/// A process: its pid and its start time since boot.
+type Key = (u32, u64);
+
+/// One process's running figures.
+#[derive(Debug)]
+struct Tracked {
+    pid: u32,
+    comm: String,
+    cmdline: String,
+    /// Whether it starts a tree of the scope.
+    top: bool,
+    /// A top with descendants seen.
+    has_kids: bool,
+    samples: u64,
+    rss_peak: u64,
+    rss_sum: u128,
+    pss_peak: u64,
+    pss_sum: u128,
+    uss_peak: u64,
+    uss_sum: u128,
+    pss_missing: bool,
+}
+
+/// Per-process figures over a run of samples (see the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct ProcessTracker {
+    procs: Vec<Tracked>,
+    index: HashMap<Key, usize>,
+    dropped: HashSet<Key>,
+    dropped_count: u64,
+}
+
+/// What a sample saw of one process.
+pub(crate) struct Seen<'a> {
+    pub pid: u32,
+    pub start_ticks: u64,
+    /// The top of its tree, with its start time.
+    pub top: Key,
+    pub memory: &'a Memory,
+}
+
+impl ProcessTracker {
+    /// Adds one sample of one process. A process without an address space
+    /// (a zombie) is not counted: its zero is no figure of its memory.
+    pub fn observe(&mut self, seen: &Seen, buf: &mut Vec<u8>) {
+        let m = seen.memory;
+        if m.rss == 0 {
+            return;
+        }
+        let key = (seen.pid, seen.start_ticks);
+        let top = key == seen.top;
+        if !top {
+            if let Some(&t) = self.index.get(&seen.top) {
+                self.procs[t].has_kids = true;
+            }
+        }
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None if self.procs.len() >= PER_PROCESS_CAP => {
+                if self.dropped.len() < DROPPED_KEYS_CAP {
+                    if self.dropped.insert(key) {
+                        self.dropped_count += 1;
+                    }
+                } else if !self.dropped.contains(&key) {
+                    self.dropped_count += 1;
+                }
+                return;
+            }
+            None => {
+                self.procs.push(Tracked::new(seen.pid, top, buf));
+                self.index.insert(key, self.procs.len() - 1);
+                self.procs.len() - 1
+            }
+        };
+        let t = &mut self.procs[i];
+        // Titles change after a fork (a Passenger app process starts as a
+        // copy of its preloader): the latest one is kept.
+        if let Some(title) = read_cmdline(seen.pid, buf) {
+            if title != t.cmdline {
+                t.cmdline = title;
+            }
+        }
+        t.add(m);
+    }
+
+    /// Forgets everything: the window starts.
+    pub fn clear(&mut self) {
+        *self = ProcessTracker::default();
+    }
+
+    /// Every kept process with its role, and how many were dropped.
+    pub fn report(&self) -> (Vec<ProcessMemory>, u64) {
+        let passenger = self
+            .procs
+            .iter()
+            .any(|p| p.cmdline.starts_with(PASSENGER_APP));
+        let procs = self
+            .procs
+            .iter()
+            .map(|t| t.figures(t.role(passenger)))
+            .collect();
+        (procs, self.dropped_count)
+    }
+}
+
+const PASSENGER_APP: &str = "Passenger RubyApp";
+const PASSENGER_PRELOADER: &str = "Passenger AppPreloader";
+
+impl Tracked {
+    fn new(pid: u32, top: bool, buf: &mut Vec<u8>) -> Tracked {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim_end().to_string())
+            .unwrap_or_default();
+        Tracked {
+            pid,
+            comm,
+            cmdline: read_cmdline(pid, buf).unwrap_or_default(),
+            top,
+            has_kids: false,
+            samples: 0,
+            rss_peak: 0,
+            rss_sum: 0,
+            pss_peak: 0,
+            pss_sum: 0,
+            uss_peak: 0,
+            uss_sum: 0,
+            pss_missing: false,
+        }
+    }
+
+    fn add(&mut self, m: &Memory) {
+        self.samples += 1;
+        self.rss_peak = self.rss_peak.max(m.rss);
+        self.rss_sum += u128::from(m.rss);
+        match (m.pss, m.uss) {
+            (Some(p), Some(u)) => {
+                self.pss_peak = self.pss_peak.max(p);
+                self.uss_peak = self.uss_peak.max(u);
+                self.pss_sum += u128::from(p);
+                self.uss_sum += u128::from(u);
+            }
+            _ => self.pss_missing = true,
+        }
+    }
+
+    fn role(&self, passenger: bool) -> Role {
+        if passenger {
+            return if self.cmdline.starts_with(PASSENGER_APP) {
+                Role::Worker
+            } else if self.cmdline.starts_with(PASSENGER_PRELOADER) {
+                Role::Master
+            } else {
+                Role::Helper
+            };
+        }
+        match (self.top, self.has_kids) {
+            (false, _) => Role::Worker,
+            (true, true) => Role::Master,
+            (true, false) => Role::Single,
+        }
+    }
+
+    fn figures(&self, role: Role) -> ProcessMemory {
+        let n = u128::from(self.samples.max(1));
+        let mean = |sum: u128| (sum / n) as u64;
+        let known = !self.pss_missing;
+        ProcessMemory {
+            pid: self.pid,
+            comm: self.comm.clone(),
+            cmdline: self.cmdline.clone(),
+            role,
+            samples: self.samples,
+            rss_peak_bytes: self.rss_peak,
+            pss_peak_bytes: known.then_some(self.pss_peak),
+            uss_peak_bytes: known.then_some(self.uss_peak),
+            rss_mean_bytes: mean(self.rss_sum),
+            pss_mean_bytes: known.then(|| mean(self.pss_sum)),
+            uss_mean_bytes: known.then(|| mean(self.uss_sum)),
+        }
+    }
+}
+
+/// `/proc/PID/cmdline`, NULs as spaces, trimmed, at most [`CMDLINE_BYTES`]
+/// (cut at a character boundary); None if unreadable.
+fn read_cmdline(pid: u32, buf: &mut Vec<u8>) -> Option<String> {
+    use std::io::Read;
+    buf.clear();
+    std::fs::File::open(format!("/proc/{pid}/cmdline"))
+        .ok()?
+        .take(CMDLINE_BYTES as u64 * 2)
+        .read_to_end(buf)
+        .ok()?;
+    Some(title(buf))
+}
+
+/// A command line's bytes as one line of at most [`CMDLINE_BYTES`].
+fn title(raw: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(raw)
+        .replace('\0', " ")
+        .trim()
+        .to_string();
+    let mut end = text.len().min(CMDLINE_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(role: Role, rss: u64, pss: Option<u64>) -> ProcessMemory {
+        ProcessMemory {
+            pid: 1,
+            comm: "ruby".into(),
+            cmdline: String::new(),
+            role,
+            samples: 3,
+            rss_peak_bytes: rss + 10,
+            pss_peak_bytes: pss.map(|p| p + 10),
+            uss_peak_bytes: pss.map(|p| p + 5),
+            rss_mean_bytes: rss,
+            pss_mean_bytes: pss,
+            uss_mean_bytes: pss.map(|p| p / 2),
+        }
+    }
+
+    /// (case, processes, workers, role, PSS mean, PSS max, masters)
+    #[test]
+    fn per_worker_summarises_the_workers_or_the_lone_process() {
+        use Role::*;
+        type Row = (
+            &'static str,
+            Vec<ProcessMemory>,
+            Option<(u32, Role, Option<u64>, Option<u64>, Option<u32>)>,
+        );
+        let rows: Vec<Row> = vec![
+            ("nothing seen", vec![], None),
+            ("only helpers", vec![proc(Helper, 5, Some(5))], None),
+            (
+                "a lone process",
+                vec![proc(Single, 100, Some(80))],
+                Some((1, Single, Some(80), Some(90), None)),
+            ),
+            (
+                "a master and two workers",
+                vec![
+                    proc(Master, 100, Some(60)),
+                    proc(Worker, 100, Some(40)),
+                    proc(Worker, 100, Some(20)),
+                ],
+                Some((2, Worker, Some(30), Some(50), Some(1))),
+            ),
+            (
+                "a worker without PSS: no PSS figure",
+                vec![proc(Worker, 100, Some(40)), proc(Worker, 100, None)],
+                Some((2, Worker, None, None, None)),
+            ),
+            (
+                "workers outrank singles (instances beside a cluster)",
+                vec![proc(Single, 1, Some(1)), proc(Worker, 100, Some(40))],
+                Some((1, Worker, Some(40), Some(50), None)),
+            ),
+        ];
+        for (case, procs, want) in rows {
+            let got = PerWorker::of(&procs).map(|w| {
+                (
+                    w.workers,
+                    w.role,
+                    w.memory.pss_mean_bytes,
+                    w.memory.pss_max_bytes,
+                    w.master.map(|m| m.masters),
+                )
+            });
+            assert_eq!(got, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn per_worker_keeps_its_contract_names() {
+        let w = PerWorker::of(&[proc(Role::Master, 9, None), proc(Role::Worker, 7, Some(4))]);
+        let json = serde_json::to_value(w.unwrap()).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for k in [
+            "workers",
+            "role",
+            "rss_mean_bytes",
+            "pss_mean_bytes",
+            "uss_mean_bytes",
+            "rss_max_bytes",
+            "pss_max_bytes",
+            "uss_max_bytes",
+            "master",
+        ] {
+            assert!(keys.contains(&k), "{k} missing from {json}");
+        }
+        assert_eq!(json["role"], "worker");
+        assert_eq!(json["master"]["masters"], 1);
+        assert!(json["master"]["pss_mean_bytes"].is_null());
+    }
+
+    /// (case, top, has kids, cmdline, passenger tree, role)
+    #[test]
+    fn roles_follow_the_tree_or_passengers_titles() {
+        use Role::*;
+        let rows: &[(&str, bool, bool, &str, bool, Role)] = &[
+            ("a root with workers", true, true, "puma 6", false, Master),
+            ("a root alone", true, false, "thin server", false, Single),
+            (
+                "a child",
+                false,
+                false,
+                "puma: cluster worker 0",
+                false,
+                Worker,
+            ),
+            ("a grandchild", false, true, "x", false, Worker),
+            (
+                "passenger app",
+                false,
+                false,
+                "Passenger RubyApp: /app (production)",
+                true,
+                Worker,
+            ),
+            (
+                "passenger preloader",
+                false,
+                true,
+                "Passenger AppPreloader: /app",
+                true,
+                Master,
+            ),
+            (
+                "passenger agent",
+                true,
+                true,
+                "Passenger watchdog",
+                true,
+                Helper,
+            ),
+            (
+                "passenger front",
+                true,
+                true,
+                "ruby /usr/bin/passenger start",
+                true,
+                Helper,
+            ),
+        ];
+        for &(case, top, has_kids, cmdline, passenger, want) in rows {
+            let mut t = Tracked::new(u32::MAX - 1, top, &mut Vec::new());
+            t.has_kids = has_kids;
+            t.cmdline = cmdline.into();
+            assert_eq!(t.role(passenger), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn titles_are_one_line_cut_at_a_character() {
+        let rows: &[(&[u8], &str)] = &[
+            (
+                b"puma: cluster worker 0: 12 [app]\0\0\0",
+                "puma: cluster worker 0: 12 [app]",
+            ),
+            (b"ruby\0-e\0sleep 1\0", "ruby -e sleep 1"),
+            (b"", ""),
+        ];
+        for (raw, want) in rows {
+            assert_eq!(title(raw), *want);
+        }
+        let long = "é".repeat(100);
+        let cut = title(long.as_bytes());
+        assert_eq!(cut.len(), CMDLINE_BYTES, "60 two-byte characters");
+        let odd = format!("a{long}");
+        assert_eq!(title(odd.as_bytes()).len(), CMDLINE_BYTES - 1);
+    }
+
+    fn mem(rss: u64) -> Memory {
+        Memory {
+            rss,
+            pss: Some(rss / 2),
+            uss: Some(rss / 4),
+        }
+    }
+
+    #[test]
+    fn the_list_stops_at_its_cap_and_counts_the_rest_once() {
+        let mut t = ProcessTracker::default();
+        let top = (1, 0);
+        for _sample in 0..2 {
+            for pid in 1..=(PER_PROCESS_CAP as u32 + 10) {
+                let m = mem(4096 * u64::from(pid));
+                let seen = Seen {
+                    pid,
+                    start_ticks: 0,
+                    top,
+                    memory: &m,
+                };
+                t.observe(&seen, &mut Vec::new());
+            }
+        }
+        let (procs, dropped) = t.report();
+        assert_eq!((procs.len(), dropped), (PER_PROCESS_CAP, 10));
+        assert_eq!(procs[0].role, Role::Master);
+        assert_eq!(procs[1].role, Role::Worker);
+        assert_eq!(procs[1].samples, 2);
+        assert_eq!(procs[1].rss_mean_bytes, 8192);
+        let zombie = Memory {
+            rss: 0,
+            pss: Some(0),
+            uss: Some(0),
+        };
+        let before = t.procs[0].samples;
+        t.observe(
+            &Seen {
+                pid: 1,
+                start_ticks: 0,
+                top,
+                memory: &zombie,
+            },
+            &mut Vec::new(),
+        );
+        assert_eq!(t.procs[0].samples, before, "a zombie's zero is no sample");
+    }
+}
