@@ -168,6 +168,10 @@ fn build_into(release: &Release, extra: &[String], tmp: &Path) -> Result<(), Str
     let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let status = Command::new("mmdebstrap")
         .args(["--mode=unshare", "--variant=essential"])
+        // Unstable's Release file expires within days (Valid-Until), and a
+        // mirror that is a snapshot serves it expired: the signature is
+        // still checked, only the date is not.
+        .arg("--aptopt=Acquire::Check-Valid-Until \"false\"")
         .arg(format!("--include={}", packages.join(",")))
         .arg(release.suite)
         .arg(tmp)
