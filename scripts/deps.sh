@@ -42,6 +42,7 @@ for w in "${want[@]}"; do
       need_cmd mmdebstrap mmdebstrap
       [ -f /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || apt_pkgs+=(libjemalloc2)
       need_cmd dpkg-source dpkg-dev
+      need_cmd bundle ruby-bundler
       ;;
     run) ;;
     bench)

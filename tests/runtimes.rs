@@ -285,3 +285,52 @@ fn a_root_that_cannot_be_built_fails_in_one_line_and_leaves_nothing_half_built()
     assert!(!building, "no half-built root is left");
     assert!(!Path::new(&home.join("debian-12/.rackbench-runtime")).exists());
 }
+
+#[test]
+fn a_bundler_app_runs_its_server_through_bundle_exec_with_the_gemfiles_gems() {
+    if !(have("bundle", "apt-get install ruby-bundler") && have("puma", "apt-get install puma")) {
+        return;
+    }
+    let home = common::work_dir("runtimes-bundler");
+    let app = home.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("Gemfile"),
+        "source \"https://rubygems.org\"\ngem \"puma\"\ngem \"rack\"\n",
+    )
+    .unwrap();
+    // Debian's gems are installed: Bundler resolves them with no network.
+    let lock = std::process::Command::new("bundle")
+        .args(["lock", "--local"])
+        .current_dir(&app)
+        .output()
+        .unwrap();
+    assert!(lock.status.success(), "{}", text(&lock));
+    let env = [("RACKBENCH_RUNTIMES", home.to_str().unwrap())];
+    let gemfile = app.join("Gemfile");
+    let add = run(
+        &[
+            "runtime",
+            "add",
+            "bundled",
+            "--ruby",
+            "/usr/bin/ruby",
+            "--gemfile",
+            gemfile.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(add.status.success(), "{}", text(&add));
+    let rec = trial("puma", &["--runtime", "bundled"], &env);
+    assert!(rec["server"]["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("bundle exec puma "));
+    let rt = &rec["runtime"];
+    assert!(
+        rt["bundler"].as_str().is_some_and(|v| !v.is_empty()),
+        "{rt}"
+    );
+    assert_eq!(rt["gemfile"], gemfile.to_str().unwrap());
+    assert_eq!(errors(&rec), 0);
+}

@@ -53,6 +53,7 @@ module RackbenchRuntime
       "allocator=#{allocator}",
       "malloc_arena_max=#{ENV["MALLOC_ARENA_MAX"]}",
       "server_version=#{server_version}",
+      "bundler=#{defined?(Bundler::VERSION) && ENV["BUNDLE_GEMFILE"] ? Bundler::VERSION : ""}",
     ]
     Dir.mkdir(DIR) unless File.directory?(DIR)
     tmp = File.join(DIR, ".#{Process.pid}.tmp")

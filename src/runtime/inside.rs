@@ -36,6 +36,13 @@ pub struct RuntimeRecord {
     /// constant) or `command` (the adapter's version command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_version_from: Option<String>,
+    /// Bundler's version when the server ran through `bundle exec` (a
+    /// runtime with a gemfile), read from the server process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundler: Option<String>,
+    /// The Gemfile the runtime names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gemfile: Option<String>,
     /// What the trial asked (yjit, allocator, malloc_arena_max).
     #[serde(default, skip_serializing_if = "Switches::is_empty")]
     pub asked: Switches,
@@ -185,6 +192,11 @@ fn of_reports(
         allocator,
         server_version: from_process.or(command_version),
         server_version_from,
+        bundler: get("bundler"),
+        gemfile: match &rt.kind {
+            Kind::Ruby(u) => u.gemfile.as_ref().map(|g| g.display().to_string()),
+            _ => None,
+        },
         asked,
         processes_reporting: reports.len() as u32,
         read_from_pid: first
