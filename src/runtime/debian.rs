@@ -163,6 +163,10 @@ pub fn build(release: &Release, extra: &[String]) -> Result<PathBuf, RuntimeErro
 fn build_into(release: &Release, extra: &[String], tmp: &Path) -> Result<(), String> {
     let mut packages: Vec<String> = release.packages.iter().map(|p| p.to_string()).collect();
     packages.extend(extra.iter().cloned());
+    // Passenger's spawner runs `ps`, which the essential set lacks.
+    if packages.iter().any(|p| p == "passenger") && !packages.iter().any(|p| p == "procps") {
+        packages.push("procps".into());
+    }
     // Beside the roots, not in the one being built: kept when it fails.
     let log = tmp.with_file_name(format!("{}.build.log", release.name));
     let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
