@@ -75,17 +75,21 @@ fn errors(rec: &Value) -> u64 {
         .sum()
 }
 
-/// mmdebstrap is there and the Debian 13 root is built (or builds now).
-fn have_debian_13() -> bool {
+/// mmdebstrap is there and the root of `release` is built (or builds now).
+fn have_root(release: &str) -> bool {
     if !have("mmdebstrap", "apt-get install mmdebstrap") {
         return false;
     }
-    let out = run(&["runtime", "add", "debian-13"], &[]);
+    let out = run(&["runtime", "add", release], &[]);
     rackbench::require::require(
-        "the debian-13 runtime",
+        &format!("the {release} runtime"),
         out.status.success(),
-        &format!("`rackbench runtime add debian-13` failed: {}", text(&out)),
+        &format!("`rackbench runtime add {release}` failed: {}", text(&out)),
     )
+}
+
+fn have_debian_13() -> bool {
+    have_root("debian-13")
 }
 
 #[test]
@@ -333,4 +337,40 @@ fn a_bundler_app_runs_its_server_through_bundle_exec_with_the_gemfiles_gems() {
     );
     assert_eq!(rt["gemfile"], gemfile.to_str().unwrap());
     assert_eq!(errors(&rec), 0);
+}
+
+/// Each release root's servers, each reporting its own version from
+/// inside (Thin 2's version is a string where Thin 1's was a module): the
+/// Puma upgrade path of seed 002's study, 5.6 to 6.6 to 8.0, is real.
+#[test]
+fn every_release_roots_servers_answer_and_report_their_own_versions() {
+    let cases: &[(&str, &[(&str, &str)])] = &[
+        ("debian-12", &[("puma", "puma 5.6"), ("thin", "thin 1.8")]),
+        (
+            "debian-13",
+            &[
+                ("puma", "puma 6.6"),
+                ("unicorn", "unicorn 6.1"),
+                ("thin", "thin 1.8"),
+                ("webrick", "webrick 1."),
+            ],
+        ),
+        (
+            "debian-unstable",
+            &[("puma", "puma 8."), ("thin", "thin 2.")],
+        ),
+    ];
+    for (release, servers) in cases {
+        if !have_root(release) {
+            continue;
+        }
+        for (server, version) in *servers {
+            let rec = trial(server, &["--runtime", release], &[]);
+            let rt = &rec["runtime"];
+            let got = rt["server_version"].as_str().unwrap_or("");
+            assert!(got.starts_with(version), "{release} {server}: {rt}");
+            assert_eq!(rt["server_version_from"], "process", "{release} {server}");
+            assert_eq!(errors(&rec), 0, "{release} {server}");
+        }
+    }
 }

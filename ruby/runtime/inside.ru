@@ -12,7 +12,8 @@ module RackbenchRuntime
   SERVERS = [
     ["puma", -> { Puma::Const::PUMA_VERSION }],
     ["unicorn", -> { Unicorn::Const::UNICORN_VERSION }],
-    ["thin", -> { Thin::VERSION::STRING }],
+    # Thin 1.x has Thin::VERSION::STRING, Thin 2 a string.
+    ["thin", -> { Thin::VERSION.is_a?(String) ? Thin::VERSION : Thin::VERSION::STRING }],
     ["passenger", -> { PhusionPassenger::VERSION_STRING }],
     ["falcon", -> { Falcon::VERSION }],
     ["pitchfork", -> { Pitchfork::VERSION }],
@@ -25,7 +26,7 @@ module RackbenchRuntime
     SERVERS.each do |name, version|
       begin
         return "#{name} #{version.call}"
-      rescue NameError
+      rescue StandardError # not this server (NameError), or its constant changed shape
         next
       end
     end
@@ -59,7 +60,7 @@ module RackbenchRuntime
     tmp = File.join(DIR, ".#{Process.pid}.tmp")
     File.write(tmp, lines.join("\n") + "\n")
     File.rename(tmp, File.join(DIR, "#{Process.pid}.txt"))
-  rescue SystemCallError, IOError
+  rescue StandardError # never stop the server over a look at itself
     nil
   end
 
