@@ -35,6 +35,10 @@ for w in "${want[@]}"; do
       need_cmd chromium chromium
       need_cmd java openjdk-17-jdk-headless
       need_cmd mvn maven
+      # scripts/jruby-puma.sh: Puma's source via apt-get source, unpacked
+      # by dpkg-source; nio4r's and rack's Ruby files from their packages.
+      need_cmd dpkg-source dpkg-dev
+      dpkg -s ruby-nio4r >/dev/null 2>&1 || apt_pkgs+=(ruby-nio4r)
       # rackbench k8s and tests/k8s.rs; Debian 12 ships kubectl 1.20 (tested, with 1.32)
       need_cmd kubectl kubernetes-client
       # Runtimes (tests/runtimes.rs): Debian release roots, jemalloc,
