@@ -23,6 +23,7 @@ lint:
 unit:
 	scripts/deps.sh test
 	scripts/jruby-jetty.sh build
+	scripts/jruby-puma.sh build
 	$(CARGO) test --locked
 	# The engine's tests once more on the epoll loop (the run above uses
 	# io_uring where the kernel has it).

@@ -374,3 +374,49 @@ fn every_release_roots_servers_answer_and_report_their_own_versions() {
         }
     }
 }
+
+/// Seed 004's "Puma (JVM)" row: Puma with its Java HTTP parser on JRuby,
+/// a full trial with no error, the record saying JRuby from inside, and
+/// the switches JRuby has no use for refused.
+#[test]
+fn puma_on_jruby_answers_a_full_trial_and_says_it_is_jruby() {
+    if !(have("java", "apt-get install openjdk-17-jdk-headless")
+        && have("mvn", "apt-get install maven")
+        && have("dpkg-source", "apt-get install dpkg-dev"))
+    {
+        return;
+    }
+    let rec = trial(
+        "puma",
+        &[
+            "--runtime",
+            "jruby",
+            "--threads",
+            "8",
+            "--start-timeout",
+            "120s",
+        ],
+        &[],
+    );
+    let rt = &rec["runtime"];
+    assert_eq!(rt["engine"], "jruby", "{rt}");
+    assert_eq!(rt["kind"], "jruby");
+    assert!(rt["ruby_description"]
+        .as_str()
+        .unwrap()
+        .starts_with("jruby 9."));
+    assert!(rt["server_version"].as_str().unwrap().starts_with("puma "));
+    assert_eq!(errors(&rec), 0);
+    assert!(rec["load"]["requests"]["ok"].as_u64().unwrap() > 100);
+
+    for flag in [["--yjit", ""], ["--allocator", "jemalloc"]] {
+        let mut args = vec!["trial", "--server", "puma", "--runtime", "jruby"];
+        args.extend(flag.iter().filter(|a| !a.is_empty()));
+        let out = run(&args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+            1
+        );
+    }
+}

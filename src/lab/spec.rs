@@ -172,6 +172,12 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     check_front(&spec.topology, s)?;
     let rt = spec.runtime();
     rt.check_server(&s.name, &s.requires)?;
+    if rt.facts.engine == "jruby" && spec.workers.is_some_and(|w| w > 0) {
+        return Err(unsupported(
+            "worker processes on JRuby".into(),
+            "JRuby cannot fork: drop --workers and scale with --threads".into(),
+        ));
+    }
     spec.switches.env(&rt)?;
     Ok(())
 }
