@@ -2,7 +2,9 @@
 //! and refuses documents that break it.
 //!
 //! `tests/contracts/*.json` are real documents, written by `rackbench run
-//! tests/contracts/plan.toml` (puma, one trial and a break-point search)
+//! tests/contracts/plan.toml` (puma, one trial and a break-point search;
+//! run-trial-v1-runtime.json from `plan-runtime.toml`, a planned trial
+//! with its runtime and switches)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -36,7 +38,10 @@ fn sample(file: &str) -> Value {
 const SAMPLES: &[(&str, &[&str])] = &[
     ("load-v1", &["load-v1.json"]),
     ("trial-v1", &["trial-v1.json"]),
-    ("run-trial-v1", &["run-trial-v1.json"]),
+    (
+        "run-trial-v1",
+        &["run-trial-v1.json", "run-trial-v1-runtime.json"],
+    ),
     ("run-v1", &["run-v1.json"]),
     ("summary-v1", &["summary-v1.json"]),
     (
@@ -360,6 +365,20 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/planned/behind",
             Set(json!("apache")),
             "must be one of",
+        ),
+        (
+            "run-trial-v1",
+            "run-trial-v1-runtime.json",
+            "/planned/switches/malloc_arena_max",
+            Set(json!(0)),
+            "must be >=1",
+        ),
+        (
+            "run-trial-v1",
+            "run-trial-v1-runtime.json",
+            "/planned/switches/yjit",
+            Set(json!("on")),
+            "boolean",
         ),
         (
             "run-trial-v1",

@@ -4,7 +4,8 @@
 //! trial record says the server ran with, read from inside the server
 //! process. Each kind of runtime is checked against what its Ruby really
 //! is: Debian 13's Ruby is 3.3 without YJIT, the host's (Debian 12) is 3.1
-//! with it.
+//! with it. Plans and sweeps over runtimes and switches too: a YJIT
+//! sweep, a plan over two runtimes, a plan refused at its line.
 //!
 //! Roots live in the default runtimes directory, so a machine builds each
 //! once (about 10 s); a test that cannot build one fails under
@@ -419,4 +420,161 @@ fn puma_on_jruby_answers_a_full_trial_and_says_it_is_jruby() {
             1
         );
     }
+}
+
+/// Each trial record of the results directory `dir`, by file name.
+fn records(dir: &Path) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(dir.join("trials"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                serde_json::from_str(&text).unwrap(),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn a_yjit_sweep_runs_each_level_with_yjit_as_its_record_says() {
+    if !have("puma", "apt-get install puma") {
+        return;
+    }
+    let dir = common::work_dir("runtimes-yjit-sweep");
+    let out = dir.join("results");
+    let args = [
+        "sweep",
+        "--server",
+        "puma",
+        "--vary",
+        "yjit=false,true",
+        "--repeats",
+        "1",
+        "--connections",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--no-pin",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = run(&args, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("a sweep-v1 document");
+    assert_eq!(doc["variable"], "yjit");
+    assert_eq!(doc["ordered"], false, "YJIT off and on are alternatives");
+    let recs = records(&out);
+    let got: Vec<(&str, &Value, &Value)> = recs
+        .iter()
+        .map(|(name, r)| {
+            (
+                name.as_str(),
+                &r["planned"]["switches"]["yjit"],
+                &r["trial"]["runtime"]["yjit"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "puma-no-yjit__hello__direct__c2__rep1.json",
+                &Value::Bool(false),
+                &Value::Bool(false)
+            ),
+            (
+                "puma-yjit__hello__direct__c2__rep1.json",
+                &Value::Bool(true),
+                &Value::Bool(true)
+            ),
+        ],
+        "each level's record says what the server ran with"
+    );
+}
+
+#[test]
+fn a_plan_over_two_runtimes_runs_ruby_3_1_and_3_3_side_by_side() {
+    if !(have_debian_13() && have("puma", "apt-get install puma")) {
+        return;
+    }
+    let dir = common::work_dir("runtimes-plan");
+    let plan = dir.join("two.toml");
+    std::fs::write(
+        &plan,
+        "name = \"two\"\nruntimes = [\"system\", \"debian-13\"]\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nconnections = [2]\nduration = \"1s\"\nwarmup = \"200ms\"\n",
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let o = run(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--no-pin",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let recs = records(&out);
+    let got: Vec<(&str, &str, String)> = recs
+        .iter()
+        .map(|(_, r)| {
+            let version = r["trial"]["runtime"]["ruby_version"].as_str().unwrap();
+            (
+                r["planned"]["variant"].as_str().unwrap(),
+                r["planned"]["runtime"].as_str().unwrap(),
+                version.rsplit_once('.').unwrap().0.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("puma@debian-13", "debian-13", "3.3".to_string()),
+            ("puma@system", "system", "3.1".to_string()),
+        ]
+    );
+    for (name, r) in &recs {
+        assert_eq!(r["outcome"], "ok", "{name}");
+        assert_eq!(errors(&r["trial"]), 0, "{name}");
+    }
+}
+
+#[test]
+fn a_plan_asking_yjit_of_debian_13_is_refused_at_its_line_before_any_trial() {
+    if !have_debian_13() {
+        return;
+    }
+    let dir = common::work_dir("runtimes-plan-refused");
+    let plan = dir.join("bad.toml");
+    std::fs::write(
+        &plan,
+        "name = \"bad\"\nruntimes = [\"debian-13\"]\nyjit = [true]\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nconnections = [2]\n",
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let o = run(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("bad.toml, line 3: runtime 'debian-13'") && t.contains("has no YJIT"),
+        "{t}"
+    );
+    assert!(!out.join("trials").exists(), "no trial ran");
 }

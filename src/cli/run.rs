@@ -53,6 +53,20 @@ pub struct RunArgs {
     /// time, queue time behind nginx, GC (docs/TELEMETRY.md).
     #[arg(long)]
     pub telemetry: bool,
+    /// Run every trial from this runtime, in place of the plan's
+    /// `runtimes` (system, debian-12, debian-13, debian-unstable, jruby,
+    /// or a Ruby saved with `rackbench runtime add NAME --ruby PATH`).
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// YJIT on in every trial, in place of the plan's `yjit`.
+    #[arg(long)]
+    pub yjit: bool,
+    /// Every trial's malloc, in place of the plan's `allocator`.
+    #[arg(long, value_name = "glibc|jemalloc")]
+    pub allocator: Option<crate::runtime::Allocator>,
+    /// Every trial's MALLOC_ARENA_MAX, in place of the plan's.
+    #[arg(long, value_name = "N")]
+    pub malloc_arena_max: Option<u32>,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -62,8 +76,29 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let (mut plan, text, file) = read_plan(args.plan.as_ref())?;
     let registry = super::servers::registry(&args.servers_file)?;
+    crate::plan::runtimes::override_lists(
+        &mut plan,
+        args.runtime.as_deref(),
+        args.yjit.then_some(true),
+        args.allocator,
+        args.malloc_arena_max,
+    );
     let mut expanded = plan
         .expand(&text, &file, &registry)
+        .map_err(|e| usage(e.to_string()))?;
+    let runtimes = plan
+        .runtime_registry(&text, &file)
+        .map_err(|e| usage(e.to_string()))?;
+    if let Some(name) = args.runtime.as_deref().filter(|n| !runtimes.knows(n)) {
+        return Err(usage(format!(
+            "--runtime {name}: {}",
+            crate::runtime::RuntimeError::Unknown {
+                name: name.into(),
+                known: runtimes.known()
+            }
+        )));
+    }
+    plan.check_runtime_names(&text, &file, &expanded, &runtimes)
         .map_err(|e| usage(e.to_string()))?;
     let aa = if args.aa {
         Some(aa_variants(&mut plan, &mut expanded, args.control.as_deref()).map_err(usage)?)
@@ -105,6 +140,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
+    // Every runtime once, before the first trial (a Debian root is built
+    // on first use); what one cannot do is refused at the plan's line.
+    let resolved = plan
+        .check_runtimes(&text, &file, &expanded, &mut |name| {
+            runtimes.resolve(name, &mut |m| eprintln!("{m}"))
+        })
+        .map_err(|e| usage(e.to_string()))?;
     let (server_cpus, load_cpus) = if args.no_pin {
         (Vec::new(), Vec::new())
     } else {
@@ -123,6 +165,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         command: command.clone(),
         seed,
         telemetry: args.telemetry,
+        runtimes: resolved,
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
@@ -237,6 +280,18 @@ fn replay_command(args: &RunArgs, out: &std::path::Path, seed: u64) -> String {
     }
     if args.telemetry {
         command.push_str(" --telemetry");
+    }
+    if let Some(r) = &args.runtime {
+        command.push_str(&format!(" --runtime {r}"));
+    }
+    if args.yjit {
+        command.push_str(" --yjit");
+    }
+    if let Some(a) = args.allocator {
+        command.push_str(&format!(" --allocator {a}"));
+    }
+    if let Some(n) = args.malloc_arena_max {
+        command.push_str(&format!(" --malloc-arena-max {n}"));
     }
     command.push_str(&format!(" --seed {seed}"));
     command

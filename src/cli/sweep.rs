@@ -22,7 +22,9 @@ pub struct SweepArgs {
     pub plan: Option<PathBuf>,
     /// What to vary and its values, the first being the control:
     /// workers=1,2,4,8, threads=..., connections=..., nginx_workers=...,
-    /// app=hello,fib, env.NAME=..., or a server setting (NAME=...).
+    /// app=hello,fib, runtime=system,debian-13, yjit=false,true,
+    /// allocator=glibc,jemalloc, malloc_arena_max=1,2,4, env.NAME=..., or
+    /// a server setting (NAME=...).
     #[arg(long, value_name = "NAME=V1,V2,...")]
     pub vary: Option<String>,
     /// Rebuild and print the analysis of a finished sweep's results directory.
@@ -163,10 +165,7 @@ fn plan_from_flags(args: &SweepArgs, sweep: &SweepSection) -> Result<Table> {
         def.insert("processes".into(), Value::Boolean(true));
         def.insert("threads".into(), Value::Boolean(true));
         let mut settings: Vec<(String, String)> = args.settings.clone();
-        if !sweep.vary.starts_with("env.")
-            && !["workers", "threads", "connections", "nginx_workers", "app"]
-                .contains(&sweep.vary.as_str())
-        {
+        if !sweep.vary.starts_with("env.") && !PLAN_VARIABLES.contains(&sweep.vary.as_str()) {
             settings.push((sweep.vary.clone(), sweep.values[0].clone()));
         }
         if !settings.is_empty() {
@@ -179,10 +178,32 @@ fn plan_from_flags(args: &SweepArgs, sweep: &SweepSection) -> Result<Table> {
     Ok(plan)
 }
 
+/// The variables a plan says in its own keys, not as a server setting.
+const PLAN_VARIABLES: &[&str] = &[
+    "workers",
+    "threads",
+    "connections",
+    "nginx_workers",
+    "app",
+    "runtime",
+    "yjit",
+    "allocator",
+    "malloc_arena_max",
+];
+
 /// `--vary` over a plan file replaces the plan's own value of that field
 /// (its [sweep] included), so one plan serves several sweeps.
 fn drop_swept_field(t: &mut Table, vary: &str) {
     match vary {
+        "runtime" | "yjit" | "allocator" | "malloc_arena_max" => {
+            let key = if vary == "runtime" { "runtimes" } else { vary };
+            t.remove(key);
+            if let Some(Value::Array(servers)) = t.get_mut("server") {
+                for s in servers.iter_mut().filter_map(Value::as_table_mut) {
+                    s.remove(key);
+                }
+            }
+        }
         "nginx_workers" => {
             t.remove("nginx_workers");
         }
@@ -352,6 +373,10 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             aa: false,
             control: None,
             telemetry: args.telemetry,
+            runtime: None,
+            yjit: false,
+            allocator: None,
+            malloc_arena_max: None,
         })
     })?;
     if args.dry_run {

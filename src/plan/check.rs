@@ -48,7 +48,7 @@ impl Plan {
     }
 
     /// The plan's knobs, in order: times, repeats, apps, load shape,
-    /// slack, fronts, break point. Servers are checked as the matrix is
+    /// slack, fronts, runtimes and switches, break point. Servers are checked as the matrix is
     /// expanded (they need the registry).
     pub(super) fn check_knobs(
         &self,
@@ -71,6 +71,7 @@ impl Plan {
         let replay = self.check_load(file, at)?;
         let slack = self.slack(at)?;
         self.check_fronts(at)?;
+        self.check_switches(at)?;
         self.check_breakpoint(at)?;
         Ok(Knobs {
             duration,
@@ -198,6 +199,52 @@ impl Plan {
                 "instances",
                 format!("server {}: instances 0: each must be at least 1", e.name),
             ));
+        }
+        Ok(())
+    }
+
+    /// Runtimes and switches, the plan's and each entry's: arena counts
+    /// of at least 1, no value twice in one list (it would name two
+    /// variants alike). Whether a runtime exists and can honour them is
+    /// `plan::runtimes`' check, once they are resolved.
+    fn check_switches(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
+        fn twice<T: PartialEq + std::fmt::Debug>(v: &[T]) -> Option<&T> {
+            v.iter()
+                .enumerate()
+                .find(|(i, x)| v[..*i].contains(x))
+                .map(|(_, x)| x)
+        }
+        let lists = std::iter::once((
+            &self.runtimes,
+            &self.yjit,
+            &self.allocator,
+            &self.malloc_arena_max,
+        ))
+        .chain(
+            self.server
+                .iter()
+                .map(|e| (&e.runtimes, &e.yjit, &e.allocator, &e.malloc_arena_max)),
+        );
+        for (runtimes, yjit, allocator, arenas) in lists {
+            if arenas.contains(&0) {
+                return Err(at(
+                    "malloc_arena_max",
+                    "malloc_arena_max 0: each must be at least 1, e.g. malloc_arena_max = [2]"
+                        .into(),
+                ));
+            }
+            let dup = [
+                ("runtimes", twice(runtimes).map(|x| format!("\"{x}\""))),
+                ("yjit", twice(yjit).map(|x| x.to_string())),
+                ("allocator", twice(allocator).map(|x| format!("\"{x}\""))),
+                ("malloc_arena_max", twice(arenas).map(|x| x.to_string())),
+            ];
+            if let Some((key, Some(x))) = dup.into_iter().find(|(_, d)| d.is_some()) {
+                return Err(at(
+                    key,
+                    format!("{key} names {x} twice: list each value once"),
+                ));
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 use super::check::Knobs;
 use super::{Plan, PlanError, PlannedTrial, ServerEntry, Shape};
 use crate::lab::front::{self, HttpVersion, Keepalive, DEFAULT_KEEPALIVE};
+use crate::runtime::{Allocator, Switches, SYSTEM};
 use crate::server::spec::{Missing, Registry, ServerSpec};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -152,7 +153,9 @@ impl Plan {
             let spec = registry
                 .get(&e.name)
                 .map_err(|err| at(&format!("\"{}\"", e.name), err.to_string()))?;
-            if !spec.installed() {
+            // A server run only from other runtimes need not be on the
+            // host: `check_runtimes` asks each runtime for it.
+            if !spec.installed() && self.on_host(e) {
                 if only_installed && !self.servers.contains(&e.name) {
                     continue;
                 }
@@ -215,14 +218,25 @@ impl Plan {
                     }
                     _ => {}
                 }
-                for &n in &instances {
+                for (&n, f) in instances
+                    .iter()
+                    .flat_map(|n| self.flavours(e).into_iter().map(move |f| (n, f)))
+                {
+                    if !spec.installed() && f.runtime.as_deref().is_none_or(|r| r == SYSTEM) {
+                        skipped.push(format!(
+                            "{} on the host: not installed (needs {})",
+                            e.name,
+                            spec.requires.join(", ")
+                        ));
+                        continue;
+                    }
                     let mut env = self.env.clone();
                     env.extend(e.env.clone());
                     let base = PlannedTrial {
                         id: String::new(),
                         group: String::new(),
                         server: e.name.clone(),
-                        variant: e.variant(w, t, n),
+                        variant: format!("{}{}", e.variant(w, t, n), f.suffix),
                         workers: w,
                         threads: t,
                         settings: e.settings.clone(),
@@ -235,12 +249,76 @@ impl Plan {
                         instances: n,
                         shape: shapes[0],
                         repeat: 0,
+                        runtime: f.runtime,
+                        switches: f.switches,
                         spec: Some(spec.clone()),
                     };
                     self.expand_fronts(&base, shapes, combos, skipped);
                 }
             }
         }
+    }
+
+    /// Whether entry `e` runs only on the host (no runtimes named, or
+    /// `system` alone); an entry with other runtimes too skips only its
+    /// host trials when the host lacks the server.
+    fn on_host(&self, e: &ServerEntry) -> bool {
+        let runtimes = if e.runtimes.is_empty() {
+            &self.runtimes
+        } else {
+            &e.runtimes
+        };
+        runtimes.iter().all(|r| r == SYSTEM)
+    }
+
+    /// Entry `e`'s runtimes × YJIT × allocators × arena counts (each list
+    /// the entry's own, else the plan's), each with its part of the
+    /// variant's name. A plan without them gets one flavour, unnamed: the
+    /// host, nothing asked, so its trial ids stay as they were.
+    pub(super) fn flavours(&self, e: &ServerEntry) -> Vec<Flavour> {
+        fn pick<'a, T>(own: &'a [T], plan: &'a [T]) -> &'a [T] {
+            if own.is_empty() {
+                plan
+            } else {
+                own
+            }
+        }
+        fn each<T: Clone>(v: &[T]) -> Vec<Option<T>> {
+            if v.is_empty() {
+                vec![None]
+            } else {
+                v.iter().cloned().map(Some).collect()
+            }
+        }
+        let runtimes = pick(&e.runtimes, &self.runtimes);
+        let yjits = pick(&e.yjit, &self.yjit);
+        let allocators = pick(&e.allocator, &self.allocator);
+        let arenas = pick(&e.malloc_arena_max, &self.malloc_arena_max);
+        let mut out = Vec::new();
+        for r in each(runtimes) {
+            for y in each(yjits) {
+                for a in each(allocators) {
+                    for m in each(arenas) {
+                        let switches = Switches {
+                            yjit: y,
+                            allocator: a,
+                            malloc_arena_max: m,
+                        };
+                        let suffix = flavour_name(
+                            r.as_deref(),
+                            &switches,
+                            [runtimes.len(), yjits.len(), allocators.len()].map(|n| n > 1),
+                        );
+                        out.push(Flavour {
+                            runtime: r.clone(),
+                            switches,
+                            suffix,
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Every combination `repeats` times, interleaved (A B C A B C), with
@@ -342,6 +420,42 @@ impl Plan {
         own.extend(shapes.iter().filter(|s| s.rate.is_some()));
         own
     }
+}
+
+/// One runtime and its switches, as a trial of the plan asks them.
+pub(super) struct Flavour {
+    pub runtime: Option<String>,
+    pub switches: Switches,
+    /// Its part of the variant's name: "@debian-13+yjit", or "".
+    pub suffix: String,
+}
+
+/// A flavour's part of a variant's name. The runtime is shown as
+/// `@NAME` and each switch as `+VALUE` only when the plan varies it or
+/// asks something other than the default: `@system` only beside another
+/// runtime, `+no-yjit` and `+glibc` only beside `+yjit` and `+jemalloc`;
+/// `+arenas=N` whenever set (unset is glibc's default). `varies` is
+/// (runtime, yjit, allocator).
+fn flavour_name(runtime: Option<&str>, s: &Switches, varies: [bool; 3]) -> String {
+    let [runtime_varies, yjit_varies, allocator_varies] = varies;
+    let mut name = String::new();
+    if let Some(r) = runtime.filter(|r| runtime_varies || *r != SYSTEM) {
+        name.push_str(&format!("@{r}"));
+    }
+    match s.yjit {
+        Some(true) => name.push_str("+yjit"),
+        Some(false) if yjit_varies => name.push_str("+no-yjit"),
+        _ => {}
+    }
+    match s.allocator {
+        Some(Allocator::Jemalloc) => name.push_str("+jemalloc"),
+        Some(Allocator::Glibc) if allocator_varies => name.push_str("+glibc"),
+        _ => {}
+    }
+    if let Some(n) = s.malloc_arena_max {
+        name.push_str(&format!("+arenas={n}"));
+    }
+    name
 }
 
 impl ServerEntry {
@@ -479,5 +593,132 @@ connections = [10]
             assert_eq!(t.group, "puma__hello__nginx1__c5");
             assert_eq!(t.front(), "nginx×1");
         }
+    }
+}
+
+#[cfg(test)]
+mod flavour_tests {
+    use super::super::tests::all_installed;
+    use super::super::Plan;
+
+    fn expand(head: &str, servers: &str) -> super::Expanded {
+        let text = format!(
+            "name = \"t\"\napps = [\"hello\"]\n{head}\n{servers}\n[load]\nconnections = [10]\n"
+        );
+        Plan::parse(&text, "t.toml")
+            .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn runtimes_and_switches_multiply_the_matrix_and_name_only_what_varies() {
+        let puma = "servers = [\"puma\"]";
+        // (plan's lists, servers, the variants in order)
+        let rows: &[(&str, &str, &[&str])] = &[
+            ("", puma, &["puma"]),
+            ("runtimes = [\"system\"]", puma, &["puma"]),
+            (
+                "runtimes = [\"system\", \"debian-13\"]",
+                puma,
+                &["puma@system", "puma@debian-13"],
+            ),
+            ("yjit = [false, true]", puma, &["puma+no-yjit", "puma+yjit"]),
+            ("yjit = [true]", puma, &["puma+yjit"]),
+            (
+                "allocator = [\"glibc\", \"jemalloc\"]",
+                puma,
+                &["puma+glibc", "puma+jemalloc"],
+            ),
+            ("malloc_arena_max = [2]", puma, &["puma+arenas=2"]),
+            (
+                "runtimes = [\"debian-13\"]\nallocator = [\"jemalloc\"]",
+                puma,
+                &["puma@debian-13+jemalloc"],
+            ),
+            (
+                "runtimes = [\"system\", \"debian-13\"]\nyjit = [false, true]",
+                puma,
+                &[
+                    "puma@system+no-yjit",
+                    "puma@system+yjit",
+                    "puma@debian-13+no-yjit",
+                    "puma@debian-13+yjit",
+                ],
+            ),
+            // An entry's own lists win over the plan's: YJIT off and on
+            // where it exists, beside debian-13 without it.
+            (
+                "runtimes = [\"debian-13\"]",
+                "[[server]]\nname = \"puma\"\nruntimes = [\"system\"]\nyjit = [false, true]\n[[server]]\nname = \"puma\"\nworkers = [2]",
+                &["puma+no-yjit", "puma+yjit", "puma-w2@debian-13"],
+            ),
+            (
+                "yjit = [true]",
+                "[[server]]\nname = \"puma\"\nlabel = \"mine\"",
+                &["mine+yjit"],
+            ),
+        ];
+        for (head, servers, want) in rows {
+            let e = expand(head, servers);
+            let got: Vec<&str> = e.trials.iter().map(|t| t.variant.as_str()).collect();
+            assert_eq!(got, *want, "{head} / {servers}");
+            let groups: std::collections::BTreeSet<&str> =
+                e.trials.iter().map(|t| t.group.as_str()).collect();
+            assert_eq!(groups.len(), e.trials.len(), "{head}: group names differ");
+        }
+    }
+
+    #[test]
+    fn each_trial_carries_its_runtime_and_switches_and_defaults_name_nothing() {
+        let e = expand(
+            "runtimes = [\"debian-13\"]\nallocator = [\"jemalloc\"]\nmalloc_arena_max = [2]",
+            "servers = [\"puma\"]",
+        );
+        let t = &e.trials[0];
+        assert_eq!(t.runtime.as_deref(), Some("debian-13"));
+        assert_eq!(
+            t.switches.allocator,
+            Some(crate::runtime::Allocator::Jemalloc)
+        );
+        assert_eq!(t.switches.malloc_arena_max, Some(2));
+        assert_eq!(t.switches.yjit, None);
+        assert_eq!(
+            t.group,
+            "puma-debian-13-jemalloc-arenas-2__hello__direct__c10"
+        );
+        // Without the keys: the ids, groups and record of before runtimes.
+        let plain = expand("", "servers = [\"puma\"]");
+        let t = &plain.trials[0];
+        assert_eq!(t.id, "puma__hello__direct__c10__rep1");
+        assert_eq!((t.runtime.as_deref(), t.switches.is_empty()), (None, true));
+        let json = serde_json::to_value(t).unwrap();
+        assert!(
+            json.get("runtime").is_none() && json.get("switches").is_none(),
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn a_server_missing_on_the_host_still_runs_from_its_other_runtimes() {
+        let mut reg = all_installed();
+        for s in &mut reg.servers {
+            if s.name == "puma" {
+                s.requires = vec!["no-such-puma-here".into()];
+            }
+        }
+        let text = "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nruntimes = [\"system\", \"debian-13\"]\n[load]\nconnections = [10]\n";
+        let e = Plan::parse(text, "t.toml")
+            .unwrap()
+            .expand(text, "t.toml", &reg)
+            .unwrap();
+        let got: Vec<&str> = e.trials.iter().map(|t| t.variant.as_str()).collect();
+        assert_eq!(got, ["puma@debian-13"]);
+        assert!(
+            e.skipped
+                .iter()
+                .any(|s| s.contains("puma on the host: not installed")),
+            "{:?}",
+            e.skipped
+        );
     }
 }

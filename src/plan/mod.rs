@@ -8,13 +8,15 @@
 //!
 //! The rooms: `schema` is what a plan file may say, `check` refuses what
 //! it must not, `expand` turns a checked plan into trials, `sweep` is the
-//! one-variable form folded into the fields, `runner` runs the trials.
+//! one-variable form folded into the fields, `runtimes` resolves and
+//! checks the runtimes the trials name, `runner` runs the trials.
 //! This file only joins them: read, check, expand.
 
 mod check;
 mod error;
 mod expand;
 pub mod runner;
+pub mod runtimes;
 mod schema;
 pub mod sweep;
 

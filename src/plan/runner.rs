@@ -39,6 +39,10 @@ pub struct RunOptions {
     pub seed: u64,
     /// Telemetry on in every trial, whatever the plan says (`run --telemetry`).
     pub telemetry: bool,
+    /// The runtimes the trials name, resolved once before the first
+    /// (`Plan::check_runtimes`); a trial whose runtime is missing here
+    /// runs on the host, unread.
+    pub runtimes: super::runtimes::Resolved,
 }
 
 /// What the runner is doing, for whoever shows progress.
@@ -157,8 +161,8 @@ fn trial_spec(
         sample_interval: Duration::from_millis(200),
         stop_on_errors: false,
         telemetry: plan.telemetry || opts.telemetry,
-        runtime: None,
-        switches: Default::default(),
+        runtime: super::runtimes::runtime_of(t).and_then(|n| opts.runtimes.get(n).cloned()),
+        switches: t.switches,
     }
 }
 
@@ -538,6 +542,7 @@ mod tests {
             command: String::new(),
             seed: 0,
             telemetry: false,
+            runtimes: Default::default(),
         }
     }
 

@@ -65,6 +65,23 @@ pub struct Plan {
     /// on its results and `sweep` judge it alone (docs/STATISTICS.md).
     #[serde(default)]
     pub primary_metric: Option<String>,
+    /// Where the servers run from, each a dimension of the matrix:
+    /// `runtimes = ["system", "debian-13"]` (empty: the host, as always).
+    #[serde(default)]
+    pub runtimes: Vec<String>,
+    /// YJIT off and/or on: `yjit = [false, true]` (empty: unset).
+    #[serde(default)]
+    pub yjit: Vec<bool>,
+    /// The server's malloc: `allocator = ["glibc", "jemalloc"]`.
+    #[serde(default)]
+    pub allocator: Vec<crate::runtime::Allocator>,
+    /// glibc's arena count: `malloc_arena_max = [2]`.
+    #[serde(default)]
+    pub malloc_arena_max: Vec<u32>,
+    /// Users' own Rubies for this plan: `[runtime_defs.NAME]` with
+    /// `ruby = "PATH"` and optionally `gemfile = "PATH"`.
+    #[serde(default)]
+    pub runtime_defs: BTreeMap<String, crate::runtime::UserRuby>,
 }
 
 /// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
@@ -106,6 +123,18 @@ pub struct ServerEntry {
     pub settings: BTreeMap<String, String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// This entry's runtimes, in place of the plan's `runtimes`.
+    #[serde(default)]
+    pub runtimes: Vec<String>,
+    /// This entry's YJIT values, in place of the plan's `yjit`.
+    #[serde(default)]
+    pub yjit: Vec<bool>,
+    /// This entry's allocators, in place of the plan's `allocator`.
+    #[serde(default)]
+    pub allocator: Vec<crate::runtime::Allocator>,
+    /// This entry's arena counts, in place of the plan's `malloc_arena_max`.
+    #[serde(default)]
+    pub malloc_arena_max: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -278,6 +307,10 @@ impl ServerEntry {
             instances: Vec::new(),
             settings: BTreeMap::new(),
             env: BTreeMap::new(),
+            runtimes: Vec::new(),
+            yjit: Vec::new(),
+            allocator: Vec::new(),
+            malloc_arena_max: Vec::new(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A plan's `[sweep]` section: one variable at a time. `vary` names what
 //! changes (`workers`, `threads`, `connections`, `nginx_workers`, `app`,
-//! `env.NAME`, or a server setting such as `preload`) and `values` its
+//! `runtime`, `yjit`, `allocator`, `malloc_arena_max`, `env.NAME`, or a
+//! server setting such as `preload`) and `values` its
 //! values, the first being the control. Everything else stays as the plan
 //! sets it, and the plan must pin it to one value: a sweep whose plan
 //! expands to more combinations than values is refused.
@@ -22,6 +23,11 @@ pub enum Variable {
     Connections,
     NginxWorkers,
     App,
+    /// Where the server runs from (`runtimes`).
+    Runtime,
+    Yjit,
+    Allocator,
+    MallocArenaMax,
     Env(String),
     Setting(String),
 }
@@ -34,6 +40,10 @@ impl Variable {
             "connections" => Variable::Connections,
             "nginx_workers" => Variable::NginxWorkers,
             "app" => Variable::App,
+            "runtime" => Variable::Runtime,
+            "yjit" => Variable::Yjit,
+            "allocator" => Variable::Allocator,
+            "malloc_arena_max" => Variable::MallocArenaMax,
             "" => return Err("vary is empty: name what to sweep, e.g. vary = \"workers\"".into()),
             v => match v.strip_prefix("env.") {
                 Some("") => {
@@ -45,7 +55,7 @@ impl Variable {
                 }
                 None => {
                     return Err(format!(
-                        "vary = \"{v}\": use workers, threads, connections, nginx_workers, app, env.NAME or a server setting name"
+                        "vary = \"{v}\": use workers, threads, connections, nginx_workers, app, runtime, yjit, allocator, malloc_arena_max, env.NAME or a server setting name"
                     ))
                 }
             },
@@ -63,9 +73,14 @@ impl Variable {
             Variable::Workers
             | Variable::Threads
             | Variable::Connections
-            | Variable::NginxWorkers => true,
+            | Variable::NginxWorkers
+            | Variable::MallocArenaMax => true,
             Variable::Setting(name) => name == "instances",
-            Variable::App | Variable::Env(_) => false,
+            Variable::App
+            | Variable::Runtime
+            | Variable::Yjit
+            | Variable::Allocator
+            | Variable::Env(_) => false,
         }
     }
 
@@ -110,9 +125,32 @@ impl SweepSection {
                 "sweep value {d} is given twice: list each value once"
             ));
         }
+        let bad =
+            |v: &String, want: &str| format!("sweep of {}: value {v} is not {want}", self.vary);
+        match var {
+            Variable::Yjit => {
+                if let Some(v) = self.values.iter().find(|v| v.parse::<bool>().is_err()) {
+                    return Err(bad(v, "true or false, e.g. values = [false, true]"));
+                }
+            }
+            Variable::Allocator => {
+                if let Some(v) = self
+                    .values
+                    .iter()
+                    .find(|v| v.parse::<crate::runtime::Allocator>().is_err())
+                {
+                    return Err(bad(v, "glibc or jemalloc"));
+                }
+            }
+            _ => {}
+        }
         if matches!(
             var,
-            Variable::Workers | Variable::Threads | Variable::Connections | Variable::NginxWorkers
+            Variable::Workers
+                | Variable::Threads
+                | Variable::Connections
+                | Variable::NginxWorkers
+                | Variable::MallocArenaMax
         ) {
             if let Some(bad) = self
                 .values
@@ -144,6 +182,10 @@ pub fn value_of(var: &Variable, planned: &serde_json::Value) -> Option<String> {
         Variable::Connections => text(&planned["shape"]["connections"]),
         Variable::NginxWorkers => text(&planned["nginx_workers"]),
         Variable::App => text(&planned["app"]),
+        Variable::Runtime => text(&planned["runtime"]),
+        Variable::Yjit => text(&planned["switches"]["yjit"]),
+        Variable::Allocator => text(&planned["switches"]["allocator"]),
+        Variable::MallocArenaMax => text(&planned["switches"]["malloc_arena_max"]),
         Variable::Env(k) => text(&planned["env"][k]),
         Variable::Setting(k) => text(&planned["settings"][k]),
     }
@@ -249,6 +291,17 @@ impl Plan {
                 }
                 self.nginx_workers = nums();
             }
+            Variable::Runtime | Variable::Yjit | Variable::Allocator | Variable::MallocArenaMax => {
+                self.sweep_switch(&var, &sweep.values).map_err(|key| {
+                    at(
+                        key,
+                        format!(
+                            "the plan sets {key} and sweeps {}: give its values only in [sweep]",
+                            sweep.vary
+                        ),
+                    )
+                })?;
+            }
             Variable::App => {
                 if !self.apps.is_empty() {
                     return Err(at(
@@ -265,6 +318,45 @@ impl Plan {
 }
 
 impl Plan {
+    /// A sweep of a runtime or a switch: the plan's list of it becomes the
+    /// sweep's values (already checked to parse). Refuses, naming the key,
+    /// a plan or server entry that sets the list itself.
+    fn sweep_switch(&mut self, var: &Variable, values: &[String]) -> Result<(), &'static str> {
+        let (key, set_here) = match var {
+            Variable::Runtime => (
+                "runtimes",
+                !self.runtimes.is_empty() || self.server.iter().any(|e| !e.runtimes.is_empty()),
+            ),
+            Variable::Yjit => (
+                "yjit",
+                !self.yjit.is_empty() || self.server.iter().any(|e| !e.yjit.is_empty()),
+            ),
+            Variable::Allocator => (
+                "allocator",
+                !self.allocator.is_empty() || self.server.iter().any(|e| !e.allocator.is_empty()),
+            ),
+            _ => (
+                "malloc_arena_max",
+                !self.malloc_arena_max.is_empty()
+                    || self.server.iter().any(|e| !e.malloc_arena_max.is_empty()),
+            ),
+        };
+        if set_here {
+            return Err(key);
+        }
+        fn parsed<T: std::str::FromStr>(values: &[String]) -> Vec<T> {
+            // Checked by SweepSection::validate.
+            values.iter().filter_map(|v| v.parse().ok()).collect()
+        }
+        match var {
+            Variable::Runtime => self.runtimes = values.to_vec(),
+            Variable::Yjit => self.yjit = parsed(values),
+            Variable::Allocator => self.allocator = parsed(values),
+            _ => self.malloc_arena_max = parsed(values),
+        }
+        Ok(())
+    }
+
     /// A sweep holds everything else fixed: one combination per value,
     /// or the plan is refused (naming how many it made).
     pub(super) fn check_sweep_fixed(&self, combos: &[PlannedTrial]) -> Result<(), String> {
@@ -308,6 +400,18 @@ mod tests {
                 &["8000000", "30000000"],
             ),
             ("backlog", "[16, 1024]", &["16", "1024"]),
+            ("yjit", "[false, true]", &["false", "true"]),
+            (
+                "allocator",
+                "[\"glibc\", \"jemalloc\"]",
+                &["glibc", "jemalloc"],
+            ),
+            ("malloc_arena_max", "[1, 2, 4]", &["1", "2", "4"]),
+            (
+                "runtime",
+                "[\"system\", \"debian-13\"]",
+                &["system", "debian-13"],
+            ),
         ];
         for (vary, values, want) in rows {
             let load = if *vary == "connections" {
@@ -370,6 +474,18 @@ mod tests {
                 "[sweep]\nvary = \"nosuch\"\nvalues = [1, 2]\n",
                 "no setting 'nosuch'",
             ),
+            (
+                "[sweep]\nvary = \"yjit\"\nvalues = [\"off\", \"on\"]\n",
+                "value off is not true or false",
+            ),
+            (
+                "[sweep]\nvary = \"allocator\"\nvalues = [\"glibc\", \"tcmalloc\"]\n",
+                "value tcmalloc is not glibc or jemalloc",
+            ),
+            (
+                "[sweep]\nvary = \"malloc_arena_max\"\nvalues = [0, 2]\n",
+                "not a whole number",
+            ),
         ];
         for (section, want) in rows {
             let text = format!("{base}{section}{TEST_SERVER}");
@@ -430,6 +546,16 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_that_sets_a_switch_it_sweeps_is_refused_at_that_line() {
+        let text = "name = \"s\"\nservers = [\"ts\"]\napps = [\"hello\"]\nyjit = [true]\n[load]\nconnections = [2]\n[sweep]\nvary = \"yjit\"\nvalues = [false, true]\n";
+        let err = expand(&format!("{text}{TEST_SERVER}")).unwrap_err();
+        assert!(
+            err.contains("p.toml, line 4: the plan sets yjit and sweeps yjit: give its values only in [sweep]"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn only_resources_are_ordered_and_only_some_of_them_scale() {
         // (vary, ordered, scales)
         let rows = [
@@ -443,6 +569,10 @@ mod tests {
             ("env.WEB_CONCURRENCY", false, false),
             ("backlog", false, false),
             ("preload", false, false),
+            ("runtime", false, false),
+            ("yjit", false, false),
+            ("allocator", false, false),
+            ("malloc_arena_max", true, false),
         ];
         for (vary, ordered, scales) in rows {
             let v = Variable::parse(vary).unwrap();

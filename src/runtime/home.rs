@@ -5,7 +5,7 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum RuntimeError {
-    #[error("unknown runtime '{name}'; known runtimes: {known} (a Debian release with `rackbench runtime add debian-13`, your own Ruby with `rackbench runtime add NAME --ruby PATH` or a plan's [runtimes.NAME])")]
+    #[error("unknown runtime '{name}'; known runtimes: {known} (a Debian release with `rackbench runtime add debian-13`, your own Ruby with `rackbench runtime add NAME --ruby PATH` or a plan's [runtime_defs.NAME])")]
     Unknown { name: String, known: String },
     #[error("runtime '{runtime}' has no {server}: {fix}")]
     NoServer {

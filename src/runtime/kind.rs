@@ -12,7 +12,7 @@ pub const SYSTEM: &str = "system";
 /// JRuby with Puma built for it.
 pub const JRUBY: &str = "jruby";
 
-/// A user's own Ruby, as declared in `[runtimes.NAME]` or by
+/// A user's own Ruby, as declared in `[runtime_defs.NAME]` or by
 /// `rackbench runtime add NAME --ruby PATH`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,7 @@
 //!   and files (`server::rootfs`).
 //! - a user's own Ruby: `ruby = "/path/to/bin/ruby"`, optionally with a
 //!   `gemfile` (servers then run through `bundle exec`), declared with
-//!   `rackbench runtime add NAME --ruby PATH` or a plan's `[runtimes.NAME]`.
+//!   `rackbench runtime add NAME --ruby PATH` or a plan's `[runtime_defs.NAME]`.
 //! - `jruby`: JRuby from Maven Central with Puma's Java extension built
 //!   for it (`scripts/jruby-puma.sh`).
 //!
@@ -69,6 +69,14 @@ impl Registry {
             }
         }
         Ok(Registry { users })
+    }
+
+    /// Whether `name` names a runtime (built or not), without resolving it.
+    pub fn knows(&self, name: &str) -> bool {
+        name == SYSTEM
+            || name == JRUBY
+            || debian::release(name).is_some()
+            || self.users.contains_key(name)
     }
 
     /// Every name, for messages.

@@ -135,6 +135,15 @@ pub struct PlannedTrial {
     pub instances: Option<u32>,
     pub shape: Shape,
     pub repeat: u32,
+    /// The runtime the server runs from, as the plan names it (absent:
+    /// the host, as before runtimes; the record's own `runtime` says what
+    /// ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// What the trial asks of the runtime's Ruby (YJIT, allocator,
+    /// MALLOC_ARENA_MAX); absent when nothing is asked.
+    #[serde(default, skip_serializing_if = "crate::runtime::Switches::is_empty")]
+    pub switches: crate::runtime::Switches,
     #[serde(skip)]
     pub spec: Option<ServerSpec>,
 }
