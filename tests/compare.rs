@@ -344,3 +344,79 @@ fn a_primary_metric_from_the_plan_or_the_flag_is_judged_alone() {
     let _ = std::fs::remove_dir_all(&a);
     let _ = std::fs::remove_dir_all(&b);
 }
+
+/// Issue 27: one results directory whose group ran on system's Ruby 3.1
+/// and on debian-13's Ruby 3.3 (20% slower here, by construction):
+/// `DIR:runtime=debian-13` against `DIR:runtime=system` compares the two,
+/// every output names each side's runtime, and the whole directory is
+/// refused rather than pooling two Rubies.
+#[test]
+fn a_side_selected_by_runtime_compares_one_ruby_against_another() {
+    let dir = fixture_dir("runtimes", 1.0, "name = \"rt\"\n");
+    let debian = fixture_dir("runtimes-debian", 1.2, "name = \"rt\"\n");
+    for f in std::fs::read_dir(debian.join("trials")).unwrap().flatten() {
+        let mut doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(f.path()).unwrap()).unwrap();
+        doc["trial"]["runtime"]["name"] = "debian-13".into();
+        doc["trial"]["runtime"]["kind"] = "debian".into();
+        doc["trial"]["runtime"]["ruby_version"] = "3.3.8".into();
+        doc["trial"]["runtime"]["yjit"] = true.into();
+        let name = format!("debian-{}", f.file_name().to_string_lossy());
+        std::fs::write(dir.join("trials").join(name), doc.to_string()).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&debian);
+    let side = |sel: &str| format!("{}:{sel}", dir.display());
+    let o = bin()
+        .args([
+            "compare",
+            &side("runtime=system"),
+            &side("runtime=debian-13"),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    common::schema::assert_valid("compare-v1", &doc, "compare by runtime");
+    assert_eq!(doc["runtime_a"], serde_json::json!(["system ruby 3.1.2"]));
+    assert_eq!(
+        doc["runtime_b"],
+        serde_json::json!(["debian-13 ruby 3.3.8 +yjit"])
+    );
+    // Each side took its own five runs: B's p99 is 20% above A's.
+    let p99 = row(&doc, "p99");
+    assert_eq!(
+        (p99["n_a"].as_u64(), p99["n_b"].as_u64()),
+        (Some(5), Some(5))
+    );
+    let change = p99["change_pct"].as_f64().unwrap();
+    assert!((19.5..20.5).contains(&change), "{p99}");
+    let o = bin()
+        .args([
+            "compare",
+            &side("runtime=system"),
+            &side("runtime=debian-13,yjit=true"),
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with(&format!(
+            "A: {} (system ruby 3.1.2)\nB: {} (debian-13 ruby 3.3.8 +yjit)\n",
+            side("runtime=system"),
+            side("runtime=debian-13,yjit=true")
+        )),
+        "{out}"
+    );
+    let whole = dir.display().to_string();
+    let o = bin().args(["compare", &whole, &whole]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "run on both `debian-13 ruby 3.3.8 +yjit` and `system ruby 3.1.2`: pick one with"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

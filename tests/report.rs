@@ -859,3 +859,152 @@ fn a_disturbed_trial_is_noted_in_every_report() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A runtime object as `runtime::inside` writes it: system's Ruby 3.1
+/// or debian-13's Ruby 3.3, YJIT as given, and `mismatches`.
+fn runtime(name: &str, yjit: bool, mismatches: &[&str]) -> Value {
+    let (kind, version, server, root) = match name {
+        "system" => ("system", "3.1.2", "puma 5.6.5", Value::Null),
+        _ => (
+            "debian",
+            "3.3.8",
+            "puma 6.6.0",
+            json!("/var/lib/rackbench/debian-13"),
+        ),
+    };
+    json!({
+        "name": name, "kind": kind,
+        "ruby_description": format!("ruby {version} (2025-04-09 revision fixture) {}[x86_64-linux-gnu]",
+            if yjit { "+YJIT " } else { "" }),
+        "ruby_version": version, "engine": "ruby", "yjit": yjit, "allocator": "glibc",
+        "server_version": server, "server_version_from": "process",
+        "asked": { "yjit": yjit }, "processes_reporting": 1,
+        "mismatches": mismatches, "root": root
+    })
+}
+
+/// The seeded directory with each record's runtime set by `of(id)`.
+fn seed_runtimes(dir: &Path, of: impl Fn(&str) -> Value) {
+    seed(dir);
+    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if v["trial"].is_object() {
+            v["trial"]["runtime"] = of(v["id"].as_str().unwrap());
+        }
+        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+        write(&path, &v);
+    }
+}
+
+/// Issue 27: a study whose trials ran on system's Ruby 3.1 (puma) and
+/// debian-13's Ruby 3.3 with YJIT (thin) labels every row with its
+/// runtime, lists each runtime once in the environment, and shows a
+/// record's mismatch beside its row.
+#[test]
+fn a_study_on_two_runtimes_labels_every_row_and_lists_each_runtime_once() {
+    let dir = common::scratch("report-runtimes");
+    let asked = "allocator asked jemalloc, the server mapped glibc";
+    seed_runtimes(&dir, |id| {
+        if id.starts_with("puma") {
+            runtime("system", false, &[])
+        } else if id == "thin__hello__direct__c4__rep2" {
+            runtime("debian-13", true, &[asked])
+        } else {
+            runtime("debian-13", true, &[])
+        }
+    });
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let (md, html) = (read(&written.markdown), read(&written.html));
+    let (sys, deb) = ("system ruby 3.1.2", "debian-13 ruby 3.3.8 +yjit");
+    assert!(md.contains("| Server | Runtime | Load | Runs |"), "{md}");
+    assert!(md.contains(&format!("| puma | {sys} | 4 conn |")), "{md}");
+    assert!(md.contains(&format!("| thin | {deb} | 16 conn |")), "{md}");
+    assert!(
+        md.contains(&format!("- Runtime `{deb}`: ruby 3.3.8")),
+        "{md}"
+    );
+    let thin_c4 = md
+        .lines()
+        .find(|l| l.starts_with(&format!("| thin | {deb} | 4 conn")))
+        .unwrap();
+    assert!(thin_c4.contains(&format!("runtime: {asked}")), "{thin_c4}");
+    let terminal = &written.table;
+    assert!(
+        terminal.contains(deb) && terminal.contains(sys),
+        "{terminal}"
+    );
+    let csv = read(&written.csv);
+    assert!(csv.lines().next().unwrap().ends_with(",runtime"), "{csv}");
+    assert!(csv.contains("thin__hello__direct__c16,thin,"));
+    assert!(csv
+        .lines()
+        .any(|l| l.starts_with("thin__hello__direct__c4,") && l.ends_with(deb)));
+    let trials = read(&written.trials_csv);
+    assert!(trials
+        .lines()
+        .any(|l| l.starts_with("puma__hello__direct__c4__rep1,") && l.ends_with(sys)));
+    // The environment lists each runtime once, from the records.
+    let env = &html[html.find("<section id=\"environment\"").unwrap()..];
+    for (label, description) in [
+        (
+            sys,
+            "ruby 3.1.2 (2025-04-09 revision fixture) [x86_64-linux-gnu]",
+        ),
+        (
+            deb,
+            "ruby 3.3.8 (2025-04-09 revision fixture) +YJIT [x86_64-linux-gnu]",
+        ),
+    ] {
+        assert_eq!(
+            env.matches(&format!("<td class=\"l\">{label}</td>"))
+                .count(),
+            1,
+            "{label}"
+        );
+        assert!(env.contains(description), "{description}");
+    }
+    assert!(env.contains("/var/lib/rackbench/debian-13") && env.contains("puma 6.6.0"));
+    assert!(env.contains(asked), "the mismatch in the environment");
+    assert!(html.contains("<th class=\"l\">Runtime</th><th>Load</th>"));
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    common::schema::assert_valid("report-v1", &json, "report.json on two runtimes");
+    let labels: Vec<&str> = json["runtimes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, [deb, sys]);
+    assert_eq!(json["runtimes"][0]["mismatches"], json!([asked]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// When every trial ran on one runtime, it is shown once in the
+/// environment and no column is added: the tables read as before.
+#[test]
+fn a_study_on_one_runtime_shows_it_once_and_adds_no_column() {
+    let dir = common::scratch("report-one-runtime");
+    seed_runtimes(&dir, |_| runtime("debian-13", false, &[]));
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let md = read(&written.markdown);
+    let label = "debian-13 ruby 3.3.8";
+    assert!(
+        md.contains(&format!("- Runtime `{label}`: ruby 3.3.8")),
+        "{md}"
+    );
+    assert!(!md.contains("| Runtime |"), "{md}");
+    let snapshot_csv =
+        read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/report.csv"));
+    assert_eq!(read(&written.csv), snapshot_csv, "no runtime column");
+    let html = read(&written.html);
+    assert_eq!(
+        html.matches(&format!("<td class=\"l\">{label}</td>"))
+            .count(),
+        1
+    );
+    assert!(!html.contains("<th class=\"l\">Runtime</th><th>Load</th>"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -19,7 +19,9 @@ pub const DEFAULT_SEED: u64 = 0x5eed_0002;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The control: a results directory, or DIR:server=NAME, DIR:variant=NAME, DIR:label=NAME.
+    /// The control: a results directory, or DIR:server=NAME, DIR:variant=NAME, DIR:label=NAME,
+    /// DIR:runtime=NAME, DIR:yjit=true|false, DIR:allocator=glibc|jemalloc, several joined by
+    /// commas (DIR:runtime=debian-13,yjit=true).
     pub a: String,
     /// The candidate, in the same form.
     pub b: String,

@@ -92,7 +92,7 @@ pub fn terminal(c: &Comparison) -> String {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let mut s = format!("A: {}\nB: {}\n\n", c.a.label(), c.b.label());
+    let mut s = format!("A: {}\nB: {}\n\n", c.side_shown(false), c.side_shown(true));
     let line = |s: &mut String, cols: &[String]| {
         for (i, (cell, w)) in cols.iter().zip(width).enumerate() {
             let pad = w - cell.chars().count();
@@ -124,8 +124,8 @@ pub fn terminal(c: &Comparison) -> String {
 pub fn markdown(c: &Comparison) -> String {
     let mut s = format!(
         "# rackbench compare\n\nA: `{}`  \nB: `{}`\n\n| {} |\n|{}|\n",
-        c.a.label(),
-        c.b.label(),
+        c.side_shown(false),
+        c.side_shown(true),
         HEAD.join(" | "),
         "---|".repeat(HEAD.len())
     );
@@ -253,8 +253,8 @@ pub fn section(c: &Comparison) -> String {
     let _ = write!(
         s,
         "<p class=\"note\">A: {} · B: {}. Each row is one metric of one group: the dot is the change of B's median against A's, the line its 95% bootstrap interval. Green is a significant improvement, red a significant regression, grey {}. A hollow dot has no interval (too few repeats, or a zero baseline).</p>",
-        esc(&c.a.label()),
-        esc(&c.b.label()),
+        esc(&c.side_shown(false)),
+        esc(&c.side_shown(true)),
         esc(&legend(c))
     );
     s.push_str(&forest_svg(&c.rows));

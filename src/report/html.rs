@@ -239,13 +239,23 @@ impl Report {
         s.push_str("<section id=\"summary\"><h2>Summary</h2>");
         for ((app, fr), groups) in self.sections() {
             let _ = write!(s, "<h3>{}, {}</h3>", esc(&app), esc(&fr));
-            s.push_str("<table><tr><th class=\"l\">Server</th><th>Load</th><th>Runs</th><th>Throughput (req/s), min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
+            let varies = self.runtime_varies();
+            s.push_str("<table><tr><th class=\"l\">Server</th>");
+            if varies {
+                s.push_str("<th class=\"l\">Runtime</th>");
+            }
+            s.push_str("<th>Load</th><th>Runs</th><th>Throughput (req/s), min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
             for g in groups {
                 let p = &g.planned;
                 let cls = if g.is_result() { "" } else { " class=\"bad\"" };
+                let runtime = if varies {
+                    format!("<td class=\"l\">{}</td>", esc(&g.runtime_label()))
+                } else {
+                    String::new()
+                };
                 let _ = write!(
                     s,
-                    "<tr{cls}><td class=\"l\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}/{}</td>",
+                    "<tr{cls}><td class=\"l\"><span style=\"color:{}\">■</span> {}</td>{runtime}<td>{}</td><td>{}/{}</td>",
                     color(variants, &p.variant),
                     esc(&p.variant),
                     esc(&load_label(p)),
@@ -1443,6 +1453,7 @@ impl Report {
         } else {
             s.push_str("<p class=\"bad-text\">manifest.json is missing: the environment of the run is unknown.</p>");
         }
+        super::runtime::html(s, &self.runtimes());
         s.push_str("<h3>Exact commands of each trial</h3><button type=\"button\" onclick=\"setAll('details.cmd', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.cmd', false)\">Collapse all</button>");
         for t in &self.trials {
             let _ = write!(

@@ -131,6 +131,8 @@ mod tests {
             failed: 0,
             interrupted: 0,
             missing: 0,
+            runtimes: Vec::new(),
+            mismatches: Vec::new(),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod compare;
 mod html;
 mod memory;
 pub mod mirror;
+mod runtime;
 mod shows;
 pub(crate) mod svg;
 pub mod sweep;
@@ -27,6 +28,7 @@ use crate::load::caveats::Caveats;
 use crate::store::records::{
     front_of, Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial,
 };
+use crate::store::runtime::RanOn;
 use crate::store::summary::{summarize_trials, GroupSummary};
 use crate::store::ResultsDir;
 use crate::units::{natural_cmp, num};
@@ -86,6 +88,11 @@ pub struct Group {
     pub failed: usize,
     pub interrupted: usize,
     pub missing: usize,
+    /// The runtimes its records ran on (`store::runtime`); empty when no
+    /// record says (made before runtimes).
+    pub runtimes: Vec<RanOn>,
+    /// Its records' runtime mismatches (asked against ran), once each.
+    pub mismatches: Vec<String>,
 }
 
 impl Group {
@@ -123,6 +130,11 @@ impl Group {
             all.push(runs);
         }
         all.extend(caveats);
+        all.extend(
+            self.mismatches
+                .iter()
+                .map(|m| crate::store::runtime::note(m)),
+        );
         all.join("; ")
     }
     /// "2 of 5 runs disturbed (steal up to 12%)" when the machine
@@ -359,6 +371,8 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
                 failed: 0,
                 interrupted: 0,
                 missing: 0,
+                runtimes: Vec::new(),
+                mismatches: Vec::new(),
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -369,6 +383,15 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
             Status::Interrupted => g.interrupted += 1,
             Status::Missing => g.missing += 1,
         }
+    }
+    for g in &mut groups {
+        let records: Vec<&TrialRecord> = trials
+            .iter()
+            .filter(|t| t.planned.group == g.group)
+            .filter_map(|t| t.record.as_ref())
+            .collect();
+        g.runtimes = crate::store::runtime::ran_on(records.iter().copied());
+        g.mismatches = crate::store::runtime::mismatches(records.iter().copied());
     }
     groups
 }
@@ -506,6 +529,8 @@ impl Report {
                     "failed": g.failed,
                     "interrupted": g.interrupted,
                     "missing": g.missing,
+                    "runtime": crate::store::runtime::labels(&g.runtimes),
+                    "runtime_mismatches": g.mismatches,
                     "summary": g.good(),
                 })
             })
@@ -527,7 +552,12 @@ impl Report {
                         .map(|r| r.load.latency_us.p99),
                     "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
                     "errors": r.map(|r| r.load.errors.total()),
-                    "notes": r.map(|r| Caveats::of(&r.load).notes()),
+                    "notes": r.map(|r| {
+                        let mut v = Caveats::of(&r.load).notes();
+                        v.extend(crate::store::runtime::notes([r]));
+                        v
+                    }),
+                    "runtime": r.and_then(RanOn::of).map(|o| o.label()),
                     "disturbance": r.and_then(|r| r.disturbance.as_ref()),
                 })
             })
@@ -569,6 +599,7 @@ impl Report {
             "repeats": m.map(|m| m.repeats),
             "command": m.map(|m| &m.command),
             "environment": m.map(|m| &m.environment),
+            "runtimes": self.runtimes(),
             "counts": counts,
             "groups": groups,
             "trials": trials,

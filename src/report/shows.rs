@@ -266,6 +266,8 @@ mod tests {
             failed: 0,
             interrupted: 0,
             missing: 0,
+            runtimes: Vec::new(),
+            mismatches: Vec::new(),
         }
     }
 

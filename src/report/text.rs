@@ -292,10 +292,25 @@ impl Report {
 
     /// The trial table of [`Report::terminal`], notes wrapped to `width`.
     fn terminal_trials(&self, s: &mut String, width: usize) {
+        // A runtime column only when the study ran on more than one.
+        let runtime_cell = |label: String| -> String {
+            if self.runtime_varies() {
+                let w = self
+                    .groups
+                    .iter()
+                    .map(|g| g.runtime_label().chars().count())
+                    .max()
+                    .unwrap_or(0);
+                format!("{label:<w$} ")
+            } else {
+                String::new()
+            }
+        };
         let _ = writeln!(
             s,
-            "{:<24} {:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
+            "{:<24} {}{:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
             "server",
+            runtime_cell("runtime".into()),
             "app",
             "front",
             "load",
@@ -311,8 +326,9 @@ impl Report {
             let p = &g.planned;
             let runs = format!("{}/{}", g.ok, g.planned_runs);
             let head = format!(
-                "{:<24} {:<8} {:<8} {:>10} {:>5}",
+                "{:<24} {}{:<8} {:<8} {:>10} {:>5}",
                 p.variant,
+                runtime_cell(g.runtime_label()),
                 p.app,
                 p.front(),
                 load_label(p),
@@ -398,6 +414,7 @@ impl Report {
             );
             let _ = writeln!(s, "- Command: `{}`", m.command);
         }
+        super::runtime::markdown(s, &self.runtimes());
         let counts = self.counts();
         let _ = writeln!(
             s,
@@ -438,17 +455,31 @@ impl Report {
     /// One table per app and front, one row per trial group, and where
     /// the time went when telemetry was on.
     fn md_groups(&self, s: &mut String) {
+        let varies = self.runtime_varies();
+        let (runtime_head, runtime_align) = if varies {
+            ("| Runtime ", "|:--")
+        } else {
+            ("", "")
+        };
         for ((app, fr), groups) in self.sections() {
             let _ = writeln!(s, "## {app}, {fr}\n");
             let _ = writeln!(
                 s,
-                "| Server | Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
+                "| Server {runtime_head}| Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
             );
-            let _ = writeln!(s, "|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|");
+            let _ = writeln!(
+                s,
+                "|:--{runtime_align}|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
+            );
             for g in &groups {
                 let p = &g.planned;
+                let runtime = if varies {
+                    format!("| {} ", md_cell(&g.runtime_label()))
+                } else {
+                    String::new()
+                };
                 let lead = format!(
-                    "| {} | {} | {}/{} ",
+                    "| {} {runtime}| {} | {}/{} ",
                     md_cell(&p.variant),
                     load_label(p),
                     g.ok,
@@ -656,12 +687,26 @@ impl Report {
 
     /// One row per trial group: medians, ranges and run counts.
     pub fn csv(&self) -> String {
-        csv_table(GROUP_COLUMNS, &self.groups)
+        if self.runtime_varies() {
+            csv_table(
+                &[GROUP_COLUMNS, GROUP_RUNTIME_COLUMNS].concat(),
+                &self.groups,
+            )
+        } else {
+            csv_table(GROUP_COLUMNS, &self.groups)
+        }
     }
 
     /// One row per planned trial run, the missing and failed included.
     pub fn trials_csv(&self) -> String {
-        csv_table(TRIAL_COLUMNS, &self.trials)
+        if self.runtime_varies() {
+            csv_table(
+                &[TRIAL_COLUMNS, TRIAL_RUNTIME_COLUMNS].concat(),
+                &self.trials,
+            )
+        } else {
+            csv_table(TRIAL_COLUMNS, &self.trials)
+        }
     }
 }
 
@@ -812,6 +857,15 @@ const GROUP_COLUMNS: &[Column<Group>] = &[
     }),
 ];
 
+/// The runtime of a group's runs, last, only when a study ran on more
+/// than one (`report::runtime`).
+const GROUP_RUNTIME_COLUMNS: &[Column<Group>] = &[("runtime", |g| g.runtime_label())];
+
+/// The runtime of a trial, last, only when a study ran on more than one.
+const TRIAL_RUNTIME_COLUMNS: &[Column<TrialRow>] = &[("runtime", |t| {
+    super::runtime::trial_label(t).unwrap_or_else(|| "unknown".into())
+})];
+
 /// `trials.csv`: a trial's plan and status, then its record's figures.
 const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     ("id", |t| t.planned.id.clone()),
@@ -854,7 +908,7 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
         recorded(t, |r| r.load.latency_lower_bound.to_string())
     }),
     ("notes", |t| {
-        recorded(t, |r| Caveats::of(&r.load).notes().join("; "))
+        recorded(t, |r| super::runtime::record_notes(r).join("; "))
     }),
     ("queue_p50_us", |t| {
         inside(t, |x| opt(x.queue_us.map(|q| f1(q.p50))))

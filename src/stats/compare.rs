@@ -73,7 +73,8 @@ pub fn check_metric(what: &str, name: &str) -> Result<(), String> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Side {
     pub dir: PathBuf,
-    /// `key=value` narrowing the trials (server, variant or label).
+    /// `key=value[,key=value…]` narrowing the trials (server, variant,
+    /// label; runtime, yjit, allocator).
     pub selector: Option<String>,
 }
 
@@ -105,6 +106,9 @@ pub struct SideSamples {
     pub groups: BTreeMap<String, GroupSamples>,
     /// Each group's runs the machine disturbed (`stats::disturbance`).
     pub disturbed: BTreeMap<String, DisturbedRuns>,
+    /// The runtimes the side's trials ran on, as labels ("debian-13 ruby
+    /// 3.3.8 +yjit"); empty when no record says.
+    pub runtimes: Vec<String>,
 }
 
 /// One metric of one group pair.
@@ -258,6 +262,30 @@ pub struct Comparison {
     /// (absent in comparisons made before it existed).
     #[serde(default)]
     pub disturbance: Vec<GroupDisturbance>,
+    /// The runtimes A's and B's trials ran on (name, Ruby version,
+    /// switches); absent when no record says (made before runtimes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_a: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_b: Vec<String>,
+}
+
+impl Comparison {
+    /// How side A (`b` false) or B is named: its label, then the
+    /// runtimes its trials ran on when known ("results/x:runtime=system
+    /// (system ruby 3.1.2)").
+    pub fn side_shown(&self, b: bool) -> String {
+        let (side, rt) = if b {
+            (&self.b, &self.runtime_b)
+        } else {
+            (&self.a, &self.runtime_a)
+        };
+        if rt.is_empty() {
+            side.label()
+        } else {
+            format!("{} ({})", side.label(), rt.join(" / "))
+        }
+    }
 }
 
 /// Compare two sides' samples (`store::samples::compare` reads them).
@@ -354,6 +382,8 @@ pub fn compare(
         verdicts,
         verdict,
         disturbance,
+        runtime_a: la.runtimes.clone(),
+        runtime_b: lb.runtimes.clone(),
     })
 }
 
@@ -1037,6 +1067,7 @@ mod tests {
         SideSamples {
             groups: [(key.clone(), g)].into(),
             disturbed: [(key, DisturbedRuns::default())].into(),
+            runtimes: Vec::new(),
         }
     }
 

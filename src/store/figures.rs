@@ -1,7 +1,7 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
-//! memory per worker, CPU per request and per core, the error share, the telemetry figures
-//! and the disturbance. The summary, `compare`, the sweep and the reports
+//! memory per worker, CPU per request and per core, the error share, the telemetry figures,
+//! the disturbance and the runtime it ran on. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
 //!
@@ -10,6 +10,7 @@
 //! and its arm in [`TrialFigures::metric`] (a test checks every row has
 //! one). It never reads a file: `store::read` does.
 
+use super::runtime::RanOn;
 use crate::lab::trial::TrialRecord;
 use crate::sampler::PerWorker;
 use crate::stats::compare::METRICS;
@@ -51,6 +52,9 @@ pub struct TrialFigures {
     /// What the machine did during the run; None in records made before
     /// it was measured.
     pub disturbance: Option<RunDisturbance>,
+    /// Which Ruby and switches the server ran with; None in records made
+    /// before runtimes (unknown).
+    pub runtime: Option<RanOn>,
 }
 
 impl TrialFigures {
@@ -89,6 +93,7 @@ impl TrialFigures {
                 threshold_steal_share: Some(d.threshold_steal_share),
                 threshold_foreign_cpu_share: Some(d.threshold_foreign_cpu_share),
             }),
+            runtime: RanOn::of(r),
         }
     }
 

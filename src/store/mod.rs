@@ -4,7 +4,8 @@
 //! interrupted run loses nothing already measured and `--resume` can skip
 //! what is done. Reports read only from here, and only here reads a
 //! results directory: `read` (the one check, typed records), `figures`
-//! (the one list of a trial's figures), `samples` (what `stats` compares).
+//! (the one list of a trial's figures), `runtime` (which Ruby and switches
+//! a trial ran on), `samples` (what `stats` compares).
 //!
 //! Layout (`rackbench/results-v1`):
 //!
@@ -19,6 +20,7 @@
 pub mod figures;
 pub mod read;
 pub mod records;
+pub mod runtime;
 pub mod samples;
 pub mod summary;
 

@@ -7,6 +7,7 @@
 use super::figures::TrialFigures;
 use super::read::{group_by, pair_key};
 use super::records::{PlannedTrial, StoredTrial};
+use super::runtime::{labels, ran_on, RanOn};
 use super::ResultsDir;
 use crate::stats::compare::{Comparison, GroupSamples, Side, SideSamples};
 use crate::stats::disturbance::DisturbedRuns;
@@ -14,16 +15,16 @@ use crate::stats::histogram;
 use crate::stats::sweep::{self, Figures, Samples};
 use std::path::{Path, PathBuf};
 
-/// Parse `DIR` or `DIR:key=value` (a path that exists is a path, colon
-/// and all).
+/// Parse `DIR` or `DIR:key=value[,key=value…]` (a path that exists is a
+/// path, colon and all). The keys: server, variant, label (the plan's),
+/// and runtime, yjit, allocator (what the record's server ran with,
+/// `store::runtime`); a trial is selected when it matches every one.
 pub fn parse_side(arg: &str) -> Result<Side, String> {
     if let Some((dir, sel)) = arg.rsplit_once(':') {
         if sel.contains('=') && !Path::new(arg).exists() {
-            let (key, value) = sel.split_once('=').expect("has =");
-            if !matches!(key, "server" | "variant" | "label") || value.is_empty() {
-                return Err(format!(
-                    "selector `{sel}` in `{arg}`: use DIR:server=NAME, DIR:variant=NAME or DIR:label=NAME"
-                ));
+            for part in sel.split(',') {
+                check_selector(part)
+                    .map_err(|why| format!("selector `{part}` in `{arg}`: {why}"))?;
             }
             return Ok(Side {
                 dir: PathBuf::from(dir),
@@ -34,6 +35,37 @@ pub fn parse_side(arg: &str) -> Result<Side, String> {
     Ok(Side {
         dir: PathBuf::from(arg),
         selector: None,
+    })
+}
+
+/// One `key=value` of a selection, or why not (naming the fix).
+fn check_selector(part: &str) -> Result<(), String> {
+    let use_ = "use DIR:server=NAME, DIR:variant=NAME, DIR:label=NAME, DIR:runtime=NAME, DIR:yjit=true|false or DIR:allocator=glibc|jemalloc, several joined by commas (DIR:runtime=debian-13,yjit=true)";
+    let Some((key, value)) = part.split_once('=').filter(|(_, v)| !v.is_empty()) else {
+        return Err(use_.into());
+    };
+    match key {
+        "server" | "variant" | "label" | "runtime" => Ok(()),
+        "yjit" if matches!(value, "true" | "false") => Ok(()),
+        "allocator" if matches!(value, "glibc" | "jemalloc") => Ok(()),
+        _ => Err(use_.into()),
+    }
+}
+
+/// Whether `t` is what `side`'s selection names: its planned trial for
+/// server, variant and label, its record's runtime for the others.
+fn selected(side: &Side, t: &StoredTrial) -> bool {
+    let Some(sel) = &side.selector else {
+        return true;
+    };
+    let on = t.trial.as_ref().and_then(RanOn::of);
+    sel.split(',').all(|part| {
+        let (k, v) = part.split_once('=').expect("parsed selector");
+        match k {
+            "server" => t.planned.server == v,
+            "variant" | "label" => t.planned.variant == v,
+            _ => on.as_ref().is_some_and(|o| o.matches(k, v)),
+        }
     })
 }
 
@@ -76,30 +108,32 @@ fn side(side: &Side, warnings: &mut Vec<String>) -> Result<SideSamples, String> 
             variants_seen.push(&t.planned.variant);
         }
     }
-    let selected = |p: &PlannedTrial| match &side.selector {
-        Some(s) => {
-            let (k, v) = s.split_once('=').expect("parsed selector");
-            if k == "server" {
-                p.server == v
-            } else {
-                p.variant == v
-            }
-        }
-        None => true,
-    };
-    let groups = group_by(ok, |p| selected(p).then(|| pair_key(p)));
+    let runtimes_seen = ran_on(ok.iter().filter_map(|t| t.trial.as_ref()));
+    let chosen: Vec<&StoredTrial> = ok.into_iter().filter(|t| selected(side, t)).collect();
+    let groups = group_by(chosen.iter().copied(), |p| Some(pair_key(p)));
     if groups.is_empty() {
         return Err(match &side.selector {
             Some(s) => format!(
-                "no finished trial in {} matches {s}; its variants are: {}",
+                "no finished trial in {} matches {s}; its variants are: {}{}",
                 side.dir.display(),
-                variants_seen.join(", ")
+                variants_seen.join(", "),
+                match labels(&runtimes_seen) {
+                    Some(l) => format!("; its runtimes: {}", l.replace(" / ", ", ")),
+                    None => String::new(),
+                }
             ),
             None => format!("{} holds no finished trial", side.dir.display()),
         });
     }
-    let mut out = SideSamples::default();
+    let mut out = SideSamples {
+        runtimes: ran_on(chosen.iter().filter_map(|t| t.trial.as_ref()))
+            .iter()
+            .map(RanOn::label)
+            .collect(),
+        ..Default::default()
+    };
     for (key, runs) in groups {
+        one_runtime(side, &key, &runs)?;
         let variant = &runs[0].planned.variant;
         if let Some(other) = runs.iter().find(|t| &t.planned.variant != variant) {
             return Err(format!(
@@ -137,6 +171,21 @@ fn side(side: &Side, warnings: &mut Vec<String>) -> Result<SideSamples, String> 
         out.groups.insert(key, g);
     }
     Ok(out)
+}
+
+/// A group of one side must have run on one runtime, or its figures would
+/// mix two Rubies: the error names the selection that picks one.
+fn one_runtime(side: &Side, key: &str, runs: &[&StoredTrial]) -> Result<(), String> {
+    let on = ran_on(runs.iter().filter_map(|t| t.trial.as_ref()));
+    if on.len() < 2 {
+        return Ok(());
+    }
+    let dir = side.dir.display();
+    Err(format!(
+        "{dir} holds group `{key}` run on both `{}` and `{}`: pick one with {dir}:runtime=NAME (and ,yjit=true|false or ,allocator=NAME for its switches)",
+        on[0].label(),
+        on[1].label()
+    ))
 }
 
 /// A sweep's samples: the finished trials of `dir` by their value of the
@@ -246,7 +295,133 @@ mod tests {
         assert_eq!(s.dir, PathBuf::from("results/x"));
         assert_eq!(s.selector.as_deref(), Some("server=puma-w4"));
         assert!(parse_side("results/x").unwrap().selector.is_none());
-        assert!(parse_side("results/x:colour=red").is_err());
+        let rows = [
+            ("results/x:runtime=debian-13", true),
+            ("results/x:runtime=debian-13,yjit=true", true),
+            ("results/x:yjit=false,allocator=jemalloc,server=puma", true),
+            ("results/x:colour=red", false),
+            ("results/x:yjit=on", false),
+            ("results/x:allocator=tcmalloc", false),
+            ("results/x:runtime=debian-13,", false),
+            ("results/x:runtime=", false),
+        ];
+        for (arg, ok) in rows {
+            let got = parse_side(arg);
+            assert_eq!(got.is_ok(), ok, "{arg}: {got:?}");
+            if let Err(e) = got {
+                assert!(e.contains("DIR:runtime=NAME, DIR:yjit=true|false"), "{e}");
+            }
+        }
+    }
+
+    /// A results directory of one group (puma, hello, direct) run on
+    /// system's Ruby 3.1 and on debian-13's Ruby 3.3, with YJIT off and
+    /// on; debian-13's runs 10% faster with YJIT. Three runs each.
+    fn runtimes_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-runtimes-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        let cells = [
+            ("system", "3.1.2", false, 1000.0),
+            ("debian-13", "3.3.8", false, 1000.0),
+            ("debian-13", "3.3.8", true, 1100.0),
+        ];
+        for (name, version, yjit, rps) in cells {
+            for r in 1..=3u32 {
+                let doc = stored(|v| {
+                    v["trial"]["runtime"]["name"] = name.into();
+                    v["trial"]["runtime"]["ruby_version"] = version.into();
+                    v["trial"]["runtime"]["yjit"] = yjit.into();
+                    v["trial"]["load"]["throughput_rps"] = (rps + r as f64).into();
+                });
+                let file = format!("trials/{name}-{yjit}-{r}.json");
+                std::fs::write(dir.join(file), doc.to_string()).unwrap();
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn sides_select_by_runtime_and_switches_and_name_their_runtime() {
+        let dir = runtimes_dir("select");
+        let side = |sel: &str| Side {
+            dir: dir.clone(),
+            selector: Some(sel.into()),
+        };
+        let (c, _) = compare(
+            &side("runtime=system"),
+            &side("runtime=debian-13,yjit=true"),
+            1,
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.runtime_a, ["system ruby 3.1.2"]);
+        assert_eq!(c.runtime_b, ["debian-13 ruby 3.3.8 +yjit"]);
+        assert!(c
+            .side_shown(true)
+            .ends_with(":runtime=debian-13,yjit=true (debian-13 ruby 3.3.8 +yjit)"));
+        let tp = c.rows.iter().find(|r| r.metric == "throughput").unwrap();
+        assert_eq!((tp.a, tp.b, tp.n_a, tp.n_b), (1002.0, 1102.0, 3, 3));
+        let (c, _) = compare(
+            &side("yjit=false,runtime=debian-13"),
+            &side("yjit=true"),
+            1,
+            None,
+        )
+        .unwrap();
+        assert_eq!(c.runtime_a, ["debian-13 ruby 3.3.8"]);
+        // Two runtimes under one group on one side would mix two Rubies.
+        let err =
+            compare(&side("runtime=debian-13"), &side("runtime=system"), 1, None).unwrap_err();
+        assert!(
+            err.contains("run on both `debian-13 ruby 3.3.8` and `debian-13 ruby 3.3.8 +yjit`: pick one with")
+                && err.contains(":runtime=NAME (and ,yjit=true|false"),
+            "{err}"
+        );
+        let err = compare(&side("runtime=jruby"), &side("runtime=system"), 1, None).unwrap_err();
+        assert!(
+            err.contains(
+                "its runtimes: debian-13 ruby 3.3.8, debian-13 ruby 3.3.8 +yjit, system ruby 3.1.2"
+            ),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_record_without_a_runtime_is_never_selected_by_one() {
+        let dir = results_dir("old", &[]);
+        let side = |sel: &str| Side {
+            dir: dir.clone(),
+            selector: Some(sel.into()),
+        };
+        // The sample's records say system; the older ones say nothing.
+        assert!(compare(
+            &side("runtime=system,variant=fast"),
+            &side("variant=slow"),
+            1,
+            None
+        )
+        .is_ok());
+        for f in std::fs::read_dir(dir.join("trials")).unwrap().flatten() {
+            let text = std::fs::read_to_string(f.path()).unwrap();
+            let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            if let Some(t) = v["trial"].as_object_mut() {
+                t.remove("runtime");
+            }
+            std::fs::write(f.path(), v.to_string()).unwrap();
+        }
+        let err = compare(&side("runtime=system"), &side("variant=slow"), 1, None).unwrap_err();
+        assert!(
+            err.contains("matches runtime=system; its variants are: fast, slow"),
+            "{err}"
+        );
+        let (c, _) = compare(&side("variant=fast"), &side("variant=slow"), 1, None).unwrap();
+        assert!(c.runtime_a.is_empty() && c.side_shown(false).ends_with(":variant=fast"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
