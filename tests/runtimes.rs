@@ -578,3 +578,43 @@ fn a_plan_asking_yjit_of_debian_13_is_refused_at_its_line_before_any_trial() {
     );
     assert!(!out.join("trials").exists(), "no trial ran");
 }
+
+/// `run --runtime debian-13` on a plan naming a server the root lacks:
+/// that server is skipped and named with the package that gives it, the
+/// others run from the root (the default plan's passenger and uWSGI).
+#[test]
+fn a_server_a_runtime_lacks_is_skipped_in_a_plan_with_its_package_named() {
+    if !(have_debian_13() && have("puma", "apt-get install puma")) {
+        return;
+    }
+    let dir = common::work_dir("runtimes-plan-skip");
+    let plan = dir.join("skip.toml");
+    std::fs::write(
+        &plan,
+        "name = \"skip\"\nservers = [\"puma\", \"passenger\"]\napps = [\"hello\"]\n[load]\nconnections = [2]\nduration = \"500ms\"\nwarmup = \"200ms\"\n",
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let o = run(
+        &[
+            "run",
+            plan.to_str().unwrap(),
+            "--runtime",
+            "debian-13",
+            "--no-pin",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("skipped: runtime 'debian-13' has no passenger")
+            && err.contains("--with passenger"),
+        "{err}"
+    );
+    let recs = records(&out);
+    assert_eq!(recs.len(), 1, "only puma ran");
+    assert_eq!(recs[0].1["planned"]["runtime"], "debian-13");
+}

@@ -266,7 +266,7 @@ fn the_seed_002_plan_expands_each_of_its_sweeps() {
     ) {
         return;
     }
-    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/sportsengine-2012.toml");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/sportsengine-2012-tuning.toml");
     let rows: &[(Option<&str>, &[&str])] = &[
         (
             None,

@@ -140,13 +140,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
-    // Every runtime once, before the first trial (a Debian root is built
-    // on first use); what one cannot do is refused at the plan's line.
-    let resolved = plan
-        .check_runtimes(&text, &file, &expanded, &mut |name| {
-            runtimes.resolve(name, &mut |m| eprintln!("{m}"))
-        })
-        .map_err(|e| usage(e.to_string()))?;
+    let resolved = resolve_runtimes(&plan, &text, &file, &mut expanded, &runtimes)?;
     let (server_cpus, load_cpus) = if args.no_pin {
         (Vec::new(), Vec::new())
     } else {
@@ -230,6 +224,28 @@ fn resumed_seed(results: &ResultsDir, given: Option<u64>) -> Result<Option<u64>>
         }
     }
     Ok(given.or(stored))
+}
+
+/// Every runtime the plan names, once, before the first trial (a Debian
+/// root is built on first use); what one cannot do is refused at the
+/// plan's line, and a server one lacks is skipped and listed.
+fn resolve_runtimes(
+    plan: &crate::plan::Plan,
+    text: &str,
+    file: &str,
+    expanded: &mut crate::plan::Expanded,
+    runtimes: &crate::runtime::Registry,
+) -> Result<crate::plan::runtimes::Resolved> {
+    let skipped_before = expanded.skipped.len();
+    let resolved = plan
+        .check_runtimes(text, file, expanded, &mut |name| {
+            runtimes.resolve(name, &mut |m| eprintln!("{m}"))
+        })
+        .map_err(|e| usage(e.to_string()))?;
+    for s in &expanded.skipped[skipped_before..] {
+        eprintln!("  skipped: {s}");
+    }
+    Ok(resolved)
 }
 
 /// The plan's line on stderr: its name, how many trials and searches,

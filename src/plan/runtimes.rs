@@ -67,13 +67,17 @@ impl Plan {
 
     /// Resolves every runtime the trials need, once each, with `resolve`
     /// (which may build a root), then checks every trial against its
-    /// runtime: the server is there, the switches can be honoured. Each
-    /// refusal is at the plan's line that asks it.
+    /// runtime: the switches can be honoured, the server is there. A
+    /// server a runtime lacks is skipped and listed with the package that
+    /// gives it, as a server the host lacks is (`run --runtime debian-13`
+    /// on the default plan runs all but passenger and uWSGI); a plan left
+    /// with no trial is refused. Each refusal is at the plan's line that
+    /// asks it.
     pub fn check_runtimes(
         &self,
         text: &str,
         file: &str,
-        e: &Expanded,
+        e: &mut Expanded,
         resolve: &mut dyn FnMut(&str) -> Result<Runtime, RuntimeError>,
     ) -> Result<Resolved, PlanError> {
         let at = at_line(text, file);
@@ -82,16 +86,35 @@ impl Plan {
             let rt = resolve(&name).map_err(|err| at(&format!("\"{name}\""), err.to_string()))?;
             resolved.insert(name, rt);
         }
+        let mut missing: Vec<(String, String)> = Vec::new();
         for t in &e.trials {
             let Some(rt) = runtime_of(t).map(|n| &resolved[n]) else {
                 continue;
             };
-            if let Some(spec) = &t.spec {
-                rt.check_server(&t.server, &spec.requires)
-                    .map_err(|err| at(&format!("\"{}\"", t.server), err.to_string()))?;
-            }
             if let Err(err) = t.switches.env(rt) {
                 return Err(at(refused_key(&t.switches, rt), err.to_string()));
+            }
+            if let Some(spec) = &t.spec {
+                if let Err(err) = rt.check_server(&t.server, &spec.requires) {
+                    missing.push((t.id.clone(), err.to_string()));
+                }
+            }
+        }
+        if missing.len() == e.trials.len() {
+            if let Some((id, why)) = missing.first() {
+                let server = e
+                    .trials
+                    .iter()
+                    .find(|t| &t.id == id)
+                    .map_or(String::new(), |t| t.server.clone());
+                return Err(at(&format!("\"{server}\""), why.clone()));
+            }
+        }
+        e.trials
+            .retain(|t| !missing.iter().any(|(id, _)| id == &t.id));
+        for (_, why) in missing {
+            if !e.skipped.contains(&why) {
+                e.skipped.push(why);
             }
         }
         Ok(resolved)
@@ -220,7 +243,7 @@ mod tests {
         registry.users.insert("bare".into(), bare);
         plan.check_runtime_names(&text, "t.toml", &e, &registry)
             .map_err(|e| e.to_string())?;
-        plan.check_runtimes(&text, "t.toml", &e, &mut fake)
+        plan.check_runtimes(&text, "t.toml", &mut e, &mut fake)
             .map_err(|e| e.to_string())
     }
 

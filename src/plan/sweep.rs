@@ -510,13 +510,13 @@ mod tests {
             .contains("holds everything else fixed"));
     }
 
-    /// plans/sportsengine-2012.toml on any machine (every server counted
+    /// plans/sportsengine-2012-tuning.toml on any machine (every server counted
     /// as installed): seed 002's control (80M) first, one unicorn with 2
     /// workers behind nginx, GC profiling off, 5 interleaved repeats.
     #[test]
     fn the_seed_002_plan_sweeps_the_malloc_limit_from_its_control() {
         let file = format!(
-            "{}/plans/sportsengine-2012.toml",
+            "{}/plans/sportsengine-2012-tuning.toml",
             env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(&file).unwrap();
