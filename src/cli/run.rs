@@ -53,20 +53,10 @@ pub struct RunArgs {
     /// time, queue time behind nginx, GC (docs/TELEMETRY.md).
     #[arg(long)]
     pub telemetry: bool,
-    /// Run every trial from this runtime, in place of the plan's
-    /// `runtimes` (system, debian-12, debian-13, debian-unstable, jruby,
-    /// or a Ruby saved with `rackbench runtime add NAME --ruby PATH`).
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
-    /// YJIT on in every trial, in place of the plan's `yjit`.
-    #[arg(long)]
-    pub yjit: bool,
-    /// Every trial's malloc, in place of the plan's `allocator`.
-    #[arg(long, value_name = "glibc|jemalloc")]
-    pub allocator: Option<crate::runtime::Allocator>,
-    /// Every trial's MALLOC_ARENA_MAX, in place of the plan's.
-    #[arg(long, value_name = "N")]
-    pub malloc_arena_max: Option<u32>,
+    /// --runtime, --yjit, --allocator, --malloc-arena-max: each in place
+    /// of the plan's list of that key.
+    #[command(flatten)]
+    pub on: super::trial::RuntimeFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -78,10 +68,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let registry = super::servers::registry(&args.servers_file)?;
     crate::plan::runtimes::override_lists(
         &mut plan,
-        args.runtime.as_deref(),
-        args.yjit.then_some(true),
-        args.allocator,
-        args.malloc_arena_max,
+        args.on.runtime.as_deref(),
+        args.on.yjit.then_some(true),
+        args.on.allocator,
+        args.on.malloc_arena_max,
     );
     let mut expanded = plan
         .expand(&text, &file, &registry)
@@ -89,7 +79,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let runtimes = plan
         .runtime_registry(&text, &file)
         .map_err(|e| usage(e.to_string()))?;
-    if let Some(name) = args.runtime.as_deref().filter(|n| !runtimes.knows(n)) {
+    if let Some(name) = args.on.runtime.as_deref().filter(|n| !runtimes.knows(n)) {
         return Err(usage(format!(
             "--runtime {name}: {}",
             crate::runtime::RuntimeError::Unknown {
@@ -297,16 +287,16 @@ fn replay_command(args: &RunArgs, out: &std::path::Path, seed: u64) -> String {
     if args.telemetry {
         command.push_str(" --telemetry");
     }
-    if let Some(r) = &args.runtime {
+    if let Some(r) = &args.on.runtime {
         command.push_str(&format!(" --runtime {r}"));
     }
-    if args.yjit {
+    if args.on.yjit {
         command.push_str(" --yjit");
     }
-    if let Some(a) = args.allocator {
+    if let Some(a) = args.on.allocator {
         command.push_str(&format!(" --allocator {a}"));
     }
-    if let Some(n) = args.malloc_arena_max {
+    if let Some(n) = args.on.malloc_arena_max {
         command.push_str(&format!(" --malloc-arena-max {n}"));
     }
     command.push_str(&format!(" --seed {seed}"));

@@ -373,10 +373,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             aa: false,
             control: None,
             telemetry: args.telemetry,
-            runtime: None,
-            yjit: false,
-            allocator: None,
-            malloc_arena_max: None,
+            on: Default::default(),
         })
     })?;
     if args.dry_run {

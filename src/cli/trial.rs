@@ -86,6 +86,15 @@ pub struct ServerOptions {
     /// time behind nginx, GC runs and time (docs/TELEMETRY.md).
     #[arg(long)]
     pub telemetry: bool,
+    #[command(flatten)]
+    pub on: RuntimeFlags,
+}
+
+/// Where the server runs from and what is asked of its Ruby: the same
+/// flags on `trial`, `breakpoint`, `mirror --shadow-server` and `run`
+/// (where each replaces the plan's list of that key).
+#[derive(Debug, Clone, Args, Default)]
+pub struct RuntimeFlags {
     /// Where the server runs from: system (the host) [default], debian-12,
     /// debian-13, debian-unstable (built on first use), jruby, or a Ruby
     /// saved with `rackbench runtime add NAME --ruby PATH`.
@@ -101,6 +110,17 @@ pub struct ServerOptions {
     /// MALLOC_ARENA_MAX for glibc's malloc in the server.
     #[arg(long, value_name = "N")]
     pub malloc_arena_max: Option<u32>,
+}
+
+impl RuntimeFlags {
+    /// What the flags ask of the runtime's Ruby.
+    pub fn switches(&self) -> crate::runtime::Switches {
+        crate::runtime::Switches {
+            yjit: self.yjit.then_some(true),
+            allocator: self.allocator,
+            malloc_arena_max: self.malloc_arena_max,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -156,8 +176,8 @@ impl ServerOptions {
             }
             None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
         };
-        let switches = self.switches();
-        let runtime = resolve_runtime(self.runtime.as_deref(), &switches)?;
+        let switches = self.on.switches();
+        let runtime = resolve_runtime(self.on.runtime.as_deref(), &switches)?;
         if let Some(rt) = &runtime {
             rt.check_server(&server.name, &server.requires)
                 .map_err(|e| usage(e.to_string()))?;
@@ -229,15 +249,6 @@ impl ServerOptions {
             runtime,
             switches,
         })
-    }
-
-    /// What the flags ask of the runtime's Ruby.
-    pub fn switches(&self) -> crate::runtime::Switches {
-        crate::runtime::Switches {
-            yjit: self.yjit.then_some(true),
-            allocator: self.allocator,
-            malloc_arena_max: self.malloc_arena_max,
-        }
     }
 }
 

@@ -22,8 +22,8 @@ pub struct Release {
     pub packages: &'static [&'static str],
 }
 
-/// The servers every root gets (Debian 13 on: rackup has its own package).
-const COMMON: &[&str] = &[
+/// The servers every root gets (Debian 12: rackup is in ruby-rack).
+const BOOKWORM: &[&str] = &[
     "ruby",
     "puma",
     "unicorn",
@@ -33,39 +33,33 @@ const COMMON: &[&str] = &[
     "libjemalloc2",
 ];
 
+/// Debian 13 on: rackup has a package of its own (Rack 3).
+const TRIXIE_ON: &[&str] = &[
+    "ruby",
+    "puma",
+    "unicorn",
+    "thin",
+    "ruby-rack",
+    "ruby-rackup",
+    "ruby-webrick",
+    "libjemalloc2",
+];
+
 pub const RELEASES: &[Release] = &[
     Release {
         name: "debian-12",
         suite: "bookworm",
-        packages: COMMON,
+        packages: BOOKWORM,
     },
     Release {
         name: "debian-13",
         suite: "trixie",
-        packages: &[
-            "ruby",
-            "puma",
-            "unicorn",
-            "thin",
-            "ruby-rack",
-            "ruby-rackup",
-            "ruby-webrick",
-            "libjemalloc2",
-        ],
+        packages: TRIXIE_ON,
     },
     Release {
         name: "debian-unstable",
         suite: "sid",
-        packages: &[
-            "ruby",
-            "puma",
-            "unicorn",
-            "thin",
-            "ruby-rack",
-            "ruby-rackup",
-            "ruby-webrick",
-            "libjemalloc2",
-        ],
+        packages: TRIXIE_ON,
     },
 ];
 
