@@ -618,3 +618,43 @@ fn a_server_a_runtime_lacks_is_skipped_in_a_plan_with_its_package_named() {
     assert_eq!(recs.len(), 1, "only puma ran");
     assert_eq!(recs[0].1["planned"]["runtime"], "debian-13");
 }
+
+/// A sweep from flags takes the runtime flags as fixed for every value,
+/// and refuses one that fixes what it varies.
+#[test]
+fn a_sweep_fixes_the_runtime_flags_for_every_value_and_refuses_one_it_varies() {
+    let out = run(
+        &[
+            "sweep",
+            "--server",
+            "puma",
+            "--vary",
+            "workers=1,2",
+            "--runtime",
+            "debian-13",
+            "--allocator",
+            "jemalloc",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let ids = String::from_utf8_lossy(&out.stdout);
+    assert!(ids.contains("puma-w1-debian-13-jemalloc__"), "{ids}");
+    assert!(ids.contains("puma-w2-debian-13-jemalloc__"), "{ids}");
+
+    let out = run(
+        &[
+            "sweep",
+            "--server",
+            "puma",
+            "--vary",
+            "yjit=false,true",
+            "--yjit",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("drop one of the two"), "{}", text(&out));
+}

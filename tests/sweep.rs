@@ -272,14 +272,17 @@ fn the_seed_002_plan_expands_each_of_its_sweeps() {
             None,
             &[
                 "RUBY_GC_MALLOC_LIMIT-80000000",
-                "RUBY_GC_MALLOC_LIMIT-8000000__",
+                "RUBY_GC_MALLOC_LIMIT-8000000-debian-13__",
             ],
         ),
-        (Some("workers=1,2,3"), &["unicorn-w1__", "unicorn-w3__"]),
+        (
+            Some("workers=1,2,3"),
+            &["unicorn-w1-debian-13__", "unicorn-w3-debian-13__"],
+        ),
         (Some("nginx_workers=1,2,3"), &["nginx1__", "nginx3__"]),
         (
             Some("env.GC_PROFILER=on,off"),
-            &["GC_PROFILER-on__", "GC_PROFILER-off__"],
+            &["GC_PROFILER-on-debian-13__", "GC_PROFILER-off-debian-13__"],
         ),
     ];
     for (vary, want) in rows {

@@ -86,6 +86,10 @@ pub struct SweepArgs {
     /// Print the trials the sweep expands to and stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// --runtime, --yjit, --allocator, --malloc-arena-max: fixed for every
+    /// value of the sweep (in place of a plan file's lists).
+    #[command(flatten)]
+    pub on: super::trial::RuntimeFlags,
     /// Print the analysis as JSON (rackbench/sweep-v1) on stdout; the
     /// run's own lines go to stderr.
     #[arg(long, conflicts_with = "markdown")]
@@ -191,6 +195,44 @@ const PLAN_VARIABLES: &[&str] = &[
     "malloc_arena_max",
 ];
 
+fn has_runtime_flags(on: &super::trial::RuntimeFlags) -> bool {
+    on.runtime.is_some() || !on.switches().is_empty()
+}
+
+/// The runtime flags as one-value plan lists, each in place of the plan's
+/// and its entries' own; a flag on the swept key is refused.
+fn apply_runtime_flags(t: &mut Table, on: &super::trial::RuntimeFlags, vary: &str) -> Result<()> {
+    let sw = on.switches();
+    let set: [(&str, &str, Option<Value>); 4] = [
+        ("runtime", "runtimes", on.runtime.clone().map(Value::String)),
+        ("yjit", "yjit", sw.yjit.map(Value::Boolean)),
+        (
+            "allocator",
+            "allocator",
+            sw.allocator.map(|a| Value::String(a.name().into())),
+        ),
+        (
+            "malloc_arena_max",
+            "malloc_arena_max",
+            sw.malloc_arena_max.map(|n| Value::Integer(n.into())),
+        ),
+    ];
+    for (name, key, value) in set {
+        let Some(value) = value else {
+            continue;
+        };
+        if name == vary {
+            return Err(usage(format!(
+                "--{} fixes what --vary {vary} varies: drop one of the two",
+                name.replace('_', "-")
+            )));
+        }
+        drop_swept_field(t, name);
+        t.insert(key.into(), Value::Array(vec![value]));
+    }
+    Ok(())
+}
+
 /// `--vary` over a plan file replaces the plan's own value of that field
 /// (its [sweep] included), so one plan serves several sweeps.
 fn drop_swept_field(t: &mut Table, vary: &str) {
@@ -262,6 +304,12 @@ fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
                         p.display()
                     )));
                 }
+                if has_runtime_flags(&args.on) {
+                    return Err(usage(format!(
+                        "--runtime, --yjit, --allocator and --malloc-arena-max apply to a sweep from flags or with --vary; for {}'s own [sweep] set `runtimes`, `yjit`, `allocator` in the plan",
+                        p.display()
+                    )));
+                }
                 // The file as written, so its comments and lines stay.
                 return Ok((text, p.display().to_string()));
             }
@@ -279,6 +327,7 @@ fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
         }
     };
     let s = flag.expect("checked above");
+    apply_runtime_flags(&mut table, &args.on, &s.vary)?;
     let mut section = Table::new();
     section.insert("vary".into(), Value::String(s.vary.clone()));
     section.insert("values".into(), strings(&s.values));
