@@ -33,6 +33,8 @@
 //! - [`checks`]: `--check` thresholds on a load's figures.
 //! - [`server`]: server adapters as data, command templates, the
 //!   supervisor that stops a process tree when dropped.
+//! - [`budget`]: memory and CPU budgets: the control group (v1 or v2) a
+//!   server's process tree runs in, its limits, and what it saw.
 //! - [`sampler`]: CPU and memory of a process tree, from /proc.
 //! - [`testserver`]: a small HTTP server with delay, stall and fault knobs,
 //!   for tests and benchmarks of the engine itself.
@@ -52,6 +54,7 @@
 //! - [`require`]: what a test needs from the machine; skips locally, fails
 //!   under `RACKBENCH_REQUIRE=all` (CI).
 
+pub mod budget;
 pub mod checks;
 pub mod cli;
 pub mod doctor;

@@ -37,7 +37,7 @@ fn sample(file: &str) -> Value {
 /// Each schema and the samples that hold to it.
 const SAMPLES: &[(&str, &[&str])] = &[
     ("load-v1", &["load-v1.json"]),
-    ("trial-v1", &["trial-v1.json"]),
+    ("trial-v1", &["trial-v1.json", "trial-v1-budget.json"]),
     (
         "run-trial-v1",
         &["run-trial-v1.json", "run-trial-v1-runtime.json"],

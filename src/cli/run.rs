@@ -57,6 +57,9 @@ pub struct RunArgs {
     /// of the plan's list of that key.
     #[command(flatten)]
     pub on: super::trial::RuntimeFlags,
+    /// --memory, --cpus: in place of the plan's `[budget]`.
+    #[command(flatten)]
+    pub budget: super::trial::BudgetFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -73,6 +76,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         args.on.allocator,
         args.on.malloc_arena_max,
     );
+    args.budget.override_plan(&mut plan.budget);
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;

@@ -90,6 +90,10 @@ pub struct SweepArgs {
     /// value of the sweep (in place of a plan file's lists).
     #[command(flatten)]
     pub on: super::trial::RuntimeFlags,
+    /// --memory, --cpus: one budget for every value of the sweep (in place
+    /// of a plan file's `[budget]`).
+    #[command(flatten)]
+    pub budget: super::trial::BudgetFlags,
     /// Print the analysis as JSON (rackbench/sweep-v1) on stdout; the
     /// run's own lines go to stderr.
     #[arg(long, conflicts_with = "markdown")]
@@ -423,6 +427,8 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             control: None,
             telemetry: args.telemetry,
             on: Default::default(),
+            // `run` puts them in place of the plan's [budget].
+            budget: args.budget.clone(),
         })
     })?;
     if args.dry_run {

@@ -22,7 +22,7 @@ pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
     pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, rails, rails-fib, gc-profiler) or a rackup file path.
+    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, rails, rails-fib, gc-profiler) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
     /// Body substring a user's app must answer with.
@@ -88,6 +88,54 @@ pub struct ServerOptions {
     pub telemetry: bool,
     #[command(flatten)]
     pub on: RuntimeFlags,
+    #[command(flatten)]
+    pub budget: BudgetFlags,
+}
+
+/// A memory and CPU budget for the server's whole process tree: the same
+/// flags on `trial`, `breakpoint`, `mirror --shadow-server`, `run` and
+/// `sweep` (where they replace the plan's `[budget]`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct BudgetFlags {
+    /// Memory limit for the server's process tree (its own control
+    /// group): 512M, 1G, 1.5G or bytes. nginx and the load stay outside.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory: Option<String>,
+    /// CPU limit for the server's process tree: 1.5 is one and a half
+    /// CPUs' worth of time per second.
+    #[arg(long, value_name = "N", value_parser = parse_cpus)]
+    pub cpus: Option<f64>,
+}
+
+impl BudgetFlags {
+    /// The budget the flags ask (None without either).
+    pub fn budget(&self) -> Option<crate::budget::Budget> {
+        crate::budget::Budget::from_flags(self.memory.as_deref(), self.cpus)
+            .expect("checked when parsed")
+    }
+}
+
+impl BudgetFlags {
+    /// Each flag given replaces that key of a plan's `[budget]`.
+    pub fn override_plan(&self, section: &mut crate::plan::BudgetSection) {
+        if let Some(m) = &self.memory {
+            section.memory = vec![m.clone()];
+        }
+        if let Some(c) = self.cpus {
+            section.cpus = vec![c];
+        }
+    }
+}
+
+fn parse_memory(s: &str) -> Result<String, String> {
+    crate::budget::parse_size(s).map(|_| s.to_string())
+}
+
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    let c: f64 = s
+        .parse()
+        .map_err(|_| format!("--cpus '{s}': give a number of CPUs, like 1 or 1.5"))?;
+    crate::budget::check_cpus(c).map(|()| c)
 }
 
 /// Where the server runs from and what is asked of its Ruby: the same
@@ -248,6 +296,7 @@ impl ServerOptions {
             telemetry: self.telemetry,
             runtime,
             switches,
+            budget: self.budget.budget(),
         })
     }
 }

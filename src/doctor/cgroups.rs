@@ -1,142 +1,11 @@
 //! Writable cgroups: which version is mounted, and whether rackbench could
-//! put a server in a child group with memory and CPU control (for the
-//! budgets to come). It tries: creates a test group beside its own and
+//! put a server in a child group with memory and CPU control (for
+//! `--memory` and `--cpus`; the parsing is `budget::cgroup`'s). It tries: creates a test group beside its own and
 //! removes it, whatever happened in between.
 
 use super::Finding;
-use std::collections::BTreeMap;
+use crate::budget::cgroup::{describe, parse_mounts, parse_own, place_for, WANTED};
 use std::path::{Path, PathBuf};
-
-/// The controllers a budget needs.
-const WANTED: &[&str] = &["memory", "cpu"];
-
-/// cgroup v1 controllers, to tell them from mount options.
-const V1_CONTROLLERS: &[&str] = &[
-    "cpu",
-    "cpuacct",
-    "cpuset",
-    "memory",
-    "devices",
-    "freezer",
-    "net_cls",
-    "net_prio",
-    "blkio",
-    "perf_event",
-    "hugetlb",
-    "pids",
-    "rdma",
-    "misc",
-];
-
-/// The cgroup file systems of `/proc/mounts`.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Mounts {
-    /// The cgroup2 mount point (the one at /sys/fs/cgroup if several).
-    pub v2: Option<PathBuf>,
-    /// Each v1 hierarchy: mount point and its controllers.
-    pub v1: Vec<(PathBuf, Vec<String>)>,
-}
-
-pub(super) fn parse_mounts(text: &str) -> Mounts {
-    let mut m = Mounts::default();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_ascii_whitespace().collect();
-        let [_, at, kind, options, ..] = f[..] else {
-            continue;
-        };
-        match kind {
-            "cgroup2" if m.v2.is_none() || at == "/sys/fs/cgroup" => m.v2 = Some(at.into()),
-            "cgroup" => {
-                let ctl = options
-                    .split(',')
-                    .filter(|o| V1_CONTROLLERS.contains(o))
-                    .map(str::to_string)
-                    .collect();
-                m.v1.push((at.into(), ctl));
-            }
-            _ => {}
-        }
-    }
-    m
-}
-
-/// This process's groups from `/proc/self/cgroup`: the v2 path, and each
-/// v1 controller's path.
-pub(super) fn parse_own(text: &str) -> (Option<String>, BTreeMap<String, String>) {
-    let mut v2 = None;
-    let mut v1 = BTreeMap::new();
-    for line in text.lines() {
-        let mut it = line.splitn(3, ':');
-        let (Some(_), Some(ctl), Some(path)) = (it.next(), it.next(), it.next()) else {
-            continue;
-        };
-        if ctl.is_empty() {
-            v2 = Some(path.to_string());
-        } else {
-            for c in ctl.split(',') {
-                v1.insert(c.to_string(), path.to_string());
-            }
-        }
-    }
-    (v2, v1)
-}
-
-/// Where a child group with `controller` would go, and whether the
-/// hierarchy is v2; Err says why there is no such place.
-pub(super) fn place_for(
-    controller: &str,
-    mounts: &Mounts,
-    v2_controllers: &str,
-    own: &(Option<String>, BTreeMap<String, String>),
-) -> Result<(PathBuf, bool), String> {
-    let join = |at: &Path, rel: &str| match rel.trim_matches('/') {
-        "" => at.to_path_buf(),
-        rel => at.join(rel),
-    };
-    if let (Some(at), Some(rel)) = (&mounts.v2, &own.0) {
-        if v2_controllers
-            .split_ascii_whitespace()
-            .any(|c| c == controller)
-        {
-            return Ok((join(at, rel), true));
-        }
-    }
-    for (at, ctl) in &mounts.v1 {
-        if ctl.iter().any(|c| c == controller) {
-            let rel = own.1.get(controller).map_or("/", String::as_str);
-            return Ok((join(at, rel), false));
-        }
-    }
-    Err(format!("no {controller} controller is mounted"))
-}
-
-/// The version in words: "v2 at /sys/fs/cgroup (cpu memory io)".
-pub(super) fn describe(mounts: &Mounts, v2_controllers: &str) -> String {
-    let v2 = mounts.v2.as_ref().map(|at| {
-        let ctl = v2_controllers.trim();
-        format!(
-            "v2 at {} ({})",
-            at.display(),
-            if ctl.is_empty() {
-                "no controllers"
-            } else {
-                ctl
-            }
-        )
-    });
-    let v1: Vec<String> = mounts
-        .v1
-        .iter()
-        .filter(|(_, c)| !c.is_empty())
-        .map(|(_, c)| c.join(","))
-        .collect();
-    match (v2, v1.is_empty()) {
-        (None, true) => "no cgroup file system mounted".into(),
-        (Some(v2), true) => v2,
-        (None, false) => format!("v1 ({})", v1.join(" ")),
-        (Some(v2), false) => format!("v1 ({}) beside {v2}", v1.join(" ")),
-    }
-}
 
 /// Creates `parent/rackbench-doctor-PID`, checks that a v2 child has
 /// `controller`, and removes it.
@@ -189,14 +58,11 @@ pub(super) fn judge(version: &str, attempts: &[(&str, Result<PathBuf, String>)])
     Finding::note(
         "cgroups",
         format!(
-            "{version}; no child group with memory and CPU control ({}); nothing needs \
-             it today, memory and CPU budgets will",
+            "{version}; no child group with memory and CPU control ({}); --memory and \
+             --cpus need it",
             failed.join("; ")
         ),
-        "run rackbench as root, or in a delegated group: `systemd-run --user --scope -p \
-         Delegate=yes rackbench ...`; on v2 the parent must list the controllers in \
-         cgroup.subtree_control (`echo +memory +cpu > PARENT/cgroup.subtree_control`); a \
-         container needs its cgroup mounted read-write",
+        crate::budget::cgroup::FIX,
     )
 }
 
@@ -223,6 +89,7 @@ pub(super) fn finding() -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget::cgroup::Mounts;
     use crate::doctor::Status;
 
     const HYBRID: &str = "tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n\

@@ -129,6 +129,14 @@ const BUILTIN: &[Builtin] = &[
         path: "/",
         expect_body: "sum of the first 1000 primes = 3682913",
     },
+    // Budgets' ground truth: MEMORY_PER_WORKER held per process,
+    // CPU_PER_REQUEST_MS of CPU per request (env).
+    Builtin {
+        name: "memory",
+        source: include_str!("../../ruby/apps/memory.ru"),
+        path: "/",
+        expect_body: "memory app: holds",
+    },
     Builtin {
         name: "gc-profiler",
         source: include_str!("../../ruby/apps/gc-profiler.ru"),

@@ -194,6 +194,10 @@ pub struct TrialRecord {
     /// (`runtime::inside`). Absent in records made before runtimes.
     #[serde(default)]
     pub runtime: Option<crate::runtime::RuntimeRecord>,
+    /// The budget the server ran under and what its control group saw
+    /// (`budget::BudgetRecord`); absent without a budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::BudgetRecord>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a

@@ -67,6 +67,9 @@ pub enum TrialError {
     PortOwner(#[from] crate::sampler::PortError),
     #[error("{0}")]
     Runtime(#[from] crate::runtime::RuntimeError),
+    /// The budget cannot be enforced here, or the server did not fit it.
+    #[error("{0}")]
+    Budget(String),
 }
 
 /// Everything one trial needs.
@@ -103,6 +106,9 @@ pub struct TrialSpec {
     /// YJIT, allocator, MALLOC_ARENA_MAX: what the trial asks of the
     /// runtime's Ruby.
     pub switches: crate::runtime::Switches,
+    /// A memory and CPU limit for the server's whole process tree (its
+    /// own control group); None: no group is made.
+    pub budget: Option<crate::budget::Budget>,
 }
 
 impl TrialSpec {
@@ -179,6 +185,9 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
         ));
     }
     spec.switches.env(&rt)?;
+    if let Some(b) = &spec.budget {
+        b.check_machine().map_err(TrialError::Budget)?;
+    }
     Ok(())
 }
 

@@ -93,6 +93,9 @@ pub(super) struct Prepared {
     /// its processes say what they run with.
     pub(super) runtime: crate::runtime::Runtime,
     pub(super) inside: crate::runtime::inside::Wrapper,
+    /// The budget's control group, made before the server starts and
+    /// removed when this is dropped (after the servers, declared after).
+    pub(super) group: Option<crate::budget::cgroup::Group>,
 }
 
 impl Prepared {
@@ -182,6 +185,10 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     };
     let inner = telemetry.as_ref().map_or(&app_file, |w| &w.rackup);
     let inside = crate::runtime::inside::write_wrapper(inner, &dir).map_err(io_err(&dir))?;
+    let group = match &spec.budget {
+        Some(b) => Some(crate::budget::cgroup::Group::create(b).map_err(TrialError::Budget)?),
+        None => None,
+    };
     Ok(Prepared {
         dir,
         app_dir,
@@ -195,6 +202,7 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
         telemetry,
         runtime,
         inside,
+        group,
     })
 }
 
@@ -229,7 +237,9 @@ pub(super) fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers
         use_socket: prep.use_socket,
         host: &prep.host,
         runtime: &prep.runtime,
-    })?;
+        cgroup: prep.group.as_ref().map_or(Vec::new(), |g| g.join_files()),
+    })
+    .map_err(|e| prep.killed_for_memory(spec, e))?;
     let mut servers = Servers {
         front: started.endpoints[0].clone(),
         commands: started.commands.clone(),
@@ -307,6 +317,29 @@ impl Servers {
 }
 
 impl Prepared {
+    /// A start-up failure with a kill for memory in the budget's group
+    /// becomes that reason, in one line; any other error stays as it is.
+    fn killed_for_memory(&self, spec: &TrialSpec, e: TrialError) -> TrialError {
+        let Some(g) = &self.group else {
+            return e;
+        };
+        let kills = g.oom_kills();
+        if kills == 0 || matches!(e, TrialError::Budget(_)) {
+            return e;
+        }
+        let memory = spec
+            .budget
+            .and_then(|b| b.memory_limit_bytes)
+            .map_or("its budget".to_string(), |m| {
+                format!("--memory {}", crate::budget::format_size(m))
+            });
+        TrialError::Budget(format!(
+            "{} was killed for memory while starting inside {memory} ({kills} kill{}): raise --memory or run fewer workers",
+            spec.server.name,
+            if kills == 1 { "" } else { "s" }
+        ))
+    }
+
     /// With telemetry on, waits until every process's last second has
     /// reached its file, so it can be stopped: uWSGI's INT skips at_exit,
     /// and a killed worker writes nothing.
@@ -381,6 +414,8 @@ struct Instances<'a> {
     use_socket: bool,
     host: &'a str,
     runtime: &'a crate::runtime::Runtime,
+    /// The budget's group every instance joins (empty without a budget).
+    cgroup: Vec<std::ffi::CString>,
 }
 
 /// The server under test, started and verified: one or several instances.
@@ -518,6 +553,7 @@ fn launch_instance(ctx: &Instances, i: u32, started: &mut Started) -> Result<(),
         stop_signal: s.stop_signal_number().unwrap_or(libc::SIGTERM),
         grace: spec.grace,
         root,
+        cgroup: ctx.cgroup.clone(),
     })?);
     started.commands.push(command);
     started.endpoints.push(match port {
@@ -688,6 +724,7 @@ fn start_nginx(
         stop_signal: libc::SIGQUIT,
         grace: spec.grace,
         root: None,
+        cgroup: Vec::new(),
     })?;
     let front = Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], conf.port)));
     verify(&mut n, &front, conf.host, spec, Duration::from_secs(20))?;

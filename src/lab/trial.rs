@@ -207,6 +207,10 @@ fn record(
         telemetry,
     } = watched;
     let disturbance = seen.disturbance.take();
+    let budget = match (&prep.group, &spec.budget) {
+        (Some(g), Some(b)) => Some(g.record(b, seen.window_start)),
+        _ => None,
+    };
     let runtime = prep.read_runtime(&spec, servers.started.running[0].pid);
     let server_metrics = server_metrics(seen, telemetry, report.requests.ok);
     let started = &servers.started;
@@ -250,6 +254,7 @@ fn record(
         server_exit,
         disturbance,
         runtime: Some(runtime),
+        budget,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

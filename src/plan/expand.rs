@@ -251,6 +251,7 @@ impl Plan {
                         repeat: 0,
                         runtime: f.runtime,
                         switches: f.switches,
+                        budget: f.budget,
                         spec: Some(spec.clone()),
                     };
                     self.expand_fronts(&base, shapes, combos, skipped);
@@ -294,11 +295,15 @@ impl Plan {
         let yjits = pick(&e.yjit, &self.yjit);
         let allocators = pick(&e.allocator, &self.allocator);
         let arenas = pick(&e.malloc_arena_max, &self.malloc_arena_max);
+        let budgets = self.budget.budgets();
         let mut out = Vec::new();
         for r in each(runtimes) {
             for y in each(yjits) {
                 for a in each(allocators) {
-                    for m in each(arenas) {
+                    for (m, b) in each(arenas)
+                        .into_iter()
+                        .flat_map(|m| budgets.iter().map(move |b| (m, *b)))
+                    {
                         let switches = Switches {
                             yjit: y,
                             allocator: a,
@@ -308,10 +313,11 @@ impl Plan {
                             r.as_deref(),
                             &switches,
                             [runtimes.len(), yjits.len(), allocators.len()].map(|n| n > 1),
-                        );
+                        ) + &budget_name(b.as_ref());
                         out.push(Flavour {
                             runtime: r.clone(),
                             switches,
+                            budget: b,
                             suffix,
                         });
                     }
@@ -426,8 +432,22 @@ impl Plan {
 pub(super) struct Flavour {
     pub runtime: Option<String>,
     pub switches: Switches,
+    /// The plan's `[budget]` for this trial (None without one).
+    pub budget: Option<crate::budget::Budget>,
     /// Its part of the variant's name: "@debian-13+yjit", or "".
     pub suffix: String,
+}
+
+/// A budget's part of a variant's name: "+mem=512M+cpus=1.5", or "".
+fn budget_name(b: Option<&crate::budget::Budget>) -> String {
+    let mut name = String::new();
+    if let Some(m) = b.and_then(|b| b.memory_limit_bytes) {
+        name.push_str(&format!("+mem={}", crate::budget::format_size(m)));
+    }
+    if let Some(c) = b.and_then(|b| b.cpus) {
+        name.push_str(&format!("+cpus={c}"));
+    }
+    name
 }
 
 /// A flavour's part of a variant's name. The runtime is shown as
@@ -608,6 +628,39 @@ mod flavour_tests {
         Plan::parse(&text, "t.toml")
             .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
             .unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn a_budget_section_multiplies_the_matrix_and_names_its_values() {
+        let rows: &[(&str, &[&str])] = &[
+            ("", &["puma"]),
+            ("[budget]\nmemory = \"512M\"", &["puma+mem=512M"]),
+            ("[budget]\ncpus = 1.5", &["puma+cpus=1.5"]),
+            (
+                "[budget]\nmemory = [\"512M\", \"1G\"]\ncpus = 1",
+                &["puma+mem=512M+cpus=1", "puma+mem=1G+cpus=1"],
+            ),
+        ];
+        for (extra, want) in rows {
+            let e = expand("servers = [\"puma\"]", extra);
+            let names: Vec<&str> = e.trials.iter().map(|t| t.variant.as_str()).collect();
+            assert_eq!(names, *want, "{extra}");
+        }
+        let e = expand("servers = [\"puma\"]", "[budget]\nmemory = \"1G\"");
+        assert_eq!(
+            e.trials[0].budget.unwrap().memory_limit_bytes,
+            Some(1 << 30)
+        );
+        assert!(
+            e.trials[0].id.contains("puma-mem-1G__"),
+            "{}",
+            e.trials[0].id
+        );
+        let bad = Plan::parse(
+            "name = \"b\"\nservers = [\"puma\"]\napps = [\"hello\"]\n[budget]\nmemory = \"12X\"\n",
+            "t.toml",
+        );
+        assert!(bad.unwrap_err().to_string().contains("512M"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod sweep;
 pub use crate::store::records::{PlannedTrial, Shape};
 pub use error::PlanError;
 pub use expand::{slug, Expanded};
-pub use schema::{BreakpointSection, LoadSection, Plan, ServerEntry};
+pub use schema::{BreakpointSection, BudgetSection, LoadSection, Plan, ServerEntry};
 
 use crate::server::spec::Registry;
 

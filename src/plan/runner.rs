@@ -163,6 +163,7 @@ fn trial_spec(
         telemetry: plan.telemetry || opts.telemetry,
         runtime: super::runtimes::runtime_of(t).and_then(|n| opts.runtimes.get(n).cloned()),
         switches: t.switches,
+        budget: t.budget,
     }
 }
 

@@ -82,6 +82,92 @@ pub struct Plan {
     /// `ruby = "PATH"` and optionally `gemfile = "PATH"`.
     #[serde(default)]
     pub runtime_defs: BTreeMap<String, crate::runtime::UserRuby>,
+    /// A memory and CPU budget for every trial's server, each a value or a
+    /// list that multiplies the matrix: `[budget]` with `memory = "512M"`
+    /// and `cpus = 1.5` (absent: no budget, ids as before).
+    #[serde(default, skip_serializing_if = "BudgetSection::is_empty")]
+    pub budget: BudgetSection,
+}
+
+/// `[budget]`: memory sizes and CPU counts, each one value or a list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSection {
+    /// "512M", "1G": checked as read.
+    #[serde(default, deserialize_with = "memory_sizes")]
+    pub memory: Vec<String>,
+    #[serde(default, deserialize_with = "cpu_counts")]
+    pub cpus: Vec<f64>,
+}
+
+impl BudgetSection {
+    pub fn is_empty(&self) -> bool {
+        self.memory.is_empty() && self.cpus.is_empty()
+    }
+
+    /// Every memory × cpus pair as a budget; `[None]` without a section.
+    pub fn budgets(&self) -> Vec<Option<crate::budget::Budget>> {
+        fn each<T>(v: Vec<Option<T>>) -> Vec<Option<T>> {
+            if v.is_empty() {
+                vec![None]
+            } else {
+                v
+            }
+        }
+        let mems = each(
+            self.memory
+                .iter()
+                .map(|m| crate::budget::parse_size(m).ok())
+                .collect(),
+        );
+        let cpus = each(self.cpus.iter().map(|&c| Some(c)).collect());
+        let mut out = Vec::new();
+        for &m in &mems {
+            for &c in &cpus {
+                out.push(
+                    (m.is_some() || c.is_some()).then_some(crate::budget::Budget {
+                        memory_limit_bytes: m,
+                        cpus: c,
+                    }),
+                );
+            }
+        }
+        out
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(x) => vec![x],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+fn memory_sizes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v: Vec<String> = one_or_many(d)?;
+    for m in &v {
+        crate::budget::parse_size(m).map_err(serde::de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+fn cpu_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    let v: Vec<f64> = one_or_many(d)?;
+    for &c in &v {
+        crate::budget::check_cpus(c).map_err(serde::de::Error::custom)?;
+    }
+    Ok(v)
 }
 
 /// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.

@@ -68,6 +68,9 @@ pub struct Launch {
     pub grace: Duration,
     /// Run from another release's root filesystem (a runtime's root).
     pub root: Option<super::rootfs::RootFs>,
+    /// Join these control groups (their `cgroup.procs`) before exec: a
+    /// budget's group (`budget::cgroup::Group::join_files`); empty for none.
+    pub cgroup: Vec<std::ffi::CString>,
 }
 
 /// Where and how to ask whether the server is up.
@@ -342,9 +345,13 @@ pub fn spawn(launch: Launch) -> Result<Running, StartError> {
         root.apply(&mut cmd);
     }
     let cpus = launch.cpus.clone();
+    let groups = launch.cgroup.clone();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
+            // Before anything else, so every process the server makes is
+            // inside its budget.
+            crate::budget::cgroup::join_self(&groups)?;
             // If rackbench dies hard, the server's main process is told.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
             if !cpus.is_empty() {
@@ -440,6 +447,7 @@ mod tests {
             stop_signal: libc::SIGTERM,
             grace: Duration::from_secs(1),
             root: None,
+            cgroup: Vec::new(),
         };
         let err = match spawn(launch) {
             Ok(_) => panic!("started on a CPU that does not exist"),
@@ -489,6 +497,7 @@ mod tests {
             stop_signal: libc::SIGTERM,
             grace: Duration::from_secs(5),
             root: None,
+            cgroup: Vec::new(),
         })
         .unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);

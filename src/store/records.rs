@@ -144,6 +144,9 @@ pub struct PlannedTrial {
     /// MALLOC_ARENA_MAX); absent when nothing is asked.
     #[serde(default, skip_serializing_if = "crate::runtime::Switches::is_empty")]
     pub switches: crate::runtime::Switches,
+    /// The plan's `[budget]` for this trial; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::budget::Budget>,
     #[serde(skip)]
     pub spec: Option<ServerSpec>,
 }
