@@ -54,6 +54,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("sweep-v1", &["sweep-v1.json"]),
     ("mirror-v1", &["mirror-v1.json"]),
     ("doctor-v1", &["doctor-v1.json"]),
+    ("fit-v1", &["fit-v1.json"]),
 ];
 
 #[test]

@@ -9,6 +9,7 @@
 mod breakpoint;
 mod compare;
 mod doctor;
+mod fit;
 mod k8s;
 mod load;
 mod merge;
@@ -57,6 +58,8 @@ enum Command {
     Run(run::RunArgs),
     /// Find the highest load with no errors (and under a latency ceiling).
     Breakpoint(Box<breakpoint::BreakpointArgs>),
+    /// The workers × threads with the most throughput inside a memory and CPU budget, under a latency objective.
+    Fit(Box<fit::FitArgs>),
     /// Write terminal, Markdown, CSV, JSON and HTML reports from a results directory.
     Report(report::ReportArgs),
     /// Compare two results directories (or two variants of one): change, 95% interval, significance.
@@ -120,6 +123,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Trial(args) => trial::run(*args),
         Command::Run(args) => run::run(args),
         Command::Breakpoint(args) => breakpoint::run(*args),
+        Command::Fit(args) => fit::run(*args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Sweep(args) => sweep::run(*args),

@@ -12,6 +12,7 @@
 //! compared and snapshot-tested.
 
 pub mod compare;
+pub mod fit;
 mod html;
 mod memory;
 pub mod mirror;

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub mod fit;
 pub mod settle;
 
 pub const SCHEMA: &str = "rackbench/breakpoint-v1";
