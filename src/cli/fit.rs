@@ -28,12 +28,6 @@ pub struct FitArgs {
     /// Load generator threads.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
-    /// The server's memory limit, e.g. 512M, 1G (bytes without a suffix).
-    #[arg(long, value_parser = parse_memory)]
-    pub memory: Option<u64>,
-    /// The server's CPU limit in CPUs, e.g. 1 or 1.5.
-    #[arg(long)]
-    pub cpus: Option<f64>,
     /// Memory to keep free under the peak, a share of --memory: 10% or 0.1.
     #[arg(long, default_value = "10%", value_parser = parse_share)]
     pub headroom: f64,
@@ -61,26 +55,6 @@ pub struct FitArgs {
     pub out: Option<PathBuf>,
 }
 
-/// "512M", "1G", "1.5GiB", "268435456": bytes.
-fn parse_memory(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (n, unit) = t.split_at(split);
-    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "ki" | "kib" => 1 << 10,
-        "m" | "mb" | "mi" | "mib" => 1 << 20,
-        "g" | "gb" | "gi" | "gib" => 1 << 30,
-        _ => return Err(format!("'{s}' is not a size: write it like 512M or 1G")),
-    };
-    match n.parse::<f64>() {
-        Ok(v) if v > 0.0 => Ok((v * scale as f64) as u64),
-        _ => Err(format!("'{s}' is not a size: write it like 512M or 1G")),
-    }
-}
-
 /// "10%" or "0.1": a share in 0..1.
 fn parse_share(s: &str) -> Result<f64, String> {
     let v = match s.trim().strip_suffix('%') {
@@ -96,22 +70,25 @@ fn parse_share(s: &str) -> Result<f64, String> {
 }
 
 /// The budget on one trial's spec.
-// TODO(budget-merge): set `spec.budget = Some(crate::budget::Budget {
-// memory_limit_bytes: memory, cpus })` here. Until budgets land the
-// trial runs unlimited: the search still keeps the peak under --memory
-// less the headroom, but nothing enforces it.
 fn with_budget(spec: &mut TrialSpec, memory: Option<u64>, cpus: Option<f64>) {
-    let _ = (spec, memory, cpus);
+    spec.budget = (memory.is_some() || cpus.is_some()).then_some(crate::budget::Budget {
+        memory_limit_bytes: memory,
+        cpus,
+    });
 }
 
-/// One trial's memory peak and kills for memory.
-// TODO(budget-merge): read `rec.budget` (its `memory_peak_bytes`, the
-// group's own peak, and `oom_kills`) when the trial had a budget, falling
-// back to the lines below without one.
+/// One trial's memory peak and kills for memory: the group's own peak
+/// and its kills with a budget, else the tree's PSS peak (pages shared
+/// with a parent counted once, as the group counts them; RSS where PSS
+/// was unreadable) and no kill.
 fn budget_figures(rec: &TrialRecord) -> (u64, u64) {
     let m = &rec.server_metrics;
-    // PSS counts pages the workers share with their parent once, as the
-    // group's own peak will; RSS where PSS was unreadable.
+    if let Some(b) = &rec.budget {
+        let peak = b
+            .memory_peak_bytes
+            .unwrap_or(m.pss_peak_bytes.unwrap_or(m.rss_peak_bytes));
+        return (peak, b.oom_kills);
+    }
     (m.pss_peak_bytes.unwrap_or(m.rss_peak_bytes), 0)
 }
 
@@ -149,7 +126,7 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     }
     let (processes, threads) = (spec.server.processes, spec.server.threads);
     let opts = FitOptions {
-        memory_limit_bytes: args.memory,
+        memory_limit_bytes: args.memory(),
         headroom: args.headroom,
         slo_p99_us: args.slo,
         max_workers: args.max_workers,
@@ -174,8 +151,8 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     let doc = FitDocument::new(
         (&name, &app),
         (
-            args.memory,
-            args.cpus,
+            args.memory(),
+            args.cpus(),
             args.headroom,
             args.slo,
             args.repeats,
@@ -193,6 +170,21 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     })
 }
 
+impl FitArgs {
+    /// --memory (the server options' budget flag), in bytes.
+    fn memory(&self) -> Option<u64> {
+        self.server
+            .budget
+            .budget()
+            .and_then(|b| b.memory_limit_bytes)
+    }
+
+    /// --cpus (the server options' budget flag).
+    fn cpus(&self) -> Option<f64> {
+        self.server.budget.budget().and_then(|b| b.cpus)
+    }
+}
+
 /// Flags that cannot make a search, refused with the fix.
 fn check(args: &FitArgs) -> Result<()> {
     if args.server.workers.is_some() || args.server.threads.is_some() {
@@ -205,18 +197,13 @@ fn check(args: &FitArgs) -> Result<()> {
             "--repeats, --max-workers and --max-threads need 1 or more".into(),
         ));
     }
-    if args.cpus.is_some_and(|c| c.is_nan() || c <= 0.0) {
-        return Err(usage(
-            "--cpus needs a positive number, e.g. 1 or 1.5".into(),
-        ));
-    }
     Ok(())
 }
 
 /// One candidate's trials: `--repeats` fresh servers at its workers and
 /// threads, each in the budget.
 fn measure(spec: TrialSpec, args: &FitArgs) -> impl FnMut(Candidate) -> Outcome {
-    let (memory, cpus, repeats, quiet) = (args.memory, args.cpus, args.repeats, args.json);
+    let (memory, cpus, repeats, quiet) = (args.memory(), args.cpus(), args.repeats, args.json);
     move |c| {
         let mut out = Outcome::default();
         for r in 1..=repeats {
@@ -301,21 +288,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_shares_parse_and_bad_ones_name_the_fix() {
-        // (input, bytes or None)
-        let sizes: &[(&str, Option<u64>)] = &[
-            ("512M", Some(512 << 20)),
-            ("1G", Some(1 << 30)),
-            ("1.5GiB", Some(3 << 29)),
-            ("1000", Some(1000)),
-            ("0M", None),
-            ("12X", None),
-            ("M", None),
-        ];
-        for &(s, want) in sizes {
-            assert_eq!(parse_memory(s).ok(), want, "{s}");
-        }
-        assert!(parse_memory("12X").unwrap_err().contains("like 512M"));
+    fn shares_parse_and_bad_ones_name_the_fix() {
         assert_eq!(parse_share("10%").unwrap(), 0.1);
         assert_eq!(parse_share("0.25").unwrap(), 0.25);
         assert!(parse_share("100%").is_err());
