@@ -111,3 +111,49 @@ fn a_real_puma_gets_a_recommendation_in_its_own_words() {
     assert!(best["throughput_rps"].as_f64().unwrap() > 0.0, "{doc:#}");
     assert!(best["memory_peak_bytes"].as_u64().unwrap() > 0, "{doc:#}");
 }
+
+/// The ground truth: each worker of the memory app holds 64 MiB,
+/// and 230 MiB holds two workers and not three (tests/budget.rs shows the
+/// third one killed). Inside that budget fit never recommends more than
+/// two, and any configuration it tried beyond two is judged killed or
+/// over the headroom, never `ok`.
+#[test]
+fn fit_never_recommends_more_workers_than_the_memory_limit_holds() {
+    if !rackbench::require::require(
+        "puma",
+        common::have("puma", "apt-get install puma"),
+        "apt-get install puma",
+    ) {
+        return;
+    }
+    let doc = fit(
+        "memory-limit",
+        &[
+            "--server",
+            "puma",
+            "--app",
+            "memory",
+            "--env",
+            "MEMORY_PER_WORKER=64M",
+            "--memory",
+            "230M",
+            "--headroom",
+            "5%",
+            "--max-workers",
+            "4",
+            "--max-threads",
+            "2",
+            "--repeats",
+            "1",
+            "-c",
+            "4",
+        ],
+    );
+    let best = doc["recommendation"]["workers"].as_u64().unwrap();
+    assert!(best <= 2, "recommended {best} workers in 230 MiB");
+    for c in doc["candidates"].as_array().unwrap() {
+        if c["workers"].as_u64().unwrap() > 2 {
+            assert_ne!(c["verdict"], "ok", "{c}");
+        }
+    }
+}
