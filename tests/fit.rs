@@ -119,11 +119,7 @@ fn a_real_puma_gets_a_recommendation_in_its_own_words() {
 /// over the headroom, never `ok`.
 #[test]
 fn fit_never_recommends_more_workers_than_the_memory_limit_holds() {
-    if !rackbench::require::require(
-        "puma",
-        common::have("puma", "apt-get install puma"),
-        "apt-get install puma",
-    ) {
+    if !common::have("puma", "apt-get install puma") {
         return;
     }
     let doc = fit(
