@@ -1,7 +1,7 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
 //! memory per worker, CPU per request and per core, the error share, the telemetry figures,
-//! the disturbance and the runtime it ran on. The summary, `compare`, the sweep and the reports
+//! the disturbance, the runtime it ran on and its budget. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
 //!
@@ -10,6 +10,7 @@
 //! and its arm in [`TrialFigures::metric`] (a test checks every row has
 //! one). It never reads a file: `store::read` does.
 
+use super::budget::TrialBudget;
 use super::runtime::RanOn;
 use crate::lab::trial::TrialRecord;
 use crate::sampler::PerWorker;
@@ -55,6 +56,9 @@ pub struct TrialFigures {
     /// Which Ruby and switches the server ran with; None in records made
     /// before runtimes (unknown).
     pub runtime: Option<RanOn>,
+    /// The budget it ran under and what its control group saw (peak,
+    /// kills for memory, throttling); None when it ran without one.
+    pub budget: Option<TrialBudget>,
 }
 
 impl TrialFigures {
@@ -94,6 +98,7 @@ impl TrialFigures {
                 threshold_foreign_cpu_share: Some(d.threshold_foreign_cpu_share),
             }),
             runtime: RanOn::of(r),
+            budget: r.budget.as_ref().map(TrialBudget::of),
         }
     }
 
