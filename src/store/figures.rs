@@ -227,6 +227,19 @@ pub(crate) mod tests {
         assert!(old.per_worker.is_none() && old.per_worker_figures().is_empty());
     }
 
+    #[test]
+    fn the_budget_is_read_from_the_record_and_absent_without_one() {
+        assert!(figures(|_| {}).budget.is_none(), "no budget: none");
+        let t: StoredTrial = serde_json::from_str(include_str!(
+            "../../tests/contracts/run-trial-v1-budget.json"
+        ))
+        .unwrap();
+        let b = TrialFigures::of(t.trial.as_ref().unwrap()).budget.unwrap();
+        assert_eq!(b.memory_limit_bytes, Some(256 << 20));
+        assert_eq!((b.oom_kills, b.kill_note()), (0, None));
+        assert!(b.memory_peak_bytes.is_some());
+    }
+
     /// (case, edit, p50, error share, cpu utilization on 2 cores)
     #[test]
     fn figures_follow_the_record() {
