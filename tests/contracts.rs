@@ -4,7 +4,8 @@
 //! `tests/contracts/*.json` are real documents, written by `rackbench run
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search;
 //! run-trial-v1-runtime.json from `plan-runtime.toml`, a planned trial
-//! with its runtime and switches)
+//! with its runtime and switches; run-trial-v1-budget.json from
+//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -40,7 +41,11 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("trial-v1", &["trial-v1.json", "trial-v1-budget.json"]),
     (
         "run-trial-v1",
-        &["run-trial-v1.json", "run-trial-v1-runtime.json"],
+        &[
+            "run-trial-v1.json",
+            "run-trial-v1-runtime.json",
+            "run-trial-v1-budget.json",
+        ],
     ),
     ("run-v1", &["run-v1.json"]),
     ("summary-v1", &["summary-v1.json"]),

@@ -1008,3 +1008,185 @@ fn a_study_on_one_runtime_shows_it_once_and_adds_no_column() {
     assert!(!html.contains("<th class=\"l\">Runtime</th><th>Load</th>"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The seeded directory with every record run under `budget(id)` (None:
+/// no budget), as `budget::BudgetRecord` writes it.
+fn seed_budgets(dir: &Path, budget: impl Fn(&str) -> Option<Value>) {
+    seed(dir);
+    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if let (true, Some(b)) = (v["trial"].is_object(), budget(v["id"].as_str().unwrap())) {
+            v["trial"]["budget"] = b;
+        }
+        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+        write(&path, &v);
+    }
+}
+
+fn budget_record(memory_mib: u64, kills: u64, events: &[f64]) -> Value {
+    json!({
+        "memory_limit_bytes": memory_mib << 20, "cpus": 1.0,
+        "memory_peak_bytes": 431u64 << 20, "oom_kills": kills,
+        "cpu_throttled_s": 0.36, "cpu_throttled_periods": 12,
+        "cgroup": "v2", "oom_events": events
+    })
+}
+
+/// Issue 28: a study run under one budget (512 MiB, 1 CPU) where a puma
+/// worker was killed for memory 1.5 s into the window: the budget is said
+/// once in the header, each group shows its peak against the limit and its
+/// throttling, the killed trial's row is flagged in every format (never a
+/// clean result) and its timeline marks the kill at its second.
+#[test]
+fn a_worker_killed_for_memory_is_flagged_everywhere_and_marked_on_the_timeline() {
+    let dir = common::scratch("report-budget");
+    let killed = "puma__hello__direct__c4__rep1";
+    seed_budgets(&dir, |id| {
+        Some(if id == killed {
+            budget_record(512, 1, &[1.5])
+        } else {
+            budget_record(512, 0, &[])
+        })
+    });
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let note = "killed for memory: 1 worker (limit 512 MiB)";
+    let header = "Budget: 512 MiB, 1 CPU for each server process tree (every trial)";
+
+    let term = &written.table;
+    assert!(term.contains(header), "{term}");
+    assert!(term.contains(note), "{term}");
+    assert!(
+        term.contains("peak 431 MiB of 512 MiB, 84%; CPU throttled 0.12 s/s"),
+        "{term}"
+    );
+
+    let md = read(&written.markdown);
+    assert!(md.contains(&format!("- {header}")), "{md}");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| puma | 4 conn | 2/2 "))
+        .unwrap();
+    assert!(row.contains(note), "{row}");
+    assert!(
+        !md.lines()
+            .find(|l| l.starts_with("| thin | 4 conn | 2/2 "))
+            .unwrap()
+            .contains("killed"),
+        "only the killed group is flagged"
+    );
+    assert!(
+        md.contains("| Server | Load | Memory peak of limit | CPU throttled (s per s) | Killed for memory |"),
+        "one budget: no Budget column: {md}"
+    );
+    assert!(
+        md.contains("| puma | 4 conn | 431 MiB of 512 MiB, 84% | 0.12 s/s | 1 (1 of 2 runs) |"),
+        "{md}"
+    );
+
+    let csv = read(&written.csv);
+    assert!(
+        csv.lines().next().unwrap().ends_with(
+            ",budget,memory_limit_bytes,memory_peak_bytes,memory_peak_share,cpus,cpu_throttled_s_per_s,oom_kills"
+        ),
+        "{csv}"
+    );
+    let puma = csv
+        .lines()
+        .find(|l| l.starts_with("puma__hello__direct__c4,"))
+        .unwrap();
+    assert!(puma.contains(note) && puma.ends_with(",1"), "{puma}");
+    let trials = read(&written.trials_csv);
+    let t = trials.lines().find(|l| l.starts_with(killed)).unwrap();
+    assert!(t.contains(note) && t.ends_with(",1"), "{t}");
+
+    let html = read(&written.html);
+    let summary = &html[html.find("<section id=\"summary\"").unwrap()..];
+    let row = &summary[..summary.find(note).expect("the note in the summary")];
+    let row_start = row.rfind("<tr").unwrap();
+    assert!(
+        row[row_start..].starts_with("<tr class=\"bad\">"),
+        "the killed group is painted as not a result"
+    );
+    assert!(html.contains(&format!("<p id=\"budget\">{header}</p>")));
+    let tl = &html[html
+        .find(&format!("Throughput per second, {killed}"))
+        .expect("the killed trial's timeline")..];
+    let svg = &tl[..tl.find("</svg>").unwrap()];
+    assert!(
+        svg.contains(">killed for memory at 2.5s</text>"),
+        "the kill marked 1.5 s after the 1 s warm-up: {svg}"
+    );
+    assert!(!html.contains(
+        "Throughput per second, puma__hello__direct__c4__rep2</title><desc></desc>killed"
+    ));
+    assert_eq!(
+        html.matches("killed for memory at").count(),
+        1,
+        "one kill, one marker"
+    );
+
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    common::schema::assert_valid("report-v1", &json, "report.json with budgets");
+    assert_eq!(json["budgets"], json!(["512 MiB, 1 CPU"]));
+    let t = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == killed)
+        .unwrap();
+    assert_eq!(t["budget"]["oom_kills"], 1);
+    assert!(t["notes"].as_array().unwrap().contains(&json!(note)));
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "puma__hello__direct__c4")
+        .unwrap();
+    assert_eq!(g["budget"]["oom_kills"], 1);
+    assert!(g["notes"].as_str().unwrap().contains(note));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Budgets that differ between groups are a Budget column, and a study
+/// without any budget reads exactly as before (the snapshots).
+#[test]
+fn budgets_that_differ_are_a_column_and_no_budget_changes_nothing() {
+    let dir = common::scratch("report-budgets-differ");
+    seed_budgets(&dir, |id| {
+        Some(budget_record(
+            if id.starts_with("puma") { 512 } else { 256 },
+            0,
+            &[],
+        ))
+    });
+    let md = Report::load(&dir).unwrap().markdown();
+    assert!(
+        md.contains(
+            "- Budgets: 512 MiB, 1 CPU; 256 MiB, 1 CPU (each group's in the budget tables)"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| thin | 4 conn | 256 MiB, 1 CPU | 431 MiB of 256 MiB, 168% |"),
+        "{md}"
+    );
+    seed_budgets(&dir, |_| None);
+    let written = report::write_all(&dir, None).unwrap();
+    let snap = |name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/snapshots")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    assert_eq!(read(&written.markdown), snap("report.md"));
+    assert_eq!(read(&written.csv), snap("report.csv"));
+    assert_eq!(read(&written.trials_csv), snap("trials.csv"));
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    assert!(json.get("budgets").is_none() && json["groups"][0].get("budget").is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -245,7 +245,7 @@ impl Report {
                 s.push_str("<th class=\"l\">Runtime</th>");
             }
             s.push_str("<th>Load</th><th>Runs</th><th>Throughput (req/s), min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
-            for g in groups {
+            for g in &groups {
                 let p = &g.planned;
                 let cls = if g.is_result() { "" } else { " class=\"bad\"" };
                 let runtime = if varies {
@@ -307,6 +307,7 @@ impl Report {
                 s.push_str("</td></tr>");
             }
             s.push_str("</table>");
+            super::budget::html(s, self, &groups);
         }
         s.push_str("</section>\n");
     }
@@ -483,6 +484,9 @@ impl Report {
         if let Some(n) = r.disturbance.as_ref().and_then(|d| d.note()) {
             let _ = write!(s, "<p class=\"note\">⚠ {}</p>", esc(&n));
         }
+        if let Some(n) = super::budget::trial_kill_note(t) {
+            let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&n));
+        }
         let tl = &r.load.timeline;
         if tl.is_empty() {
             s.push_str("<p class=\"bad-text\">The record holds no timeline rows.</p></div>");
@@ -538,6 +542,10 @@ impl Report {
                     if row.warmup { " (warm-up)" } else { "" }
                 ),
             );
+        }
+        // Each kill for memory at its time (`report::budget`).
+        for at in super::budget::kill_seconds(r) {
+            p.vline(at.min(tmax), RED, &format!("killed for memory at {at:.1}s"));
         }
         p.legend("req/s", "#1f5f9f", false);
         if tl.iter().any(|row| row.warmup) {
@@ -1454,6 +1462,9 @@ impl Report {
             s.push_str("<p class=\"bad-text\">manifest.json is missing: the environment of the run is unknown.</p>");
         }
         super::runtime::html(s, &self.runtimes());
+        if let Some(line) = self.budget_line() {
+            let _ = write!(s, "<p id=\"budget\">{}</p>", esc(&line));
+        }
         s.push_str("<h3>Exact commands of each trial</h3><button type=\"button\" onclick=\"setAll('details.cmd', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.cmd', false)\">Collapse all</button>");
         for t in &self.trials {
             let _ = write!(

@@ -11,6 +11,7 @@
 //! Output is deterministic (sorted, no clock reads) so reports can be
 //! compared and snapshot-tested.
 
+mod budget;
 pub mod compare;
 pub mod fit;
 mod html;
@@ -26,6 +27,7 @@ pub use text::{render_summary, table_width};
 
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
+use crate::store::figures::TrialFigures;
 use crate::store::records::{
     front_of, Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial,
 };
@@ -94,6 +96,9 @@ pub struct Group {
     pub runtimes: Vec<RanOn>,
     /// Its records' runtime mismatches (asked against ran), once each.
     pub mismatches: Vec<String>,
+    /// The budget its runs ran under and what their groups saw
+    /// (`store::budget`); None when none ran with one.
+    pub budget: Option<crate::store::budget::GroupBudget>,
 }
 
 impl Group {
@@ -136,6 +141,7 @@ impl Group {
                 .iter()
                 .map(|m| crate::store::runtime::note(m)),
         );
+        all.extend(self.budget.as_ref().and_then(|b| b.kill_note()));
         all.join("; ")
     }
     /// "2 of 5 runs disturbed (steal up to 12%)" when the machine
@@ -158,9 +164,11 @@ impl Group {
 
     /// Whether the row is a result: a run succeeded, with at most 1%
     /// errors and some OK response (`Caveats::not_a_result`). Only rows
-    /// that are not are painted red; "≥" and "†" are quiet marks.
+    /// that are not are painted red; "≥" and "†" are quiet marks. A
+    /// group where a worker was killed for memory is not a result either.
     pub fn is_result(&self) -> bool {
         self.good().is_some_and(|s| !s.caveats.not_a_result())
+            && self.budget.as_ref().is_none_or(|b| b.oom_kills == 0)
     }
 
     /// The good summary, if any run succeeded.
@@ -374,6 +382,7 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
                 missing: 0,
                 runtimes: Vec::new(),
                 mismatches: Vec::new(),
+                budget: None,
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -393,6 +402,14 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
             .collect();
         g.runtimes = crate::store::runtime::ran_on(records.iter().copied());
         g.mismatches = crate::store::runtime::mismatches(records.iter().copied());
+        let runs: Vec<(crate::store::budget::TrialBudget, f64)> = records
+            .iter()
+            .filter_map(|r| {
+                let f = TrialFigures::of(r);
+                f.budget.map(|b| (b, f.window_s))
+            })
+            .collect();
+        g.budget = crate::store::budget::GroupBudget::of(&runs);
     }
     groups
 }
@@ -512,7 +529,7 @@ impl Report {
             .groups
             .iter()
             .map(|g| {
-                serde_json::json!({
+                let mut v = serde_json::json!({
                     "group": g.group,
                     "server": g.planned.server,
                     "variant": g.planned.variant,
@@ -533,7 +550,13 @@ impl Report {
                     "runtime": crate::store::runtime::labels(&g.runtimes),
                     "runtime_mismatches": g.mismatches,
                     "summary": g.good(),
-                })
+                });
+                // Only with a budget: a study without one reads as before.
+                if let Some(b) = &g.budget {
+                    v["budget"] = serde_json::json!(b);
+                    v["notes"] = serde_json::json!(g.all_notes());
+                }
+                v
             })
             .collect();
         let trials: Vec<serde_json::Value> = self
@@ -541,7 +564,7 @@ impl Report {
             .iter()
             .map(|t| {
                 let r = t.record.as_ref();
-                serde_json::json!({
+                let mut v = serde_json::json!({
                     "id": t.planned.id,
                     "group": t.planned.group,
                     "repeat": t.planned.repeat,
@@ -556,11 +579,16 @@ impl Report {
                     "notes": r.map(|r| {
                         let mut v = Caveats::of(&r.load).notes();
                         v.extend(crate::store::runtime::notes([r]));
+                        v.extend(TrialFigures::of(r).budget.and_then(|b| b.kill_note()));
                         v
                     }),
                     "runtime": r.and_then(RanOn::of).map(|o| o.label()),
                     "disturbance": r.and_then(|r| r.disturbance.as_ref()),
-                })
+                });
+                if let Some(b) = r.and_then(|r| TrialFigures::of(r).budget) {
+                    v["budget"] = serde_json::json!(b);
+                }
+                v
             })
             .collect();
         let bps: Vec<serde_json::Value> = self
@@ -609,6 +637,11 @@ impl Report {
             "skipped": m.map(|m| &m.skipped),
             "warnings": self.warnings,
         });
+        let mut doc = doc;
+        if let Some(line) = self.budget_line() {
+            doc["budgets"] = serde_json::json!(self.budgets());
+            doc["budget_line"] = serde_json::json!(line);
+        }
         Ok(serde_json::to_string_pretty(&doc)? + "\n")
     }
 }

@@ -268,6 +268,7 @@ mod tests {
             missing: 0,
             runtimes: Vec::new(),
             mismatches: Vec::new(),
+            budget: None,
         }
     }
 

@@ -213,6 +213,7 @@ impl Report {
         if !self.groups.is_empty() {
             self.terminal_trials(&mut s, width);
         }
+        super::budget::terminal(&mut s, self);
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
@@ -415,6 +416,9 @@ impl Report {
             let _ = writeln!(s, "- Command: `{}`", m.command);
         }
         super::runtime::markdown(s, &self.runtimes());
+        if let Some(line) = self.budget_line() {
+            let _ = writeln!(s, "- {line}");
+        }
         let counts = self.counts();
         let _ = writeln!(
             s,
@@ -526,6 +530,7 @@ impl Report {
             s.push('\n');
             md_time_split(s, &groups);
             super::memory::markdown(s, &groups);
+            super::budget::markdown(s, self, &groups);
         }
     }
 
@@ -687,26 +692,26 @@ impl Report {
 
     /// One row per trial group: medians, ranges and run counts.
     pub fn csv(&self) -> String {
+        let mut columns = GROUP_COLUMNS.to_vec();
         if self.runtime_varies() {
-            csv_table(
-                &[GROUP_COLUMNS, GROUP_RUNTIME_COLUMNS].concat(),
-                &self.groups,
-            )
-        } else {
-            csv_table(GROUP_COLUMNS, &self.groups)
+            columns.extend_from_slice(GROUP_RUNTIME_COLUMNS);
         }
+        if !self.budgets().is_empty() {
+            columns.extend_from_slice(GROUP_BUDGET_COLUMNS);
+        }
+        csv_table(&columns, &self.groups)
     }
 
     /// One row per planned trial run, the missing and failed included.
     pub fn trials_csv(&self) -> String {
+        let mut columns = TRIAL_COLUMNS.to_vec();
         if self.runtime_varies() {
-            csv_table(
-                &[TRIAL_COLUMNS, TRIAL_RUNTIME_COLUMNS].concat(),
-                &self.trials,
-            )
-        } else {
-            csv_table(TRIAL_COLUMNS, &self.trials)
+            columns.extend_from_slice(TRIAL_RUNTIME_COLUMNS);
         }
+        if !self.budgets().is_empty() {
+            columns.extend_from_slice(TRIAL_BUDGET_COLUMNS);
+        }
+        csv_table(&columns, &self.trials)
     }
 }
 
@@ -865,6 +870,57 @@ const GROUP_RUNTIME_COLUMNS: &[Column<Group>] = &[("runtime", |g| g.runtime_labe
 const TRIAL_RUNTIME_COLUMNS: &[Column<TrialRow>] = &[("runtime", |t| {
     super::runtime::trial_label(t).unwrap_or_else(|| "unknown".into())
 })];
+
+/// A group's budget (`store::budget`), last, only when a study ran with
+/// budgets; empty for a group that ran without one.
+const GROUP_BUDGET_COLUMNS: &[Column<Group>] = &[
+    ("budget", |g| budgeted(g, |b| b.label.clone())),
+    ("memory_limit_bytes", |g| {
+        budgeted(g, |b| opt(b.memory_limit_bytes))
+    }),
+    ("memory_peak_bytes", |g| {
+        budgeted(g, |b| opt(b.memory_peak_bytes))
+    }),
+    ("memory_peak_share", |g| {
+        budgeted(g, |b| opt(b.memory_peak_share.map(f3)))
+    }),
+    ("cpus", |g| budgeted(g, |b| opt(b.cpus))),
+    ("cpu_throttled_s_per_s", |g| {
+        budgeted(g, |b| opt(b.cpu_throttled_s_per_s.map(f3)))
+    }),
+    ("oom_kills", |g| budgeted(g, |b| b.oom_kills.to_string())),
+];
+
+/// A trial's budget, last, only when a study ran with budgets.
+const TRIAL_BUDGET_COLUMNS: &[Column<TrialRow>] = &[
+    ("memory_limit_bytes", |t| {
+        budget_of(t, |b| opt(b.memory_limit_bytes))
+    }),
+    ("memory_peak_bytes", |t| {
+        budget_of(t, |b| opt(b.memory_peak_bytes))
+    }),
+    ("cpus", |t| budget_of(t, |b| opt(b.cpus))),
+    ("cpu_throttled_s", |t| {
+        budget_of(t, |b| f3(b.cpu_throttled_s))
+    }),
+    ("oom_kills", |t| budget_of(t, |b| b.oom_kills.to_string())),
+];
+
+/// A figure of a group's budget; empty without one.
+fn budgeted(g: &Group, figure: impl Fn(&crate::store::budget::GroupBudget) -> String) -> String {
+    g.budget.as_ref().map_or(String::new(), figure)
+}
+
+/// A figure of a trial's budget; empty without one.
+fn budget_of(
+    t: &TrialRow,
+    figure: impl Fn(&crate::store::budget::TrialBudget) -> String,
+) -> String {
+    t.record
+        .as_ref()
+        .and_then(super::budget::of_record)
+        .map_or(String::new(), |b| figure(&b))
+}
 
 /// `trials.csv`: a trial's plan and status, then its record's figures.
 const TRIAL_COLUMNS: &[Column<TrialRow>] = &[

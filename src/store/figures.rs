@@ -1,7 +1,7 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
 //! memory per worker, CPU per request and per core, the error share, the telemetry figures,
-//! the disturbance and the runtime it ran on. The summary, `compare`, the sweep and the reports
+//! the disturbance, the runtime it ran on and its budget. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
 //!
@@ -10,6 +10,7 @@
 //! and its arm in [`TrialFigures::metric`] (a test checks every row has
 //! one). It never reads a file: `store::read` does.
 
+use super::budget::TrialBudget;
 use super::runtime::RanOn;
 use crate::lab::trial::TrialRecord;
 use crate::sampler::PerWorker;
@@ -55,6 +56,9 @@ pub struct TrialFigures {
     /// Which Ruby and switches the server ran with; None in records made
     /// before runtimes (unknown).
     pub runtime: Option<RanOn>,
+    /// The budget it ran under and what its control group saw (peak,
+    /// kills for memory, throttling); None when it ran without one.
+    pub budget: Option<TrialBudget>,
 }
 
 impl TrialFigures {
@@ -94,6 +98,7 @@ impl TrialFigures {
                 threshold_foreign_cpu_share: Some(d.threshold_foreign_cpu_share),
             }),
             runtime: RanOn::of(r),
+            budget: r.budget.as_ref().map(TrialBudget::of),
         }
     }
 
@@ -220,6 +225,19 @@ pub(crate) mod tests {
             s.remove("per_worker");
         });
         assert!(old.per_worker.is_none() && old.per_worker_figures().is_empty());
+    }
+
+    #[test]
+    fn the_budget_is_read_from_the_record_and_absent_without_one() {
+        assert!(figures(|_| {}).budget.is_none(), "no budget: none");
+        let t: StoredTrial = serde_json::from_str(include_str!(
+            "../../tests/contracts/run-trial-v1-budget.json"
+        ))
+        .unwrap();
+        let b = TrialFigures::of(t.trial.as_ref().unwrap()).budget.unwrap();
+        assert_eq!(b.memory_limit_bytes, Some(256 << 20));
+        assert_eq!((b.oom_kills, b.kill_note()), (0, None));
+        assert!(b.memory_peak_bytes.is_some());
     }
 
     /// (case, edit, p50, error share, cpu utilization on 2 cores)

@@ -5,7 +5,8 @@
 //! what is done. Reports read only from here, and only here reads a
 //! results directory: `read` (the one check, typed records), `figures`
 //! (the one list of a trial's figures), `runtime` (which Ruby and switches
-//! a trial ran on), `samples` (what `stats` compares).
+//! a trial ran on), `budget` (the budget it ran under and its kills for
+//! memory), `samples` (what `stats` compares).
 //!
 //! Layout (`rackbench/results-v1`):
 //!
@@ -17,6 +18,7 @@
 //! DIR/work/ID/               each trial's server log and rendered configs
 //! ```
 
+pub mod budget;
 pub mod figures;
 pub mod read;
 pub mod records;
