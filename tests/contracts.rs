@@ -13,7 +13,10 @@
 //! mirror-v1.json: `rackbench mirror --diff-bodies --primary-b --record
 //! --json` in front of three serve-tests, curl as the client;
 //! doctor-v1.json: `rackbench doctor --seconds 1 --json` on the 2-CPU VM
-//! where five builds ran);
+//! where five builds ran;
+//! fits-v1.json: `rackbench fit plans/budget-512.toml --repeats 1
+//! --max-workers 2 --max-threads 2 --duration 1s --out DIR`'s fits.json,
+//! puma holding no configuration, unicorn and passenger each one);
 //! the tests that make such documents afresh (tests/servers.rs,
 //! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
 //! against the same schemas.
@@ -60,6 +63,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("mirror-v1", &["mirror-v1.json"]),
     ("doctor-v1", &["doctor-v1.json"]),
     ("fit-v1", &["fit-v1.json"]),
+    ("fits-v1", &["fits-v1.json"]),
 ];
 
 #[test]
@@ -555,6 +559,21 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/values/1/vs_control/0/metric",
             Set(json!("speed")),
             "must be one of",
+        ),
+        // Each fit is a fit-v1 document through a $ref.
+        (
+            "fits-v1",
+            "fits-v1.json",
+            "/fits/1/candidates/0/verdict",
+            Set(json!("fine")),
+            "must be one of",
+        ),
+        (
+            "fits-v1",
+            "fits-v1.json",
+            "/plan",
+            Remove,
+            "missing properties 'plan'",
         ),
     ];
     for (schema, file, at, how, says) in cases {

@@ -4,7 +4,9 @@
 # Knobs (env): MEMORY_PER_WORKER (bytes, or with K/M/G: "64M"; default 0),
 # allocated and written at load so its pages are real, and held for the
 # process's life; CPU_PER_REQUEST_MS (default 2), a busy loop on the
-# thread's own CPU clock, so a throttled process still does the full amount.
+# thread's own CPU clock, so a throttled process still does the full amount;
+# WAIT_PER_REQUEST_MS (default 0), a sleep after the CPU, as a request
+# waits on a database: what lets a second thread in a worker help.
 # The rackup is loaded once per worker by puma in cluster mode without
 # preload_app! and by unicorn without preload_app: each worker holds its
 # own copy. With preload the master loads it once and the workers share
@@ -21,12 +23,14 @@ MEMORY_HELD_BYTES = rackbench_size(ENV.fetch("MEMORY_PER_WORKER", "0"))
 # "x" * n writes every byte: the pages are touched, not just reserved.
 MEMORY_HELD = "x" * MEMORY_HELD_BYTES
 CPU_PER_REQUEST_MS = Float(ENV.fetch("CPU_PER_REQUEST_MS", "2"))
+WAIT_PER_REQUEST_S = Float(ENV.fetch("WAIT_PER_REQUEST_MS", "0")) / 1000.0
 
 run lambda { |_env|
   clock = Process::CLOCK_THREAD_CPUTIME_ID
   stop = Process.clock_gettime(clock) + CPU_PER_REQUEST_MS / 1000.0
   n = 0
   n += 1 while Process.clock_gettime(clock) < stop
+  sleep(WAIT_PER_REQUEST_S) if WAIT_PER_REQUEST_S > 0
   body = "memory app: holds #{MEMORY_HELD.bytesize} bytes, busy #{CPU_PER_REQUEST_MS.round(3)} ms"
   [200, { "content-type" => "text/plain", "content-length" => body.bytesize.to_s }, [body]]
 }

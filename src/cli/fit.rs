@@ -2,17 +2,21 @@
 //! inside a memory (and CPU) budget, under a latency objective, with no
 //! errors and no worker killed for memory. Each candidate is measured with
 //! real trials (`lab::trial::run_trial`, a fresh server per repeat); the
-//! search is `search::fit`, the document and page `report::fit`.
+//! search is `search::fit`, the document and page `report::fit`. With a
+//! plan (`rackbench fit PLAN`, read by `plan::fit`) each of its servers is
+//! fitted in turn and the fits end in one table.
 
 use super::load::{stop_on_signals, LoadOptions};
 use super::trial::ServerOptions;
 use super::usage;
 use crate::lab::trial::{run_trial, TrialRecord, TrialSpec};
-use crate::report::fit::{self as page, FitDocument};
+use crate::plan::fit::{parse_share, FitPlan, FitRig, FitSettings};
+use crate::plan::Plan;
+use crate::report::fit::{self as page, FitDocument, FitsDocument};
 use crate::search::fit::{fit_until, Candidate, FitOptions, Outcome, Repeat, Tried};
 use anyhow::{Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,6 +24,10 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct FitArgs {
+    /// A plan file: fits each of its servers with its first app inside
+    /// its [budget], under its [fit] (flags given here override it).
+    #[arg(conflicts_with_all = ["server", "command"])]
+    pub plan: Option<PathBuf>,
     #[command(flatten)]
     pub server: ServerOptions,
     /// Load options; --duration is each trial's counted length [default: 5s].
@@ -28,45 +36,48 @@ pub struct FitArgs {
     /// Load generator threads.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
-    /// Memory to keep free under the peak, a share of --memory: 10% or 0.1.
-    #[arg(long, default_value = "10%", value_parser = parse_share)]
-    pub headroom: f64,
+    /// Memory to keep free under the peak, a share of --memory: 10% or 0.1 [default: 10%].
+    #[arg(long, value_parser = parse_share)]
+    pub headroom: Option<f64>,
     /// The latency objective, e.g. p99=200ms.
     #[arg(long, value_parser = crate::search::parse_slo)]
     pub slo: Option<u64>,
     /// Trials per configuration (compare's test needs 4 a side to tell
-    /// the best from its runner-up).
-    #[arg(long, default_value_t = 3)]
-    pub repeats: usize,
-    /// The most worker processes tried.
-    #[arg(long, default_value_t = 8)]
-    pub max_workers: u32,
-    /// The most threads per worker tried.
-    #[arg(long, default_value_t = 16)]
-    pub max_threads: u32,
-    /// Print one JSON document (rackbench/fit-v1).
+    /// the best from its runner-up) [default: 3].
+    #[arg(long)]
+    pub repeats: Option<usize>,
+    /// The most worker processes tried [default: 8].
+    #[arg(long)]
+    pub max_workers: Option<u32>,
+    /// The most threads per worker tried [default: 16].
+    #[arg(long)]
+    pub max_threads: Option<u32>,
+    /// Print one JSON document (rackbench/fit-v1; with a plan, rackbench/fits-v1).
     #[arg(long)]
     pub json: bool,
     /// Write the page (a heatmap of workers × threads) to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// Keep fit.json, each trial's record and the servers' logs here.
+    /// Keep fit.json, each trial's record and the servers' logs here;
+    /// with a plan, DIR/SERVER/fit.json and fit.html, and DIR/fits.md and
+    /// fits.json.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// With a plan: list the fits it makes and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The ids of the flags given on the command line (filled by
+    /// cli::main), so that only those override a plan.
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
-/// "10%" or "0.1": a share in 0..1.
-fn parse_share(s: &str) -> Result<f64, String> {
-    let v = match s.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => s.trim().parse::<f64>(),
-    };
-    match v {
-        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a headroom: give a share under 100%, e.g. 10% or 0.1"
-        )),
-    }
+/// The ids of the arguments given on the command line (not defaults).
+pub fn given(m: &clap::ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect()
 }
 
 /// The budget on one trial's spec.
@@ -112,6 +123,9 @@ fn setting(server: &str, processes: bool, threads: bool, t: &Tried) -> String {
 
 pub fn run(args: FitArgs) -> Result<ExitCode> {
     check(&args)?;
+    if let Some(path) = args.plan.clone() {
+        return run_plan(&args, &path);
+    }
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
@@ -124,42 +138,10 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     if let Some(out) = &args.out {
         spec.dir = out.join("trials");
     }
-    let (processes, threads) = (spec.server.processes, spec.server.threads);
-    let opts = FitOptions {
-        memory_limit_bytes: args.memory(),
-        headroom: args.headroom,
-        slo_p99_us: args.slo,
-        max_workers: args.max_workers,
-        max_threads: args.max_threads,
-        start_threads: spec.server.default_threads.max(1),
-        threads,
-        processes,
-        seed: 0x0f17,
-    };
+    with_budget(&mut spec, args.memory(), args.cpus());
     let name = spec.server.name.clone();
-    let app = spec.app.name.clone();
-    if !args.json {
-        eprintln!(
-            "fitting {name} with {app}: up to {} workers × {} threads, {} trials each",
-            if processes { args.max_workers } else { 1 },
-            if threads { args.max_threads } else { 1 },
-            args.repeats
-        );
-    }
-    let measure = measure(spec, &args);
-    let result = fit_until(measure, opts, || interrupt.load(Ordering::Relaxed));
-    let doc = FitDocument::new(
-        (&name, &app),
-        (
-            args.memory(),
-            args.cpus(),
-            args.headroom,
-            args.slo,
-            args.repeats,
-        ),
-        result,
-        |t| setting(&name, processes, threads, t),
-    );
+    let settings = args.settings(FitSettings::default());
+    let doc = fit_one(&name, spec, &settings, args.json, &interrupt);
     write_outputs(&doc, &args)?;
     Ok(if interrupt.load(Ordering::Relaxed) {
         ExitCode::from(130)
@@ -168,6 +150,56 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One server's search from its base trial (the budget on it), as the
+/// fit-v1 document; `name` is the server as the results name it.
+fn fit_one(
+    name: &str,
+    spec: TrialSpec,
+    settings: &FitSettings,
+    quiet: bool,
+    interrupt: &Arc<AtomicBool>,
+) -> FitDocument {
+    let (processes, threads) = (spec.server.processes, spec.server.threads);
+    let (memory, cpus) = spec
+        .budget
+        .map_or((None, None), |b| (b.memory_limit_bytes, b.cpus));
+    let opts = FitOptions {
+        memory_limit_bytes: memory,
+        headroom: settings.headroom,
+        slo_p99_us: settings.slo_p99_us,
+        max_workers: settings.max_workers,
+        max_threads: settings.max_threads,
+        start_threads: spec.server.default_threads.max(1),
+        threads,
+        processes,
+        seed: 0x0f17,
+    };
+    let server = spec.server.name.clone();
+    let app = spec.app.name.clone();
+    if !quiet {
+        eprintln!(
+            "fitting {name} with {app}: up to {} workers × {} threads, {} trials each",
+            if processes { settings.max_workers } else { 1 },
+            if threads { settings.max_threads } else { 1 },
+            settings.repeats
+        );
+    }
+    let measure = measure(spec, settings.repeats, quiet);
+    let result = fit_until(measure, opts, || interrupt.load(Ordering::Relaxed));
+    FitDocument::new(
+        (name, &app),
+        (
+            memory,
+            cpus,
+            settings.headroom,
+            settings.slo_p99_us,
+            settings.repeats,
+        ),
+        result,
+        |t| setting(&server, processes, threads, t),
+    )
 }
 
 impl FitArgs {
@@ -183,6 +215,23 @@ impl FitArgs {
     fn cpus(&self) -> Option<f64> {
         self.server.budget.budget().and_then(|b| b.cpus)
     }
+
+    /// The search's settings: each flag given over `base` (a plan's
+    /// `[fit]`, or the defaults).
+    fn settings(&self, base: FitSettings) -> FitSettings {
+        FitSettings {
+            slo_p99_us: self.slo.or(base.slo_p99_us),
+            headroom: self.headroom.unwrap_or(base.headroom),
+            repeats: self.repeats.unwrap_or(base.repeats),
+            max_workers: self.max_workers.unwrap_or(base.max_workers),
+            max_threads: self.max_threads.unwrap_or(base.max_threads),
+        }
+    }
+
+    /// Whether a flag with a default was given on the command line.
+    fn given(&self, id: &str) -> bool {
+        self.given.iter().any(|g| g == id)
+    }
 }
 
 /// Flags that cannot make a search, refused with the fix.
@@ -192,18 +241,183 @@ fn check(args: &FitArgs) -> Result<()> {
             "fit searches the workers and threads itself: bound them with --max-workers and --max-threads instead of --workers/--threads".into(),
         ));
     }
-    if args.repeats == 0 || args.max_workers == 0 || args.max_threads == 0 {
+    if [
+        args.repeats,
+        args.max_workers.map(|m| m as usize),
+        args.max_threads.map(|m| m as usize),
+    ]
+    .contains(&Some(0))
+    {
         return Err(usage(
             "--repeats, --max-workers and --max-threads need 1 or more".into(),
         ));
+    }
+    if args.plan.is_some() && args.html.is_some() {
+        return Err(usage(
+            "with a plan, each server has its own page: give --out DIR (DIR/SERVER/fit.html) instead of --html".into(),
+        ));
+    }
+    if args.plan.is_none() && args.dry_run {
+        return Err(usage(
+            "--dry-run lists a plan's fits: give the plan, e.g. rackbench fit plans/budget-512.toml --dry-run".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `rackbench fit PLAN`: each server's search in turn, then one table.
+fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
+    let (mut plan, text) = Plan::load(path).map_err(|e| usage(e.to_string()))?;
+    let file = path.display().to_string();
+    override_plan(args, &mut plan);
+    let registry = super::servers::registry(&args.server.servers_file)?;
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let rig = rig(args, Arc::clone(&interrupt))?;
+    let fits = plan
+        .fit_plan(&text, &file, &registry, &rig)
+        .map_err(|e| usage(e.to_string()))?;
+    let settings = args.settings(fits.settings.clone());
+    announce(&plan.name, &fits, &settings);
+    if args.dry_run {
+        for t in &fits.targets {
+            println!("{}", t.name);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if fits.targets.is_empty() {
+        return Err(usage("the plan has no server to fit here: none of its servers is installed (see `rackbench servers`)".into()));
+    }
+    stop_on_signals(&interrupt, false);
+    crate::load::raise_open_files_limit();
+    let mut docs = Vec::new();
+    for mut t in fits.targets {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let dir = args
+            .out
+            .as_ref()
+            .map(|o| o.join(crate::plan::slug(&t.name)));
+        t.spec.dir = match &dir {
+            Some(d) => d.join("trials"),
+            None => std::env::temp_dir().join(format!(
+                "rackbench-fit-{}-{}",
+                std::process::id(),
+                crate::plan::slug(&t.name)
+            )),
+        };
+        let doc = fit_one(&t.name, t.spec, &settings, args.json, &interrupt);
+        if let Some(d) = &dir {
+            write_server(d, &doc)?;
+        }
+        docs.push(doc);
+    }
+    let all = FitsDocument::new(&plan.name, docs);
+    write_fits(&all, args)?;
+    Ok(if interrupt.load(Ordering::Relaxed) {
+        ExitCode::from(130)
+    } else if all.fits.iter().any(|d| d.recommendation.is_none()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Each flag given replaces that part of the plan: --app its apps,
+/// --env adds to its env, --memory and --cpus its budget, -c, -d and
+/// --warmup its load.
+fn override_plan(args: &FitArgs, plan: &mut Plan) {
+    if args.given("app") {
+        plan.apps = vec![args.server.app.clone()];
+    }
+    plan.env.extend(args.server.env.iter().cloned());
+    args.server.budget.override_plan(&mut plan.budget);
+    if args.given("connections") {
+        plan.load.connections = vec![args.load.connections];
+    }
+    if let Some(d) = args.load.duration {
+        plan.load.duration = format!("{}ms", d.as_millis());
+    }
+    if args.given("warmup") {
+        plan.load.warmup = format!("{}ms", args.load.warmup.as_millis());
+    }
+}
+
+/// The CPUs for the servers and the load, as `trial` pins them.
+fn rig(args: &FitArgs, interrupt: Arc<AtomicBool>) -> Result<FitRig> {
+    if args.server.no_pin {
+        return Ok(FitRig {
+            interrupt,
+            server_cpus: Vec::new(),
+            load_cpus: Vec::new(),
+        });
+    }
+    if let Some(cpus) = &args.server.server_cpus {
+        crate::load::cpus::check(cpus, "--server-cpus").map_err(usage)?;
+    }
+    let (server, load) = super::trial::default_pinning();
+    Ok(FitRig {
+        interrupt,
+        server_cpus: args.server.server_cpus.clone().unwrap_or(server),
+        load_cpus: args.load.load_cpus.clone().unwrap_or(load),
+    })
+}
+
+/// The plan's line on stderr: what is fitted, with what, in what; the
+/// apps not fitted and the servers skipped.
+fn announce(name: &str, fits: &FitPlan, s: &FitSettings) {
+    let servers: Vec<&str> = fits.targets.iter().map(|t| t.name.as_str()).collect();
+    eprintln!(
+        "plan {name}: fit {} with {}, up to {} workers × {} threads, {} trials each",
+        servers.join(", "),
+        fits.app,
+        s.max_workers,
+        s.max_threads,
+        s.repeats
+    );
+    if !fits.other_apps.is_empty() {
+        eprintln!(
+            "  not fitted: {} (a fit takes the plan's first app; fit another with --app NAME)",
+            fits.other_apps.join(", ")
+        );
+    }
+    for skip in &fits.skipped {
+        eprintln!("  skipped: {skip}");
+    }
+}
+
+/// DIR/SERVER/fit.json and fit.html.
+fn write_server(dir: &Path, doc: &FitDocument) -> Result<()> {
+    let json = dir.join("fit.json");
+    crate::store::write_json(&json, doc)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let html = dir.join("fit.html");
+    std::fs::write(&html, page::page(doc))
+        .with_context(|| format!("cannot write {}", html.display()))
+}
+
+/// The table (or the fits-v1 document) on stdout; --out's fits.md and
+/// fits.json.
+fn write_fits(all: &FitsDocument, args: &FitArgs) -> Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(all)?);
+    } else {
+        print!("{}", page::fits_text(all));
+    }
+    if let Some(out) = &args.out {
+        let json = out.join("fits.json");
+        crate::store::write_json(&json, all)
+            .with_context(|| format!("cannot write {}", json.display()))?;
+        let md = out.join("fits.md");
+        std::fs::write(&md, page::fits_markdown(all))
+            .with_context(|| format!("cannot write {}", md.display()))?;
     }
     Ok(())
 }
 
 /// One candidate's trials: `--repeats` fresh servers at its workers and
 /// threads, each in the budget.
-fn measure(spec: TrialSpec, args: &FitArgs) -> impl FnMut(Candidate) -> Outcome {
-    let (memory, cpus, repeats, quiet) = (args.memory(), args.cpus(), args.repeats, args.json);
+fn measure(spec: TrialSpec, repeats: usize, quiet: bool) -> impl FnMut(Candidate) -> Outcome {
     move |c| {
         let mut out = Outcome::default();
         for r in 1..=repeats {
@@ -211,7 +425,6 @@ fn measure(spec: TrialSpec, args: &FitArgs) -> impl FnMut(Candidate) -> Outcome 
             s.workers = spec.server.processes.then_some(c.workers);
             s.threads = spec.server.threads.then_some(c.threads);
             s.dir = spec.dir.join(format!("w{}-t{}-r{r}", c.workers, c.threads));
-            with_budget(&mut s, memory, cpus);
             match run_trial(s) {
                 Ok(rec) => {
                     let (memory_peak_bytes, oom_kills) = budget_figures(&rec);
@@ -286,14 +499,6 @@ fn write_outputs(doc: &FitDocument, args: &FitArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shares_parse_and_bad_ones_name_the_fix() {
-        assert_eq!(parse_share("10%").unwrap(), 0.1);
-        assert_eq!(parse_share("0.25").unwrap(), 0.25);
-        assert!(parse_share("100%").is_err());
-        assert!(parse_share("-1").is_err());
-    }
 
     /// The setting in a team's words, per server.
     #[test]

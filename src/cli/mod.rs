@@ -80,7 +80,14 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+        .map_err(|e| e.format(&mut <Cli as clap::CommandFactory>::command()))
+        .unwrap_or_else(|e| e.exit());
+    // `fit PLAN` lets only the flags given override the plan.
+    if let (Command::Fit(args), Some(m)) = (&mut cli.command, matches.subcommand_matches("fit")) {
+        args.given = fit::given(m);
+    }
     quiet_broken_pipe();
     // A closed standard output panics the print that meets it; the panic
     // unwinds through the command, whose guards stop what it started.

@@ -68,6 +68,11 @@ pub struct RunArgs {
 /// summary and report and choose the exit code.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let (mut plan, text, file) = read_plan(args.plan.as_ref())?;
+    if plan.fit.is_some() {
+        return Err(usage(format!(
+            "{file}: this plan is a fit: run `rackbench fit {file}`"
+        )));
+    }
     let registry = super::servers::registry(&args.servers_file)?;
     crate::plan::runtimes::override_lists(
         &mut plan,

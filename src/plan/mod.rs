@@ -8,13 +8,15 @@
 //!
 //! The rooms: `schema` is what a plan file may say, `check` refuses what
 //! it must not, `expand` turns a checked plan into trials, `sweep` is the
-//! one-variable form folded into the fields, `runtimes` resolves and
+//! one-variable form folded into the fields, `fit` reads a plan's `[fit]`
+//! as one base trial per server for `rackbench fit`, `runtimes` resolves and
 //! checks the runtimes the trials name, `runner` runs the trials.
 //! This file only joins them: read, check, expand.
 
 mod check;
 mod error;
 mod expand;
+pub mod fit;
 pub mod runner;
 pub mod runtimes;
 mod schema;
@@ -23,7 +25,7 @@ pub mod sweep;
 pub use crate::store::records::{PlannedTrial, Shape};
 pub use error::PlanError;
 pub use expand::{slug, Expanded};
-pub use schema::{BreakpointSection, BudgetSection, LoadSection, Plan, ServerEntry};
+pub use schema::{BreakpointSection, BudgetSection, FitSection, LoadSection, Plan, ServerEntry};
 
 use crate::server::spec::Registry;
 

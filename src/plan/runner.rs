@@ -116,7 +116,7 @@ pub fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
     out
 }
 
-fn trial_spec(
+pub(super) fn trial_spec(
     t: &PlannedTrial,
     e: &Expanded,
     plan: &Plan,

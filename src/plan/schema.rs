@@ -87,6 +87,32 @@ pub struct Plan {
     /// and `cpus = 1.5` (absent: no budget, ids as before).
     #[serde(default, skip_serializing_if = "BudgetSection::is_empty")]
     pub budget: BudgetSection,
+    /// This plan is a fit (`rackbench fit PLAN`, plan::fit): the search's
+    /// objective and bounds. `rackbench run` refuses such a plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitSection>,
+}
+
+/// `[fit]`: what `rackbench fit` takes as flags, each optional (absent:
+/// the flag's default), e.g. `slo = "p99=200ms"`, `headroom = "10%"`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitSection {
+    /// The latency objective, "p99=200ms".
+    #[serde(default)]
+    pub slo: Option<String>,
+    /// Memory to keep free under the peak: "10%" or "0.1".
+    #[serde(default)]
+    pub headroom: Option<String>,
+    /// Trials per configuration.
+    #[serde(default)]
+    pub repeats: Option<usize>,
+    /// The most worker processes tried.
+    #[serde(default)]
+    pub max_workers: Option<u32>,
+    /// The most threads per worker tried.
+    #[serde(default)]
+    pub max_threads: Option<u32>,
 }
 
 /// `[budget]`: memory sizes and CPU counts, each one value or a list.

@@ -1,4 +1,6 @@
-//! The fit-v1 document (`rackbench fit --json`) and its page: a heatmap of
+//! The fit-v1 document (`rackbench fit --json`), a plan's fits-v1 (one
+//! fit-v1 per server, with their table in text and Markdown), and a fit's
+//! page: a heatmap of
 //! workers × threads coloured by throughput, the configurations that broke
 //! the objective or were killed marked, the recommendation outlined. The
 //! page is built from the document alone (no scripts, no external
@@ -184,6 +186,138 @@ fn figures(t: &Tried, limit: Option<u64>) -> String {
     )
 }
 
+/// The `rackbench/fits-v1` document: a plan's fits, one fit-v1 per server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FitsDocument {
+    pub schema: String,
+    /// The plan's name.
+    pub plan: String,
+    pub fits: Vec<FitDocument>,
+}
+
+pub const FITS_SCHEMA: &str = "rackbench/fits-v1";
+
+impl FitsDocument {
+    pub fn new(plan: &str, fits: Vec<FitDocument>) -> FitsDocument {
+        FitsDocument {
+            schema: FITS_SCHEMA.into(),
+            plan: plan.into(),
+            fits,
+        }
+    }
+
+    /// The head of the table: the plan and its budget (the first fit's:
+    /// a plan has one).
+    fn head(&self) -> String {
+        let budget = self.fits.first().map_or("no fit ran".into(), |d| {
+            format!(
+                "{} servers with {} in {}",
+                self.fits.len(),
+                d.app,
+                d.budget_words()
+            )
+        });
+        format!("fits of plan {}: {budget}", self.plan)
+    }
+
+    /// One row per server: the recommendation in its own words, its
+    /// throughput (spread), p99, memory peak against the limit, trials
+    /// run, and the runner-up with the verdict on the two.
+    fn rows(&self) -> Vec<[String; 7]> {
+        self.fits
+            .iter()
+            .map(|d| {
+                let Some(r) = &d.recommendation else {
+                    return [
+                        d.server.clone(),
+                        "none held".into(),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                        d.trials.to_string(),
+                        "-".into(),
+                    ];
+                };
+                let t = &r.tried;
+                let spread = t
+                    .throughput_spread
+                    .filter(|s| s.n > 1)
+                    .map_or(String::new(), |s| format!(" ({:.0}–{:.0})", s.min, s.max));
+                let memory = match d.memory_limit_bytes {
+                    Some(l) => format!(
+                        "{} of {} ({:.0}%)",
+                        fmt_bytes(t.memory_peak_bytes),
+                        fmt_bytes(l),
+                        t.memory_peak_bytes as f64 / l as f64 * 100.0
+                    ),
+                    None => fmt_bytes(t.memory_peak_bytes),
+                };
+                let runner_up = match (&d.runner_up, &d.difference) {
+                    (Some(u), Some(diff)) => format!("{}; the best: {}", u.setting, diff.words),
+                    (Some(u), None) => u.setting.clone(),
+                    _ => "none".into(),
+                };
+                [
+                    d.server.clone(),
+                    r.setting.clone(),
+                    format!("{:.0}{spread}", t.throughput_rps),
+                    fmt_us(t.latency_us.p99 as f64),
+                    memory,
+                    d.trials.to_string(),
+                    runner_up,
+                ]
+            })
+            .collect()
+    }
+}
+
+const FITS_COLUMNS: [&str; 7] = [
+    "server",
+    "recommendation",
+    "req/s (spread)",
+    "p99",
+    "memory peak",
+    "trials",
+    "runner-up",
+];
+
+/// The fits as a text table, columns aligned.
+pub fn fits_text(doc: &FitsDocument) -> String {
+    let rows = doc.rows();
+    let mut widths = FITS_COLUMNS.map(|c| c.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
+            .collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let mut s = format!("{}\n", doc.head());
+    let _ = writeln!(s, "{}", line(&FITS_COLUMNS.map(String::from)));
+    for row in &rows {
+        let _ = writeln!(s, "{}", line(row));
+    }
+    s
+}
+
+/// The fits as a Markdown table (fits.md, the README's table).
+pub fn fits_markdown(doc: &FitsDocument) -> String {
+    let mut s = format!("{}\n\n| {} |\n|", doc.head(), FITS_COLUMNS.join(" | "));
+    s.push_str(&"---|".repeat(FITS_COLUMNS.len()));
+    s.push('\n');
+    for row in doc.rows() {
+        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    }
+    s
+}
+
 /// A colour from pale to deep blue by `x` in 0..=1.
 fn shade(x: f64) -> String {
     let x = x.clamp(0.0, 1.0);
@@ -350,6 +484,38 @@ mod tests {
             usize::from(doc.recommendation.is_some())
         );
         assert!(!html.contains("<script") && !html.contains("src="));
+    }
+
+    /// The fits' table has one row per server, the recommendation in its
+    /// own words, and says "none held" where nothing fitted.
+    #[test]
+    fn the_fits_table_has_a_row_per_server_in_its_own_words() {
+        let held = sample();
+        let mut none = sample();
+        none.server = "unicorn".into();
+        none.recommendation = None;
+        let doc = FitsDocument::new("budget-512", vec![held.clone(), none]);
+        let text = fits_text(&doc);
+        let md = fits_markdown(&doc);
+        let r = held.recommendation.as_ref().unwrap();
+        for out in [&text, &md] {
+            assert!(
+                out.starts_with("fits of plan budget-512: 2 servers with"),
+                "{out}"
+            );
+            assert!(out.contains(&r.setting), "{out}");
+            assert!(out.contains("none held"), "{out}");
+            assert!(
+                out.contains(&format!("{:.0}", r.tried.throughput_rps)),
+                "{out}"
+            );
+        }
+        assert_eq!(text.lines().count(), 4, "{text}");
+        let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(table.len(), 4, "{md}");
+        for row in [table[0], table[2], table[3]] {
+            assert_eq!(row.matches(" | ").count(), FITS_COLUMNS.len() - 1, "{md}");
+        }
     }
 
     /// The text says the setting in the words a team uses and why the
