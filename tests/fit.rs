@@ -153,6 +153,8 @@ fn fit_never_recommends_more_workers_than_the_memory_limit_holds() {
             assert_ne!(c["verdict"], "ok", "{c}");
         }
     }
+}
+
 /// A plan of two test servers, one twice as slow as the other: each is
 /// fitted in turn (the flag --repeats over the plan's [fit]), one table
 /// row each, and --out holds each server's fit.json and page, fits.md and
