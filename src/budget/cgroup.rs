@@ -326,7 +326,14 @@ impl Group {
     /// Writes the limits; Err names the file the kernel refused or lacks.
     fn limit(&self, budget: &Budget) -> Result<(), String> {
         let put = |dir: &Path, file: &str, value: String| {
-            std::fs::write(dir.join(file), &value).map_err(|e| {
+            // A file the controller would add is absent without it; writing
+            // one is refused (EACCES on cgroupfs, not ENOENT), so look first.
+            let written = if dir.join(file).exists() {
+                std::fs::write(dir.join(file), &value)
+            } else {
+                Err(std::io::ErrorKind::NotFound.into())
+            };
+            written.map_err(|e| {
                 let why = if e.kind() == std::io::ErrorKind::NotFound {
                     format!(
                         "{} has no {file}: the {} controller is not enabled there",
@@ -708,9 +715,14 @@ cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n";
         let at = m.v2?;
         let own = parse_own(&std::fs::read_to_string("/proc/self/cgroup").ok()?);
         let dir = join(&at, own.0.as_deref()?);
+        // Without the two a budget needs; others (hugetlb, which no v1
+        // hierarchy binds here) may be offered.
         std::fs::read_to_string(dir.join("cgroup.controllers"))
             .ok()
-            .filter(|c| c.trim().is_empty())
+            .filter(|c| {
+                let offered: Vec<&str> = c.split_whitespace().collect();
+                !(offered.contains(&"memory") && offered.contains(&"cpu"))
+            })
             .map(|_| dir)
     }
 
