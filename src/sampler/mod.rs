@@ -69,7 +69,7 @@ pub use sockets::{
 
 use cpu::{CpuTracker, Ticks};
 use per_process::{ProcessTracker, Seen};
-use procfs::{read_memory, ProcTable};
+use procfs::{read_memory, MemoryTally, ProcTable};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -155,46 +155,29 @@ struct TreeSample {
 /// Peaks and sums over a run of samples.
 #[derive(Debug, Default)]
 struct Stats {
-    samples: u64,
-    rss_peak: u64,
-    rss_sum: u128,
-    pss_peak: u64,
-    pss_sum: u128,
-    uss_peak: u64,
-    uss_sum: u128,
-    pss_missing: bool,
+    memory: MemoryTally,
     procs_peak: u32,
     procs_sum: u64,
 }
 
 impl Stats {
     fn add(&mut self, s: &TreeSample) {
-        self.samples += 1;
-        self.rss_peak = self.rss_peak.max(s.rss);
-        self.rss_sum += u128::from(s.rss);
+        self.memory.add(&procfs::Memory {
+            rss: s.rss,
+            pss: s.pss,
+            uss: s.uss,
+        });
         self.procs_peak = self.procs_peak.max(s.processes);
         self.procs_sum += u64::from(s.processes);
-        match (s.pss, s.uss) {
-            (Some(p), Some(u)) => {
-                self.pss_peak = self.pss_peak.max(p);
-                self.uss_peak = self.uss_peak.max(u);
-                self.pss_sum += u128::from(p);
-                self.uss_sum += u128::from(u);
-            }
-            _ => self.pss_missing = true,
-        }
-    }
-
-    fn mean(&self, sum: u128) -> u64 {
-        (sum / u128::from(self.samples.max(1))) as u64
     }
 
     /// (peak, mean) of PSS and of USS, if known for every sample.
     fn pss_uss(&self) -> Option<((u64, u64), (u64, u64))> {
-        (self.samples > 0 && !self.pss_missing).then(|| {
+        let m = &self.memory;
+        (m.samples > 0 && !m.pss_missing).then(|| {
             (
-                (self.pss_peak, self.mean(self.pss_sum)),
-                (self.uss_peak, self.mean(self.uss_sum)),
+                (m.pss_peak, m.mean(m.pss_sum)),
+                (m.uss_peak, m.mean(m.uss_sum)),
             )
         })
     }
@@ -338,15 +321,15 @@ impl State {
         SamplerReport {
             cpu_user_s: cpu.user as f64 / tck,
             cpu_sys_s: cpu.sys as f64 / tck,
-            rss_peak_bytes: stats.rss_peak,
-            rss_mean_bytes: stats.mean(stats.rss_sum),
+            rss_peak_bytes: stats.memory.rss_peak,
+            rss_mean_bytes: stats.memory.mean(stats.memory.rss_sum),
             pss_peak_bytes: mem.map(|m| m.0 .0),
             pss_mean_bytes: mem.map(|m| m.0 .1),
             uss_peak_bytes: mem.map(|m| m.1 .0),
             uss_mean_bytes: mem.map(|m| m.1 .1),
             processes_peak: stats.procs_peak,
-            processes_mean: stats.procs_sum as f64 / stats.samples.max(1) as f64,
-            samples: stats.samples,
+            processes_mean: stats.procs_sum as f64 / stats.memory.samples.max(1) as f64,
+            samples: stats.memory.samples,
             window_start_ms: self
                 .marked_at
                 .map(|t| t.saturating_duration_since(self.started).as_millis() as u64),

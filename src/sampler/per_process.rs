@@ -23,7 +23,7 @@
 //! It never reads /proc itself beyond `comm` and `cmdline`: the sampler
 //! hands it each process's memory.
 
-use super::procfs::Memory;
+use super::procfs::{Memory, MemoryTally};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -175,14 +175,7 @@ struct Tracked {
     top: bool,
     /// A top with descendants seen.
     has_kids: bool,
-    samples: u64,
-    rss_peak: u64,
-    rss_sum: u128,
-    pss_peak: u64,
-    pss_sum: u128,
-    uss_peak: u64,
-    uss_sum: u128,
-    pss_missing: bool,
+    memory: MemoryTally,
 }
 
 /// Per-process figures over a run of samples (see the module doc).
@@ -281,30 +274,12 @@ impl Tracked {
             cmdline: read_cmdline(pid, buf).unwrap_or_default(),
             top,
             has_kids: false,
-            samples: 0,
-            rss_peak: 0,
-            rss_sum: 0,
-            pss_peak: 0,
-            pss_sum: 0,
-            uss_peak: 0,
-            uss_sum: 0,
-            pss_missing: false,
+            memory: MemoryTally::default(),
         }
     }
 
     fn add(&mut self, m: &Memory) {
-        self.samples += 1;
-        self.rss_peak = self.rss_peak.max(m.rss);
-        self.rss_sum += u128::from(m.rss);
-        match (m.pss, m.uss) {
-            (Some(p), Some(u)) => {
-                self.pss_peak = self.pss_peak.max(p);
-                self.uss_peak = self.uss_peak.max(u);
-                self.pss_sum += u128::from(p);
-                self.uss_sum += u128::from(u);
-            }
-            _ => self.pss_missing = true,
-        }
+        self.memory.add(m);
     }
 
     fn role(&self, passenger: bool) -> Role {
@@ -325,21 +300,21 @@ impl Tracked {
     }
 
     fn figures(&self, role: Role) -> ProcessMemory {
-        let n = u128::from(self.samples.max(1));
-        let mean = |sum: u128| (sum / n) as u64;
-        let known = !self.pss_missing;
+        let m = &self.memory;
+        let mean = |sum: u128| m.mean(sum);
+        let known = !m.pss_missing;
         ProcessMemory {
             pid: self.pid,
             comm: self.comm.clone(),
             cmdline: self.cmdline.clone(),
             role,
-            samples: self.samples,
-            rss_peak_bytes: self.rss_peak,
-            pss_peak_bytes: known.then_some(self.pss_peak),
-            uss_peak_bytes: known.then_some(self.uss_peak),
-            rss_mean_bytes: mean(self.rss_sum),
-            pss_mean_bytes: known.then(|| mean(self.pss_sum)),
-            uss_mean_bytes: known.then(|| mean(self.uss_sum)),
+            samples: m.samples,
+            rss_peak_bytes: m.rss_peak,
+            pss_peak_bytes: known.then_some(m.pss_peak),
+            uss_peak_bytes: known.then_some(m.uss_peak),
+            rss_mean_bytes: mean(m.rss_sum),
+            pss_mean_bytes: known.then(|| mean(m.pss_sum)),
+            uss_mean_bytes: known.then(|| mean(m.uss_sum)),
         }
     }
 }
@@ -581,7 +556,7 @@ mod tests {
             pss: Some(0),
             uss: Some(0),
         };
-        let before = t.procs[0].samples;
+        let before = t.procs[0].memory.samples;
         t.observe(
             &Seen {
                 pid: 1,
@@ -591,6 +566,9 @@ mod tests {
             },
             &mut Vec::new(),
         );
-        assert_eq!(t.procs[0].samples, before, "a zombie's zero is no sample");
+        assert_eq!(
+            t.procs[0].memory.samples, before,
+            "a zombie's zero is no sample"
+        );
     }
 }

@@ -135,6 +135,44 @@ pub(crate) struct Memory {
     pub uss: Option<u64>,
 }
 
+/// Peaks and sums of memory over a run of samples: a process tree's (the
+/// sampler) or one process's (`per_process`). PSS and USS count only when
+/// every sample had them.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MemoryTally {
+    pub samples: u64,
+    pub rss_peak: u64,
+    pub rss_sum: u128,
+    pub pss_peak: u64,
+    pub pss_sum: u128,
+    pub uss_peak: u64,
+    pub uss_sum: u128,
+    /// Some sample had no PSS or USS.
+    pub pss_missing: bool,
+}
+
+impl MemoryTally {
+    pub fn add(&mut self, m: &Memory) {
+        self.samples += 1;
+        self.rss_peak = self.rss_peak.max(m.rss);
+        self.rss_sum += u128::from(m.rss);
+        match (m.pss, m.uss) {
+            (Some(p), Some(u)) => {
+                self.pss_peak = self.pss_peak.max(p);
+                self.uss_peak = self.uss_peak.max(u);
+                self.pss_sum += u128::from(p);
+                self.uss_sum += u128::from(u);
+            }
+            _ => self.pss_missing = true,
+        }
+    }
+
+    /// The mean of `sum` over the samples (0 with none).
+    pub fn mean(&self, sum: u128) -> u64 {
+        (sum / u128::from(self.samples.max(1))) as u64
+    }
+}
+
 /// Reads statm and smaps_rollup. None if the process is gone.
 pub(crate) fn read_memory(pid: u32, buf: &mut Vec<u8>) -> Option<Memory> {
     read_into(&format!("/proc/{pid}/statm"), buf).ok()?;

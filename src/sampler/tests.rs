@@ -261,7 +261,7 @@ fn cpu_before_the_mark_is_left_out() {
     let s = Sampler::start(root, MIN_INTERVAL);
     assert!(wait_for(60, || comm(root) == "sleep"), "still burning");
     std::thread::sleep(Duration::from_millis(250));
-    let before_mark = lock(&s.state).all.samples;
+    let before_mark = lock(&s.state).all.memory.samples;
     s.mark();
     std::thread::sleep(Duration::from_millis(250));
     let r = s.stop();
