@@ -70,6 +70,7 @@ impl Plan {
         self.check_apps(at)?;
         let replay = self.check_load(file, at)?;
         let slack = self.slack(at)?;
+        self.check_slow(at)?;
         self.check_fronts(at)?;
         self.check_switches(at)?;
         self.check_breakpoint(at)?;
@@ -80,6 +81,49 @@ impl Plan {
             slack,
             replay,
         })
+    }
+
+    /// `[load] slow_*`: counts within the bound, a pace only beside a
+    /// count, each checked as the flags are.
+    fn check_slow(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
+        let l = &self.load;
+        if let Some(text) = &l.slow_every {
+            duration_at("slow_every", text, at)?;
+        }
+        if l.slow_clients.iter().all(|&n| n == 0) {
+            let orphan = [
+                (l.slow_mode.is_some(), "slow_mode"),
+                (l.slow_bytes.is_some(), "slow_bytes"),
+                (l.slow_every.is_some(), "slow_every"),
+            ]
+            .into_iter()
+            .find_map(|(given, key)| given.then_some(key));
+            return match orphan {
+                Some(key) => Err(at(
+                    key,
+                    format!("{key} needs slow_clients: add slow_clients = 4 (or [0, 4]) under [load], or drop {key}"),
+                )),
+                None => Ok(()),
+            };
+        }
+        for &n in l.slow_clients.iter().filter(|&&n| n > 0) {
+            l.slow_of(n).check().map_err(|m| {
+                let key = if m.contains("--slow-bytes") {
+                    "slow_bytes"
+                } else if m.contains("--slow-every") {
+                    "slow_every"
+                } else {
+                    "slow_clients"
+                };
+                at(
+                    key,
+                    m.replace("--slow-clients", "slow_clients")
+                        .replace("--slow-bytes", "slow_bytes")
+                        .replace("--slow-every", "slow_every"),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// `[load] slack`: a duration, and only where some trial runs an open

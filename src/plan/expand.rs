@@ -252,6 +252,7 @@ impl Plan {
                         runtime: f.runtime,
                         switches: f.switches,
                         budget: f.budget,
+                        slow_clients: f.slow_clients,
                         spec: Some(spec.clone()),
                     };
                     self.expand_fronts(&base, shapes, combos, skipped);
@@ -296,13 +297,23 @@ impl Plan {
         let allocators = pick(&e.allocator, &self.allocator);
         let arenas = pick(&e.malloc_arena_max, &self.malloc_arena_max);
         let budgets = self.budget.budgets();
+        let slows: Vec<Option<usize>> = if self.load.slow_clients.is_empty() {
+            vec![None]
+        } else {
+            self.load
+                .slow_clients
+                .iter()
+                .map(|&n| (n > 0).then_some(n))
+                .collect()
+        };
         let mut out = Vec::new();
         for r in each(runtimes) {
             for y in each(yjits) {
                 for a in each(allocators) {
-                    for (m, b) in each(arenas)
+                    for ((m, b), slow) in each(arenas)
                         .into_iter()
                         .flat_map(|m| budgets.iter().map(move |b| (m, *b)))
+                        .flat_map(|mb| slows.iter().map(move |s| (mb, *s)))
                     {
                         let switches = Switches {
                             yjit: y,
@@ -313,11 +324,13 @@ impl Plan {
                             r.as_deref(),
                             &switches,
                             [runtimes.len(), yjits.len(), allocators.len()].map(|n| n > 1),
-                        ) + &budget_name(b.as_ref());
+                        ) + &budget_name(b.as_ref())
+                            + &slow.map_or(String::new(), |n| format!("+slow={n}"));
                         out.push(Flavour {
                             runtime: r.clone(),
                             switches,
                             budget: b,
+                            slow_clients: slow,
                             suffix,
                         });
                     }
@@ -434,6 +447,8 @@ pub(super) struct Flavour {
     pub switches: Switches,
     /// The plan's `[budget]` for this trial (None without one).
     pub budget: Option<crate::budget::Budget>,
+    /// The plan's `[load] slow_clients` for this trial (None: none).
+    pub slow_clients: Option<usize>,
     /// Its part of the variant's name: "@debian-13+yjit", or "".
     pub suffix: String,
 }
