@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::test_server;
+use common::{rackbench, test_server};
 use rackbench::load::slow::{SlowClients, SlowMode};
 use rackbench::load::{self, LoadConfig, LoadReport};
 use rackbench::testserver::TestServerConfig;
@@ -104,4 +104,75 @@ fn read_mode_reads_so_slowly_the_servers_writes_block() {
         "{} answered, {r:?}",
         seen.answered
     );
+}
+
+/// One trial of `server` through the binary, 4 normal connections, with
+/// `slow` headers clients beside them (0: none); its record.
+fn trial(server: &[&str], slow: usize) -> serde_json::Value {
+    let mut args = vec![
+        "trial", "--app", "hello", "-c", "4", "-d", "3s", "--warmup", "1s", "--json",
+    ];
+    args.extend_from_slice(server);
+    let n = slow.to_string();
+    if slow > 0 {
+        args.extend_from_slice(&["--slow-clients", &n, "--slow-mode", "headers"]);
+    }
+    let out = rackbench(&args);
+    assert!(
+        out.status.success() || slow > 0,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// Throughput with 4 slowloris clients over throughput without them.
+fn share_kept(server: &[&str]) -> f64 {
+    let without = trial(server, 0)["load"]["throughput_rps"].as_f64().unwrap();
+    let with = trial(server, 4);
+    let slow = &with["load"]["slow_clients"];
+    assert_eq!(slow["count"], 4, "{slow}");
+    assert!(slow["accepted"].as_u64().unwrap() >= 4, "{slow}");
+    with["load"]["throughput_rps"].as_f64().unwrap() / without
+}
+
+/// Unicorn's documentation: a slow client ties up a worker. Two workers,
+/// four slowloris clients: the normal clients get almost nothing.
+#[test]
+fn unicorn_direct_starves_under_a_slowloris() {
+    if !common::have("unicorn", "apt-get install unicorn") {
+        return;
+    }
+    let kept = share_kept(&["--server", "unicorn", "--workers", "2"]);
+    assert!(
+        kept < 0.10,
+        "unicorn direct kept {:.0}% of its throughput",
+        kept * 100.0
+    );
+}
+
+/// nginx reads the slow heads itself; unicorn never sees them.
+#[test]
+fn unicorn_behind_nginx_serves_as_if_they_were_not_there() {
+    if !common::have("unicorn", "apt-get install unicorn") || !common::have_nginx() {
+        return;
+    }
+    let kept = share_kept(&["--server", "unicorn", "--workers", "2", "--behind", "nginx"]);
+    assert!(
+        kept > 0.70,
+        "unicorn behind nginx kept {:.0}%",
+        kept * 100.0
+    );
+}
+
+/// Puma's reactor buffers a request until it is whole; its 5 threads
+/// keep serving.
+#[test]
+fn puma_keeps_serving_under_a_slowloris() {
+    if !common::have("puma", "apt-get install puma") {
+        return;
+    }
+    let kept = share_kept(&["--server", "puma", "--workers", "0", "--threads", "5"]);
+    assert!(kept > 0.50, "puma kept {:.0}%", kept * 100.0);
 }

@@ -113,6 +113,21 @@ impl LoadReport {
     /// ended and the warnings.
     fn write_cost_and_end(&self, s: &mut String) {
         use std::fmt::Write;
+        if let Some(w) = &self.slow_clients {
+            let _ = writeln!(
+                s,
+                "  slow:        {} {} clients ({} B every {} ms): {} accepted, {} closed by the server, {} refused; held p50 {:.1}s, max {:.1}s (in no figure above)",
+                w.count,
+                w.mode,
+                w.bytes_per_step,
+                w.every_ms,
+                w.accepted,
+                w.closed_by_server,
+                w.refused,
+                w.held_s.p50,
+                w.held_s.max
+            );
+        }
         if let Some(sch) = &self.schedule {
             let past = match sch.slack_us {
                 Some(slack) => format!("past the {} slack", fmt_us(slack as f64)),
