@@ -17,6 +17,8 @@
 //! fits-v1.json: `rackbench fit plans/budget-512.toml --repeats 1
 //! --max-workers 2 --max-threads 2 --duration 1s --out DIR`'s fits.json,
 //! puma holding no configuration, unicorn and passenger each one);
+//! load-v1-slow.json: `rackbench load URL -c 2 -d 2s --slow-clients 2
+//! --slow-mode headers --json` against `rackbench serve-test`;
 //! the tests that make such documents afresh (tests/servers.rs,
 //! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
 //! against the same schemas.
@@ -40,7 +42,7 @@ fn sample(file: &str) -> Value {
 
 /// Each schema and the samples that hold to it.
 const SAMPLES: &[(&str, &[&str])] = &[
-    ("load-v1", &["load-v1.json"]),
+    ("load-v1", &["load-v1.json", "load-v1-slow.json"]),
     ("trial-v1", &["trial-v1.json", "trial-v1-budget.json"]),
     (
         "run-trial-v1",
