@@ -13,7 +13,11 @@
 //! [`SlowClientsReport`]. They connect only to the run's own endpoint,
 //! never anywhere else. A connection the server closes is counted and
 //! replaced at once, so N stay open (what a slowloris does); each
-//! connection's time open is one sample of `held_s`.
+//! connection the server closed is one sample of `held_s`. A connection
+//! still open when the run ends is no sample: its time was cut off by the
+//! end, not by the server, so it is counted in `open_at_end` and the
+//! shortest of those times is `open_at_end_min_s` (each was held at least
+//! that long).
 
 use super::response::{Progress, ResponseParser};
 use super::target::Endpoint;
@@ -126,11 +130,13 @@ impl SlowClients {
     }
 }
 
-/// Percentiles of the seconds each slow connection stayed open.
+/// Percentiles of the seconds each slow connection stayed open until the
+/// server closed it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HeldSeconds {
-    /// Connections measured (every one opened, closed by the server or
-    /// still open at the end).
+    /// Connections measured: those the server closed during the run (all
+    /// zeros when it closed none). Those still open at the end are
+    /// `open_at_end`, never a sample here.
     pub count: u64,
     pub p50: f64,
     pub p90: f64,
@@ -155,9 +161,16 @@ pub struct SlowClientsReport {
     pub refused: u64,
     /// Established connections the server closed (or reset) during the run.
     pub closed_by_server: u64,
-    /// Seconds each established connection stayed open, until the server
-    /// closed it or the run ended.
+    /// Seconds each connection the server closed had stayed open.
     pub held_s: HeldSeconds,
+    /// Connections still open when the run ended: their time was cut off
+    /// by the end, so they are no sample of `held_s`.
+    #[serde(default)]
+    pub open_at_end: u64,
+    /// The shortest time open of those `open_at_end` connections: each was
+    /// held at least this long (0 when none was open).
+    #[serde(default)]
+    pub open_at_end_min_s: f64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// `read` mode: whole responses read.
@@ -346,6 +359,8 @@ impl Clients {
             refused: 0,
             closed_by_server: 0,
             held_s: HeldSeconds::default(),
+            open_at_end: 0,
+            open_at_end_min_s: 0.0,
             bytes_sent: 0,
             bytes_received: 0,
             responses: 0,
@@ -584,14 +599,22 @@ impl Clients {
         self.held_ms.saturating_record(ms.max(1));
     }
 
-    /// Closes every connection still open (its time so far is its
-    /// sample) and returns the account.
+    /// Closes every connection still open (counted in `open_at_end`, the
+    /// shortest time among them kept, never a sample of `held_s`) and
+    /// returns the account.
     fn finish(mut self, now: Instant) -> SlowClientsReport {
-        for slot in std::mem::take(&mut self.slots) {
-            if let Slot::Open(o) = slot {
-                self.record_held(o.opened, now);
-            }
-        }
+        let open: Vec<Duration> = std::mem::take(&mut self.slots)
+            .into_iter()
+            .filter_map(|slot| match slot {
+                Slot::Open(o) => Some(now.saturating_duration_since(o.opened)),
+                _ => None,
+            })
+            .collect();
+        self.report.open_at_end = open.len() as u64;
+        self.report.open_at_end_min_s = open
+            .iter()
+            .min()
+            .map_or(0.0, |d| d.as_millis() as f64 / 1000.0);
         let h = &self.held_ms;
         let s = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
         self.report.held_s = if h.is_empty() {
@@ -737,8 +760,41 @@ mod tests {
         let r = run.finish();
         assert!(r.closed_by_server >= 4, "{r:?}");
         assert!(r.accepted >= 4, "{r:?}");
-        assert_eq!(r.held_s.count, r.accepted, "{r:?}");
+        assert_eq!(r.held_s.count, r.closed_by_server, "{r:?}");
+        assert_eq!(r.accepted, r.closed_by_server + r.open_at_end, "{r:?}");
         assert!(r.held_s.p50 >= 0.09 && r.held_s.p50 < 1.0, "{r:?}");
         assert!(r.bytes_sent > 0 && r.bytes_received == 0, "{r:?}");
+    }
+
+    /// A server that accepts and never closes: the connection open at the
+    /// end is no sample of `held_s` (its time was cut off by the end, not
+    /// the server) but counted in `open_at_end`, held at least its time.
+    #[test]
+    fn connections_open_at_the_end_are_counted_apart_from_held_s() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let slow = SlowClients {
+            every: Duration::from_millis(20),
+            ..SlowClients::new(2, SlowMode::Headers)
+        };
+        let run = start(
+            &slow,
+            &Endpoint::Tcp(addr),
+            GET,
+            Instant::now(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        let (_a, _) = listener.accept().unwrap();
+        let (_b, _) = listener.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let r = run.finish();
+        assert_eq!((r.accepted, r.closed_by_server), (2, 0), "{r:?}");
+        assert_eq!(r.held_s, HeldSeconds::default(), "{r:?}");
+        assert_eq!(r.open_at_end, 2, "{r:?}");
+        assert!(
+            r.open_at_end_min_s >= 0.25 && r.open_at_end_min_s < 5.0,
+            "{r:?}"
+        );
     }
 }
