@@ -164,7 +164,7 @@ impl SlowFlags {
             self.slow()?;
         }
         if let Some(m) = self.slow_mode {
-            load.slow_mode = Some(m);
+            load.slow_mode = Some(m.name().into());
         }
         if let Some(b) = self.slow_bytes {
             load.slow_bytes = Some(b);

@@ -678,6 +678,64 @@ mod flavour_tests {
         assert!(bad.unwrap_err().to_string().contains("512M"));
     }
 
+    /// Issue 29: `slow_clients = [0, 4]` is the same trial without and
+    /// with slow clients, side by side; 0 adds nothing to an id, so the
+    /// trial without them is named as it always was.
+    #[test]
+    fn slow_clients_multiply_the_matrix_and_zero_names_nothing() {
+        let plan = |slow: &str| {
+            format!(
+                "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [10]\n{slow}"
+            )
+        };
+        // (the [load] keys, each trial's variant and slow clients)
+        type Row<'a> = (&'a str, &'a [(&'a str, Option<usize>)]);
+        let rows: &[Row] = &[
+            ("", &[("puma", None)]),
+            ("slow_clients = 0\n", &[("puma", None)]),
+            ("slow_clients = 4\n", &[("puma+slow=4", Some(4))]),
+            (
+                "slow_clients = [0, 4]\n",
+                &[("puma", None), ("puma+slow=4", Some(4))],
+            ),
+            (
+                "slow_clients = [0, 4, 16]\nslow_mode = \"read\"\n",
+                &[
+                    ("puma", None),
+                    ("puma+slow=4", Some(4)),
+                    ("puma+slow=16", Some(16)),
+                ],
+            ),
+        ];
+        for (slow, want) in rows {
+            let text = plan(slow);
+            let e = Plan::parse(&text, "t.toml")
+                .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            let got: Vec<(&str, Option<usize>)> = e
+                .trials
+                .iter()
+                .map(|t| (t.variant.as_str(), t.slow_clients))
+                .collect();
+            assert_eq!(got, *want, "{slow}");
+        }
+        let text = plan("slow_clients = [0, 4]\n");
+        let e = Plan::parse(&text, "t.toml")
+            .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+            .unwrap();
+        let ids: Vec<&str> = e.trials.iter().map(|t| t.id.as_str()).collect();
+        assert!(
+            ids.iter().any(|id| id.starts_with("puma__"))
+                && ids.iter().any(|id| id.starts_with("puma-slow-4__")),
+            "{ids:?}"
+        );
+        assert_eq!(
+            ids.iter().filter(|id| id.contains("slow")).count(),
+            ids.len() / 2,
+            "{ids:?}"
+        );
+    }
+
     #[test]
     fn runtimes_and_switches_multiply_the_matrix_and_name_only_what_varies() {
         let puma = "servers = [\"puma\"]";

@@ -307,9 +307,11 @@ pub struct LoadSection {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub slow_clients: Vec<usize>,
-    /// What they do: "headers", "body" or "read" [default: headers].
+    /// What they do: "headers", "body" or "read" [default: headers]. A
+    /// string, so a mode that is none is refused at its line with the
+    /// choices (plan::check), not as a parse error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slow_mode: Option<crate::load::slow::SlowMode>,
+    pub slow_mode: Option<String>,
     /// Bytes a slow client writes (or reads) at each step [default: 4].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_bytes: Option<usize>,
@@ -323,7 +325,12 @@ impl LoadSection {
     /// plan::check).
     pub fn slow_of(&self, count: usize) -> crate::load::slow::SlowClients {
         use crate::load::slow::{SlowClients, SlowMode};
-        let mut s = SlowClients::new(count, self.slow_mode.unwrap_or(SlowMode::Headers));
+        let mode = self
+            .slow_mode
+            .as_deref()
+            .and_then(|m| SlowMode::parse(m).ok())
+            .unwrap_or(SlowMode::Headers);
+        let mut s = SlowClients::new(count, mode);
         if let Some(b) = self.slow_bytes {
             s.bytes_per_step = b;
         }
