@@ -5,7 +5,9 @@
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search;
 //! run-trial-v1-runtime.json from `plan-runtime.toml`, a planned trial
 //! with its runtime and switches; run-trial-v1-budget.json from
-//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`)
+//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`;
+//! run-trial-v1-slow.json and report-v1-slow.json from `plan-slow.toml`,
+//! puma with 2 `headers` slow clients and without, its report.json)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -50,6 +52,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
             "run-trial-v1.json",
             "run-trial-v1-runtime.json",
             "run-trial-v1-budget.json",
+            "run-trial-v1-slow.json",
         ],
     ),
     ("run-v1", &["run-v1.json"]),
@@ -58,7 +61,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
         "breakpoint-v1",
         &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
     ),
-    ("report-v1", &["report-v1.json"]),
+    ("report-v1", &["report-v1.json", "report-v1-slow.json"]),
     ("telemetry-v1", &["telemetry-v1.json"]),
     ("compare-v1", &["compare-v1.json"]),
     ("sweep-v1", &["sweep-v1.json"]),
