@@ -99,6 +99,9 @@ fn cells(s: &GroupSlow) -> [String; 4] {
     ]
 }
 
+/// What the table's columns count, said once above it.
+const NOTE: &str = "The slow connections beside the load, over each group's runs: those the server accepted, those it closed and how long the closed ones were held, and those still open when the run ended (held at least so long: the end cut them off, so they are no held sample).";
+
 const HEADS: [&str; 4] = [
     "Accepted",
     "Closed by server",
@@ -118,9 +121,10 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
         let Some(w) = &g.slow else { continue };
         let _ = writeln!(
             s,
-            "  {:<24} {:<8} {:<10} {}{}",
+            "  {:<24} {:<8} {:<9} {:<10} {}{}",
             g.planned.variant,
             g.planned.app,
+            g.planned.front(),
             super::load_label(&g.planned),
             if varies {
                 format!("{}: ", w.label)
@@ -141,7 +145,7 @@ pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
     let varies = report.slow_varies();
     let _ = writeln!(
         s,
-        "### Slow clients\n\n| Server | Load | {}{} |",
+        "### Slow clients\n\n{NOTE}\n\n| Server | Load | {}{} |",
         if varies { "Slow | " } else { "" },
         HEADS.join(" | ")
     );
@@ -178,7 +182,8 @@ pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
     let varies = report.slow_varies();
     let _ = write!(
         s,
-        "<table class=\"slow\"><tr><th class=\"l\">Server</th><th>Load</th>{}",
+        "<h3>Slow clients</h3><p class=\"note\">{}</p><table class=\"slow\"><tr><th class=\"l\">Server</th><th>Load</th>{}",
+        esc(NOTE),
         if varies {
             "<th class=\"l\">Slow</th>"
         } else {
