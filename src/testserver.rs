@@ -118,7 +118,37 @@ pub struct TestServerStats {
     pub accepted_connections: u64,
     /// Service time per answered request, microseconds.
     pub service_us: Histogram<u64>,
+    /// What it saw of slow clients (`load::slow`).
+    pub slow: SlowSeen,
 }
+
+/// The test server's own account of slow clients: what a request that
+/// arrives slowly, or is read slowly, looked like from its side.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlowSeen {
+    /// Connections whose request head was still unfinished
+    /// [`SLOW_AFTER`] after its first byte (each counted once).
+    pub slow_heads: u64,
+    /// The longest a head stayed unfinished while it was read, µs.
+    pub longest_head_us: u64,
+    /// The most bytes one unfinished head held.
+    pub head_bytes_max: u64,
+    /// Requests whose head was complete and body still unfinished
+    /// [`SLOW_AFTER`] after their first byte (each counted once).
+    pub slow_bodies: u64,
+    /// The largest body such a request declared (Content-Length).
+    pub body_declared_bytes_max: u64,
+    /// The most bytes of such a body received.
+    pub body_received_bytes_max: u64,
+    /// Responses whose write took over [`BLOCKED_WRITE`]: the client read
+    /// slowly and the kernel's buffers were full.
+    pub blocked_writes: u64,
+}
+
+/// A request still arriving this long after its first byte is slow.
+pub const SLOW_AFTER: Duration = Duration::from_secs(1);
+/// A response write that takes this long was blocked by its reader.
+pub const BLOCKED_WRITE: Duration = Duration::from_millis(500);
 
 struct Shared {
     cfg: TestServerConfig,
@@ -129,6 +159,14 @@ struct Shared {
     accepted: AtomicU64,
     open: AtomicU64,
     service: Mutex<Histogram<u64>>,
+    /// `SlowSeen`'s figures, each a count or a maximum.
+    slow_heads: AtomicU64,
+    longest_head_us: AtomicU64,
+    head_bytes_max: AtomicU64,
+    slow_bodies: AtomicU64,
+    body_declared_max: AtomicU64,
+    body_received_max: AtomicU64,
+    blocked_writes: AtomicU64,
     /// Arrival of each request, unix µs (with `record_arrivals`).
     arrivals: Mutex<Vec<u64>>,
     /// (requests admitted, of which being worked on), with `turn`.
@@ -221,6 +259,13 @@ impl TestServer {
             seen: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             open: AtomicU64::new(0),
+            slow_heads: AtomicU64::new(0),
+            longest_head_us: AtomicU64::new(0),
+            head_bytes_max: AtomicU64::new(0),
+            slow_bodies: AtomicU64::new(0),
+            body_declared_max: AtomicU64::new(0),
+            body_received_max: AtomicU64::new(0),
+            blocked_writes: AtomicU64::new(0),
             service: Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds")),
             arrivals: Mutex::new(Vec::new()),
             pool: Mutex::new((0, 0)),
@@ -277,6 +322,21 @@ impl TestServer {
                 .lock()
                 .expect("service histogram")
                 .clone(),
+            slow: self.slow_seen(),
+        }
+    }
+
+    fn slow_seen(&self) -> SlowSeen {
+        let sh = &self.shared;
+        let get = |a: &AtomicU64| a.load(Ordering::SeqCst);
+        SlowSeen {
+            slow_heads: get(&sh.slow_heads),
+            longest_head_us: get(&sh.longest_head_us),
+            head_bytes_max: get(&sh.head_bytes_max),
+            slow_bodies: get(&sh.slow_bodies),
+            body_declared_bytes_max: get(&sh.body_declared_max),
+            body_received_bytes_max: get(&sh.body_received_max),
+            blocked_writes: get(&sh.blocked_writes),
         }
     }
 
@@ -313,6 +373,7 @@ trait Conn: Read + Write + Send {
 
 impl Conn for TcpStream {
     fn set_timeout(&self, d: Duration) -> io::Result<()> {
+        self.set_write_timeout(Some(d))?;
         self.set_read_timeout(Some(d))
     }
     fn reset(self: Box<Self>) {
@@ -323,6 +384,7 @@ impl Conn for TcpStream {
 
 impl Conn for UnixStream {
     fn set_timeout(&self, d: Duration) -> io::Result<()> {
+        self.set_write_timeout(Some(d))?;
         self.set_read_timeout(Some(d))
     }
     fn reset(self: Box<Self>) {}
@@ -413,6 +475,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut chunk = [0u8; 8192];
     let mut on_conn = 0u64;
+    let mut arriving = Arriving::default();
     loop {
         // Answer every complete request already buffered (pipelining).
         while let Some(parsed) = parse_request(&buf) {
@@ -420,6 +483,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 return;
             };
             buf.drain(..used);
+            arriving = Arriving::default();
             let n = sh.seen.fetch_add(1, Ordering::SeqCst) + 1;
             let t = Instant::now();
             if cfg.record_arrivals {
@@ -491,7 +555,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
             // a client has already read; taken back if the write fails.
             sh.answered.fetch_add(1, Ordering::SeqCst);
             drop(permit);
-            if conn.write_all(&out).is_err() {
+            if write_answer(&mut *conn, &out, &sh).is_err() {
                 sh.answered.fetch_sub(1, Ordering::SeqCst);
                 return;
             }
@@ -499,6 +563,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 return;
             }
         }
+        arriving.observe(&buf, &sh);
         if sh.stop.load(Ordering::SeqCst) {
             return;
         }
@@ -513,6 +578,91 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                         | io::ErrorKind::Interrupted
                 ) => {}
             Err(_) => return,
+        }
+    }
+}
+
+/// Writes a whole answer, however slowly its reader takes it (the
+/// socket's timeout only lets a stop be seen), counting it in
+/// `blocked_writes` once it has taken over [`BLOCKED_WRITE`].
+fn write_answer(conn: &mut dyn Conn, out: &[u8], sh: &Shared) -> io::Result<()> {
+    let t = Instant::now();
+    let mut at = 0;
+    let mut counted = false;
+    while at < out.len() {
+        // Counted as soon as it is blocked that long, finished or not.
+        if !counted && t.elapsed() > BLOCKED_WRITE {
+            sh.blocked_writes.fetch_add(1, Ordering::SeqCst);
+            counted = true;
+        }
+        match conn.write(&out[at..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => at += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) && !sh.stop.load(Ordering::SeqCst) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A request still arriving on one connection: since when, and whether
+/// it was already counted slow.
+#[derive(Default)]
+struct Arriving {
+    since: Option<Instant>,
+    counted: bool,
+}
+
+impl Arriving {
+    /// Looks at the unfinished request in `buf` (nothing when empty):
+    /// an unfinished head, or a head with its body still coming.
+    fn observe(&mut self, buf: &[u8], sh: &Shared) {
+        if buf.is_empty() {
+            return;
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        let slow = since.elapsed() >= SLOW_AFTER && !self.counted;
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => {
+                let declared = req
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                    .and_then(|h| {
+                        std::str::from_utf8(h.value)
+                            .ok()?
+                            .trim()
+                            .parse::<u64>()
+                            .ok()
+                    })
+                    .unwrap_or(0);
+                sh.body_declared_max.fetch_max(declared, Ordering::SeqCst);
+                sh.body_received_max
+                    .fetch_max((buf.len() - n) as u64, Ordering::SeqCst);
+                if slow {
+                    sh.slow_bodies.fetch_add(1, Ordering::SeqCst);
+                    self.counted = true;
+                }
+            }
+            Ok(httparse::Status::Partial) => {
+                let us = since.elapsed().as_micros() as u64;
+                sh.longest_head_us.fetch_max(us, Ordering::SeqCst);
+                sh.head_bytes_max
+                    .fetch_max(buf.len() as u64, Ordering::SeqCst);
+                if slow {
+                    sh.slow_heads.fetch_add(1, Ordering::SeqCst);
+                    self.counted = true;
+                }
+            }
+            Err(_) => {}
         }
     }
 }

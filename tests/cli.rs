@@ -164,6 +164,55 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             ],
             "has no threshold",
         ),
+        // Slow clients (issue 29): a pace without a count, a mode that
+        // is none, more than the bound, a step of no time.
+        (
+            &["load", "http://127.0.0.1:8080/", "--slow-mode", "body"],
+            "--slow-mode needs --slow-clients N: add it (e.g. --slow-clients 4), or drop --slow-mode",
+        ),
+        (
+            &[
+                "trial",
+                "--server",
+                "x",
+                "--command",
+                "srv {{port}}",
+                "--slow-mode",
+                "read",
+            ],
+            "--slow-mode needs --slow-clients N: add it",
+        ),
+        (
+            &[
+                "load",
+                "http://127.0.0.1:8080/",
+                "--slow-clients",
+                "4",
+                "--slow-mode",
+                "slowloris",
+            ],
+            "slow mode 'slowloris': use headers, body or read",
+        ),
+        (
+            &[
+                "load",
+                "http://127.0.0.1:8080/",
+                "--slow-clients",
+                "10001",
+            ],
+            "--slow-clients 10001 is over the bound of 10000: give fewer",
+        ),
+        (
+            &[
+                "load",
+                "http://127.0.0.1:8080/",
+                "--slow-clients",
+                "4",
+                "--slow-every",
+                "0",
+            ],
+            "--slow-every must be at least 10ms, e.g. 1s",
+        ),
     ];
     for (args, hint) in cases {
         let out = rackbench(args);

@@ -5,7 +5,9 @@
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search;
 //! run-trial-v1-runtime.json from `plan-runtime.toml`, a planned trial
 //! with its runtime and switches; run-trial-v1-budget.json from
-//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`)
+//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`;
+//! run-trial-v1-slow.json and report-v1-slow.json from `plan-slow.toml`,
+//! puma with 2 `headers` slow clients and without, its report.json)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -17,6 +19,8 @@
 //! fits-v1.json: `rackbench fit plans/budget-512.toml --repeats 1
 //! --max-workers 2 --max-threads 2 --duration 1s --out DIR`'s fits.json,
 //! puma holding no configuration, unicorn and passenger each one);
+//! load-v1-slow.json: `rackbench load URL -c 2 -d 2s --slow-clients 2
+//! --slow-mode headers --json` against `rackbench serve-test`;
 //! the tests that make such documents afresh (tests/servers.rs,
 //! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
 //! against the same schemas.
@@ -40,7 +44,7 @@ fn sample(file: &str) -> Value {
 
 /// Each schema and the samples that hold to it.
 const SAMPLES: &[(&str, &[&str])] = &[
-    ("load-v1", &["load-v1.json"]),
+    ("load-v1", &["load-v1.json", "load-v1-slow.json"]),
     ("trial-v1", &["trial-v1.json", "trial-v1-budget.json"]),
     (
         "run-trial-v1",
@@ -48,6 +52,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
             "run-trial-v1.json",
             "run-trial-v1-runtime.json",
             "run-trial-v1-budget.json",
+            "run-trial-v1-slow.json",
         ],
     ),
     ("run-v1", &["run-v1.json"]),
@@ -56,7 +61,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
         "breakpoint-v1",
         &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
     ),
-    ("report-v1", &["report-v1.json"]),
+    ("report-v1", &["report-v1.json", "report-v1-slow.json"]),
     ("telemetry-v1", &["telemetry-v1.json"]),
     ("compare-v1", &["compare-v1.json"]),
     ("sweep-v1", &["sweep-v1.json"]),

@@ -1190,3 +1190,180 @@ fn budgets_that_differ_are_a_column_and_no_budget_changes_nothing() {
     assert!(json.get("budgets").is_none() && json["groups"][0].get("budget").is_none());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The seeded directory with every record's load beside the slow clients
+/// `slow(id)` (None: none), as `load::slow` writes them.
+fn seed_slow(dir: &Path, slow: impl Fn(&str) -> Option<Value>) {
+    seed(dir);
+    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if let (true, Some(s)) = (v["trial"].is_object(), slow(v["id"].as_str().unwrap())) {
+            v["trial"]["load"]["slow_clients"] = s;
+        }
+        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+        write(&path, &v);
+    }
+}
+
+/// 4 `headers` slow clients: a server that closed none (all 4 open at
+/// the end, held 6 s each) or one that closed `closed`, held 1.5 s each.
+fn slow_record(closed: u64) -> Value {
+    let held = if closed == 0 { 0.0 } else { 1.5 };
+    json!({
+        "count": 4, "mode": "headers", "bytes_per_step": 4, "every_ms": 1000,
+        "accepted": 4 + closed, "connections_opened": 4 + closed, "refused": 0,
+        "closed_by_server": closed,
+        "held_s": { "count": closed, "p50": held, "p90": held, "p99": held, "max": held },
+        "open_at_end": 4, "open_at_end_min_s": 5.999,
+        "bytes_sent": 96, "bytes_received": 0, "responses": 0
+    })
+}
+
+/// Issue 29: a study whose every trial ran beside 4 `headers` slow
+/// clients says so once in the header of every format, and each group
+/// shows what its slow connections saw: accepted, closed by the server,
+/// the held p50 of the closed ones, and those open at the end (held at
+/// least 6 s: the end cut them off, so they are no held sample).
+#[test]
+fn slow_clients_shared_by_every_trial_are_one_header_line_and_a_table() {
+    let dir = common::scratch("report-slow");
+    seed_slow(&dir, |id| {
+        Some(slow_record(if id.starts_with("thin") { 3 } else { 0 }))
+    });
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let header =
+        "Slow clients: 4 headers (4 B every 1 s) beside the load of every trial, in none of its figures";
+
+    let term = &written.table;
+    assert!(term.contains(header), "{term}");
+    assert!(
+        term.contains("8 accepted, 0 closed by the server, held p50 none closed; 8 open at the end, held ≥ 6.0 s"),
+        "puma's 2 runs: {term}"
+    );
+
+    let md = read(&written.markdown);
+    assert!(md.contains(&format!("- {header}")), "{md}");
+    assert!(
+        md.contains("| Server | Load | Accepted | Closed by server | Held p50 (closed ones) | Open at end |"),
+        "one setting: no Slow column: {md}"
+    );
+    assert!(
+        md.contains("| puma | 4 conn | 8 | 0 | none closed | 8, held ≥ 6.0 s |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| thin | 4 conn | 14 | 6 | 1.5 s | 8, held ≥ 6.0 s |"),
+        "{md}"
+    );
+
+    let csv = read(&written.csv);
+    assert!(
+        csv.lines().next().unwrap().ends_with(
+            ",slow,slow_accepted,slow_closed_by_server,slow_held_p50_s,slow_open_at_end,slow_open_at_end_min_s"
+        ),
+        "{csv}"
+    );
+    let thin = csv
+        .lines()
+        .find(|l| l.starts_with("thin__hello__direct__c4,"))
+        .unwrap();
+    assert!(thin.ends_with(",4 headers,14,6,1.5000,8,5.9990"), "{thin}");
+    let trials = read(&written.trials_csv);
+    let t = trials
+        .lines()
+        .find(|l| l.starts_with("puma__hello__direct__c4__rep1,"))
+        .unwrap();
+    assert!(t.ends_with(",4 headers,4,0,,4,5.9990"), "{t}");
+
+    let html = read(&written.html);
+    assert!(
+        html.contains(&format!("<p id=\"slow\">{header}</p>")),
+        "header"
+    );
+    assert!(html.contains(
+        "<table class=\"slow\"><tr><th class=\"l\">Server</th><th>Load</th><th>Accepted</th>"
+    ));
+    assert!(html.contains("<td>8, held ≥ 6.0 s</td>"));
+
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    common::schema::assert_valid("report-v1", &json, "report.json with slow clients");
+    assert_eq!(json["slow_settings"], json!(["4 headers (4 B every 1 s)"]));
+    assert_eq!(json["slow_line"], json!(header));
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "thin__hello__direct__c4")
+        .unwrap();
+    assert_eq!(g["slow_clients"]["closed_by_server"], 6);
+    assert_eq!(g["slow_clients"]["held_p50_s"], 1.5);
+    let t = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "puma__hello__direct__c4__rep1")
+        .unwrap();
+    assert_eq!(t["slow_clients"]["held_p50_s"], Value::Null);
+    assert_eq!(t["slow_clients"]["open_at_end"], 4);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Some trials with slow clients and some without (a study of `[0, 4]`):
+/// the header lists both, and the table gets a Slow column where the
+/// trials without them say "none"; a study without any reads exactly as
+/// before (the snapshots).
+#[test]
+fn slow_clients_that_differ_are_a_column_and_none_changes_nothing() {
+    let dir = common::scratch("report-slow-differ");
+    seed_slow(&dir, |id| id.starts_with("puma").then(|| slow_record(0)));
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let md = read(&written.markdown);
+    assert!(
+        md.contains("- Slow clients: none; 4 headers (4 B every 1 s) (each group's in the slow-client tables; in none of the load's figures)"),
+        "{md}"
+    );
+    assert!(md.contains("| Server | Load | Slow | Accepted |"), "{md}");
+    assert!(
+        md.contains("| puma | 4 conn | 4 headers | 8 | 0 | none closed | 8, held ≥ 6.0 s |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| thin | 4 conn | none | - | - | - | - |"),
+        "{md}"
+    );
+    assert!(
+        written.table.contains("4 headers: 8 accepted"),
+        "{}",
+        written.table
+    );
+    let csv = read(&written.csv);
+    let thin = csv
+        .lines()
+        .find(|l| l.starts_with("thin__hello__direct__c4,"))
+        .unwrap();
+    assert!(thin.ends_with(",none,,,,,"), "{thin}");
+    let html = read(&written.html);
+    assert!(html.contains("<th class=\"l\">Slow</th>"));
+    assert!(html.contains("<td class=\"l\">none</td><td>–</td>"));
+
+    seed_slow(&dir, |_| None);
+    let written = report::write_all(&dir, None).unwrap();
+    let snap = |name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/snapshots")
+                .join(name),
+        )
+        .unwrap()
+    };
+    assert_eq!(read(&written.markdown), snap("report.md"));
+    assert_eq!(read(&written.csv), snap("report.csv"));
+    assert_eq!(read(&written.trials_csv), snap("trials.csv"));
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    assert!(json.get("slow_line").is_none() && json["groups"][0].get("slow_clients").is_none());
+    assert!(!read(&written.html).contains("id=\"slow\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

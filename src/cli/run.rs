@@ -60,6 +60,10 @@ pub struct RunArgs {
     /// --memory, --cpus: in place of the plan's `[budget]`.
     #[command(flatten)]
     pub budget: super::trial::BudgetFlags,
+    /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: in place
+    /// of the plan's `[load]` slow keys.
+    #[command(flatten)]
+    pub slow: super::load::SlowFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -82,6 +86,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         args.on.malloc_arena_max,
     );
     args.budget.override_plan(&mut plan.budget);
+    args.slow.override_plan(&mut plan.load)?;
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;

@@ -23,7 +23,8 @@ pub struct SweepArgs {
     /// What to vary and its values, the first being the control:
     /// workers=1,2,4,8, threads=..., connections=..., nginx_workers=...,
     /// app=hello,fib, runtime=system,debian-13, yjit=false,true,
-    /// allocator=glibc,jemalloc, malloc_arena_max=1,2,4, env.NAME=..., or
+    /// allocator=glibc,jemalloc, malloc_arena_max=1,2,4, slow_clients=0,4,16,
+    /// env.NAME=..., or
     /// a server setting (NAME=...).
     #[arg(long, value_name = "NAME=V1,V2,...")]
     pub vary: Option<String>,
@@ -94,6 +95,11 @@ pub struct SweepArgs {
     /// of a plan file's `[budget]`).
     #[command(flatten)]
     pub budget: super::trial::BudgetFlags,
+    /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: the same
+    /// slow clients beside every value (with `--vary slow_clients=0,4,16`
+    /// the pace of each count).
+    #[command(flatten)]
+    pub slow: super::load::SlowFlags,
     /// Print the analysis as JSON (rackbench/sweep-v1) on stdout; the
     /// run's own lines go to stderr.
     #[arg(long, conflicts_with = "markdown")]
@@ -429,6 +435,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             on: Default::default(),
             // `run` puts them in place of the plan's [budget].
             budget: args.budget.clone(),
+            slow: args.slow.clone(),
         })
     })?;
     if args.dry_run {

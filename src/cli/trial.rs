@@ -177,6 +177,8 @@ pub struct TrialArgs {
     pub server: ServerOptions,
     #[command(flatten)]
     pub load: LoadOptions,
+    #[command(flatten)]
+    pub slow: super::load::SlowFlags,
     /// Load generator threads.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
@@ -504,9 +506,10 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
-    let spec = args
+    let mut spec = args
         .server
         .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
+    spec.load.slow = args.slow.slow()?;
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
     }

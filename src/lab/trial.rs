@@ -153,7 +153,7 @@ fn load_while_watching(
 /// The equivalent `rackbench load` command, for the record.
 fn load_command(cfg: &LoadConfig) -> String {
     format!(
-        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}",
+        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}{}",
         cfg.url,
         cfg.connections,
         cfg.threads,
@@ -164,7 +164,14 @@ fn load_command(cfg: &LoadConfig) -> String {
             ""
         } else {
             " --no-keepalive"
-        }
+        },
+        cfg.slow.as_ref().map_or(String::new(), |s| format!(
+            " --slow-clients {} --slow-mode {} --slow-bytes {} --slow-every {}ms",
+            s.count,
+            s.mode,
+            s.bytes_per_step,
+            s.every.as_millis()
+        ))
     )
 }
 

@@ -7,6 +7,7 @@
 
 use super::schedule::Schedule;
 use super::segment::Segment;
+use super::slow::SlowClients;
 use super::target::{self, Endpoint, RequestSpec, Url};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -106,6 +107,9 @@ pub struct LoadConfig {
     /// `histograms`); set with a segment or a start time, or when the
     /// histograms are wanted for their own sake (`--hist-out`).
     pub keep_histograms: bool,
+    /// Slow clients beside the load (`slow.rs`), on the same endpoint;
+    /// None for none.
+    pub slow: Option<SlowClients>,
 }
 
 /// The kernel interface a connection loop waits on (see `uring.rs`).
@@ -152,6 +156,7 @@ impl LoadConfig {
             segment: None,
             start_at: None,
             keep_histograms: false,
+            slow: None,
         })
     }
 }

@@ -141,6 +141,8 @@ pub fn merge_reports(sources: &[(String, LoadReport)]) -> Result<Merged, MergeEr
         segment: None,
         histograms: Some(hist.encoded(seconds)),
         segments: Some(summaries(sources)),
+        // Each segment's slow clients were its own; a merge keeps none.
+        slow_clients: None,
     };
     Ok(Merged { report, notes })
 }

@@ -20,6 +20,7 @@ pub mod report;
 pub mod response;
 pub mod schedule;
 pub mod segment;
+pub mod slow;
 mod sys;
 pub mod target;
 mod text;
@@ -88,6 +89,16 @@ pub fn run_observed(
         Window::fixed(t0, config.warmup, config.duration)
     });
     on_window(Arc::clone(&window));
+    let slow = match &config.slow {
+        Some(s) => Some(slow::start(
+            s,
+            &config.endpoint,
+            &config.request,
+            t0,
+            Arc::clone(&config.interrupt),
+        )?),
+        None => None,
+    };
     let handles = spawn_workers(&config, threads, t0, &window, tx)?;
     let (timeline, seconds) = collect_timeline(
         rx,
@@ -105,6 +116,7 @@ pub fn run_observed(
         results.push(r);
     }
     let ended = Instant::now();
+    let slow_clients = slow.map(slow::SlowRun::finish);
     let usage_after = report::process_usage();
     let sum = Sum::of(&results);
 
@@ -125,7 +137,7 @@ pub fn run_observed(
     let stats = sum.stats;
     let mut generator = GeneratorCost::between(&usage_before, &usage_after, sum.busiest, stats.io);
     generator.wakeups = stats.wakeups;
-    Ok(report::build(report::Parts {
+    let mut report = report::build(report::Parts {
         config: &config,
         threads,
         warmup_s: window_start.saturating_duration_since(t0).as_secs_f64(),
@@ -157,7 +169,9 @@ pub fn run_observed(
         histogram: &headline,
         segment,
         histograms,
-    }))
+    });
+    report.slow_clients = slow_clients;
+    Ok(report)
 }
 
 /// Where the run starts: on the monotonic clock (`t0`) and on the wall
@@ -243,6 +257,10 @@ fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
     }
     cpus::check(&config.cpus, "--load-cpus")
         .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    if let Some(slow) = &config.slow {
+        slow.check()
+            .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
+    }
     ensure_open_files(config)
         .map(|_| ())
         .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
@@ -256,7 +274,8 @@ const SPARE_FILES: u64 = 64;
 /// Descriptors a run of `config` holds at most: one per connection, a few
 /// per thread, and [`SPARE_FILES`].
 pub fn open_files_needed(config: &LoadConfig) -> u64 {
-    open_files_for(config.connections, config.threads)
+    let slow = config.slow.as_ref().map_or(0, |s| s.count);
+    open_files_for(config.connections + slow, config.threads)
 }
 
 /// Descriptors a run of `connections` on `threads` threads holds at most.

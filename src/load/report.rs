@@ -93,6 +93,10 @@ pub struct LoadReport {
     /// A merged document (`rackbench merge`): the segments it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<Vec<SegmentSummary>>,
+    /// With `--slow-clients`: what the slow connections beside the load
+    /// did (`slow.rs`); they are in no other figure of this document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_clients: Option<super::slow::SlowClientsReport>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -562,6 +566,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         segment: p.segment,
         histograms: p.histograms,
         segments: None,
+        slow_clients: None,
     }
 }
 

@@ -113,6 +113,22 @@ impl LoadReport {
     /// ended and the warnings.
     fn write_cost_and_end(&self, s: &mut String) {
         use std::fmt::Write;
+        if let Some(w) = &self.slow_clients {
+            let _ = writeln!(
+                s,
+                "  slow:        {} {} clients ({} B every {} ms): {} accepted, {} closed by the server, {} refused; {}; {} open at the end, held at least {:.1}s (in no figure above)",
+                w.count,
+                w.mode,
+                w.bytes_per_step,
+                w.every_ms,
+                w.accepted,
+                w.closed_by_server,
+                w.refused,
+                held_of_closed(w),
+                w.open_at_end,
+                w.open_at_end_min_s
+            );
+        }
         if let Some(sch) = &self.schedule {
             let past = match sch.slack_us {
                 Some(slack) => format!("past the {} slack", fmt_us(slack as f64)),
@@ -191,4 +207,17 @@ fn write_latency_line(s: &mut String, label: &str, l: &LatencySummary, caveats: 
         pct(0.999, l.p999),
         bound(l.max as f64),
     );
+}
+
+/// The held line of the slow clients the server closed: percentiles of
+/// those only (the ones open at the end were cut off by it).
+fn held_of_closed(w: &super::slow::SlowClientsReport) -> String {
+    if w.held_s.count == 0 {
+        "held: none closed".into()
+    } else {
+        format!(
+            "held p50 {:.1}s, max {:.1}s (of {} closed)",
+            w.held_s.p50, w.held_s.max, w.held_s.count
+        )
+    }
 }

@@ -70,6 +70,7 @@ impl Plan {
         self.check_apps(at)?;
         let replay = self.check_load(file, at)?;
         let slack = self.slack(at)?;
+        self.check_slow(at)?;
         self.check_fronts(at)?;
         self.check_switches(at)?;
         self.check_breakpoint(at)?;
@@ -80,6 +81,52 @@ impl Plan {
             slack,
             replay,
         })
+    }
+
+    /// `[load] slow_*`: counts within the bound, a pace only beside a
+    /// count, each checked as the flags are.
+    fn check_slow(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
+        let l = &self.load;
+        if let Some(text) = &l.slow_every {
+            duration_at("slow_every", text, at)?;
+        }
+        if let Some(mode) = &l.slow_mode {
+            crate::load::slow::SlowMode::parse(mode).map_err(|m| at("slow_mode", m))?;
+        }
+        if l.slow_clients.iter().all(|&n| n == 0) {
+            let orphan = [
+                (l.slow_mode.is_some(), "slow_mode"),
+                (l.slow_bytes.is_some(), "slow_bytes"),
+                (l.slow_every.is_some(), "slow_every"),
+            ]
+            .into_iter()
+            .find_map(|(given, key)| given.then_some(key));
+            return match orphan {
+                Some(key) => Err(at(
+                    key,
+                    format!("{key} needs slow_clients: add slow_clients = 4 (or [0, 4]) under [load], or drop {key}"),
+                )),
+                None => Ok(()),
+            };
+        }
+        for &n in l.slow_clients.iter().filter(|&&n| n > 0) {
+            l.slow_of(n).check().map_err(|m| {
+                let key = if m.contains("--slow-bytes") {
+                    "slow_bytes"
+                } else if m.contains("--slow-every") {
+                    "slow_every"
+                } else {
+                    "slow_clients"
+                };
+                at(
+                    key,
+                    m.replace("--slow-clients", "slow_clients")
+                        .replace("--slow-bytes", "slow_bytes")
+                        .replace("--slow-every", "slow_every"),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// `[load] slack`: a duration, and only where some trial runs an open
@@ -367,6 +414,41 @@ mod tests {
             assert!(err.contains(want), "want '{want}' in: {err}");
             assert!(err.starts_with("t.toml"), "{err}");
         }
+    }
+
+    /// Issue 29's plan keys: each mistake is refused at its line with
+    /// the fix (a mode that is none, a pace without a count, a count over
+    /// the bound, a step of no time).
+    #[test]
+    fn slow_client_mistakes_are_refused_at_their_line() {
+        let base =
+            "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [4]\n";
+        let cases: &[(&str, &str)] = &[
+            (
+                "slow_clients = 4\nslow_mode = \"slowloris\"\n",
+                "t.toml, line 7: slow mode 'slowloris': use headers, body or read",
+            ),
+            (
+                "slow_mode = \"body\"\n",
+                "t.toml, line 6: slow_mode needs slow_clients: add slow_clients = 4 (or [0, 4]) under [load], or drop slow_mode",
+            ),
+            (
+                "slow_clients = [0, 10001]\n",
+                "t.toml, line 6: slow_clients 10001 is over the bound of 10000: give fewer",
+            ),
+            (
+                "slow_clients = 4\nslow_every = \"0s\"\n",
+                "t.toml, line 7: slow_every must be at least 10ms",
+            ),
+        ];
+        for (tail, want) in cases {
+            let err = expand(&format!("{base}{tail}")).unwrap_err().to_string();
+            assert!(err.contains(want), "want '{want}' in: {err}");
+        }
+        assert!(expand(&format!(
+            "{base}slow_clients = [0, 4]\nslow_mode = \"read\"\n"
+        ))
+        .is_ok());
     }
 
     #[test]

@@ -252,6 +252,7 @@ impl Plan {
                         runtime: f.runtime,
                         switches: f.switches,
                         budget: f.budget,
+                        slow_clients: f.slow_clients,
                         spec: Some(spec.clone()),
                     };
                     self.expand_fronts(&base, shapes, combos, skipped);
@@ -296,13 +297,23 @@ impl Plan {
         let allocators = pick(&e.allocator, &self.allocator);
         let arenas = pick(&e.malloc_arena_max, &self.malloc_arena_max);
         let budgets = self.budget.budgets();
+        let slows: Vec<Option<usize>> = if self.load.slow_clients.is_empty() {
+            vec![None]
+        } else {
+            self.load
+                .slow_clients
+                .iter()
+                .map(|&n| (n > 0).then_some(n))
+                .collect()
+        };
         let mut out = Vec::new();
         for r in each(runtimes) {
             for y in each(yjits) {
                 for a in each(allocators) {
-                    for (m, b) in each(arenas)
+                    for ((m, b), slow) in each(arenas)
                         .into_iter()
                         .flat_map(|m| budgets.iter().map(move |b| (m, *b)))
+                        .flat_map(|mb| slows.iter().map(move |s| (mb, *s)))
                     {
                         let switches = Switches {
                             yjit: y,
@@ -313,11 +324,13 @@ impl Plan {
                             r.as_deref(),
                             &switches,
                             [runtimes.len(), yjits.len(), allocators.len()].map(|n| n > 1),
-                        ) + &budget_name(b.as_ref());
+                        ) + &budget_name(b.as_ref())
+                            + &slow.map_or(String::new(), |n| format!("+slow={n}"));
                         out.push(Flavour {
                             runtime: r.clone(),
                             switches,
                             budget: b,
+                            slow_clients: slow,
                             suffix,
                         });
                     }
@@ -434,6 +447,8 @@ pub(super) struct Flavour {
     pub switches: Switches,
     /// The plan's `[budget]` for this trial (None without one).
     pub budget: Option<crate::budget::Budget>,
+    /// The plan's `[load] slow_clients` for this trial (None: none).
+    pub slow_clients: Option<usize>,
     /// Its part of the variant's name: "@debian-13+yjit", or "".
     pub suffix: String,
 }
@@ -661,6 +676,64 @@ mod flavour_tests {
             "t.toml",
         );
         assert!(bad.unwrap_err().to_string().contains("512M"));
+    }
+
+    /// Issue 29: `slow_clients = [0, 4]` is the same trial without and
+    /// with slow clients, side by side; 0 adds nothing to an id, so the
+    /// trial without them is named as it always was.
+    #[test]
+    fn slow_clients_multiply_the_matrix_and_zero_names_nothing() {
+        let plan = |slow: &str| {
+            format!(
+                "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [10]\n{slow}"
+            )
+        };
+        // (the [load] keys, each trial's variant and slow clients)
+        type Row<'a> = (&'a str, &'a [(&'a str, Option<usize>)]);
+        let rows: &[Row] = &[
+            ("", &[("puma", None)]),
+            ("slow_clients = 0\n", &[("puma", None)]),
+            ("slow_clients = 4\n", &[("puma+slow=4", Some(4))]),
+            (
+                "slow_clients = [0, 4]\n",
+                &[("puma", None), ("puma+slow=4", Some(4))],
+            ),
+            (
+                "slow_clients = [0, 4, 16]\nslow_mode = \"read\"\n",
+                &[
+                    ("puma", None),
+                    ("puma+slow=4", Some(4)),
+                    ("puma+slow=16", Some(16)),
+                ],
+            ),
+        ];
+        for (slow, want) in rows {
+            let text = plan(slow);
+            let e = Plan::parse(&text, "t.toml")
+                .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            let got: Vec<(&str, Option<usize>)> = e
+                .trials
+                .iter()
+                .map(|t| (t.variant.as_str(), t.slow_clients))
+                .collect();
+            assert_eq!(got, *want, "{slow}");
+        }
+        let text = plan("slow_clients = [0, 4]\n");
+        let e = Plan::parse(&text, "t.toml")
+            .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+            .unwrap();
+        let ids: Vec<&str> = e.trials.iter().map(|t| t.id.as_str()).collect();
+        assert!(
+            ids.iter().any(|id| id.starts_with("puma__"))
+                && ids.iter().any(|id| id.starts_with("puma-slow-4__")),
+            "{ids:?}"
+        );
+        assert_eq!(
+            ids.iter().filter(|id| id.contains("slow")).count(),
+            ids.len() / 2,
+            "{ids:?}"
+        );
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub(super) fn trial_spec(
     // against); set whatever the shape, as a rate search's steps open the
     // loop later, in `at_step`.
     load.slack = e.slack;
+    load.slow = t.slow_clients.map(|n| plan.load.slow_of(n));
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
         app: AppSpec::resolve(&t.app).expect("checked at expansion"),

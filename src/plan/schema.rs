@@ -298,6 +298,51 @@ pub struct LoadSection {
     /// due time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slack: Option<String>,
+    /// Slow clients beside each trial's load (`rackbench load
+    /// --slow-clients`): a count, or a list that multiplies the matrix
+    /// (`[0, 4]`; 0 is none, and adds nothing to a trial's id).
+    #[serde(
+        default,
+        deserialize_with = "one_or_many",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub slow_clients: Vec<usize>,
+    /// What they do: "headers", "body" or "read" [default: headers]. A
+    /// string, so a mode that is none is refused at its line with the
+    /// choices (plan::check), not as a parse error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_mode: Option<String>,
+    /// Bytes a slow client writes (or reads) at each step [default: 4].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_bytes: Option<usize>,
+    /// Time between a slow client's steps, e.g. "1s" [default: 1s].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_every: Option<String>,
+}
+
+impl LoadSection {
+    /// `count` slow clients at this section's pace (its keys checked:
+    /// plan::check).
+    pub fn slow_of(&self, count: usize) -> crate::load::slow::SlowClients {
+        use crate::load::slow::{SlowClients, SlowMode};
+        let mode = self
+            .slow_mode
+            .as_deref()
+            .and_then(|m| SlowMode::parse(m).ok())
+            .unwrap_or(SlowMode::Headers);
+        let mut s = SlowClients::new(count, mode);
+        if let Some(b) = self.slow_bytes {
+            s.bytes_per_step = b;
+        }
+        if let Some(e) = self
+            .slow_every
+            .as_deref()
+            .and_then(|e| crate::units::duration(e).ok())
+        {
+            s.every = e;
+        }
+        s
+    }
 }
 
 impl Default for LoadSection {
@@ -317,6 +362,10 @@ impl Default for LoadSection {
             replay_speed: 1.0,
             replay_loop: false,
             slack: None,
+            slow_clients: Vec::new(),
+            slow_mode: None,
+            slow_bytes: None,
+            slow_every: None,
         }
     }
 }

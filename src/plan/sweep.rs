@@ -28,6 +28,8 @@ pub enum Variable {
     Yjit,
     Allocator,
     MallocArenaMax,
+    /// Slow clients beside the load (`[load] slow_clients`).
+    SlowClients,
     Env(String),
     Setting(String),
 }
@@ -44,6 +46,7 @@ impl Variable {
             "yjit" => Variable::Yjit,
             "allocator" => Variable::Allocator,
             "malloc_arena_max" => Variable::MallocArenaMax,
+            "slow_clients" => Variable::SlowClients,
             "" => return Err("vary is empty: name what to sweep, e.g. vary = \"workers\"".into()),
             v => match v.strip_prefix("env.") {
                 Some("") => {
@@ -55,7 +58,7 @@ impl Variable {
                 }
                 None => {
                     return Err(format!(
-                        "vary = \"{v}\": use workers, threads, connections, nginx_workers, app, runtime, yjit, allocator, malloc_arena_max, env.NAME or a server setting name"
+                        "vary = \"{v}\": use workers, threads, connections, nginx_workers, app, runtime, yjit, allocator, malloc_arena_max, slow_clients, env.NAME or a server setting name"
                     ))
                 }
             },
@@ -74,7 +77,8 @@ impl Variable {
             | Variable::Threads
             | Variable::Connections
             | Variable::NginxWorkers
-            | Variable::MallocArenaMax => true,
+            | Variable::MallocArenaMax
+            | Variable::SlowClients => true,
             Variable::Setting(name) => name == "instances",
             Variable::App
             | Variable::Runtime
@@ -142,6 +146,19 @@ impl SweepSection {
                     return Err(bad(v, "glibc or jemalloc"));
                 }
             }
+            Variable::SlowClients => {
+                let bound = crate::load::slow::MAX_SLOW_CLIENTS;
+                if let Some(v) = self
+                    .values
+                    .iter()
+                    .find(|v| v.parse::<usize>().map_or(true, |n| n > bound))
+                {
+                    return Err(bad(
+                        v,
+                        &format!("a whole number from 0 to {bound}, e.g. values = [0, 4, 16]"),
+                    ));
+                }
+            }
             _ => {}
         }
         if matches!(
@@ -186,6 +203,8 @@ pub fn value_of(var: &Variable, planned: &serde_json::Value) -> Option<String> {
         Variable::Yjit => text(&planned["switches"]["yjit"]),
         Variable::Allocator => text(&planned["switches"]["allocator"]),
         Variable::MallocArenaMax => text(&planned["switches"]["malloc_arena_max"]),
+        // Absent is none: a trial without slow clients is the value 0.
+        Variable::SlowClients => text(&planned["slow_clients"]).or(Some("0".into())),
         Variable::Env(k) => text(&planned["env"][k]),
         Variable::Setting(k) => text(&planned["settings"][k]),
     }
@@ -302,6 +321,9 @@ impl Plan {
                     )
                 })?;
             }
+            Variable::SlowClients => self
+                .sweep_slow(&sweep.values)
+                .map_err(|m| at("slow_clients", m))?,
             Variable::App => {
                 if !self.apps.is_empty() {
                     return Err(at(
@@ -318,6 +340,18 @@ impl Plan {
 }
 
 impl Plan {
+    /// A sweep of slow clients: `[load] slow_clients` becomes the values
+    /// (already checked to be counts), refused where the plan sets it.
+    fn sweep_slow(&mut self, values: &[String]) -> Result<(), String> {
+        if !self.load.slow_clients.is_empty() {
+            return Err(
+                "the plan sets slow_clients and sweeps it: give its values only in [sweep]".into(),
+            );
+        }
+        self.load.slow_clients = values.iter().filter_map(|v| v.parse().ok()).collect();
+        Ok(())
+    }
+
     /// A sweep of a runtime or a switch: the plan's list of it becomes the
     /// sweep's values (already checked to parse). Refuses, naming the key,
     /// a plan or server entry that sets the list itself.

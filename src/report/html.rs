@@ -308,6 +308,7 @@ impl Report {
             }
             s.push_str("</table>");
             super::budget::html(s, self, &groups);
+            super::slow::html(s, self, &groups);
         }
         s.push_str("</section>\n");
     }
@@ -1464,6 +1465,9 @@ impl Report {
         super::runtime::html(s, &self.runtimes());
         if let Some(line) = self.budget_line() {
             let _ = write!(s, "<p id=\"budget\">{}</p>", esc(&line));
+        }
+        if let Some(line) = self.slow_line() {
+            let _ = write!(s, "<p id=\"slow\">{}</p>", esc(&line));
         }
         s.push_str("<h3>Exact commands of each trial</h3><button type=\"button\" onclick=\"setAll('details.cmd', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.cmd', false)\">Collapse all</button>");
         for t in &self.trials {

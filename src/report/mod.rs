@@ -19,6 +19,7 @@ mod memory;
 pub mod mirror;
 mod runtime;
 mod shows;
+mod slow;
 pub(crate) mod svg;
 pub mod sweep;
 mod text;
@@ -99,6 +100,9 @@ pub struct Group {
     /// The budget its runs ran under and what their groups saw
     /// (`store::budget`); None when none ran with one.
     pub budget: Option<crate::store::budget::GroupBudget>,
+    /// The slow clients beside its runs and what they saw
+    /// (`store::slow`); None when none ran with them.
+    pub slow: Option<crate::store::slow::GroupSlow>,
 }
 
 impl Group {
@@ -383,6 +387,7 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
                 runtimes: Vec::new(),
                 mismatches: Vec::new(),
                 budget: None,
+                slow: None,
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -410,6 +415,11 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
             })
             .collect();
         g.budget = crate::store::budget::GroupBudget::of(&runs);
+        let slow: Vec<crate::store::slow::TrialSlow> = records
+            .iter()
+            .filter_map(|r| TrialFigures::of(r).slow)
+            .collect();
+        g.slow = crate::store::slow::GroupSlow::of(&slow);
     }
     groups
 }
@@ -556,41 +566,14 @@ impl Report {
                     v["budget"] = serde_json::json!(b);
                     v["notes"] = serde_json::json!(g.all_notes());
                 }
-                v
-            })
-            .collect();
-        let trials: Vec<serde_json::Value> = self
-            .trials
-            .iter()
-            .map(|t| {
-                let r = t.record.as_ref();
-                let mut v = serde_json::json!({
-                    "id": t.planned.id,
-                    "group": t.planned.group,
-                    "repeat": t.planned.repeat,
-                    "status": t.status,
-                    "error": t.reason,
-                    "throughput_rps": r.map(|r| r.load.throughput_rps),
-                    "latency_p99_us": r
-                        .filter(|r| r.load.latency_us.has_figures())
-                        .map(|r| r.load.latency_us.p99),
-                    "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
-                    "errors": r.map(|r| r.load.errors.total()),
-                    "notes": r.map(|r| {
-                        let mut v = Caveats::of(&r.load).notes();
-                        v.extend(crate::store::runtime::notes([r]));
-                        v.extend(TrialFigures::of(r).budget.and_then(|b| b.kill_note()));
-                        v
-                    }),
-                    "runtime": r.and_then(RanOn::of).map(|o| o.label()),
-                    "disturbance": r.and_then(|r| r.disturbance.as_ref()),
-                });
-                if let Some(b) = r.and_then(|r| TrialFigures::of(r).budget) {
-                    v["budget"] = serde_json::json!(b);
+                // Only with slow clients, likewise.
+                if let Some(w) = &g.slow {
+                    v["slow_clients"] = serde_json::json!(w);
                 }
                 v
             })
             .collect();
+        let trials: Vec<serde_json::Value> = self.trials.iter().map(trial_json).collect();
         let bps: Vec<serde_json::Value> = self
             .breakpoints
             .iter()
@@ -642,8 +625,48 @@ impl Report {
             doc["budgets"] = serde_json::json!(self.budgets());
             doc["budget_line"] = serde_json::json!(line);
         }
+        if let Some(line) = self.slow_line() {
+            doc["slow_settings"] = serde_json::json!(self.slow_settings());
+            doc["slow_line"] = serde_json::json!(line);
+        }
         Ok(serde_json::to_string_pretty(&doc)? + "\n")
     }
+}
+
+/// One trial of report.json: its plan's names, status and headline
+/// figures; its budget and slow clients only when it had them.
+fn trial_json(t: &TrialRow) -> serde_json::Value {
+    let r = t.record.as_ref();
+    let mut v = serde_json::json!({
+        "id": t.planned.id,
+        "group": t.planned.group,
+        "repeat": t.planned.repeat,
+        "status": t.status,
+        "error": t.reason,
+        "throughput_rps": r.map(|r| r.load.throughput_rps),
+        "latency_p99_us": r
+            .filter(|r| r.load.latency_us.has_figures())
+            .map(|r| r.load.latency_us.p99),
+        "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
+        "errors": r.map(|r| r.load.errors.total()),
+        "notes": r.map(|r| {
+            let mut v = Caveats::of(&r.load).notes();
+            v.extend(crate::store::runtime::notes([r]));
+            v.extend(TrialFigures::of(r).budget.and_then(|b| b.kill_note()));
+            v
+        }),
+        "runtime": r.and_then(RanOn::of).map(|o| o.label()),
+        "disturbance": r.and_then(|r| r.disturbance.as_ref()),
+    });
+    // Only with a budget or slow clients: a study without reads as before.
+    let figures = r.map(TrialFigures::of);
+    if let Some(b) = figures.as_ref().and_then(|f| f.budget.as_ref()) {
+        v["budget"] = serde_json::json!(b);
+    }
+    if let Some(w) = figures.as_ref().and_then(|f| f.slow.as_ref()) {
+        v["slow_clients"] = serde_json::json!(w);
+    }
+    v
 }
 
 #[cfg(test)]

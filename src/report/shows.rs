@@ -269,6 +269,7 @@ mod tests {
             runtimes: Vec::new(),
             mismatches: Vec::new(),
             budget: None,
+            slow: None,
         }
     }
 

@@ -214,6 +214,7 @@ impl Report {
             self.terminal_trials(&mut s, width);
         }
         super::budget::terminal(&mut s, self);
+        super::slow::terminal(&mut s, self);
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
@@ -419,6 +420,9 @@ impl Report {
         if let Some(line) = self.budget_line() {
             let _ = writeln!(s, "- {line}");
         }
+        if let Some(line) = self.slow_line() {
+            let _ = writeln!(s, "- {line}");
+        }
         let counts = self.counts();
         let _ = writeln!(
             s,
@@ -531,6 +535,7 @@ impl Report {
             md_time_split(s, &groups);
             super::memory::markdown(s, &groups);
             super::budget::markdown(s, self, &groups);
+            super::slow::markdown(s, self, &groups);
         }
     }
 
@@ -699,6 +704,9 @@ impl Report {
         if !self.budgets().is_empty() {
             columns.extend_from_slice(GROUP_BUDGET_COLUMNS);
         }
+        if !self.slow_settings().is_empty() {
+            columns.extend_from_slice(GROUP_SLOW_COLUMNS);
+        }
         csv_table(&columns, &self.groups)
     }
 
@@ -710,6 +718,9 @@ impl Report {
         }
         if !self.budgets().is_empty() {
             columns.extend_from_slice(TRIAL_BUDGET_COLUMNS);
+        }
+        if !self.slow_settings().is_empty() {
+            columns.extend_from_slice(TRIAL_SLOW_COLUMNS);
         }
         csv_table(&columns, &self.trials)
     }
@@ -905,6 +916,59 @@ const TRIAL_BUDGET_COLUMNS: &[Column<TrialRow>] = &[
     }),
     ("oom_kills", |t| budget_of(t, |b| b.oom_kills.to_string())),
 ];
+
+/// A group's slow clients (`store::slow`), last, only when a study ran
+/// with them; "none" and empty figures for a group that ran without.
+const GROUP_SLOW_COLUMNS: &[Column<Group>] = &[
+    ("slow", |g| {
+        g.slow
+            .as_ref()
+            .map_or_else(|| "none".into(), |w| w.label.clone())
+    }),
+    ("slow_accepted", |g| slowed(g, |w| w.accepted.to_string())),
+    ("slow_closed_by_server", |g| {
+        slowed(g, |w| w.closed_by_server.to_string())
+    }),
+    ("slow_held_p50_s", |g| {
+        slowed(g, |w| opt(w.held_p50_s.map(f3)))
+    }),
+    ("slow_open_at_end", |g| {
+        slowed(g, |w| w.open_at_end.to_string())
+    }),
+    ("slow_open_at_end_min_s", |g| {
+        slowed(g, |w| opt(w.open_at_end_min_s.map(f3)))
+    }),
+];
+
+/// A trial's slow clients, last, only when a study ran with them.
+const TRIAL_SLOW_COLUMNS: &[Column<TrialRow>] = &[
+    ("slow", |t| {
+        super::slow::of_trial(t).map_or_else(|| "none".into(), |w| w.label())
+    }),
+    ("slow_accepted", |t| slow_of(t, |w| w.accepted.to_string())),
+    ("slow_closed_by_server", |t| {
+        slow_of(t, |w| w.closed_by_server.to_string())
+    }),
+    ("slow_held_p50_s", |t| {
+        slow_of(t, |w| opt(w.held_p50_s.map(f3)))
+    }),
+    ("slow_open_at_end", |t| {
+        slow_of(t, |w| w.open_at_end.to_string())
+    }),
+    ("slow_open_at_end_min_s", |t| {
+        slow_of(t, |w| f3(w.open_at_end_min_s))
+    }),
+];
+
+/// A figure of a group's slow clients; empty without them.
+fn slowed(g: &Group, figure: impl Fn(&crate::store::slow::GroupSlow) -> String) -> String {
+    g.slow.as_ref().map_or(String::new(), figure)
+}
+
+/// A figure of a trial's slow clients; empty without them.
+fn slow_of(t: &TrialRow, figure: impl Fn(&crate::store::slow::TrialSlow) -> String) -> String {
+    super::slow::of_trial(t).map_or(String::new(), |w| figure(&w))
+}
 
 /// A figure of a group's budget; empty without one.
 fn budgeted(g: &Group, figure: impl Fn(&crate::store::budget::GroupBudget) -> String) -> String {

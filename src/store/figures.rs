@@ -1,7 +1,7 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
 //! memory per worker, CPU per request and per core, the error share, the telemetry figures,
-//! the disturbance, the runtime it ran on and its budget. The summary, `compare`, the sweep and the reports
+//! the disturbance, the runtime it ran on, its budget and its slow clients. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
 //!
@@ -12,6 +12,7 @@
 
 use super::budget::TrialBudget;
 use super::runtime::RanOn;
+use super::slow::TrialSlow;
 use crate::lab::trial::TrialRecord;
 use crate::sampler::PerWorker;
 use crate::stats::compare::METRICS;
@@ -59,6 +60,9 @@ pub struct TrialFigures {
     /// The budget it ran under and what its control group saw (peak,
     /// kills for memory, throttling); None when it ran without one.
     pub budget: Option<TrialBudget>,
+    /// The slow clients beside its load and what they saw (accepted,
+    /// closed by the server, held); None when it ran without them.
+    pub slow: Option<TrialSlow>,
 }
 
 impl TrialFigures {
@@ -99,6 +103,7 @@ impl TrialFigures {
             }),
             runtime: RanOn::of(r),
             budget: r.budget.as_ref().map(TrialBudget::of),
+            slow: load.slow_clients.as_ref().map(TrialSlow::of),
         }
     }
 

@@ -6,7 +6,8 @@
 //! results directory: `read` (the one check, typed records), `figures`
 //! (the one list of a trial's figures), `runtime` (which Ruby and switches
 //! a trial ran on), `budget` (the budget it ran under and its kills for
-//! memory), `samples` (what `stats` compares).
+//! memory), `slow` (its slow clients and what they saw), `samples` (what
+//! `stats` compares).
 //!
 //! Layout (`rackbench/results-v1`):
 //!
@@ -24,6 +25,7 @@ pub mod read;
 pub mod records;
 pub mod runtime;
 pub mod samples;
+pub mod slow;
 pub mod summary;
 
 use serde::de::DeserializeOwned;

@@ -147,6 +147,9 @@ pub struct PlannedTrial {
     /// The plan's `[budget]` for this trial; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::Budget>,
+    /// The plan's `[load] slow_clients` for this trial; absent for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_clients: Option<usize>,
     #[serde(skip)]
     pub spec: Option<ServerSpec>,
 }
