@@ -187,6 +187,32 @@ pub struct TrialArgs {
     /// 'rps>5000' (repeatable); exit status 1 when any is not met.
     #[arg(long = "check", value_parser = crate::checks::Check::parse)]
     pub checks: Vec<crate::checks::Check>,
+    #[command(flatten)]
+    pub restart: RestartFlags,
+}
+
+/// A restart under load: the same flags on `trial` and `run` (where they
+/// replace the plan's `[restart]`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct RestartFlags {
+    /// Restart the server during the counted window, as its operators do:
+    /// a kind from its adapter (puma: phased, hot; unicorn: reexec;
+    /// passenger: restart) or kill-worker (SIGKILL to one worker).
+    #[arg(long, value_name = "KIND", requires = "restart_at")]
+    pub restart: Option<String>,
+    /// When to restart, from the start of the counted window (e.g. 5s).
+    #[arg(long, value_name = "TIME", requires = "restart", value_parser = parse::duration)]
+    pub restart_at: Option<Duration>,
+}
+
+impl RestartFlags {
+    /// The restart the flags ask (None without them).
+    pub fn restart(&self) -> Option<crate::lab::restart::RestartSpec> {
+        Some(crate::lab::restart::RestartSpec {
+            kind: self.restart.clone()?,
+            at: self.restart_at?,
+        })
+    }
 }
 
 /// The default CPU split: on 2+ cores the generator gets the last core and
@@ -297,6 +323,7 @@ impl ServerOptions {
             runtime,
             switches,
             budget: self.budget.budget(),
+            restart: None,
         })
     }
 }
@@ -504,9 +531,13 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
-    let spec = args
+    let mut spec = args
         .server
         .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
+    spec.restart = args.restart.restart();
+    if let Some(r) = &spec.restart {
+        crate::lab::spec::check_restart(&spec, r).map_err(usage)?;
+    }
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
     }
