@@ -60,6 +60,9 @@ pub struct RunArgs {
     /// --memory, --cpus: in place of the plan's `[budget]`.
     #[command(flatten)]
     pub budget: super::trial::BudgetFlags,
+    /// --restart, --restart-at: in place of the plan's `[restart]`.
+    #[command(flatten)]
+    pub restart: super::trial::RestartFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -82,6 +85,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         args.on.malloc_arena_max,
     );
     args.budget.override_plan(&mut plan.budget);
+    args.restart.override_plan(&mut plan.restart);
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;

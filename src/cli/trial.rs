@@ -206,6 +206,14 @@ pub struct RestartFlags {
 }
 
 impl RestartFlags {
+    /// The flags replace a plan's `[restart]`.
+    pub fn override_plan(&self, section: &mut crate::plan::RestartSection) {
+        if let (Some(kind), Some(at)) = (&self.restart, self.restart_at) {
+            section.kind = vec![kind.clone()];
+            section.at = Some(format!("{}s", at.as_secs_f64()));
+        }
+    }
+
     /// The restart the flags ask (None without them).
     pub fn restart(&self) -> Option<crate::lab::restart::RestartSpec> {
         Some(crate::lab::restart::RestartSpec {
