@@ -491,6 +491,18 @@ pub fn render_trial(r: &TrialRecord) -> String {
     if let Some(d) = &r.disturbance {
         let _ = writeln!(s, "  machine:     {}", d.describe());
     }
+    if let Some(x) = &r.restart {
+        let _ = writeln!(
+            s,
+            "  restart:     {} at {:.1}s: {}",
+            x.kind, x.at_s, x.verdict
+        );
+        let _ = writeln!(
+            s,
+            "               pids {:?} -> {:?}",
+            x.pids_before, x.pids_after
+        );
+    }
     if let Some(e) = &r.server_exit {
         let _ = writeln!(s, "  SERVER DIED: {e}");
     }

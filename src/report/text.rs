@@ -214,6 +214,7 @@ impl Report {
             self.terminal_trials(&mut s, width);
         }
         super::budget::terminal(&mut s, self);
+        super::restart::terminal(&mut s, self);
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
@@ -531,6 +532,7 @@ impl Report {
             md_time_split(s, &groups);
             super::memory::markdown(s, &groups);
             super::budget::markdown(s, self, &groups);
+            super::restart::markdown(s, self, &groups);
         }
     }
 
