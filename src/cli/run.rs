@@ -552,6 +552,12 @@ fn print_progress(p: &Progress) {
             match &stored.trial {
                 Some(rec) => {
                     eprintln!("        {}", progress_line(rec));
+                    if let Some(x) = &rec.restart {
+                        eprintln!(
+                            "        {} restart at {:.1}s: {}",
+                            x.kind, x.at_s, x.verdict
+                        );
+                    }
                     if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
                         eprintln!("        {n}");
                     }
