@@ -107,7 +107,11 @@ fn restart(doc: &Value) -> &Value {
 }
 
 /// puma with 2 workers: a phased restart (USR1) and a hot one (USR2) both
-/// keep the master and replace every worker.
+/// keep the master and replace every worker. Without keep-alive: a worker
+/// told to stop for a phased restart keeps serving the connections it
+/// holds, and a closed loop's kept-alive connections never go idle, so it
+/// then exits only when the load ends (bench/runs/2026-11-26-restarts),
+/// which the record rightly calls a failed restart.
 #[test]
 fn puma_phased_and_hot_restarts_keep_the_master_and_replace_every_worker() {
     if !installed("puma") {
