@@ -166,12 +166,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
-        // What the data shows opens the summary; rebuilt from disk like
-        // every report, so a failure to read it costs only the paragraph.
-        if let Ok(report) = crate::report::Report::load(&out) {
-            print!("{}", report.terminal_shows(crate::report::table_width()));
-        }
-        println!("{}", render_summary(&result.summary));
+        print_summary(&out, &result.summary);
     }
     println!("results: {}", out.display());
     if let Some((first, second)) = &aa {
@@ -598,6 +593,21 @@ fn print_progress(p: &Progress) {
                 eprintln!("        first failing level {at:.0}: {why}");
             }
         }
+    }
+}
+
+/// The summary after a run: what the data shows, the table, and the
+/// restarts' lines (nothing without restarts). What the data shows and
+/// the restarts are rebuilt from disk like every report, so a failure to
+/// read it costs only those lines.
+fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupSummary]) {
+    let report = crate::report::Report::load(out).ok();
+    if let Some(report) = &report {
+        print!("{}", report.terminal_shows(crate::report::table_width()));
+    }
+    println!("{}", render_summary(summary));
+    if let Some(report) = &report {
+        print!("{}", report.terminal_restarts());
     }
 }
 

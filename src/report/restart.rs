@@ -141,6 +141,16 @@ impl Report {
     }
 }
 
+impl Report {
+    /// [`terminal`]'s lines on their own, for `run`'s summary (empty
+    /// without restarts).
+    pub fn terminal_restarts(&self) -> String {
+        let mut s = String::new();
+        terminal(&mut s, self);
+        s
+    }
+}
+
 /// One line per group with restarts under the terminal table; nothing
 /// without restarts.
 pub(super) fn terminal(s: &mut String, report: &Report) {
@@ -156,9 +166,10 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
     for (g, r) in rows {
         let _ = writeln!(
             s,
-            "  {:<24} {:<8} {:<10} {}: {}; {}; {}; {}",
+            "  {:<24} {:<8} {:<8} {:<10} {}: {}; {}; {}; {}",
             g.planned.variant,
             g.planned.app,
+            g.planned.front(),
             super::load_label(&g.planned),
             r.kind,
             r.zero_cell(),
