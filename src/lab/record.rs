@@ -379,6 +379,58 @@ mod tests {
         assert!(s.per_process.is_empty() && s.per_worker.is_none());
     }
 
+    /// A status failure counts as 5xx only for the answers of 500 or above;
+    /// the rest of the statuses, parse and body failures are `other`.
+    #[test]
+    fn a_restarts_errors_are_sorted_by_kind_from_each_seconds_counts() {
+        use crate::load::report::TimelineRow;
+        let second = |kinds: Option<crate::load::ErrorCounts>, status_5xx| TimelineRow {
+            t_s: 3,
+            ok: 10,
+            errors: kinds.map_or(0, |k| k.total()),
+            p50_us: 1,
+            p99_us: 2,
+            rps: 10.0,
+            warmup: false,
+            span_s: 1.0,
+            error_kinds: kinds,
+            status_5xx,
+        };
+        let kinds = crate::load::ErrorCounts {
+            connect: 3,
+            timeout: 1,
+            reset: 2,
+            parse: 1,
+            status: 5,
+            body: 1,
+        };
+        let mut e = RestartErrors::default();
+        e.add(&second(Some(kinds), 4));
+        e.add(&second(None, 0));
+        assert_eq!(
+            e,
+            RestartErrors {
+                refused: 3,
+                reset: 2,
+                status_5xx: 4,
+                timeout: 1,
+                other: 3,
+            }
+        );
+        assert_eq!(e.total(), kinds.total());
+        assert_eq!(
+            e.words(),
+            "3 connections refused, 2 reset, 4 answered 5xx, 1 timed out, 3 other errors"
+        );
+        let one = RestartErrors {
+            refused: 1,
+            ..Default::default()
+        };
+        assert_eq!(one.words(), "1 connection refused");
+        let json = serde_json::to_value(one).unwrap();
+        assert_eq!(json["5xx"], 0, "the contract's name: {json}");
+    }
+
     #[test]
     fn a_record_from_before_the_knobs_reads_as_the_front_it_ran_behind() {
         let old: Topology =
