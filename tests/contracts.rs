@@ -7,7 +7,10 @@
 //! with its runtime and switches; run-trial-v1-budget.json from
 //! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`;
 //! run-trial-v1-slow.json and report-v1-slow.json from `plan-slow.toml`,
-//! puma with 2 `headers` slow clients and without, its report.json)
+//! puma with 2 `headers` slow clients and without, its report.json;
+//! trial-v1-restart.json from `rackbench trial --server puma --workers 2
+//! --threads 2 -c 4 -d 6s --warmup 1s --restart hot --restart-at 2s
+//! --json`)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -45,7 +48,14 @@ fn sample(file: &str) -> Value {
 /// Each schema and the samples that hold to it.
 const SAMPLES: &[(&str, &[&str])] = &[
     ("load-v1", &["load-v1.json", "load-v1-slow.json"]),
-    ("trial-v1", &["trial-v1.json", "trial-v1-budget.json"]),
+    (
+        "trial-v1",
+        &[
+            "trial-v1.json",
+            "trial-v1-budget.json",
+            "trial-v1-restart.json",
+        ],
+    ),
     (
         "run-trial-v1",
         &[
@@ -129,6 +139,27 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
     use Break::{Remove, Set};
     // (schema, sample, where, how, the message at that place)
     let cases: Vec<(&str, &str, &str, Break, &str)> = vec![
+        (
+            "trial-v1",
+            "trial-v1-restart.json",
+            "/restart/outcome",
+            Set(json!("partly")),
+            "must be one of",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-restart.json",
+            "/restart/errors_during/5xx",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-restart.json",
+            "/restart/verdict",
+            Remove,
+            "missing properties 'verdict'",
+        ),
         (
             "doctor-v1",
             "doctor-v1.json",

@@ -64,6 +64,9 @@ pub struct RunArgs {
     /// of the plan's `[load]` slow keys.
     #[command(flatten)]
     pub slow: super::load::SlowFlags,
+    /// --restart, --restart-at: in place of the plan's `[restart]`.
+    #[command(flatten)]
+    pub restart: super::trial::RestartFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -87,6 +90,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     );
     args.budget.override_plan(&mut plan.budget);
     args.slow.override_plan(&mut plan.load)?;
+    args.restart.override_plan(&mut plan.restart);
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;
@@ -167,12 +171,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let result = run_plan(&plan, &text, &expanded, &opts)?;
     if !result.summary.is_empty() {
-        // What the data shows opens the summary; rebuilt from disk like
-        // every report, so a failure to read it costs only the paragraph.
-        if let Ok(report) = crate::report::Report::load(&out) {
-            print!("{}", report.terminal_shows(crate::report::table_width()));
-        }
-        println!("{}", render_summary(&result.summary));
+        print_summary(&out, &result.summary);
     }
     println!("results: {}", out.display());
     if let Some((first, second)) = &aa {
@@ -553,6 +552,12 @@ fn print_progress(p: &Progress) {
             match &stored.trial {
                 Some(rec) => {
                     eprintln!("        {}", progress_line(rec));
+                    if let Some(x) = &rec.restart {
+                        eprintln!(
+                            "        {} restart at {:.1}s: {}",
+                            x.kind, x.at_s, x.verdict
+                        );
+                    }
                     if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
                         eprintln!("        {n}");
                     }
@@ -593,6 +598,21 @@ fn print_progress(p: &Progress) {
                 eprintln!("        first failing level {at:.0}: {why}");
             }
         }
+    }
+}
+
+/// The summary after a run: what the data shows, the table, and the
+/// restarts' lines (nothing without restarts). What the data shows and
+/// the restarts are rebuilt from disk like every report, so a failure to
+/// read it costs only those lines.
+fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupSummary]) {
+    let report = crate::report::Report::load(out).ok();
+    if let Some(report) = &report {
+        print!("{}", report.terminal_shows(crate::report::table_width()));
+    }
+    println!("{}", render_summary(summary));
+    if let Some(report) = &report {
+        print!("{}", report.terminal_restarts());
     }
 }
 

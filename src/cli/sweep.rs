@@ -436,6 +436,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             // `run` puts them in place of the plan's [budget].
             budget: args.budget.clone(),
             slow: args.slow.clone(),
+            restart: Default::default(),
         })
     })?;
     if args.dry_run {

@@ -189,6 +189,40 @@ pub struct TrialArgs {
     /// 'rps>5000' (repeatable); exit status 1 when any is not met.
     #[arg(long = "check", value_parser = crate::checks::Check::parse)]
     pub checks: Vec<crate::checks::Check>,
+    #[command(flatten)]
+    pub restart: RestartFlags,
+}
+
+/// A restart under load: the same flags on `trial` and `run` (where they
+/// replace the plan's `[restart]`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct RestartFlags {
+    /// Restart the server during the counted window, as its operators do:
+    /// a kind from its adapter (puma: phased, hot; unicorn: reexec;
+    /// passenger: restart) or kill-worker (SIGKILL to one worker).
+    #[arg(long, value_name = "KIND", requires = "restart_at")]
+    pub restart: Option<String>,
+    /// When to restart, from the start of the counted window (e.g. 5s).
+    #[arg(long, value_name = "TIME", requires = "restart", value_parser = parse::duration)]
+    pub restart_at: Option<Duration>,
+}
+
+impl RestartFlags {
+    /// The flags replace a plan's `[restart]`.
+    pub fn override_plan(&self, section: &mut crate::plan::RestartSection) {
+        if let (Some(kind), Some(at)) = (&self.restart, self.restart_at) {
+            section.kind = vec![kind.clone()];
+            section.at = Some(format!("{}s", at.as_secs_f64()));
+        }
+    }
+
+    /// The restart the flags ask (None without them).
+    pub fn restart(&self) -> Option<crate::lab::restart::RestartSpec> {
+        Some(crate::lab::restart::RestartSpec {
+            kind: self.restart.clone()?,
+            at: self.restart_at?,
+        })
+    }
 }
 
 /// The default CPU split: on 2+ cores the generator gets the last core and
@@ -299,6 +333,7 @@ impl ServerOptions {
             runtime,
             switches,
             budget: self.budget.budget(),
+            restart: None,
         })
     }
 }
@@ -458,6 +493,18 @@ pub fn render_trial(r: &TrialRecord) -> String {
     if let Some(d) = &r.disturbance {
         let _ = writeln!(s, "  machine:     {}", d.describe());
     }
+    if let Some(x) = &r.restart {
+        let _ = writeln!(
+            s,
+            "  restart:     {} at {:.1}s: {}",
+            x.kind, x.at_s, x.verdict
+        );
+        let _ = writeln!(
+            s,
+            "               pids {:?} -> {:?}",
+            x.pids_before, x.pids_after
+        );
+    }
     if let Some(e) = &r.server_exit {
         let _ = writeln!(s, "  SERVER DIED: {e}");
     }
@@ -510,6 +557,10 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
         .server
         .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
     spec.load.slow = args.slow.slow()?;
+    spec.restart = args.restart.restart();
+    if let Some(r) = &spec.restart {
+        crate::lab::spec::check_restart(&spec, r).map_err(usage)?;
+    }
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
     }

@@ -15,6 +15,7 @@
 use super::apps::AppSpec;
 use super::environment::Environment;
 use super::front::HttpVersion;
+use crate::load::report::LatencySummary;
 use crate::load::LoadReport;
 use crate::sampler::{Disturbance, SamplerReport};
 use crate::telemetry::{AcceptQueue, Telemetry};
@@ -198,6 +199,10 @@ pub struct TrialRecord {
     /// (`budget::BudgetRecord`); absent without a budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::BudgetRecord>,
+    /// The restart under load (`--restart`): when, what the load saw
+    /// around it, and the verdict; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RestartRecord>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a
@@ -236,6 +241,111 @@ impl TrialRecord {
     }
 }
 
+/// The record's `restart` (`lab::restart` computes it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RestartRecord {
+    /// The kind performed: "phased", "reexec", "kill-worker", ...
+    pub kind: String,
+    /// When it was performed, seconds from the counted window's start.
+    pub at_s: f64,
+    /// "done", or "failed" (`why` says why): a failed restart is never
+    /// zero-downtime.
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// From the signal (or the command's start) until it was seen
+    /// complete; absent when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub took_ms: Option<u64>,
+    /// Failed requests in the seconds from the restart until recovery
+    /// (`during_s`), by kind.
+    pub errors_during: RestartErrors,
+    /// Requests sent and never answered in those seconds: connections
+    /// reset after the request went out, and timeouts.
+    pub requests_lost: u64,
+    /// Latency of the OK responses in those seconds, their per-second
+    /// histograms merged; null when none was answered.
+    pub latency_during_us: Option<LatencySummary>,
+    /// The baseline: median p99 and mean throughput of up to five full
+    /// seconds before the one the restart began in.
+    pub p99_before_us: Option<u64>,
+    pub rps_before: Option<f64>,
+    /// The lowest throughput of a full second among those judged.
+    pub rps_min_during: Option<f64>,
+    /// The seconds judged as "during", from the counted window's start:
+    /// [start of the second the restart began in, end of the last second
+    /// before recovery].
+    pub during_s: Option<[f64; 2]>,
+    /// From the restart until the first second with no errors, throughput
+    /// within 10% of the baseline's and p99 within 10% of it; null when
+    /// that never came within the window.
+    pub recovered_after_ms: Option<u64>,
+    /// The resolution of `recovered_after_ms`: the timeline's second.
+    pub resolution_ms: u64,
+    /// The server's processes just before and once complete (sorted).
+    pub pids_before: Vec<u32>,
+    pub pids_after: Vec<u32>,
+    /// Done with no error in the seconds judged.
+    pub zero_downtime: bool,
+    /// In words: "zero-downtime: 0 errors, p99 rose from 4 ms to 310 ms
+    /// for 1.7 s", "not zero-downtime: 37 connections refused; ...",
+    /// "restart failed: ...".
+    pub verdict: String,
+}
+
+/// A restart's failed requests by kind.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RestartErrors {
+    /// Connections refused (or otherwise not made).
+    pub refused: u64,
+    /// Connections closed or reset mid-exchange.
+    pub reset: u64,
+    /// Answered with a status of 500 or above (502 and 503 from nginx).
+    #[serde(rename = "5xx")]
+    pub status_5xx: u64,
+    /// No complete answer within the load's timeout.
+    pub timeout: u64,
+    /// Any other failure: another unexpected status, a malformed answer,
+    /// a body without the expected text.
+    pub other: u64,
+}
+
+impl RestartErrors {
+    pub fn total(&self) -> u64 {
+        self.refused + self.reset + self.status_5xx + self.timeout + self.other
+    }
+
+    /// Adds one timeline second's failures.
+    pub fn add(&mut self, row: &crate::load::report::TimelineRow) {
+        let Some(k) = &row.error_kinds else {
+            return;
+        };
+        self.refused += k.connect;
+        self.reset += k.reset;
+        self.timeout += k.timeout;
+        let status_5xx = row.status_5xx.min(k.status);
+        self.status_5xx += status_5xx;
+        self.other += k.status - status_5xx + k.parse + k.body;
+    }
+
+    /// "37 connections refused, 2 reset, 5 answered 5xx".
+    pub fn words(&self) -> String {
+        let parts = [
+            (self.refused, "connections refused", "connection refused"),
+            (self.reset, "reset", "reset"),
+            (self.status_5xx, "answered 5xx", "answered 5xx"),
+            (self.timeout, "timed out", "timed out"),
+            (self.other, "other errors", "other error"),
+        ];
+        parts
+            .iter()
+            .filter(|(n, ..)| *n > 0)
+            .map(|(n, many, one)| format!("{n} {}", if *n == 1 { one } else { many }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +377,58 @@ mod tests {
         let old: TrialRecord = serde_json::from_value(doc).unwrap();
         let s = &old.server_metrics.samples;
         assert!(s.per_process.is_empty() && s.per_worker.is_none());
+    }
+
+    /// A status failure counts as 5xx only for the answers of 500 or above;
+    /// the rest of the statuses, parse and body failures are `other`.
+    #[test]
+    fn a_restarts_errors_are_sorted_by_kind_from_each_seconds_counts() {
+        use crate::load::report::TimelineRow;
+        let second = |kinds: Option<crate::load::ErrorCounts>, status_5xx| TimelineRow {
+            t_s: 3,
+            ok: 10,
+            errors: kinds.map_or(0, |k| k.total()),
+            p50_us: 1,
+            p99_us: 2,
+            rps: 10.0,
+            warmup: false,
+            span_s: 1.0,
+            error_kinds: kinds,
+            status_5xx,
+        };
+        let kinds = crate::load::ErrorCounts {
+            connect: 3,
+            timeout: 1,
+            reset: 2,
+            parse: 1,
+            status: 5,
+            body: 1,
+        };
+        let mut e = RestartErrors::default();
+        e.add(&second(Some(kinds), 4));
+        e.add(&second(None, 0));
+        assert_eq!(
+            e,
+            RestartErrors {
+                refused: 3,
+                reset: 2,
+                status_5xx: 4,
+                timeout: 1,
+                other: 3,
+            }
+        );
+        assert_eq!(e.total(), kinds.total());
+        assert_eq!(
+            e.words(),
+            "3 connections refused, 2 reset, 4 answered 5xx, 1 timed out, 3 other errors"
+        );
+        let one = RestartErrors {
+            refused: 1,
+            ..Default::default()
+        };
+        assert_eq!(one.words(), "1 connection refused");
+        let json = serde_json::to_value(one).unwrap();
+        assert_eq!(json["5xx"], 0, "the contract's name: {json}");
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub enum TrialError {
     /// The budget cannot be enforced here, or the server did not fit it.
     #[error("{0}")]
     Budget(String),
+    /// The restart asked cannot be done by this server or in this window.
+    #[error("{0}")]
+    Restart(String),
 }
 
 /// Everything one trial needs.
@@ -109,6 +112,9 @@ pub struct TrialSpec {
     /// A memory and CPU limit for the server's whole process tree (its
     /// own control group); None: no group is made.
     pub budget: Option<crate::budget::Budget>,
+    /// Restart the server under load (`--restart KIND --restart-at T`);
+    /// None: it runs undisturbed.
+    pub restart: Option<super::restart::RestartSpec>,
 }
 
 impl TrialSpec {
@@ -188,7 +194,29 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     if let Some(b) = &spec.budget {
         b.check_machine().map_err(TrialError::Budget)?;
     }
+    if let Some(r) = &spec.restart {
+        check_restart(spec, r).map_err(TrialError::Restart)?;
+    }
     Ok(())
+}
+
+/// A restart the server has, at a time inside the counted window.
+pub(crate) fn check_restart(
+    spec: &TrialSpec,
+    r: &super::restart::RestartSpec,
+) -> Result<(), String> {
+    spec.server.restart_kind(&r.kind, spec.workers)?;
+    match spec.load.duration {
+        None => Err(format!(
+            "--restart {} needs a timed window: give -d (e.g. -d 8s --restart-at 3s)",
+            r.kind
+        )),
+        Some(d) if r.at >= d => Err(format!(
+            "--restart-at {:?} is outside the counted window (0s to {d:?}): give a time below -d",
+            r.at
+        )),
+        Some(_) => Ok(()),
+    }
 }
 
 /// Refuses a front-end that cannot work, before anything starts.

@@ -15,6 +15,7 @@
 use super::apps::AppSpec;
 use super::front::NginxConf;
 use super::record::{Topology, TopologyInfo};
+use super::restart::RestartCommand;
 use super::spec::{TrialError, TrialSpec};
 use crate::host::{free_port, rackbench_home};
 use crate::load::{self, Endpoint};
@@ -317,6 +318,45 @@ impl Servers {
 }
 
 impl Prepared {
+    /// What a restart of the first instance needs: its pid file, and a
+    /// restart command rendered with the server's placeholders, run with
+    /// the server's environment from the app's directory, logging to
+    /// `restart.log` in the trial directory.
+    pub(super) fn restart_parts(
+        &self,
+        spec: &TrialSpec,
+        command: Option<&str>,
+    ) -> Result<(PathBuf, Option<RestartCommand>), TrialError> {
+        let count = spec.topology.instances();
+        let pidfile = self.dir.join(instance_file("server.pid", 0, count));
+        let Some(command) = command else {
+            return Ok((pidfile, None));
+        };
+        let mut vars = Vars::default();
+        vars.set("app", self.rackup().display())
+            .set("app_dir", self.app_dir.display())
+            .set("dir", self.dir.display())
+            .set("run_dir", self.run_dir.0.display())
+            .set("pidfile", pidfile.display())
+            .set("workers", self.workers)
+            .set("threads", self.threads)
+            .set("rackbench_home", rackbench_home().display());
+        for (k, v) in &self.settings {
+            vars.set(k, v);
+        }
+        let rendered = template::render(command, &vars).map_err(template_err(spec))?;
+        let env = self.launch_env().into_iter().collect();
+        Ok((
+            pidfile,
+            Some((
+                rendered,
+                env,
+                self.app_dir.clone(),
+                self.dir.join("restart.log"),
+            )),
+        ))
+    }
+
     /// A start-up failure with a kill for memory in the budget's group
     /// becomes that reason, in one line; any other error stays as it is.
     fn killed_for_memory(&self, spec: &TrialSpec, e: TrialError) -> TrialError {

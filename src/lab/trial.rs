@@ -15,6 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::environment::Environment;
+use super::restart::{self, Restarter};
 use super::spec::validate;
 use super::start::{prepare, start_servers, Prepared, Servers};
 use super::watch::{Seen, Watchers};
@@ -93,6 +94,7 @@ struct Watched {
     server_exit: Option<String>,
     killed: Vec<u32>,
     telemetry: Option<Telemetry>,
+    restart: Option<super::record::RestartRecord>,
 }
 
 /// Runs the load while the watchers sample the server (and nginx), mark
@@ -111,18 +113,37 @@ fn load_while_watching(
     let load_flag = Arc::new(AtomicBool::new(false));
     cfg.interrupt = Arc::clone(&load_flag);
     servers.commands.push(load_command(&cfg));
+    let restart = restart_kind(spec, prep)?;
     let watchers = Watchers::start(spec, servers, &cfg.cpus, load_flag);
     // nginx's error log from here on says why it answered a 5xx itself.
     let nginx_log = prep.dir.join("nginx-error.log");
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
     let window = watchers.window();
-    let report = load::run_observed(
+    let restarter = restart.map(|(r, kind, pidfile, command)| {
+        let plan = restart::Plan {
+            kind,
+            at: r.at,
+            window: watchers.window(),
+            scope: servers.server_scope(),
+            masters: watchers.masters(),
+            pidfile,
+            command,
+        };
+        Restarter::start(plan)
+    });
+    let mut kept = restart::SecondsKept::default();
+    let report = load::run_observed_seconds(
         cfg,
         |w| {
             let _ = window.set(w);
         },
-        |_| {},
+        |row, latency| {
+            if restarter.is_some() {
+                kept.keep(row, latency);
+            }
+        },
     );
+    let performed = restarter.map(Restarter::finish);
     let mut seen = watchers.finish();
     servers.topo.nginx_metrics = seen.nginx_samples.take();
     prep.wait_for_telemetry_flush();
@@ -141,13 +162,46 @@ fn load_while_watching(
         });
         super::failure::explain(f, &spec.server.name, front);
     }
+    let restart = spec.restart.as_ref().zip(performed).map(|(r, performed)| {
+        restart::summarize(restart::Outcome {
+            kind: &r.kind,
+            at: r.at,
+            performed,
+            window_start: seen.window_start,
+            warmup_s: report.config.warmup_s,
+            timeline: &report.timeline,
+            seconds: &kept,
+        })
+    });
     Ok(Watched {
         report,
         seen,
         server_exit,
         killed,
         telemetry,
+        restart,
     })
+}
+
+/// The trial's restart, resolved: what it asks, the adapter's kind, the
+/// first instance's pid file and the command rendered (a command kind).
+type ResolvedRestart = (
+    restart::RestartSpec,
+    crate::server::spec::RestartKind,
+    std::path::PathBuf,
+    Option<restart::RestartCommand>,
+);
+
+fn restart_kind(spec: &TrialSpec, prep: &Prepared) -> Result<Option<ResolvedRestart>, TrialError> {
+    let Some(r) = &spec.restart else {
+        return Ok(None);
+    };
+    let kind = spec
+        .server
+        .restart_kind(&r.kind, spec.workers)
+        .map_err(TrialError::Restart)?;
+    let (pidfile, command) = prep.restart_parts(spec, kind.command.as_deref())?;
+    Ok(Some((r.clone(), kind, pidfile, command)))
 }
 
 /// The equivalent `rackbench load` command, for the record.
@@ -212,6 +266,7 @@ fn record(
         server_exit,
         killed,
         telemetry,
+        restart,
     } = watched;
     let disturbance = seen.disturbance.take();
     let budget = match (&prep.group, &spec.budget) {
@@ -262,6 +317,7 @@ fn record(
         disturbance,
         runtime: Some(runtime),
         budget,
+        restart,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

@@ -19,7 +19,7 @@ use crate::telemetry::{AcceptQueue, AcceptQueueRecorder};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -82,6 +82,8 @@ pub(super) struct Watchers {
     /// Where the load puts its counted window once it knows it.
     window: Arc<OnceLock<Arc<Window>>>,
     disturbance: Arc<OnceLock<DisturbanceWatch>>,
+    /// The main processes the watcher follows (see [`Watchers::masters`]).
+    masters: Arc<Mutex<Vec<u32>>>,
 }
 
 /// What the watchers saw, once the load is over.
@@ -129,9 +131,10 @@ impl Watchers {
                 Arc::clone(&disturbance),
             ),
         };
+        let masters = Arc::new(Mutex::new(servers.started.pids()));
         let watcher = watch_trial(
             mark,
-            servers.started.pids(),
+            Arc::clone(&masters),
             load_interrupt,
             Arc::clone(&spec.interrupt),
         );
@@ -143,7 +146,15 @@ impl Watchers {
             watcher,
             window,
             disturbance,
+            masters,
         }
+    }
+
+    /// The server's main processes the watcher follows: a restart that
+    /// replaces one (unicorn's re-exec) puts the new one in its place
+    /// before the old one exits.
+    pub(super) fn masters(&self) -> Arc<Mutex<Vec<u32>>> {
+        Arc::clone(&self.masters)
     }
 
     /// Where the load hands over its counted window
@@ -181,10 +192,11 @@ impl Watchers {
 
 /// The watcher: every 20 ms marks the counted window for the samplers,
 /// passes Ctrl-C (`user_stop`) on to the load, and ends the load when a
-/// server process dies, collecting its PID.
+/// server process dies, collecting its PID. The processes watched are
+/// read each time: a restart may replace one.
 fn watch_trial(
     mut mark: WindowMark,
-    pids: Vec<u32>,
+    pids: Arc<Mutex<Vec<u32>>>,
     load_interrupt: Arc<AtomicBool>,
     user_stop: Arc<AtomicBool>,
 ) -> Poller<u32> {
@@ -193,8 +205,14 @@ fn watch_trial(
         if user_stop.load(Ordering::Relaxed) {
             load_interrupt.store(true, Ordering::Relaxed);
         }
-        match pids.iter().find(|&&p| !supervisor::is_alive(p)) {
-            Some(&pid) => {
+        let dead = pids
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .copied()
+            .find(|&p| !supervisor::is_alive(p));
+        match dead {
+            Some(pid) => {
                 died.push(pid);
                 load_interrupt.store(true, Ordering::Relaxed);
                 ControlFlow::Break(())

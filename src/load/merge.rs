@@ -355,6 +355,9 @@ fn merge_timeline(
             rps: row.ok as f64 / row.span_s.max(1e-3),
             warmup: row.warmup,
             span_s: row.span_s,
+            // Segments carry per-second totals, not their kinds.
+            error_kinds: None,
+            status_5xx: 0,
         });
         if let Some(ok_us) = row.latency.as_ref().and_then(encode) {
             seconds.push(SecondHistogram { t_s, ok_us });
@@ -623,6 +626,8 @@ mod tests {
                 rps: ok as f64,
                 warmup: false,
                 span_s: 1.0,
+                error_kinds: None,
+                status_5xx: 0,
             });
         }
         r.requests.ok = all.len();

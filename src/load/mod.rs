@@ -68,13 +68,25 @@ pub fn run(config: LoadConfig, on_second: impl FnMut(&TimelineRow)) -> std::io::
 /// lab marks the server's sampler at `window.start()`, which under
 /// `--warmup-until-steady` is only known mid-run).
 ///
-/// In steps: refuse what cannot run, spawn the workers, gather their
-/// seconds into the timeline while they run, join them, add up what each
-/// measured, and build the report.
 pub fn run_observed(
     config: LoadConfig,
     on_window: impl FnOnce(Arc<Window>),
-    on_second: impl FnMut(&TimelineRow),
+    mut on_second: impl FnMut(&TimelineRow),
+) -> std::io::Result<LoadReport> {
+    run_observed_seconds(config, on_window, |row, _| on_second(row))
+}
+
+/// [`run_observed`], handing `on_second` each second's histogram of OK
+/// latencies beside its row, so a caller can merge the seconds it cares
+/// about (a restart's) rather than average their percentiles.
+///
+/// In steps: refuse what cannot run, spawn the workers, gather their
+/// seconds into the timeline while they run, join them, add up what each
+/// measured, and build the report.
+pub fn run_observed_seconds(
+    config: LoadConfig,
+    on_window: impl FnOnce(Arc<Window>),
+    on_second: impl FnMut(&TimelineRow, &Histogram<u64>),
 ) -> std::io::Result<LoadReport> {
     let threads = config.threads.clamp(1, config.connections.max(1));
     check_runnable(&config)?;
@@ -409,7 +421,7 @@ fn collect_timeline(
     window: &Window,
     steady_rule: bool,
     keep_histograms: bool,
-    mut on_second: impl FnMut(&TimelineRow),
+    mut on_second: impl FnMut(&TimelineRow, &Histogram<u64>),
 ) -> (Vec<TimelineRow>, Vec<segment::SecondHistogram>) {
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
     let mut timeline = Vec::new();
@@ -434,7 +446,7 @@ fn collect_timeline(
                 window.decide(Instant::now(), true);
             }
         }
-        on_second(&row);
+        on_second(&row, &sec_report.latency);
         timeline.push(row);
     };
     for (_thread, r) in rx {

@@ -142,6 +142,10 @@ pub struct SecondReport {
     pub errors: u64,
     /// Latency of the OK responses that ended in this second.
     pub latency: Histogram<u64>,
+    /// This second's failures by kind (their sum is `errors`).
+    pub error_kinds: ErrorCounts,
+    /// Of the status failures, those answered 500 or above.
+    pub status_5xx: u64,
 }
 
 /// What a worker hands back when it ends.
@@ -186,6 +190,8 @@ pub struct Recorder {
     sec: u64,
     sec_ok: u64,
     sec_errors: u64,
+    sec_kinds: ErrorCounts,
+    sec_5xx: u64,
     sec_hist: Histogram<u64>,
     tx: Sender<(usize, SecondReport)>,
     thread: usize,
@@ -228,6 +234,8 @@ impl Recorder {
             sec: 0,
             sec_ok: 0,
             sec_errors: 0,
+            sec_kinds: ErrorCounts::default(),
+            sec_5xx: 0,
             sec_hist: new_histogram(2),
             tx,
             thread,
@@ -267,6 +275,7 @@ impl Recorder {
             Outcome::Ok => self.sec_ok += 1,
             Outcome::Failed(kind) => {
                 self.sec_errors += 1;
+                self.sec_kinds.bump(kind);
                 self.errors_seen += 1;
                 if self.tally.first_failure.is_none() {
                     self.note_first_failure(now, kind);
@@ -351,6 +360,9 @@ impl Recorder {
         status: u16,
         parser: &ResponseParser,
     ) {
+        if kind == Failure::Status && status >= 500 {
+            self.sec_5xx += 1;
+        }
         if kind == Failure::Status && self.counts(sched) {
             *self.tally.status_codes.entry(status).or_default() += 1;
         }
@@ -421,6 +433,8 @@ impl Recorder {
             ok: std::mem::take(&mut self.sec_ok),
             errors: std::mem::take(&mut self.sec_errors),
             latency: hist,
+            error_kinds: std::mem::take(&mut self.sec_kinds),
+            status_5xx: std::mem::take(&mut self.sec_5xx),
         };
         // The collector only goes away once every worker is done.
         let _ = self.tx.send((self.thread, report));

@@ -275,10 +275,22 @@ pub struct TimelineRow {
     /// Seconds this row covers: 1, or less for the last one.
     #[serde(default = "one_second")]
     pub span_s: f64,
+    /// This second's failures by kind; absent when it had none (and in
+    /// records made before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kinds: Option<ErrorCounts>,
+    /// Of this second's status failures, those answered 500 or above
+    /// (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub status_5xx: u64,
 }
 
 fn one_second() -> f64 {
     1.0
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl TimelineRow {
@@ -301,6 +313,8 @@ impl TimelineRow {
             rps: r.ok as f64 / span,
             warmup,
             span_s: r.span.as_secs_f64(),
+            error_kinds: (r.errors > 0).then_some(r.error_kinds),
+            status_5xx: r.status_5xx,
         }
     }
 }

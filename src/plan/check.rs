@@ -74,6 +74,7 @@ impl Plan {
         self.check_fronts(at)?;
         self.check_switches(at)?;
         self.check_breakpoint(at)?;
+        self.check_restart(duration, at)?;
         Ok(Knobs {
             duration,
             warmup,
@@ -125,6 +126,44 @@ impl Plan {
                         .replace("--slow-every", "slow_every"),
                 )
             })?;
+        }
+        Ok(())
+    }
+
+    /// `[restart]`: a kind or more and a time inside the counted window,
+    /// each at its line. Whether a server has the kind is the matrix's to
+    /// say (a server without it skips it).
+    fn check_restart(
+        &self,
+        duration: Duration,
+        at: &impl Fn(&str, String) -> PlanError,
+    ) -> Result<(), PlanError> {
+        let r = &self.restart;
+        if r.is_empty() {
+            return Ok(());
+        }
+        if r.kind.is_empty() {
+            return Err(at(
+                "[restart]",
+                "[restart] names no kind: add kind = \"phased\" (or a list)".into(),
+            ));
+        }
+        let Some(text) = &r.at else {
+            return Err(at(
+                "[restart]",
+                "[restart] says no time: add at = \"3s\" (from the counted window's start)".into(),
+            ));
+        };
+        // The line as plans write it (`at =` alone would find `format =`).
+        let line = format!("at = \"{text}\"");
+        let when = crate::units::duration(text).map_err(|e| at(&line, format!("at: {e}")))?;
+        if when >= duration {
+            return Err(at(
+                &line,
+                format!(
+                    "at = \"{text}\" is outside the counted window (0s to {duration:?}): give a time below [load] duration"
+                ),
+            ));
         }
         Ok(())
     }

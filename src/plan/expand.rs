@@ -59,6 +59,8 @@ impl Plan {
         skipped.retain(|s| seen.insert(s.clone()));
         self.check_sweep_fixed(&combos)
             .map_err(|m| at("[sweep]", m))?;
+        self.check_restart_kinds(&registry, &entries, &combos)
+            .map_err(|m| at("kind =", m))?;
         Ok(Expanded {
             trials: self.repeated(&combos),
             skipped,
@@ -68,6 +70,45 @@ impl Plan {
             slack: knobs.slack,
             replay: knobs.replay,
         })
+    }
+
+    /// Each `[restart]` kind is one some server of the plan has: a kind no
+    /// trial runs is a typo, not a skip.
+    fn check_restart_kinds(
+        &self,
+        registry: &Registry,
+        entries: &[ServerEntry],
+        combos: &[PlannedTrial],
+    ) -> Result<(), String> {
+        for kind in &self.restart.kind {
+            if combos
+                .iter()
+                .any(|c| c.restart.as_ref().is_some_and(|r| &r.kind == kind))
+            {
+                continue;
+            }
+            let kinds: Vec<String> = entries
+                .iter()
+                .filter_map(|e| registry.get(&e.name).ok())
+                .map(|s| {
+                    let k: Vec<String> = s.restart_kinds().into_keys().collect();
+                    format!(
+                        "{} has {}",
+                        s.name,
+                        if k.is_empty() {
+                            "none".into()
+                        } else {
+                            k.join(", ")
+                        }
+                    )
+                })
+                .collect();
+            return Err(format!(
+                "[restart] kind \"{kind}\" runs in no trial of the plan ({}); a kind that needs workers needs workers = [2]",
+                kinds.join("; ")
+            ));
+        }
+        Ok(())
     }
 
     /// The registry with the plan's own `[server_defs]` in it, and which
@@ -253,12 +294,48 @@ impl Plan {
                         switches: f.switches,
                         budget: f.budget,
                         slow_clients: f.slow_clients,
+                        restart: None,
                         spec: Some(spec.clone()),
                     };
-                    self.expand_fronts(&base, shapes, combos, skipped);
+                    for r in self.restarts() {
+                        let mut b = base.clone();
+                        if let Some(r) = r {
+                            if let Err(why) = spec.restart_kind(&r.kind, w) {
+                                skipped.push(why);
+                                continue;
+                            }
+                            b.variant.push_str(&format!("+restart={}", r.kind));
+                            b.restart = Some(r);
+                        }
+                        self.expand_fronts(&b, shapes, combos, skipped);
+                    }
                 }
             }
         }
+    }
+
+    /// The plan's restarts, one per kind (checked), or `[None]` without
+    /// a `[restart]`.
+    fn restarts(&self) -> Vec<Option<crate::store::records::PlannedRestart>> {
+        let at_s = self
+            .restart
+            .at
+            .as_deref()
+            .and_then(|t| crate::units::duration(t).ok())
+            .map_or(0.0, |d| d.as_secs_f64());
+        if self.restart.kind.is_empty() {
+            return vec![None];
+        }
+        self.restart
+            .kind
+            .iter()
+            .map(|k| {
+                Some(crate::store::records::PlannedRestart {
+                    kind: k.clone(),
+                    at_s,
+                })
+            })
+            .collect()
     }
 
     /// Whether entry `e` runs only on the host (no runtimes named, or
@@ -734,6 +811,72 @@ mod flavour_tests {
             ids.len() / 2,
             "{ids:?}"
         );
+    }
+
+    #[test]
+    fn a_restart_section_multiplies_the_matrix_and_servers_without_a_kind_skip_it() {
+        let both = "[[server]]\nname = \"puma\"\nworkers = [2]\n[[server]]\nname = \"unicorn\"";
+        let rows: &[(&str, &[&str])] = &[
+            (
+                "[restart]\nkind = \"reexec\"\nat = \"3s\"",
+                &["unicorn+restart=reexec"],
+            ),
+            (
+                "[restart]\nkind = [\"phased\", \"kill-worker\"]\nat = \"3s\"",
+                &[
+                    "puma-w2+restart=phased",
+                    "puma-w2+restart=kill-worker",
+                    "unicorn+restart=kill-worker",
+                ],
+            ),
+        ];
+        for (restart, want) in rows {
+            let e = expand("", &format!("{both}\n{restart}"));
+            let mut names: Vec<&str> = e.trials.iter().map(|t| t.variant.as_str()).collect();
+            names.sort_by_key(|n| want.iter().position(|w| w == n));
+            assert_eq!(names, *want, "{restart}");
+            let r = e.trials[0].restart.as_ref().unwrap();
+            assert_eq!(r.at_s, 3.0);
+        }
+        let e = expand(
+            "",
+            &format!("{both}\n[restart]\nkind = \"reexec\"\nat = \"3s\""),
+        );
+        assert!(
+            e.skipped
+                .iter()
+                .any(|s| s.contains("puma has no restart kind 'reexec'")),
+            "{:?}",
+            e.skipped
+        );
+        // (the section, what the error says, its line)
+        let bad: &[(&str, &str, usize)] = &[
+            (
+                "[restart]\nkind = \"hot\"\nat = \"30s\"",
+                "outside the counted window",
+                9,
+            ),
+            ("[restart]\nkind = \"hot\"", "add at = \"3s\"", 7),
+            ("[restart]\nat = \"3s\"", "names no kind", 7),
+            (
+                "[restart]\nkind = \"bounce\"\nat = \"3s\"",
+                "puma has hot, kill-worker, phased",
+                8,
+            ),
+        ];
+        for (restart, part, line) in bad {
+            let text = format!(
+                "name = \"t\"\napps = [\"hello\"]\n[[server]]\nname = \"puma\"\nworkers = [2]\n\n{restart}\n[load]\nduration = \"8s\"\nconnections = [10]\n"
+            );
+            let err = Plan::parse(&text, "t.toml")
+                .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(part) && err.contains(&format!("t.toml, line {line}:")),
+                "{restart}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub mod sweep;
 pub use crate::store::records::{PlannedTrial, Shape};
 pub use error::PlanError;
 pub use expand::{slug, Expanded};
-pub use schema::{BreakpointSection, BudgetSection, FitSection, LoadSection, Plan, ServerEntry};
+pub use schema::{
+    BreakpointSection, BudgetSection, FitSection, LoadSection, Plan, RestartSection, ServerEntry,
+};
 
 use crate::server::spec::Registry;
 

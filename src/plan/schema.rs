@@ -87,6 +87,12 @@ pub struct Plan {
     /// and `cpus = 1.5` (absent: no budget, ids as before).
     #[serde(default, skip_serializing_if = "BudgetSection::is_empty")]
     pub budget: BudgetSection,
+    /// A restart under load in every trial: `[restart]` with `kind =
+    /// "phased"` (or a list, which multiplies the matrix; a server
+    /// without a kind skips it) and `at = "3s"` from the counted window's
+    /// start (absent: none, ids as before).
+    #[serde(default, skip_serializing_if = "RestartSection::is_empty")]
+    pub restart: RestartSection,
     /// This plan is a fit (`rackbench fit PLAN`, plan::fit): the search's
     /// objective and bounds. `rackbench run` refuses such a plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,6 +119,23 @@ pub struct FitSection {
     /// The most threads per worker tried.
     #[serde(default)]
     pub max_threads: Option<u32>,
+}
+
+/// `[restart]`: restart kinds (one or a list) and when.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestartSection {
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub kind: Vec<String>,
+    /// From the counted window's start: "3s".
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+impl RestartSection {
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty() && self.at.is_none()
+    }
 }
 
 /// `[budget]`: memory sizes and CPU counts, each one value or a list.

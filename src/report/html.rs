@@ -309,6 +309,7 @@ impl Report {
             s.push_str("</table>");
             super::budget::html(s, self, &groups);
             super::slow::html(s, self, &groups);
+            super::restart::html(s, self, &groups);
         }
         s.push_str("</section>\n");
     }
@@ -488,6 +489,10 @@ impl Report {
         if let Some(n) = super::budget::trial_kill_note(t) {
             let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&n));
         }
+        if let Some((n, zero)) = super::restart::note(r) {
+            let class = if zero { "note" } else { "bad-text" };
+            let _ = write!(s, "<p class=\"{class}\">{}</p>", esc(&n));
+        }
         let tl = &r.load.timeline;
         if tl.is_empty() {
             s.push_str("<p class=\"bad-text\">The record holds no timeline rows.</p></div>");
@@ -547,6 +552,10 @@ impl Report {
         // Each kill for memory at its time (`report::budget`).
         for at in super::budget::kill_seconds(r) {
             p.vline(at.min(tmax), RED, &format!("killed for memory at {at:.1}s"));
+        }
+        // The restart's instant (`report::restart`), the same kind of mark.
+        if let Some((at, label)) = super::restart::instant(r) {
+            p.vline(at.min(tmax), "#7a4fa0", &label);
         }
         p.legend("req/s", "#1f5f9f", false);
         if tl.iter().any(|row| row.warmup) {

@@ -17,6 +17,7 @@ pub mod fit;
 mod html;
 mod memory;
 pub mod mirror;
+mod restart;
 mod runtime;
 mod shows;
 mod slow;

@@ -215,6 +215,7 @@ impl Report {
         }
         super::budget::terminal(&mut s, self);
         super::slow::terminal(&mut s, self);
+        super::restart::terminal(&mut s, self);
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
@@ -536,6 +537,7 @@ impl Report {
             super::memory::markdown(s, &groups);
             super::budget::markdown(s, self, &groups);
             super::slow::markdown(s, self, &groups);
+            super::restart::markdown(s, self, &groups);
         }
     }
 

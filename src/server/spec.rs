@@ -92,6 +92,107 @@ pub struct ServerSpec {
     /// The server's own view of its queue, read with telemetry on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<StatsSource>,
+    /// How its operators restart it under load, by kind name
+    /// (`--restart KIND`); `kill-worker` is built in for any server with
+    /// `processes` and is not declared here.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub restarts: BTreeMap<String, RestartKind>,
+}
+
+/// One way to restart a server under load: a signal to its main process
+/// (the one rackbench started, or the master that replaced it), or a
+/// command run beside it. Exactly one of `signal` and `command`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RestartKind {
+    /// Signal sent to the main process: USR1, USR2, HUP, ... (SIG optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// What follows the signal: "quit-old-master" waits for the new master
+    /// (its pid file names another live process with its workers up) and
+    /// then sends QUIT to the old one (unicorn's documented sequence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<String>,
+    /// A command template (the server's placeholders, e.g. `{{run_dir}}`,
+    /// `{{app_dir}}`), run with the server's environment; exit 0 is success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Refused without worker processes (--workers 1 or more).
+    #[serde(default)]
+    pub needs_workers: bool,
+    /// How long the restart may take to complete before it counts as failed.
+    #[serde(default = "default_restart_timeout")]
+    pub timeout_s: f64,
+}
+
+/// The built-in kind every preforking server has: SIGKILL to one worker.
+pub const KILL_WORKER: &str = "kill-worker";
+
+/// What `then` may say.
+pub const QUIT_OLD_MASTER: &str = "quit-old-master";
+
+fn default_restart_timeout() -> f64 {
+    30.0
+}
+
+impl RestartKind {
+    /// The built-in `kill-worker`.
+    pub fn kill_worker() -> RestartKind {
+        RestartKind {
+            signal: Some("KILL".into()),
+            needs_workers: true,
+            timeout_s: default_restart_timeout(),
+            ..RestartKind::default()
+        }
+    }
+
+    /// The signal's number, for the names a restart uses.
+    pub fn signal_number(name: &str) -> Option<i32> {
+        Some(match name.trim_start_matches("SIG") {
+            "HUP" => libc::SIGHUP,
+            "INT" => libc::SIGINT,
+            "QUIT" => libc::SIGQUIT,
+            "KILL" => libc::SIGKILL,
+            "USR1" => libc::SIGUSR1,
+            "USR2" => libc::SIGUSR2,
+            "TERM" => libc::SIGTERM,
+            "WINCH" => libc::SIGWINCH,
+            "TTIN" => libc::SIGTTIN,
+            "TTOU" => libc::SIGTTOU,
+            "URG" => libc::SIGURG,
+            _ => return None,
+        })
+    }
+
+    /// What is wrong with a declared kind, in words naming the fix.
+    fn check(&self) -> Result<(), String> {
+        match (&self.signal, &self.command) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err("give either signal = \"USR2\" or command = \"...\"".into())
+            }
+            (Some(s), None) if RestartKind::signal_number(s).is_none() => {
+                return Err(format!(
+                    "signal '{s}' is not one of HUP, INT, QUIT, KILL, USR1, USR2, TERM, WINCH, TTIN, TTOU, URG"
+                ))
+            }
+            _ => {}
+        }
+        if let Some(t) = self.then.as_deref().filter(|t| *t != QUIT_OLD_MASTER) {
+            return Err(format!(
+                "then = \"{t}\": the one sequence known is \"{QUIT_OLD_MASTER}\""
+            ));
+        }
+        if self.then.is_some() && self.signal.is_none() {
+            return Err(format!("then = \"{QUIT_OLD_MASTER}\" follows a signal"));
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err(format!(
+                "timeout_s = {}: give seconds above 0",
+                self.timeout_s
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Where a server reports its own queue: an HTTP GET of `path` on
@@ -184,7 +285,48 @@ impl ServerSpec {
             start_timeout_s: default_start_timeout(),
             notes: String::new(),
             stats: None,
+            restarts: BTreeMap::new(),
         }
+    }
+
+    /// The restart kinds this server has: its own, plus `kill-worker` for
+    /// a server with worker processes.
+    pub fn restart_kinds(&self) -> BTreeMap<String, RestartKind> {
+        let mut kinds = self.restarts.clone();
+        if self.processes {
+            kinds
+                .entry(KILL_WORKER.into())
+                .or_insert_with(RestartKind::kill_worker);
+        }
+        kinds
+    }
+
+    /// The restart `kind` asks, or a one-line refusal naming the kinds this
+    /// server has; `workers` is what the trial runs with (None: the
+    /// adapter's default), refused for a kind that needs workers.
+    pub fn restart_kind(&self, kind: &str, workers: Option<u32>) -> Result<RestartKind, String> {
+        let kinds = self.restart_kinds();
+        let Some(k) = kinds.get(kind) else {
+            return Err(if kinds.is_empty() {
+                format!(
+                    "{} has no restart kinds (declare them as restarts = {{ NAME = {{ signal = \"USR2\" }} }} in a servers file)",
+                    self.name
+                )
+            } else {
+                format!(
+                    "{} has no restart kind '{kind}': its kinds are {}",
+                    self.name,
+                    kinds.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            });
+        };
+        if k.needs_workers && workers.unwrap_or(self.default_workers) == 0 {
+            return Err(format!(
+                "--restart {kind} needs worker processes: {} runs without them here; give --workers 2",
+                self.name
+            ));
+        }
+        Ok(k.clone())
     }
 
     pub fn stop_signal_number(&self) -> Option<i32> {
@@ -273,6 +415,12 @@ pub fn parse_servers(text: &str, file: &str) -> Result<Vec<ServerSpec>, SpecErro
             file: file.to_string(),
             message,
         })?;
+        for (kind, k) in &spec.restarts {
+            k.check().map_err(|why| SpecError::Parse {
+                file: file.to_string(),
+                message: format!("server '{name}': restart '{kind}': {why}"),
+            })?;
+        }
         out.push(spec);
     }
     Ok(out)
@@ -439,6 +587,81 @@ mod tests {
             if let Some(res) = s.config_text(None) {
                 res.unwrap_or_else(|e| panic!("{name}: config template: {e}"));
             }
+        }
+    }
+
+    #[test]
+    fn restart_kinds_come_from_the_adapter_and_kill_worker_from_processes() {
+        let r = Registry::builtin();
+        let kinds = |name: &str| -> Vec<String> {
+            r.get(name).unwrap().restart_kinds().into_keys().collect()
+        };
+        assert_eq!(kinds("puma"), ["hot", "kill-worker", "phased"]);
+        assert_eq!(kinds("unicorn"), ["kill-worker", "reexec"]);
+        assert_eq!(kinds("passenger"), ["kill-worker", "restart"]);
+        assert!(kinds("thin").is_empty() && kinds("webrick").is_empty());
+        let puma = r.get("puma").unwrap();
+        // (kind, workers, Ok or the refusal's telling part)
+        let rows: &[(&str, Option<u32>, Result<&str, &str>)] = &[
+            ("phased", Some(2), Ok("USR1")),
+            ("hot", Some(2), Ok("USR2")),
+            ("kill-worker", Some(2), Ok("KILL")),
+            ("phased", None, Err("give --workers 2")),
+            ("phased", Some(0), Err("needs worker processes")),
+            ("kill-worker", Some(0), Err("needs worker processes")),
+            (
+                "reexec",
+                Some(2),
+                Err("its kinds are hot, kill-worker, phased"),
+            ),
+        ];
+        for (kind, workers, want) in rows {
+            let got = puma.restart_kind(kind, *workers);
+            match (want, got) {
+                (Ok(sig), Ok(k)) => assert_eq!(k.signal.as_deref(), Some(*sig), "{kind}"),
+                (Err(part), Err(e)) => {
+                    assert!(e.contains(part) && !e.contains('\n'), "{kind}: {e}")
+                }
+                (want, got) => panic!("{kind} {workers:?}: want {want:?}, got {got:?}"),
+            }
+        }
+        let thin = r
+            .get("thin")
+            .unwrap()
+            .restart_kind("hot", None)
+            .unwrap_err();
+        assert!(
+            thin.contains("no restart kinds") && thin.contains("restarts ="),
+            "{thin}"
+        );
+    }
+
+    #[test]
+    fn a_servers_file_declares_restart_kinds_checked_at_parse() {
+        let ok = "[mine]\ncommand = \"srv {{port}}\"\nrestarts = { graceful = { signal = \"HUP\", timeout_s = 5 }, deploy = { command = \"touch {{dir}}/x\" } }\n";
+        let s = &parse_servers(ok, "my.toml").unwrap()[0];
+        assert_eq!(s.restarts["graceful"].timeout_s, 5.0);
+        assert_eq!(s.restarts["deploy"].timeout_s, 30.0);
+        let rows = [
+            ("{ signal = \"FOO\" }", "signal 'FOO'"),
+            ("{ }", "either signal"),
+            ("{ signal = \"HUP\", command = \"x\" }", "either signal"),
+            ("{ signal = \"HUP\", then = \"wait\" }", "quit-old-master"),
+            (
+                "{ command = \"x\", then = \"quit-old-master\" }",
+                "follows a signal",
+            ),
+            ("{ signal = \"HUP\", timeout_s = 0 }", "above 0"),
+            ("{ signal = \"HUP\", sginal = 1 }", "sginal"),
+        ];
+        for (kind, part) in rows {
+            let text =
+                format!("[mine]\ncommand = \"srv {{{{port}}}}\"\nrestarts = {{ k = {kind} }}\n");
+            let err = parse_servers(&text, "my.toml").unwrap_err().to_string();
+            assert!(
+                err.contains("my.toml") && err.contains(part),
+                "{kind}: {err}"
+            );
         }
     }
 

@@ -150,8 +150,29 @@ pub struct PlannedTrial {
     /// The plan's `[load] slow_clients` for this trial; absent for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_clients: Option<usize>,
+    /// The plan's `[restart]` for this trial; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<PlannedRestart>,
     #[serde(skip)]
     pub spec: Option<ServerSpec>,
+}
+
+/// A planned trial's restart under load: the kind, and when, seconds from
+/// the counted window's start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedRestart {
+    pub kind: String,
+    pub at_s: f64,
+}
+
+impl PlannedRestart {
+    /// What the lab is asked.
+    pub fn spec(&self) -> crate::lab::restart::RestartSpec {
+        crate::lab::restart::RestartSpec {
+            kind: self.kind.clone(),
+            at: std::time::Duration::from_secs_f64(self.at_s),
+        }
+    }
 }
 
 impl PlannedTrial {

@@ -1,0 +1,357 @@
+//! Restarts under load (`--restart KIND --restart-at T`) against the real
+//! servers, through the binary: each kind on each server that has it
+//! (puma phased and hot, unicorn reexec, passenger restart, kill-worker
+//! on unicorn and puma) happened as that kind does (which processes were
+//! replaced), the load was not ended as a server death, and nothing the
+//! trial started is left running; a restart that cannot happen (a signal
+//! the server ignores, a command that fails) is reported as failed; one
+//! behind nginx; and the refusals before anything starts.
+
+mod common;
+
+use common::schema::assert_valid;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+fn installed(server: &str) -> bool {
+    common::have(server, &format!("apt-get install {server}"))
+}
+
+/// `rackbench trial --json` with a short window and the restart 2 s into
+/// it; the record, checked against its schema, once the command has
+/// ended. The windows leave a restart several seconds to complete: on a
+/// busy 2-CPU machine a phased restart or a re-exec took over 2 s.
+fn trial(name: &str, window: &str, args: &[&str]) -> Value {
+    let work = common::work_dir(&format!("restart-{name}"));
+    let out = common::rackbench_cmd()
+        .args([
+            "trial",
+            "--no-pin",
+            "--json",
+            "-c",
+            "4",
+            "-d",
+            window,
+            "--warmup",
+            "1s",
+            "--restart-at",
+            "2s",
+            "--work-dir",
+        ])
+        .arg(&work)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("trial-v1", &doc, name);
+    assert!(
+        doc["server_exit"].is_null(),
+        "{name}: the restart was taken for a death: {}",
+        doc["server_exit"]
+    );
+    assert_nothing_left(name, &doc, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    doc
+}
+
+fn pids(doc: &Value, key: &str) -> BTreeSet<u64> {
+    doc["restart"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no restart.{key} in {}", doc["restart"]))
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect()
+}
+
+/// No process of the server is left once the trial has ended: none of
+/// its pids before or after the restart lives, and no process names the
+/// trial's directory on its command line.
+fn assert_nothing_left(name: &str, doc: &Value, work: &std::path::Path) {
+    let mut all = BTreeSet::new();
+    if !doc["restart"].is_null() {
+        all.extend(pids(doc, "pids_before"));
+        all.extend(pids(doc, "pids_after"));
+    }
+    let work = work.display().to_string();
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u64>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 1..].trim_start().starts_with('Z'));
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !zombie && (all.contains(&pid) || cmdline.contains(&work)) {
+            left.push(format!("{pid} {cmdline}"));
+        }
+    }
+    assert!(left.is_empty(), "{name}: left running: {left:?}");
+}
+
+fn restart(doc: &Value) -> &Value {
+    let r = &doc["restart"];
+    assert_eq!(r["outcome"], "done", "{r}");
+    assert!(
+        r["verdict"].as_str().unwrap().contains("zero-downtime"),
+        "{r}"
+    );
+    r
+}
+
+/// puma with 2 workers: a phased restart (USR1) and a hot one (USR2) both
+/// keep the master and replace every worker. Without keep-alive: a worker
+/// told to stop for a phased restart keeps serving the connections it
+/// holds, and a closed loop's kept-alive connections never go idle, so it
+/// then exits only when the load ends (bench/runs/2026-11-26-restarts),
+/// which the record rightly calls a failed restart.
+#[test]
+fn puma_phased_and_hot_restarts_keep_the_master_and_replace_every_worker() {
+    if !installed("puma") {
+        return;
+    }
+    for kind in ["phased", "hot"] {
+        let doc = trial(
+            &format!("puma-{kind}"),
+            "7s",
+            &[
+                "--server",
+                "puma",
+                "--workers",
+                "2",
+                "--threads",
+                "2",
+                "--restart",
+                kind,
+            ],
+        );
+        restart(&doc);
+        let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
+        let kept: Vec<_> = before.intersection(&after).collect();
+        assert_eq!(
+            kept.len(),
+            1,
+            "{kind}: only the master stays: {before:?} -> {after:?}"
+        );
+        assert_eq!(
+            (before.len(), after.len()),
+            (3, 3),
+            "{kind}: {before:?} -> {after:?}"
+        );
+    }
+}
+
+/// unicorn's re-exec: a new master and new workers, the old master gone
+/// on QUIT; the trial followed the new master instead of ending the load.
+#[test]
+fn unicorn_reexec_replaces_the_master_and_the_load_follows_it() {
+    if !installed("unicorn") {
+        return;
+    }
+    let doc = trial(
+        "unicorn-reexec",
+        "8s",
+        &[
+            "--server",
+            "unicorn",
+            "--workers",
+            "2",
+            "--restart",
+            "reexec",
+        ],
+    );
+    restart(&doc);
+    let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
+    assert!(before.is_disjoint(&after), "{before:?} -> {after:?}");
+    assert_eq!(
+        (before.len(), after.len()),
+        (3, 3),
+        "{before:?} -> {after:?}"
+    );
+    let load_s = doc["load"]["duration_s"].as_f64().unwrap();
+    assert!(load_s > 3.5, "the load ran its window: {load_s} s");
+}
+
+/// Behind nginx the same re-exec: nginx's upstream is the socket the new
+/// master inherited.
+#[test]
+fn unicorn_reexec_behind_nginx_is_done_and_the_load_goes_on() {
+    if !installed("unicorn") || !common::have_nginx() {
+        return;
+    }
+    let doc = trial(
+        "unicorn-reexec-nginx",
+        "8s",
+        &[
+            "--server",
+            "unicorn",
+            "--workers",
+            "2",
+            "--behind",
+            "nginx",
+            "--restart",
+            "reexec",
+        ],
+    );
+    restart(&doc);
+    assert!(pids(&doc, "pids_before").is_disjoint(&pids(&doc, "pids_after")));
+}
+
+/// kill-worker: exactly one worker gone and one new one, on unicorn and
+/// on puma.
+#[test]
+fn kill_worker_replaces_exactly_one_worker_on_unicorn_and_puma() {
+    for server in ["unicorn", "puma"] {
+        if !installed(server) {
+            continue;
+        }
+        let doc = trial(
+            &format!("{server}-kill"),
+            "6s",
+            &[
+                "--server",
+                server,
+                "--workers",
+                "2",
+                "--restart",
+                "kill-worker",
+            ],
+        );
+        restart(&doc);
+        let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
+        assert_eq!(
+            before.difference(&after).count(),
+            1,
+            "{server}: {before:?} -> {after:?}"
+        );
+        assert_eq!(
+            after.difference(&before).count(),
+            1,
+            "{server}: {before:?} -> {after:?}"
+        );
+    }
+}
+
+/// passenger-config restart-app against this trial's own instance.
+#[test]
+fn passenger_restart_replaces_its_app_processes() {
+    if !installed("passenger") {
+        return;
+    }
+    let doc = trial(
+        "passenger-restart",
+        "8s",
+        &[
+            "--server",
+            "passenger",
+            "--workers",
+            "2",
+            "--restart",
+            "restart",
+        ],
+    );
+    restart(&doc);
+    let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
+    assert!(
+        after.difference(&before).count() >= 2,
+        "{before:?} -> {after:?}"
+    );
+}
+
+/// A restart that does not happen is reported as failed, never as
+/// zero-downtime: a signal puma ignores (WINCH), and a command that
+/// exits 1.
+#[test]
+fn a_restart_that_does_not_happen_is_reported_as_failed() {
+    if !installed("puma") {
+        return;
+    }
+    let dir = common::work_dir("restart-servers-file");
+    let file = dir.join("servers.toml");
+    std::fs::write(
+        &file,
+        "[deaf-puma]\nrequires = [\"puma\"]\nprocesses = true\nthreads = true\n\
+         command = \"puma --bind {{listen_url}} --workers {{workers}} --threads 2:2 --pidfile {{pidfile}} {{app}}\"\n\
+         restarts = { ignored = { signal = \"WINCH\", timeout_s = 1.5 }, broken = { command = \"echo no such app >&2; exit 1\" } }\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let rows = [
+        ("ignored", "timed out waiting for workers"),
+        ("broken", "exit status: 1: no such app"),
+    ];
+    for (kind, why) in rows {
+        let doc = trial(
+            &format!("deaf-{kind}"),
+            "4s",
+            &[
+                "--servers-file",
+                &file,
+                "--server",
+                "deaf-puma",
+                "--workers",
+                "2",
+                "--restart",
+                kind,
+            ],
+        );
+        let r = &doc["restart"];
+        assert_eq!(r["outcome"], "failed", "{kind}: {r}");
+        assert_eq!(r["zero_downtime"], false, "{kind}: {r}");
+        let verdict = r["verdict"].as_str().unwrap();
+        assert!(
+            verdict.starts_with("restart failed: ") && verdict.contains(why),
+            "{kind}: {verdict}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Refused before anything starts, in one line naming the fix.
+#[test]
+fn restarts_a_server_cannot_do_are_refused_in_one_line() {
+    if !installed("puma") {
+        return;
+    }
+    let rows: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--workers",
+                "2",
+                "--restart",
+                "reexec",
+                "--restart-at",
+                "1s",
+            ],
+            "its kinds are hot, kill-worker, phased",
+        ),
+        (
+            &["--restart", "phased", "--restart-at", "1s"],
+            "give --workers 2",
+        ),
+        (
+            &["--workers", "2", "--restart", "hot", "--restart-at", "9s"],
+            "outside the counted window",
+        ),
+    ];
+    for (args, want) in rows {
+        let out = common::rackbench_cmd()
+            .args(["trial", "--no-pin", "--server", "puma", "-d", "4s"])
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
