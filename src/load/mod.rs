@@ -417,6 +417,7 @@ fn collect_timeline(
         }
         on_second(&row);
         timeline.push(row);
+        report::coarsen_timeline(timeline);
     };
     for (_thread, r) in rx {
         let sec = r.sec;
