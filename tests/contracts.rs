@@ -5,7 +5,10 @@
 //! tests/contracts/plan.toml` (puma, one trial and a break-point search;
 //! run-trial-v1-runtime.json from `plan-runtime.toml`, a planned trial
 //! with its runtime and switches; run-trial-v1-budget.json from
-//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`)
+//! `plan-budget.toml`, a planned trial under `[budget] memory = "256M"`;
+//! trial-v1-soak.json from `rackbench trial --server puma --app leak
+//! --workers 2 --threads 1 --env LEAK_BYTES_PER_REQUEST=16K --rate 200
+//! --soak 40s --warmup 3s --json`)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -41,7 +44,14 @@ fn sample(file: &str) -> Value {
 /// Each schema and the samples that hold to it.
 const SAMPLES: &[(&str, &[&str])] = &[
     ("load-v1", &["load-v1.json"]),
-    ("trial-v1", &["trial-v1.json", "trial-v1-budget.json"]),
+    (
+        "trial-v1",
+        &[
+            "trial-v1.json",
+            "trial-v1-budget.json",
+            "trial-v1-soak.json",
+        ],
+    ),
     (
         "run-trial-v1",
         &[

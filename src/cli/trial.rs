@@ -22,7 +22,7 @@ pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
     pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, rails, rails-fib, gc-profiler) or a rackup file path.
+    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, leak, rails, rails-fib, gc-profiler) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
     /// Body substring a user's app must answer with.
@@ -171,12 +171,50 @@ impl RuntimeFlags {
     }
 }
 
+/// A soak: `--soak 2h` on `trial` and `run` (where it replaces a plan's
+/// `soak`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct SoakFlags {
+    /// Soak for this long (2h, 30m): an open-loop window at --rate (100
+    /// req/s by default) after the warm-up, every worker's RSS, PSS, USS
+    /// and shared memory sampled over time and its growth per hour fitted.
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub soak: Option<Duration>,
+}
+
+impl SoakFlags {
+    /// The soak asked, applied to `spec`'s load; refuses -d and -n beside
+    /// it (the soak's duration is the window).
+    pub fn apply(&self, load: &LoadOptions, spec: &mut TrialSpec) -> Result<()> {
+        let Some(d) = self.soak else {
+            return Ok(());
+        };
+        if d.is_zero() {
+            return Err(usage(
+                "--soak must be longer than zero, e.g. --soak 2h".into(),
+            ));
+        }
+        if load.duration.is_some() || load.requests.is_some() {
+            return Err(usage(
+                "--soak sets the counted window itself: drop -d/--duration and -n/--requests"
+                    .into(),
+            ));
+        }
+        let soak = crate::lab::soak::Soak::new(d, load.rate);
+        soak.apply(&mut spec.load);
+        spec.soak = Some(soak);
+        Ok(())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct TrialArgs {
     #[command(flatten)]
     pub server: ServerOptions,
     #[command(flatten)]
     pub load: LoadOptions,
+    #[command(flatten)]
+    pub soak: SoakFlags,
     /// Load generator threads.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
@@ -297,6 +335,7 @@ impl ServerOptions {
             runtime,
             switches,
             budget: self.budget.budget(),
+            soak: None,
         })
     }
 }
@@ -453,6 +492,12 @@ pub fn render_trial(r: &TrialRecord) -> String {
         m.processes_peak
     );
     render_inside(&mut s, r);
+    if let Some(soak) = &r.soak {
+        for w in &soak.workers {
+            let _ = writeln!(s, "  soak:        {}", w.verdict);
+        }
+        let _ = writeln!(s, "  soak:        {}", soak.rackbench.verdict);
+    }
     if let Some(d) = &r.disturbance {
         let _ = writeln!(s, "  machine:     {}", d.describe());
     }
@@ -504,11 +549,15 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
-    let spec = args
+    let mut spec = args
         .server
         .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
+    args.soak.apply(&args.load, &mut spec)?;
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
+        if let Some(s) = &spec.soak {
+            eprintln!("{}", s.describe());
+        }
     }
     let record = run_trial(spec)?;
     if args.json {

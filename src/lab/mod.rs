@@ -6,6 +6,7 @@ pub mod environment;
 pub mod failure;
 pub mod front;
 pub mod record;
+pub mod soak;
 pub mod spec;
 mod start;
 pub mod trial;

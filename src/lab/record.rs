@@ -198,6 +198,10 @@ pub struct TrialRecord {
     /// (`budget::BudgetRecord`); absent without a budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::budget::BudgetRecord>,
+    /// A soak's memory over time per worker, fitted (`lab::soak`); absent
+    /// without `--soak`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakRecord>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a

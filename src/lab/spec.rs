@@ -109,6 +109,9 @@ pub struct TrialSpec {
     /// A memory and CPU limit for the server's whole process tree (its
     /// own control group); None: no group is made.
     pub budget: Option<crate::budget::Budget>,
+    /// A soak: a long window at a fixed rate with every worker's memory
+    /// sampled over time (`load` already carries its window and rate).
+    pub soak: Option<super::soak::Soak>,
 }
 
 impl TrialSpec {

@@ -106,9 +106,10 @@ impl Watchers {
         load_cpus: &[usize],
         load_interrupt: Arc<AtomicBool>,
     ) -> Watchers {
-        let sampler = Arc::new(Sampler::start_scope(
+        let sampler = Arc::new(Sampler::start_soak(
             servers.server_scope(),
             spec.sample_interval,
+            spec.soak.map(|_| super::soak::STEP),
         ));
         let queue = watch_queue(servers.started.endpoints.clone());
         let stats = StatsWatch::start(&servers.started.stats, &spec.server);

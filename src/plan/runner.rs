@@ -164,6 +164,7 @@ pub(super) fn trial_spec(
         runtime: super::runtimes::runtime_of(t).and_then(|n| opts.runtimes.get(n).cloned()),
         switches: t.switches,
         budget: t.budget,
+        soak: None,
     }
 }
 

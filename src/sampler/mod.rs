@@ -66,7 +66,7 @@ pub use procfs::{
     clock_ticks, direct_children, parse_comm, parse_smaps_rollup, parse_stat, read_process,
     tree_pids, ProcSample, Scope, Stat,
 };
-pub use series::{coarsen_rows, BoundedSeries, SeriesPoint, DEFAULT_STEP_MS, SERIES_CAP};
+pub use series::{coarsen_rows, BoundedSeries, SeriesPoint, SERIES_CAP};
 pub use sockets::{
     check_port_owner, listeners_on, parse_net_tcp, read_net_tcp, PortError, TcpRow, TcpState,
 };

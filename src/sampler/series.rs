@@ -20,10 +20,6 @@ use serde::{Deserialize, Serialize};
 /// The most points one series keeps.
 pub const SERIES_CAP: usize = 720;
 
-/// The soak interval when none is given: one point a second to begin
-/// with, coarsened as the soak lengthens.
-pub const DEFAULT_STEP_MS: u64 = 1000;
-
 /// One point of a soak series: the mean of the samples of its bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SeriesPoint {
