@@ -144,6 +144,10 @@ pub(super) fn trial_spec(
     // against); set whatever the shape, as a rate search's steps open the
     // loop later, in `at_step`.
     load.slack = e.slack;
+    let soak = e.soak.map(|d| crate::lab::soak::Soak::new(d, rate));
+    if let Some(s) = &soak {
+        s.apply(&mut load);
+    }
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
         app: AppSpec::resolve(&t.app).expect("checked at expansion"),
@@ -164,7 +168,7 @@ pub(super) fn trial_spec(
         runtime: super::runtimes::runtime_of(t).and_then(|n| opts.runtimes.get(n).cloned()),
         switches: t.switches,
         budget: t.budget,
-        soak: None,
+        soak,
     }
 }
 
