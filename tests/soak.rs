@@ -119,3 +119,73 @@ fn the_hello_app_does_not_grow_like_a_leak_and_rackbench_itself_stays_flat() {
         own["verdict"]
     );
 }
+
+/// `rackbench run PLAN --out DIR` of the test server (one process) with
+/// `extra` flags; the one trial's record.
+fn run_plan(name: &str, plan_soak: &str, extra: &[&str]) -> Value {
+    let dir = work_dir(name);
+    let cmd = common::serve_test_command("");
+    let plan = format!(
+        "name = \"soak\"\nservers = [\"t\"]\napps = [\"hello\"]\n{plan_soak}\n[load]\n\
+         rates = [200]\nwarmup = \"1s\"\n[server_defs.t]\ncommand = \"{cmd}\"\n"
+    );
+    let file = dir.join("plan.toml");
+    std::fs::write(&file, plan).unwrap();
+    let results = dir.join("results");
+    let out = rackbench_cmd()
+        .args(["run", file.to_str().unwrap(), "--no-pin", "--out"])
+        .arg(&results)
+        .args(extra)
+        .output()
+        .expect("run rackbench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trials: Vec<_> = std::fs::read_dir(results.join("trials"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(trials.len(), 1, "{trials:?}");
+    let rec: Value = serde_json::from_slice(&std::fs::read(&trials[0]).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    rec
+}
+
+/// A plan's `soak` reaches every trial through the runner, at the plan's
+/// rate, and `--soak` on `run` replaces it: the record has its `soak`,
+/// the server's one process fitted, and the load ran the soak's window.
+#[test]
+fn a_plans_soak_runs_its_trials_as_soaks_and_run_soak_replaces_it() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (name, plan_soak, extra, want_s) in [
+        ("soak-plan", "soak = \"12s\"", &[][..], 12.0),
+        (
+            "soak-plan-flag",
+            "soak = \"1h\"",
+            &["--soak", "11s"][..],
+            11.0,
+        ),
+        ("soak-plan-none", "", &["--soak", "11s"][..], 11.0),
+    ] {
+        let rec = run_plan(name, plan_soak, extra);
+        let s = &rec["trial"]["soak"];
+        assert_eq!(f(&s["duration_s"]), want_s, "{name}: {s}");
+        assert_eq!(f(&s["rate_rps"]), 200.0, "{name}");
+        let w = s["workers"].as_array().unwrap();
+        assert_eq!(w.len(), 1, "{name}: {s}");
+        assert_eq!(w[0]["role"], "single", "{name}");
+        assert!(
+            w[0]["series"].as_array().unwrap().len() >= 10,
+            "{name}: {s}"
+        );
+        assert!(w[0]["slope_mib_per_hour"].is_number(), "{name}: {s}");
+        let d = f(&rec["trial"]["load"]["duration_s"]);
+        assert!((d - want_s).abs() < 1.0, "{name}: load ran {d} s");
+    }
+    let out = common::rackbench(&["run", "--soak", "0s", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--soak must be longer than zero"), "{err}");
+}

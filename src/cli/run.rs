@@ -60,6 +60,9 @@ pub struct RunArgs {
     /// --memory, --cpus: in place of the plan's `[budget]`.
     #[command(flatten)]
     pub budget: super::trial::BudgetFlags,
+    /// --soak: every trial a soak this long, in place of the plan's `soak`.
+    #[command(flatten)]
+    pub soak: super::trial::SoakFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -82,6 +85,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         args.on.malloc_arena_max,
     );
     args.budget.override_plan(&mut plan.budget);
+    args.soak.override_plan(&mut plan.soak)?;
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;

@@ -429,6 +429,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             on: Default::default(),
             // `run` puts them in place of the plan's [budget].
             budget: args.budget.clone(),
+            soak: Default::default(),
         })
     })?;
     if args.dry_run {

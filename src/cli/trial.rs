@@ -205,6 +205,20 @@ impl SoakFlags {
         spec.soak = Some(soak);
         Ok(())
     }
+
+    /// `--soak` on `run`: replaces the plan's `soak` (checked there, at
+    /// its line, like the plan's own).
+    pub fn override_plan(&self, soak: &mut Option<String>) -> Result<()> {
+        if let Some(d) = self.soak {
+            if d.is_zero() {
+                return Err(usage(
+                    "--soak must be longer than zero, e.g. --soak 2h".into(),
+                ));
+            }
+            *soak = Some(format!("{}ms", d.as_millis()));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
