@@ -555,6 +555,12 @@ fn print_progress(p: &Progress) {
                     if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
                         eprintln!("        {n}");
                     }
+                    if let Some(soak) = &rec.soak {
+                        for w in &soak.workers {
+                            eprintln!("        soak: {}", w.verdict);
+                        }
+                        eprintln!("        soak: {}", soak.rackbench.verdict);
+                    }
                 }
                 None => eprintln!(
                     "        {}: {}",

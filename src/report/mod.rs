@@ -19,6 +19,7 @@ mod memory;
 pub mod mirror;
 mod runtime;
 mod shows;
+mod soak;
 pub(crate) mod svg;
 pub mod sweep;
 mod text;

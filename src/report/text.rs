@@ -214,6 +214,7 @@ impl Report {
             self.terminal_trials(&mut s, width);
         }
         super::budget::terminal(&mut s, self);
+        super::soak::terminal(&mut s, self);
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
@@ -369,6 +370,7 @@ impl Report {
         let mut s = String::new();
         self.md_header(&mut s);
         self.md_groups(&mut s);
+        super::soak::markdown(&mut s, self);
         self.md_incomplete(&mut s);
         self.md_errors(&mut s);
         self.md_disturbed(&mut s);
