@@ -35,14 +35,18 @@ pub struct SeriesPoint {
     pub shared_bytes: Option<u64>,
 }
 
-/// A bucket or a point being built: sums over `n` samples.
+/// A bucket or a point being built: sums over `n` samples. 48 bytes: a
+/// series grows by one a second until its cap, so its size is what
+/// rackbench's own memory gains per process per second in a soak's first
+/// twelve minutes. u64 sums hold a year at 1-second samples of 64 GiB
+/// (2^36 bytes x 2^25 samples).
 #[derive(Debug, Clone, Copy, Default)]
 struct Acc {
     n: u64,
-    t_ms: u128,
-    rss: u128,
-    pss: u128,
-    uss: u128,
+    t_ms: u64,
+    rss: u64,
+    pss: u64,
+    uss: u64,
     /// Some sample lacked PSS/USS.
     missing: bool,
 }
@@ -50,12 +54,12 @@ struct Acc {
 impl Acc {
     fn add(&mut self, t_ms: u64, m: &Memory) {
         self.n += 1;
-        self.t_ms += u128::from(t_ms);
-        self.rss += u128::from(m.rss);
+        self.t_ms = self.t_ms.saturating_add(t_ms);
+        self.rss = self.rss.saturating_add(m.rss);
         match (m.pss, m.uss) {
             (Some(p), Some(u)) => {
-                self.pss += u128::from(p);
-                self.uss += u128::from(u);
+                self.pss = self.pss.saturating_add(p);
+                self.uss = self.uss.saturating_add(u);
             }
             _ => self.missing = true,
         }
@@ -63,16 +67,16 @@ impl Acc {
 
     fn merge(&mut self, o: &Acc) {
         self.n += o.n;
-        self.t_ms += o.t_ms;
-        self.rss += o.rss;
-        self.pss += o.pss;
-        self.uss += o.uss;
+        self.t_ms = self.t_ms.saturating_add(o.t_ms);
+        self.rss = self.rss.saturating_add(o.rss);
+        self.pss = self.pss.saturating_add(o.pss);
+        self.uss = self.uss.saturating_add(o.uss);
         self.missing |= o.missing;
     }
 
     fn point(&self) -> SeriesPoint {
-        let n = u128::from(self.n.max(1));
-        let mean = |s: u128| (s / n) as u64;
+        let n = self.n.max(1);
+        let mean = |s: u64| s / n;
         let known = !self.missing;
         let (rss, uss) = (mean(self.rss), mean(self.uss));
         SeriesPoint {
@@ -246,6 +250,12 @@ mod tests {
         let slope = (b.rss_bytes - a.rss_bytes) as f64 / (b.t_s - a.t_s);
         assert!((slope - 1.0).abs() < 0.01, "{slope}");
         assert!(p.windows(2).all(|w| w[0].t_s < w[1].t_s));
+    }
+
+    /// What a soak's series costs per process per second before its cap.
+    #[test]
+    fn a_point_in_the_making_is_48_bytes() {
+        assert_eq!(std::mem::size_of::<Acc>(), 48);
     }
 
     #[test]
