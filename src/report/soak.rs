@@ -148,7 +148,7 @@ fn rows(soak: &SoakRecord) -> Vec<(String, String, Growth, String, String)> {
     }
     out.push((
         "rackbench".into(),
-        "rss".into(),
+        soak.rackbench.metric.clone(),
         soak.rackbench.growth,
         "-".into(),
         words(&soak.rackbench.verdict).to_string(),
