@@ -153,8 +153,9 @@ fn a_server_that_keeps_nothing_has_an_interval_containing_zero() {
 /// objects gain 15 a second until the next major GC, some 40 minutes
 /// away; but forcing a major GC every 2 s
 /// (RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR=1.0) leaves the growth as it
-/// was: it is in glibc's malloc arenas of puma's threads (+100 KiB in 35
-/// s by smaps). What holds honestly: under 100 MiB/hour a worker, where
+/// was: it is in malloc's memory outside Ruby's heap (glibc's arenas of
+/// puma's threads, +100 KiB in 35 s by smaps; with --allocator jemalloc
+/// it grew as much, +32 and +53 MiB/hour). What holds honestly: under 100 MiB/hour a worker, where
 /// leaking even 1 KiB a request at this rate would be 1758. rackbench's
 /// own memory, within [`OWN_BYTES_PER_S`].
 #[test]
