@@ -248,4 +248,13 @@ fn a_plans_soak_runs_its_trials_as_soaks_and_run_soak_replaces_it() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--soak must be longer than zero"), "{err}");
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/plans/laas-2010.toml");
+    let out = common::rackbench(&["run", plan, "--soak", "1h", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--soak runs every trial at one fixed rate, and")
+            && err.contains("has a [breakpoint]: drop --soak"),
+        "{err}"
+    );
 }

@@ -77,15 +77,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )));
     }
     let registry = super::servers::registry(&args.servers_file)?;
-    crate::plan::runtimes::override_lists(
-        &mut plan,
-        args.on.runtime.as_deref(),
-        args.on.yjit.then_some(true),
-        args.on.allocator,
-        args.on.malloc_arena_max,
-    );
-    args.budget.override_plan(&mut plan.budget);
-    args.soak.override_plan(&mut plan.soak)?;
+    override_plan(&args, &mut plan, &file)?;
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;
@@ -186,6 +178,26 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ),
     }
     Ok(exit_code(&result, &out, &command))
+}
+
+/// The flags that stand in for the plan's keys: --runtime, --yjit,
+/// --allocator, --malloc-arena-max, --memory, --cpus and --soak (refused
+/// beside a [breakpoint]: a soak is one fixed rate).
+fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
+    crate::plan::runtimes::override_lists(
+        plan,
+        args.on.runtime.as_deref(),
+        args.on.yjit.then_some(true),
+        args.on.allocator,
+        args.on.malloc_arena_max,
+    );
+    args.budget.override_plan(&mut plan.budget);
+    if args.soak.soak.is_some() && plan.breakpoint.is_some() {
+        return Err(usage(format!(
+            "--soak runs every trial at one fixed rate, and {file} has a [breakpoint]: drop --soak, or use a plan without one"
+        )));
+    }
+    args.soak.override_plan(&mut plan.soak)
 }
 
 /// The plan file (its text and name for messages), or the built-in plan.
