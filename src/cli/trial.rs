@@ -175,9 +175,10 @@ impl RuntimeFlags {
 /// `soak`).
 #[derive(Debug, Clone, Args, Default)]
 pub struct SoakFlags {
-    /// Soak for this long (2h, 30m): an open-loop window at --rate (100
-    /// req/s by default) after the warm-up, every worker's RSS, PSS, USS
-    /// and shared memory sampled over time and its growth per hour fitted.
+    /// Soak for this long (2h, 30m): an open-loop window after the
+    /// warm-up at --rate (on run: the plan's rates; 100 req/s by default),
+    /// every worker's RSS, PSS, USS and shared memory sampled over time
+    /// and its growth per hour fitted.
     #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub soak: Option<Duration>,
 }
