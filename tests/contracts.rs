@@ -10,7 +10,9 @@
 //! puma with 2 `headers` slow clients and without, its report.json;
 //! trial-v1-restart.json from `rackbench trial --server puma --workers 2
 //! --threads 2 -c 4 -d 6s --warmup 1s --restart hot --restart-at 2s
-//! --json`)
+//! --json`; trial-v1-soak.json from `rackbench trial --server puma --app leak
+//! --workers 2 --threads 1 --env LEAK_BYTES_PER_REQUEST=16K --rate 200
+//! --soak 40s --warmup 3s --json`)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -54,6 +56,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
             "trial-v1.json",
             "trial-v1-budget.json",
             "trial-v1-restart.json",
+            "trial-v1-soak.json",
         ],
     ),
     (

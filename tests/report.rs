@@ -1365,5 +1365,97 @@ fn slow_clients_that_differ_are_a_column_and_none_changes_nothing() {
     let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
     assert!(json.get("slow_line").is_none() && json["groups"][0].get("slow_clients").is_none());
     assert!(!read(&written.html).contains("id=\"slow\""));
+}
+
+/// Issue 29: a study where one trial was a soak (the committed record
+/// tests/contracts/trial-v1-soak.json: the leak app on puma, 2 workers).
+/// Every report says each worker's verdict; the HTML report draws its
+/// memory over time, one line per worker and its fitted slope, beside the
+/// table of verdicts. The other trials, and a study without a soak
+/// (the snapshots), get nothing.
+#[test]
+fn a_soak_is_charted_per_worker_and_its_verdicts_are_in_every_report() {
+    let dir = common::scratch("report-soak");
+    let soaked = "puma__hello__direct__c4__rep1";
+    let sample: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contracts/trial-v1-soak.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let soak = sample["soak"].clone();
+    let verdicts: Vec<String> = soak["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["verdict"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(verdicts.len(), 2);
+    seed(&dir);
+    let path = dir.join("trials").join(format!("{soaked}.json"));
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["trial"]["soak"] = soak;
+    let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+    write(&path, &v);
+
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let term = &written.table;
+    assert!(
+        term.contains(&format!("soak {soaked}: 2 workers over 40s at 200 req/s")),
+        "{term}"
+    );
+    for verdict in &verdicts {
+        assert!(term.contains(verdict.as_str()), "{term}");
+    }
+    assert!(term.contains("rackbench (RSS): +14.5 MiB/hour"), "{term}");
+
+    let md = read(&written.markdown);
+    assert_eq!(md.matches("## Soak").count(), 1, "{md}");
+    assert!(
+        md.contains("| worker 1 (pid 6266) | uss | +2412.2 | +2277.8 to +2531.2 |"),
+        "{md}"
+    );
+    assert!(md.contains("| all workers |  | +11308.4 |"), "{md}");
+
+    let html = read(&written.html);
+    assert!(html.contains("<a href=\"#soak\">Soak</a>"));
+    assert_eq!(
+        html.matches("<section class=\"chart\" id=\"soak\">")
+            .count(),
+        1
+    );
+    let title = format!("Memory per worker, {soaked}: 2 workers over 40s at 200 req/s");
+    assert!(
+        html.contains(&format!("aria-label=\"{title}\"")),
+        "no chart"
+    );
+    let section = &html[html.find("id=\"soak\"").unwrap()..];
+    let section = &section[..section.find("</section>").unwrap()];
+    // Each worker: its series and its fitted slope, dashed.
+    assert_eq!(section.matches("<polyline").count(), 4, "{section}");
+    assert_eq!(
+        section
+            .matches("stroke-width=\"1.2\" stroke-dasharray=\"5 3\"")
+            .count(),
+        2
+    );
+    assert!(
+        section.contains(">fitted growth<"),
+        "the dashed line is in the legend"
+    );
+    assert!(section.contains("worker 2 (pid 6267): +8896.2 MiB/hour"));
+    assert!(section.contains("still growing"));
+    assert_eq!(
+        html.matches("aria-label=\"Memory per worker, ").count(),
+        1,
+        "one chart: one soak"
+    );
+
+    // Without a soak: no section, no link.
+    seed(&dir);
+    let plain = read(&report::write_all(&dir, None).unwrap().html);
+    assert!(!plain.contains("id=\"soak\"") && !plain.contains("#soak"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

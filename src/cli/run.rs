@@ -67,6 +67,9 @@ pub struct RunArgs {
     /// --restart, --restart-at: in place of the plan's `[restart]`.
     #[command(flatten)]
     pub restart: super::trial::RestartFlags,
+    /// --soak: every trial a soak this long, in place of the plan's `soak`.
+    #[command(flatten)]
+    pub soak: super::trial::SoakFlags,
 }
 
 /// In steps: read and expand the plan (an A/A run narrows it to the
@@ -81,16 +84,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )));
     }
     let registry = super::servers::registry(&args.servers_file)?;
-    crate::plan::runtimes::override_lists(
-        &mut plan,
-        args.on.runtime.as_deref(),
-        args.on.yjit.then_some(true),
-        args.on.allocator,
-        args.on.malloc_arena_max,
-    );
-    args.budget.override_plan(&mut plan.budget);
-    args.slow.override_plan(&mut plan.load)?;
-    args.restart.override_plan(&mut plan.restart);
+    override_plan(&args, &mut plan, &file)?;
     let mut expanded = plan
         .expand(&text, &file, &registry)
         .map_err(|e| usage(e.to_string()))?;
@@ -186,6 +180,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ),
     }
     Ok(exit_code(&result, &out, &command))
+}
+
+/// The flags that stand in for the plan's keys: --runtime, --yjit,
+/// --allocator, --malloc-arena-max, --memory, --cpus and --soak (refused
+/// beside a [breakpoint]: a soak is one fixed rate).
+fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
+    crate::plan::runtimes::override_lists(
+        plan,
+        args.on.runtime.as_deref(),
+        args.on.yjit.then_some(true),
+        args.on.allocator,
+        args.on.malloc_arena_max,
+    );
+    args.budget.override_plan(&mut plan.budget);
+    args.slow.override_plan(&mut plan.load)?;
+    args.restart.override_plan(&mut plan.restart);
+    if args.soak.soak.is_some() && plan.breakpoint.is_some() {
+        return Err(usage(format!(
+            "--soak runs every trial at one fixed rate, and {file} has a [breakpoint]: drop --soak, or use a plan without one"
+        )));
+    }
+    args.soak.override_plan(&mut plan.soak)
 }
 
 /// The plan file (its text and name for messages), or the built-in plan.
@@ -560,6 +576,12 @@ fn print_progress(p: &Progress) {
                     }
                     if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
                         eprintln!("        {n}");
+                    }
+                    if let Some(soak) = &rec.soak {
+                        for w in &soak.workers {
+                            eprintln!("        soak: {}", w.verdict);
+                        }
+                        eprintln!("        soak: {}", soak.rackbench.verdict);
                     }
                 }
                 None => eprintln!(

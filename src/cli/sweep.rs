@@ -437,6 +437,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             budget: args.budget.clone(),
             slow: args.slow.clone(),
             restart: Default::default(),
+            soak: Default::default(),
         })
     })?;
     if args.dry_run {

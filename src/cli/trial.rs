@@ -22,7 +22,7 @@ pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
     pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, rails, rails-fib, gc-profiler) or a rackup file path.
+    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, leak, rails, rails-fib, gc-profiler) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
     /// Body substring a user's app must answer with.
@@ -171,6 +171,57 @@ impl RuntimeFlags {
     }
 }
 
+/// A soak: `--soak 2h` on `trial` and `run` (where it replaces a plan's
+/// `soak`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct SoakFlags {
+    /// Soak for this long (2h, 30m): an open-loop window after the
+    /// warm-up at --rate (on run: the plan's rates; 100 req/s by default),
+    /// every worker's RSS, PSS, USS and shared memory sampled over time
+    /// and its growth per hour fitted.
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub soak: Option<Duration>,
+}
+
+impl SoakFlags {
+    /// The soak asked, applied to `spec`'s load; refuses -d and -n beside
+    /// it (the soak's duration is the window).
+    pub fn apply(&self, load: &LoadOptions, spec: &mut TrialSpec) -> Result<()> {
+        let Some(d) = self.soak else {
+            return Ok(());
+        };
+        if d.is_zero() {
+            return Err(usage(
+                "--soak must be longer than zero, e.g. --soak 2h".into(),
+            ));
+        }
+        if load.duration.is_some() || load.requests.is_some() {
+            return Err(usage(
+                "--soak sets the counted window itself: drop -d/--duration and -n/--requests"
+                    .into(),
+            ));
+        }
+        let soak = crate::lab::soak::Soak::new(d, load.rate);
+        soak.apply(&mut spec.load);
+        spec.soak = Some(soak);
+        Ok(())
+    }
+
+    /// `--soak` on `run`: replaces the plan's `soak` (checked there, at
+    /// its line, like the plan's own).
+    pub fn override_plan(&self, soak: &mut Option<String>) -> Result<()> {
+        if let Some(d) = self.soak {
+            if d.is_zero() {
+                return Err(usage(
+                    "--soak must be longer than zero, e.g. --soak 2h".into(),
+                ));
+            }
+            *soak = Some(format!("{}ms", d.as_millis()));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct TrialArgs {
     #[command(flatten)]
@@ -179,6 +230,8 @@ pub struct TrialArgs {
     pub load: LoadOptions,
     #[command(flatten)]
     pub slow: super::load::SlowFlags,
+    #[command(flatten)]
+    pub soak: SoakFlags,
     /// Load generator threads.
     #[arg(long, default_value_t = 1)]
     pub load_threads: usize,
@@ -334,6 +387,7 @@ impl ServerOptions {
             switches,
             budget: self.budget.budget(),
             restart: None,
+            soak: None,
         })
     }
 }
@@ -490,6 +544,12 @@ pub fn render_trial(r: &TrialRecord) -> String {
         m.processes_peak
     );
     render_inside(&mut s, r);
+    if let Some(soak) = &r.soak {
+        for w in &soak.workers {
+            let _ = writeln!(s, "  soak:        {}", w.verdict);
+        }
+        let _ = writeln!(s, "  soak:        {}", soak.rackbench.verdict);
+    }
     if let Some(d) = &r.disturbance {
         let _ = writeln!(s, "  machine:     {}", d.describe());
     }
@@ -561,8 +621,12 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     if let Some(r) = &spec.restart {
         crate::lab::spec::check_restart(&spec, r).map_err(usage)?;
     }
+    args.soak.apply(&args.load, &mut spec)?;
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
+        if let Some(s) = &spec.soak {
+            eprintln!("{}", s.describe());
+        }
     }
     let record = run_trial(spec)?;
     if args.json {

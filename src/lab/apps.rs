@@ -137,6 +137,14 @@ const BUILTIN: &[Builtin] = &[
         path: "/",
         expect_body: "memory app: holds",
     },
+    // Soaks' ground truth: LEAK_BYTES_PER_REQUEST held forever per
+    // request (env).
+    Builtin {
+        name: "leak",
+        source: include_str!("../../ruby/apps/leak.ru"),
+        path: "/",
+        expect_body: "leak app:",
+    },
     Builtin {
         name: "gc-profiler",
         source: include_str!("../../ruby/apps/gc-profiler.ru"),

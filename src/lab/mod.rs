@@ -7,6 +7,7 @@ pub mod failure;
 pub mod front;
 pub mod record;
 pub mod restart;
+pub mod soak;
 pub mod spec;
 mod start;
 pub mod trial;

@@ -203,6 +203,10 @@ pub struct TrialRecord {
     /// around it, and the verdict; absent without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<RestartRecord>,
+    /// A soak's memory over time per worker, fitted (`lab::soak`); absent
+    /// without `--soak`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakRecord>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a

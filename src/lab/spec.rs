@@ -115,6 +115,9 @@ pub struct TrialSpec {
     /// Restart the server under load (`--restart KIND --restart-at T`);
     /// None: it runs undisturbed.
     pub restart: Option<super::restart::RestartSpec>,
+    /// A soak: a long window at a fixed rate with every worker's memory
+    /// sampled over time (`load` already carries its window and rate).
+    pub soak: Option<super::soak::Soak>,
 }
 
 impl TrialSpec {

@@ -274,6 +274,11 @@ fn record(
         _ => None,
     };
     let runtime = prep.read_runtime(&spec, servers.started.running[0].pid);
+    let soak = spec
+        .soak
+        .as_ref()
+        .zip(seen.samples.soak.as_ref())
+        .map(|(soak, samples)| super::soak::SoakRecord::of(soak, samples));
     let server_metrics = server_metrics(seen, telemetry, report.requests.ok);
     let started = &servers.started;
     TrialRecord {
@@ -318,6 +323,7 @@ fn record(
         runtime: Some(runtime),
         budget,
         restart,
+        soak,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

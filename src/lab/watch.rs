@@ -25,21 +25,32 @@ use std::time::{Duration, Instant};
 
 /// Runs a closure every `interval` on a thread of its own until
 /// [`Poller::finish`], and hands back what it collected. The closure adds
-/// to the collection and may end the polling early (`ControlFlow::Break`).
-pub(super) struct Poller<T> {
+/// to the collection (a `Vec`, or any state it starts with) and may end
+/// the polling early (`ControlFlow::Break`).
+pub(super) struct Poller<S> {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Vec<T>>,
+    handle: JoinHandle<S>,
 }
 
-impl<T: Send + 'static> Poller<T> {
+impl<T: Send + 'static> Poller<Vec<T>> {
     pub(super) fn start(
         interval: Duration,
-        mut poll: impl FnMut(&mut Vec<T>) -> ControlFlow<()> + Send + 'static,
-    ) -> Poller<T> {
+        poll: impl FnMut(&mut Vec<T>) -> ControlFlow<()> + Send + 'static,
+    ) -> Poller<Vec<T>> {
+        Poller::start_with(interval, Vec::new(), poll)
+    }
+}
+
+impl<S: Send + Default + 'static> Poller<S> {
+    /// Like [`Poller::start`], collecting into `collected`.
+    pub(super) fn start_with(
+        interval: Duration,
+        mut collected: S,
+        mut poll: impl FnMut(&mut S) -> ControlFlow<()> + Send + 'static,
+    ) -> Poller<S> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
-            let mut collected = Vec::new();
             while !flag.load(Ordering::Relaxed) {
                 if poll(&mut collected).is_break() {
                     break;
@@ -53,9 +64,90 @@ impl<T: Send + 'static> Poller<T> {
 
     /// Stops the polling (after the current sleep) and returns what was
     /// collected; nothing if the closure panicked.
-    pub(super) fn finish(self) -> Vec<T> {
+    pub(super) fn finish(self) -> S {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
+    }
+}
+
+/// Readings of one or more figures (the accept queue; each stats field)
+/// as a poller takes them, bounded however long the load runs: kept one
+/// by one until the counted window opens (the warm-up), then folded at
+/// once, with every later reading, into a recorder per figure timed from
+/// the window's start (per-second rows, at most an hour's: see
+/// `AcceptQueueRecorder`). They were all kept until the load ended, 24
+/// bytes a reading ten times a second for the queue: over a soak of
+/// hours, rackbench's own memory grew with time.
+#[derive(Default)]
+pub(super) struct Readings {
+    /// Where the load puts its counted window.
+    window: Arc<OnceLock<Arc<Window>>>,
+    figures: usize,
+    before: Vec<(Instant, Vec<Option<u32>>)>,
+    since: Option<(Instant, Vec<AcceptQueueRecorder>)>,
+}
+
+impl Readings {
+    fn new(window: Arc<OnceLock<Arc<Window>>>, figures: usize) -> Readings {
+        Readings {
+            window,
+            figures,
+            ..Readings::default()
+        }
+    }
+
+    /// One reading of every figure (None: not read this time).
+    fn push(&mut self, at: Instant, values: Vec<Option<u32>>) {
+        if self.since.is_none() {
+            if let Some(origin) = self.window.get().and_then(|w| w.start()) {
+                self.fold_from(origin);
+            }
+        }
+        match &mut self.since {
+            Some((origin, recs)) => record(recs, *origin, at, &values),
+            None => self.before.push((at, values)),
+        }
+    }
+
+    /// Folds the kept readings into recorders timed from `origin`.
+    fn fold_from(&mut self, origin: Instant) {
+        let mut recs = vec![AcceptQueueRecorder::new(); self.figures];
+        for (at, values) in self.before.drain(..) {
+            record(&mut recs, origin, at, &values);
+        }
+        self.before = Vec::new();
+        self.since = Some((origin, recs));
+    }
+
+    /// Per figure, what was read from the window's start on (from the
+    /// first reading when the load never opened its window); None for a
+    /// figure with no reading there.
+    fn finish(mut self) -> Vec<Option<AcceptQueue>> {
+        if self.since.is_none() {
+            let origin = (self.window.get().and_then(|w| w.start()))
+                .or_else(|| self.before.first().map(|r| r.0));
+            match origin {
+                Some(o) => self.fold_from(o),
+                None => return vec![None; self.figures],
+            }
+        }
+        let (_, recs) = self.since.expect("folded");
+        recs.iter()
+            .map(|r| Some(r.summary()).filter(|q| q.samples > 0))
+            .collect()
+    }
+}
+
+/// Each figure read into its recorder, at its time from `origin` (none
+/// before it).
+fn record(recs: &mut [AcceptQueueRecorder], origin: Instant, at: Instant, values: &[Option<u32>]) {
+    let Some(t) = at.checked_duration_since(origin) else {
+        return;
+    };
+    for (r, v) in recs.iter_mut().zip(values) {
+        if let Some(v) = v {
+            r.record(t.as_secs_f64(), *v);
+        }
     }
 }
 
@@ -75,10 +167,10 @@ const STATS_INTERVAL: Duration = Duration::from_millis(250);
 pub(super) struct Watchers {
     sampler: Arc<Sampler>,
     nginx_sampler: Option<Arc<Sampler>>,
-    queue: Poller<(Instant, u32)>,
+    queue: Poller<Readings>,
     stats: Option<StatsWatch>,
     /// The PID of a server process that died, if one did.
-    watcher: Poller<u32>,
+    watcher: Poller<Vec<u32>>,
     /// Where the load puts its counted window once it knows it.
     window: Arc<OnceLock<Arc<Window>>>,
     disturbance: Arc<OnceLock<DisturbanceWatch>>,
@@ -108,17 +200,18 @@ impl Watchers {
         load_cpus: &[usize],
         load_interrupt: Arc<AtomicBool>,
     ) -> Watchers {
-        let sampler = Arc::new(Sampler::start_scope(
+        let sampler = Arc::new(Sampler::start_soak(
             servers.server_scope(),
             spec.sample_interval,
+            spec.soak.map(|_| super::soak::STEP),
         ));
-        let queue = watch_queue(servers.started.endpoints.clone());
-        let stats = StatsWatch::start(&servers.started.stats, &spec.server);
+        let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
+        let queue = watch_queue(servers.started.endpoints.clone(), Arc::clone(&window));
+        let stats = StatsWatch::start(&servers.started.stats, &spec.server, &window);
         let nginx_sampler = servers
             .nginx
             .as_ref()
             .map(|n| Arc::new(Sampler::start(n.pid, spec.sample_interval)));
-        let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
         let disturbance = Arc::new(OnceLock::new());
         let mark = WindowMark {
             window: Arc::clone(&window),
@@ -181,8 +274,8 @@ impl Watchers {
         Seen {
             samples,
             nginx_samples,
-            accept_queue: queue_summary(self.queue.finish(), window_start),
-            server_stats: self.stats.and_then(|s| s.finish(window_start)),
+            accept_queue: self.queue.finish().finish().pop().flatten(),
+            server_stats: self.stats.and_then(StatsWatch::finish),
             disturbance,
             server_died,
             window_start,
@@ -199,7 +292,7 @@ fn watch_trial(
     pids: Arc<Mutex<Vec<u32>>>,
     load_interrupt: Arc<AtomicBool>,
     user_stop: Arc<AtomicBool>,
-) -> Poller<u32> {
+) -> Poller<Vec<u32>> {
     Poller::start(WATCH_INTERVAL, move |died| {
         mark.poll(Instant::now());
         if user_stop.load(Ordering::Relaxed) {
@@ -225,9 +318,10 @@ fn watch_trial(
 /// Samples the accept queue of the server's own listening sockets (not
 /// nginx's) from the servers' start until the load ends, summed over the
 /// instances: the connections waiting for any copy of the server, which is
-/// what the load feels.
-fn watch_queue(endpoints: Vec<Endpoint>) -> Poller<(Instant, u32)> {
-    Poller::start(QUEUE_INTERVAL, move |samples| {
+/// what the load feels. Timed from the counted window's start (from the
+/// first sample when the load never opened one).
+fn watch_queue(endpoints: Vec<Endpoint>, window: Arc<OnceLock<Arc<Window>>>) -> Poller<Readings> {
+    Poller::start_with(QUEUE_INTERVAL, Readings::new(window, 1), move |readings| {
         let mut sum = None;
         for e in &endpoints {
             match crate::telemetry::accept_queue_len(e) {
@@ -236,30 +330,16 @@ fn watch_queue(endpoints: Vec<Endpoint>) -> Poller<(Instant, u32)> {
                 // Unreadable here (netlink refused): the record has no
                 // accept queue rather than a wrong one.
                 Err(_) => {
-                    samples.clear();
+                    *readings = Readings::new(Arc::new(OnceLock::new()), 1);
                     return ControlFlow::Break(());
                 }
             }
         }
         if let Some(n) = sum {
-            samples.push((Instant::now(), n));
+            readings.push(Instant::now(), vec![Some(n)]);
         }
         ControlFlow::Continue(())
     })
-}
-
-/// The queue's samples from `origin` on (from the first sample when the
-/// load never opened its window), timed from it; None when there are none.
-fn queue_summary(samples: Vec<(Instant, u32)>, origin: Option<Instant>) -> Option<AcceptQueue> {
-    let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
-    let mut rec = AcceptQueueRecorder::new();
-    for (at, n) in samples {
-        if at >= origin {
-            rec.record((at - origin).as_secs_f64(), n);
-        }
-    }
-    let q = rec.summary();
-    (q.samples > 0).then_some(q)
 }
 
 /// Reads the server's own stats endpoint(s) four times a second until the
@@ -267,37 +347,42 @@ fn queue_summary(samples: Vec<(Instant, u32)>, origin: Option<Instant>) -> Optio
 /// instances (None when no instance gave it).
 struct StatsWatch {
     fields: Vec<String>,
-    poller: Poller<(Instant, Vec<Option<f64>>)>,
+    poller: Poller<Readings>,
 }
 
 impl StatsWatch {
-    fn start(endpoints: &[(Endpoint, Vec<u8>)], server: &ServerSpec) -> Option<StatsWatch> {
+    fn start(
+        endpoints: &[(Endpoint, Vec<u8>)],
+        server: &ServerSpec,
+        window: &Arc<OnceLock<Arc<Window>>>,
+    ) -> Option<StatsWatch> {
         let fields = server.stats.as_ref()?.fields.clone();
         if endpoints.is_empty() {
             return None;
         }
         let endpoints = endpoints.to_vec();
         let names = fields.clone();
-        let poller = Poller::start(STATS_INTERVAL, move |samples| {
-            samples.push((Instant::now(), read_stats(&endpoints, &names)));
+        let readings = Readings::new(Arc::clone(window), fields.len());
+        let poller = Poller::start_with(STATS_INTERVAL, readings, move |readings| {
+            let sums = read_stats(&endpoints, &names)
+                .into_iter()
+                .map(|v| v.map(|v| v.max(0.0).round() as u32))
+                .collect();
+            readings.push(Instant::now(), sums);
             ControlFlow::Continue(())
         });
         Some(StatsWatch { fields, poller })
     }
 
-    /// Per field, what was read from `origin` on; None when nothing was.
-    fn finish(self, origin: Option<Instant>) -> Option<BTreeMap<String, AcceptQueue>> {
-        let samples = self.poller.finish();
-        let origin = origin.or_else(|| samples.first().map(|s| s.0))?;
-        let mut out = BTreeMap::new();
-        for (i, name) in self.fields.iter().enumerate() {
-            let field = samples
-                .iter()
-                .filter_map(|(at, sums)| Some((*at, sums[i]?.max(0.0).round() as u32)));
-            if let Some(q) = queue_summary(field.collect(), Some(origin)) {
-                out.insert(name.clone(), q);
-            }
-        }
+    /// Per field, what was read from the window's start on; None when
+    /// nothing was.
+    fn finish(self) -> Option<BTreeMap<String, AcceptQueue>> {
+        let out: BTreeMap<String, AcceptQueue> = self
+            .fields
+            .into_iter()
+            .zip(self.poller.finish().finish())
+            .filter_map(|(name, q)| Some((name, q?)))
+            .collect();
         (!out.is_empty()).then_some(out)
     }
 }
@@ -426,20 +511,41 @@ mod tests {
     }
 
     /// The accept queue is timed from the counted window's start, or from
-    /// the first sample when the load never opened its window.
+    /// the first sample when the load never opened its window; readings
+    /// taken once the window is open are folded at once (nothing kept per
+    /// reading over a soak).
     #[test]
     fn queue_samples_before_the_window_are_left_out() {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
-        let samples = vec![(at(0), 9), (at(1500), 2), (at(2600), 4)];
-        let q = queue_summary(samples.clone(), Some(at(1000))).unwrap();
+        let samples = [(at(0), 9), (at(1500), 2), (at(2600), 4)];
+        let opened = |start_ms: u64| {
+            let cell = Arc::new(OnceLock::new());
+            let _ = cell.set(Arc::new(Window::fixed(
+                t0,
+                Duration::from_millis(start_ms),
+                None,
+            )));
+            cell
+        };
+        let read = |window: Arc<OnceLock<Arc<Window>>>, samples: &[(Instant, u32)]| {
+            let mut r = Readings::new(window, 1);
+            for (t, n) in samples {
+                r.push(*t, vec![Some(*n)]);
+            }
+            (r.before.len(), r.finish().pop().flatten())
+        };
+        let (kept, q) = read(opened(1000), &samples);
+        assert_eq!(kept, 0, "readings in the window are folded, not kept");
+        let q = q.unwrap();
         assert_eq!((q.max, q.samples), (4, 2));
         let secs: Vec<u64> = q.timeline.iter().map(|s| s.t_s).collect();
         assert_eq!(secs, vec![0, 1]);
-        let all = queue_summary(samples, None).unwrap();
-        assert_eq!((all.max, all.samples), (9, 3));
-        assert!(queue_summary(Vec::new(), None).is_none());
-        assert!(queue_summary(vec![(at(0), 1)], Some(at(10))).is_none());
+        let (kept, all) = read(Arc::new(OnceLock::new()), &samples);
+        assert_eq!(kept, 3, "no window yet: kept until it opens");
+        assert_eq!(all.map(|q| (q.max, q.samples)), Some((9, 3)));
+        assert!(read(Arc::new(OnceLock::new()), &[]).1.is_none());
+        assert!(read(opened(10), &[(at(0), 1)]).1.is_none());
     }
 
     /// puma's stats: single mode at the top, cluster mode per worker.

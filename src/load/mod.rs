@@ -448,6 +448,7 @@ fn collect_timeline(
         }
         on_second(&row, &sec_report.latency);
         timeline.push(row);
+        report::coarsen_timeline(timeline);
     };
     for (_thread, r) in rx {
         let sec = r.sec;

@@ -19,6 +19,8 @@ pub(super) struct Knobs {
     pub slack: Duration,
     /// `[load] replay`, read and rendered once.
     pub replay: Option<Arc<crate::load::schedule::Schedule>>,
+    /// `soak = "2h"`.
+    pub soak: Option<Duration>,
 }
 
 /// A duration knob, or an error at its line naming the field.
@@ -75,7 +77,9 @@ impl Plan {
         self.check_switches(at)?;
         self.check_breakpoint(at)?;
         self.check_restart(duration, at)?;
+        let soak = self.soak(at)?;
         Ok(Knobs {
+            soak,
             duration,
             warmup,
             timeout,
@@ -166,6 +170,28 @@ impl Plan {
             ));
         }
         Ok(())
+    }
+
+    /// `soak = "2h"`: a duration longer than zero, and no break-point
+    /// search beside it (a soak is one fixed rate).
+    fn soak(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<Option<Duration>, PlanError> {
+        let Some(text) = &self.soak else {
+            return Ok(None);
+        };
+        let soak = duration_at("soak", text, at)?;
+        if soak.is_zero() {
+            return Err(at(
+                "soak",
+                "soak must be longer than zero, e.g. \"2h\"".into(),
+            ));
+        }
+        if self.breakpoint.is_some() {
+            return Err(at(
+                "soak",
+                "a soak runs at one fixed rate: drop [breakpoint] or soak".into(),
+            ));
+        }
+        Ok(Some(soak))
     }
 
     /// `[load] slack`: a duration, and only where some trial runs an open
@@ -445,6 +471,8 @@ mod tests {
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nprimary_metric = \"speed\"\n[load]\nconnections = [1]\n", "t.toml, line 4: primary_metric \"speed\" is not a metric: use one of throughput, p50"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nduration = \"5x\"\n", "line 6: duration"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nsoak = \"2x\"\n[load]\nrates = [50]\n", "t.toml, line 4: soak"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nsoak = \"0s\"\n[load]\nrates = [50]\n", "line 4: soak must be longer than zero"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"mine\"]\n[load]\nconnections = [1]\n[server_defs.mine]\ncommand = \"mine {{app}}\"\n", "line 6: server 'mine': its command 'mine {{app}}' never says where to listen"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nbehind = [\"apache\"]\n[load]\nconnections = [1]\n", "use \"none\" (direct) or \"nginx\""),
         ];

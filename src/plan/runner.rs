@@ -77,9 +77,10 @@ pub struct RunResult {
     pub summary: Vec<GroupSummary>,
 }
 
-/// About how long the plan will take: load time plus a few seconds per start.
+/// About how long the plan will take: load time (a soak's window in a
+/// soak) plus a few seconds per start.
 pub fn estimate(e: &Expanded, plan: &Plan) -> Duration {
-    let per = e.warmup + e.duration + Duration::from_secs(3);
+    let per = e.warmup + e.soak.unwrap_or(e.duration) + Duration::from_secs(3);
     let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
     let mut total = if fixed {
         per * e.trials.len() as u32
@@ -145,6 +146,10 @@ pub(super) fn trial_spec(
     // loop later, in `at_step`.
     load.slack = e.slack;
     load.slow = t.slow_clients.map(|n| plan.load.slow_of(n));
+    let soak = e.soak.map(|d| crate::lab::soak::Soak::new(d, rate));
+    if let Some(s) = &soak {
+        s.apply(&mut load);
+    }
     TrialSpec {
         server: t.spec.clone().expect("expanded trials carry their spec"),
         app: AppSpec::resolve(&t.app).expect("checked at expansion"),
@@ -166,6 +171,7 @@ pub(super) fn trial_spec(
         switches: t.switches,
         budget: t.budget,
         restart: t.restart.as_ref().map(|r| r.spec()),
+        soak,
     }
 }
 
@@ -619,6 +625,39 @@ mod tests {
         let probe = base.at_step(&step, 40.0, StepKind::Probe, "d".into());
         assert_eq!(probe.load.warmup, Duration::ZERO);
         assert_eq!(probe.load.duration, Some(Duration::from_millis(500)));
+    }
+
+    /// A plan's soak makes each trial's load the soak's window at the
+    /// shape's rate (100 req/s for a closed-loop shape), and the run's
+    /// estimate counts it.
+    #[test]
+    fn a_plans_soak_is_every_trials_window_and_its_estimate() {
+        let reg = super::super::tests::all_installed();
+        for (shape, rate) in [("rates = [250]", 250.0), ("connections = [4]", 100.0)] {
+            let text = format!(
+                "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nsoak = \"2h\"\n[load]\n{shape}\nwarmup = \"5s\"\n"
+            );
+            let plan = Plan::parse(&text, "t.toml").unwrap();
+            let e = plan.expand(&text, "t.toml", &reg).unwrap();
+            let spec = trial_spec(
+                &e.trials[0],
+                &e,
+                &plan,
+                &options(),
+                PathBuf::from("/x"),
+                None,
+            );
+            let soak = spec.soak.expect("a soak");
+            assert_eq!(soak.duration, Duration::from_secs(7200), "{shape}");
+            assert_eq!(soak.rate_rps, rate, "{shape}");
+            assert_eq!(spec.load.duration, Some(Duration::from_secs(7200)));
+            assert_eq!(spec.load.requests, None);
+            assert_eq!(spec.load.pacing, Pacing::Rate(rate), "{shape}");
+            assert_eq!(
+                estimate(&e, &plan),
+                Duration::from_secs(7208) * e.trials.len() as u32
+            );
+        }
     }
 
     #[test]

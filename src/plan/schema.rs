@@ -25,6 +25,11 @@ pub struct Plan {
     #[serde(default)]
     pub server: Vec<ServerEntry>,
     pub apps: Vec<String>,
+    /// A soak: every trial's counted window this long (`"2h"`), open loop
+    /// at the shape's rate (100 req/s without `rates`), each worker's
+    /// memory fitted per hour (`lab::soak`).
+    #[serde(default)]
+    pub soak: Option<String>,
     #[serde(default)]
     pub load: LoadSection,
     /// "none" (direct) and/or "nginx".

@@ -113,7 +113,11 @@ impl Report {
             if self.has_telemetry() {
                 s.push_str("<a href=\"#time-split\">Where the time goes</a>");
             }
-            s.push_str("<a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a><a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
+            s.push_str("<a href=\"#timeline\">Timeline</a><a href=\"#memory\">Memory</a>");
+            if self.has_soak() {
+                s.push_str("<a href=\"#soak\">Soak</a>");
+            }
+            s.push_str("<a href=\"#cpu\">CPU</a><a href=\"#spread\">Repeats</a>");
         }
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             s.push_str("<a href=\"#breakpoints\">Break points</a>");
@@ -129,6 +133,7 @@ impl Report {
             self.time_split(&mut s);
             self.timelines(&mut s);
             self.memory(&mut s, &variants);
+            super::soak::html(&mut s, self);
             self.cpu(&mut s, &variants);
             self.spread(&mut s, &variants);
         }

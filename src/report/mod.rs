@@ -21,6 +21,7 @@ mod restart;
 mod runtime;
 mod shows;
 mod slow;
+mod soak;
 pub(crate) mod svg;
 pub mod sweep;
 mod text;

@@ -216,6 +216,7 @@ impl Report {
         super::budget::terminal(&mut s, self);
         super::slow::terminal(&mut s, self);
         super::restart::terminal(&mut s, self);
+        super::soak::terminal(&mut s, self);
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
@@ -371,6 +372,7 @@ impl Report {
         let mut s = String::new();
         self.md_header(&mut s);
         self.md_groups(&mut s);
+        super::soak::markdown(&mut s, self);
         self.md_incomplete(&mut s);
         self.md_errors(&mut s);
         self.md_disturbed(&mut s);

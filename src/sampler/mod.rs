@@ -52,17 +52,21 @@ mod disturbance;
 mod machine;
 mod per_process;
 mod procfs;
+mod series;
 mod sockets;
 
 pub use disturbance::{
     assess, Disturbance, DisturbanceWatch, ForeignProcess, FOREIGN_THRESHOLD, STEAL_THRESHOLD,
 };
 pub use machine::{parse_proc_stat, CpuTimes, MachineCpu};
-pub use per_process::{MasterMemory, PerWorker, ProcessMemory, Role, RoleMemory, PER_PROCESS_CAP};
+pub use per_process::{
+    MasterMemory, PerWorker, ProcessMemory, ProcessSeries, Role, RoleMemory, PER_PROCESS_CAP,
+};
 pub use procfs::{
     clock_ticks, direct_children, parse_comm, parse_smaps_rollup, parse_stat, read_process,
     tree_pids, ProcSample, Scope, Stat,
 };
+pub use series::{coarsen_rows, BoundedSeries, SeriesPoint, SERIES_CAP};
 pub use sockets::{
     check_port_owner, listeners_on, parse_net_tcp, read_net_tcp, PortError, TcpRow, TcpState,
 };
@@ -84,8 +88,15 @@ pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
 /// server and measures nothing more.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
+/// The most rows the timeline keeps: an hour of one-second rows. Beyond,
+/// neighbours are merged in pairs (the later row's time and CPU, the
+/// pair's peaks), so a row of a soak covers 2, 4, 8... seconds and the
+/// timeline of a day holds at most this many rows.
+pub const TIMELINE_CAP: usize = 3600;
+
 /// One row of the timeline: the samples of one second (counted from the
-/// sampler's start).
+/// sampler's start); of 2, 4, 8... seconds once [`TIMELINE_CAP`] rows
+/// were reached.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SampleRow {
     /// Milliseconds since the sampler started, at the row's last sample.
@@ -134,6 +145,21 @@ pub struct SamplerReport {
     /// when no process was seen, and in records made before it existed.
     #[serde(default)]
     pub per_worker: Option<PerWorker>,
+    /// A soak's series (never written: the record's `soak` carries them,
+    /// fitted).
+    #[serde(skip)]
+    pub soak: Option<SoakSamples>,
+}
+
+/// What a soak sampled: every process's series over the window and
+/// rackbench's own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SoakSamples {
+    /// The width of a point before any coarsening, in milliseconds.
+    pub step_ms: u64,
+    pub processes: Vec<ProcessSeries>,
+    /// rackbench's own memory (its pid's RSS, PSS, USS).
+    pub own: Vec<SeriesPoint>,
 }
 
 impl SamplerReport {
@@ -199,11 +225,16 @@ struct State {
     /// Per process, over the window once marked (everything before).
     processes: ProcessTracker,
     timeline: Vec<SampleRow>,
+    /// How long a timeline row covers (doubles past [`TIMELINE_CAP`]).
+    row_ms: u64,
+    /// rackbench's own memory, in a soak.
+    own: Option<BoundedSeries>,
+    soak_step_ms: Option<u64>,
     buf: Vec<u8>,
 }
 
 impl State {
-    fn new(scope: Scope) -> State {
+    fn new(scope: Scope, soak_step_ms: Option<u64>) -> State {
         State {
             scope,
             started: Instant::now(),
@@ -214,8 +245,11 @@ impl State {
             marked_at: None,
             all: Stats::default(),
             window: Stats::default(),
-            processes: ProcessTracker::default(),
+            processes: ProcessTracker::soaking(soak_step_ms),
             timeline: Vec::new(),
+            row_ms: 1000,
+            own: None,
+            soak_step_ms,
             buf: Vec::with_capacity(4096),
         }
     }
@@ -234,6 +268,7 @@ impl State {
             uss: Some(0),
             processes: 0,
         };
+        let at_ms = self.marked_at.map(|t| t.elapsed().as_millis() as u64);
         let start = |pid| {
             table
                 .stats
@@ -256,11 +291,13 @@ impl State {
                     start_ticks: start(pid),
                     top,
                     memory: &m,
+                    at_ms,
                 };
                 self.processes.observe(&seen, &mut self.buf);
             }
         }
         self.cpu.observe(&table, &pids, &gone);
+        self.sample_self(at_ms);
         if tree.processes == 0 {
             return;
         }
@@ -275,10 +312,23 @@ impl State {
         self.push_row(t_ms, &tree, cpu_s);
     }
 
-    /// Adds a sample to the timeline, merging samples of the same second.
+    /// rackbench's own memory, into its series (in a soak's window).
+    fn sample_self(&mut self, at_ms: Option<u64>) {
+        let (Some(step), Some(at)) = (self.soak_step_ms, at_ms) else {
+            return;
+        };
+        if let Some(m) = read_memory(std::process::id(), &mut self.buf) {
+            self.own
+                .get_or_insert_with(|| BoundedSeries::new(step))
+                .push(at, &m);
+        }
+    }
+
+    /// Adds a sample to the timeline, merging samples of the same row
+    /// (one second, or more once the timeline was coarsened).
     fn push_row(&mut self, t_ms: u64, tree: &TreeSample, cpu_s: f64) {
         if let Some(row) = self.timeline.last_mut() {
-            if row.t_ms / 1000 == t_ms / 1000 {
+            if row.t_ms / self.row_ms == t_ms / self.row_ms {
                 row.t_ms = t_ms;
                 row.rss_bytes = row.rss_bytes.max(tree.rss);
                 row.pss_bytes = row.pss_bytes.zip(tree.pss).map(|(a, b)| a.max(b));
@@ -294,6 +344,7 @@ impl State {
             processes: tree.processes,
             cpu_s,
         });
+        self.row_ms *= coarsen_rows(&mut self.timeline, TIMELINE_CAP, merge_rows);
     }
 
     fn mark(&mut self) {
@@ -336,9 +387,30 @@ impl State {
             interval_ms: interval.as_millis() as u64,
             timeline: self.timeline.clone(),
             per_worker: PerWorker::of(&per_process),
+            soak: self.soak_step_ms.map(|step_ms| SoakSamples {
+                step_ms,
+                processes: self.processes.series(),
+                own: self
+                    .own
+                    .as_ref()
+                    .map(BoundedSeries::points)
+                    .unwrap_or_default(),
+            }),
             per_process,
             per_process_dropped,
         }
+    }
+}
+
+/// Two neighbouring timeline rows as one: the later one's time and CPU,
+/// the pair's peaks.
+fn merge_rows(a: &SampleRow, b: &SampleRow) -> SampleRow {
+    SampleRow {
+        t_ms: b.t_ms,
+        rss_bytes: a.rss_bytes.max(b.rss_bytes),
+        pss_bytes: a.pss_bytes.zip(b.pss_bytes).map(|(x, y)| x.max(y)),
+        processes: a.processes.max(b.processes),
+        cpu_s: b.cpu_s,
     }
 }
 
@@ -365,8 +437,16 @@ impl Sampler {
 
     /// Starts sampling every process in `scope`.
     pub fn start_scope(scope: Scope, interval: Duration) -> Sampler {
+        Sampler::start_soak(scope, interval, None)
+    }
+
+    /// Like [`Sampler::start_scope`], and with `Some(step)` keeps, over
+    /// the window, a bounded series of each process's memory (and of
+    /// rackbench's own) whose points start `step` wide: a soak.
+    pub fn start_soak(scope: Scope, interval: Duration, soak_step: Option<Duration>) -> Sampler {
         let interval = interval.max(MIN_INTERVAL);
-        let state = Arc::new(Mutex::new(State::new(scope)));
+        let step_ms = soak_step.map(|s| (s.as_millis() as u64).max(interval.as_millis() as u64));
+        let state = Arc::new(Mutex::new(State::new(scope, step_ms)));
         let halt = Arc::new((Mutex::new(false), Condvar::new()));
         let (st, h) = (Arc::clone(&state), Arc::clone(&halt));
         // Without a thread, mark and stop still take their samples.

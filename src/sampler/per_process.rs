@@ -24,6 +24,7 @@
 //! hands it each process's memory.
 
 use super::procfs::{Memory, MemoryTally};
+use super::series::{BoundedSeries, SeriesPoint};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
@@ -176,6 +177,18 @@ struct Tracked {
     /// A top with descendants seen.
     has_kids: bool,
     memory: MemoryTally,
+    /// Its memory over time, in a soak.
+    series: Option<BoundedSeries>,
+}
+
+/// One process's memory over a soak: it ends when the process does, and a
+/// replacement (a new pid, or the same pid started again) has its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessSeries {
+    pub pid: u32,
+    pub comm: String,
+    pub role: Role,
+    pub points: Vec<SeriesPoint>,
 }
 
 /// Per-process figures over a run of samples (see the module doc).
@@ -185,6 +198,8 @@ pub(crate) struct ProcessTracker {
     index: HashMap<Key, usize>,
     dropped: HashSet<Key>,
     dropped_count: u64,
+    /// In a soak, each process's series starts with buckets this wide.
+    soak_step_ms: Option<u64>,
 }
 
 /// What a sample saw of one process.
@@ -194,6 +209,8 @@ pub(crate) struct Seen<'a> {
     /// The top of its tree, with its start time.
     pub top: Key,
     pub memory: &'a Memory,
+    /// Milliseconds since the window started; None before it.
+    pub at_ms: Option<u64>,
 }
 
 impl ProcessTracker {
@@ -229,7 +246,13 @@ impl ProcessTracker {
                 self.procs.len() - 1
             }
         };
+        let step = self.soak_step_ms;
         let t = &mut self.procs[i];
+        if let (Some(step), Some(at)) = (step, seen.at_ms) {
+            t.series
+                .get_or_insert_with(|| BoundedSeries::new(step))
+                .push(at, m);
+        }
         // Titles change after a fork (a Passenger app process starts as a
         // copy of its preloader): the latest one is kept.
         if let Some(title) = read_cmdline(seen.pid, buf) {
@@ -242,15 +265,43 @@ impl ProcessTracker {
 
     /// Forgets everything: the window starts.
     pub fn clear(&mut self) {
-        *self = ProcessTracker::default();
+        *self = ProcessTracker::soaking(self.soak_step_ms);
+    }
+
+    /// A tracker that, given `Some(step)`, keeps a series per process.
+    pub fn soaking(soak_step_ms: Option<u64>) -> ProcessTracker {
+        ProcessTracker {
+            soak_step_ms,
+            ..ProcessTracker::default()
+        }
+    }
+
+    /// Every kept process's series (those seen in the window), with its
+    /// role; empty outside a soak.
+    pub fn series(&self) -> Vec<ProcessSeries> {
+        let passenger = self.passenger();
+        self.procs
+            .iter()
+            .filter_map(|t| {
+                Some(ProcessSeries {
+                    pid: t.pid,
+                    comm: t.comm.clone(),
+                    role: t.role(passenger),
+                    points: t.series.as_ref()?.points(),
+                })
+            })
+            .collect()
+    }
+
+    fn passenger(&self) -> bool {
+        self.procs
+            .iter()
+            .any(|p| p.cmdline.starts_with(PASSENGER_APP))
     }
 
     /// Every kept process with its role, and how many were dropped.
     pub fn report(&self) -> (Vec<ProcessMemory>, u64) {
-        let passenger = self
-            .procs
-            .iter()
-            .any(|p| p.cmdline.starts_with(PASSENGER_APP));
+        let passenger = self.passenger();
         let procs = self
             .procs
             .iter()
@@ -275,6 +326,7 @@ impl Tracked {
             top,
             has_kids: false,
             memory: MemoryTally::default(),
+            series: None,
         }
     }
 
@@ -541,6 +593,7 @@ mod tests {
                     start_ticks: 0,
                     top,
                     memory: &m,
+                    at_ms: None,
                 };
                 t.observe(&seen, &mut Vec::new());
             }
@@ -563,6 +616,7 @@ mod tests {
                 start_ticks: 0,
                 top,
                 memory: &zombie,
+                at_ms: None,
             },
             &mut Vec::new(),
         );
@@ -570,5 +624,51 @@ mod tests {
             t.procs[0].memory.samples, before,
             "a zombie's zero is no sample"
         );
+    }
+
+    /// A worker replaced under the same pid (a new start time) and one
+    /// with a new pid each start a series; the old ones end where they
+    /// stopped, never bent by the newcomer.
+    #[test]
+    fn a_soak_keeps_one_series_per_process_and_a_replacement_starts_its_own() {
+        let mut t = ProcessTracker::soaking(Some(1000));
+        let master = (1, 0);
+        let mut see = |pid, start_ticks, at_ms: u64, rss| {
+            let m = mem(rss);
+            let seen = Seen {
+                pid,
+                start_ticks,
+                top: master,
+                memory: &m,
+                at_ms: Some(at_ms),
+            };
+            t.observe(&seen, &mut Vec::new());
+        };
+        for s in 0..5u64 {
+            see(1, 0, s * 1000, 4096);
+            see(2, 10, s * 1000, 8192 * (s + 1));
+        }
+        for s in 5..8u64 {
+            see(1, 0, s * 1000, 4096);
+            see(2, 99, s * 1000, 4096);
+            see(3, 100, s * 1000, 4096);
+        }
+        let series = t.series();
+        let shape: Vec<(u32, Role, usize)> = series
+            .iter()
+            .map(|s| (s.pid, s.role, s.points.len()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (1, Role::Master, 8),
+                (2, Role::Worker, 5),
+                (2, Role::Worker, 3),
+                (3, Role::Worker, 3)
+            ]
+        );
+        assert_eq!(series[1].points[4].rss_bytes, 8192 * 5);
+        assert_eq!(series[2].points[0].t_s, 5.0);
+        assert!(ProcessTracker::default().series().is_empty());
     }
 }

@@ -402,3 +402,31 @@ fn processes_gone_before_the_mark_are_not_in_the_window() {
     assert_eq!(r.per_process.len(), 1, "{:?}", r.per_process);
     assert_eq!(r.per_process[0].role, Role::Single);
 }
+
+/// A day of samples every 200 ms: the timeline stays within its cap, its
+/// rows cover longer and longer, and the last row is the last sample's.
+#[test]
+fn the_timeline_of_a_day_long_soak_stays_within_its_cap() {
+    let mut st = State::new(Scope::tree(std::process::id()), Some(1000));
+    let tree = TreeSample {
+        rss: 1,
+        pss: Some(1),
+        uss: Some(1),
+        processes: 1,
+    };
+    let day_ms = 24 * 3_600_000u64;
+    let mut t = 0;
+    while t < day_ms {
+        st.push_row(t, &tree, t as f64 / 1000.0);
+        t += 200;
+    }
+    assert!(st.timeline.len() <= TIMELINE_CAP, "{}", st.timeline.len());
+    assert!(
+        st.timeline.len() >= TIMELINE_CAP / 2,
+        "{}",
+        st.timeline.len()
+    );
+    assert!(st.row_ms >= 16_000, "{}", st.row_ms);
+    assert_eq!(st.timeline.last().unwrap().t_ms, day_ms - 200);
+    assert!(st.timeline.windows(2).all(|w| w[0].t_ms < w[1].t_ms));
+}

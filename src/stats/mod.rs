@@ -4,8 +4,9 @@
 //! (`significance`), the Universal Scalability Law fit and the knee of a
 //! sweep (`usl`), merged latency histograms (`histogram`), the
 //! A-versus-B comparison of two sides' samples (`compare`), a sweep's
-//! analysis (`sweep`), and the count of runs the machine disturbed
-//! (`disturbance`). Methods and assumptions: docs/STATISTICS.md.
+//! analysis (`sweep`), the count of runs the machine disturbed
+//! (`disturbance`), and a soak's robust slope with its interval
+//! (`theil_sen`). Methods and assumptions: docs/STATISTICS.md.
 //!
 //! Arithmetic over samples only: nothing here starts a server, drives
 //! load, reads a file or a JSON record (`store::samples` reads results
@@ -19,4 +20,5 @@ pub mod histogram;
 pub mod significance;
 pub mod spread;
 pub mod sweep;
+pub mod theil_sen;
 pub mod usl;

@@ -31,6 +31,7 @@
 
 use crate::load::Endpoint;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
@@ -305,11 +306,38 @@ pub struct AcceptQueueSecond {
     pub samples: u64,
 }
 
+/// The most rows an [`AcceptQueue::timeline`] keeps: an hour of seconds.
+/// A longer run (a soak) merges neighbouring rows in pairs when the cap
+/// is reached, so a row then covers 2, 4, 8... seconds (its `t_s` the
+/// first) and the recorder and the record stay the same size over hours.
+pub const TIMELINE_CAP: usize = 3600;
+
 /// Collects samples of the queue length, timed in seconds from an origin
-/// of the caller's choosing (the load's start, for a trial).
-#[derive(Debug, Clone, Default)]
+/// of the caller's choosing (the load's start, for a trial). Each sample
+/// is folded into its second at once (the whole run's max, sum and count,
+/// the second's too): nothing is kept per sample, and at most
+/// [`TIMELINE_CAP`] rows.
+#[derive(Debug, Clone)]
 pub struct AcceptQueueRecorder {
-    samples: Vec<(f64, u32)>,
+    /// Rows by their first second; each `mean` a sum until `summary`.
+    rows: BTreeMap<u64, AcceptQueueSecond>,
+    /// How many seconds a row covers (doubles at the cap).
+    row_s: u64,
+    max: u32,
+    sum: u64,
+    samples: u64,
+}
+
+impl Default for AcceptQueueRecorder {
+    fn default() -> Self {
+        AcceptQueueRecorder {
+            rows: BTreeMap::new(),
+            row_s: 1,
+            max: 0,
+            sum: 0,
+            samples: 0,
+        }
+    }
 }
 
 impl AcceptQueueRecorder {
@@ -320,41 +348,63 @@ impl AcceptQueueRecorder {
     /// One sample: the queue held `len` connections `t_s` seconds after the
     /// origin. Samples before the origin (negative) are dropped.
     pub fn record(&mut self, t_s: f64, len: u32) {
-        if t_s >= 0.0 {
-            self.samples.push((t_s, len));
+        if t_s < 0.0 {
+            return;
+        }
+        self.max = self.max.max(len);
+        self.sum += u64::from(len);
+        self.samples += 1;
+        let first = (t_s.floor() as u64) / self.row_s * self.row_s;
+        let row = self.rows.entry(first).or_insert(AcceptQueueSecond {
+            t_s: first,
+            max: len,
+            mean: 0.0,
+            samples: 0,
+        });
+        row.max = row.max.max(len);
+        row.mean += f64::from(len);
+        row.samples += 1;
+        if self.rows.len() > TIMELINE_CAP {
+            self.coarsen();
         }
     }
 
+    /// Rows twice as long: neighbours merged.
+    fn coarsen(&mut self) {
+        self.row_s *= 2;
+        let mut rows: BTreeMap<u64, AcceptQueueSecond> = BTreeMap::new();
+        for r in std::mem::take(&mut self.rows).into_values() {
+            let first = r.t_s / self.row_s * self.row_s;
+            match rows.get_mut(&first) {
+                Some(m) => {
+                    m.max = m.max.max(r.max);
+                    m.mean += r.mean;
+                    m.samples += r.samples;
+                }
+                None => {
+                    rows.insert(first, AcceptQueueSecond { t_s: first, ..r });
+                }
+            }
+        }
+        self.rows = rows;
+    }
+
     pub fn summary(&self) -> AcceptQueue {
-        let n = self.samples.len() as u64;
+        let n = self.samples;
         if n == 0 {
             return AcceptQueue::default();
         }
-        let mut timeline: Vec<AcceptQueueSecond> = Vec::new();
-        let mut sorted = self.samples.clone();
-        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (t, len) in sorted {
-            let s = t.floor() as u64;
-            match timeline.last_mut() {
-                Some(last) if last.t_s == s => {
-                    last.max = last.max.max(len);
-                    last.mean += f64::from(len);
-                    last.samples += 1;
-                }
-                _ => timeline.push(AcceptQueueSecond {
-                    t_s: s,
-                    max: len,
-                    mean: f64::from(len),
-                    samples: 1,
-                }),
-            }
-        }
-        for sec in &mut timeline {
-            sec.mean /= sec.samples as f64;
-        }
+        let timeline = self
+            .rows
+            .values()
+            .map(|r| AcceptQueueSecond {
+                mean: r.mean / r.samples as f64,
+                ..r.clone()
+            })
+            .collect();
         AcceptQueue {
-            max: self.samples.iter().map(|s| s.1).max().unwrap_or(0),
-            mean: self.samples.iter().map(|s| f64::from(s.1)).sum::<f64>() / n as f64,
+            max: self.max,
+            mean: self.sum as f64 / n as f64,
             samples: n,
             timeline,
         }
@@ -547,5 +597,30 @@ mod tests {
         for k in ["max", "mean", "timeline"] {
             assert!(v.get(k).is_some(), "{k} missing from {v}");
         }
+    }
+
+    /// A day of samples every 100 ms: the recorder keeps at most
+    /// [`TIMELINE_CAP`] rows (it kept every sample once, 24 bytes each,
+    /// growing for as long as a soak ran), and loses no sample, no
+    /// maximum and no mean in the merging.
+    #[test]
+    fn a_soak_long_recorder_stays_within_its_cap_and_keeps_max_and_mean() {
+        let mut r = AcceptQueueRecorder::new();
+        let tenths = 24 * 36_000u64;
+        for i in 0..tenths {
+            r.record(
+                i as f64 / 10.0,
+                (i % 7) as u32 + u32::from(i == 50_000) * 90,
+            );
+        }
+        let s = r.summary();
+        assert!(s.timeline.len() <= TIMELINE_CAP, "{}", s.timeline.len());
+        assert!(s.timeline.len() >= TIMELINE_CAP / 2, "{}", s.timeline.len());
+        assert_eq!(s.samples, tenths);
+        assert_eq!(s.timeline.iter().map(|x| x.samples).sum::<u64>(), tenths);
+        assert_eq!(s.max, 96);
+        assert_eq!(s.timeline.iter().filter(|x| x.max == 96).count(), 1);
+        assert!(s.timeline.windows(2).all(|w| w[0].t_s < w[1].t_s));
+        assert!((s.mean - 3.0).abs() < 1e-3, "{}", s.mean);
     }
 }
