@@ -271,6 +271,7 @@ fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
         .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
     if let Some(slow) = &config.slow {
         slow.check()
+            .and_then(|()| slow::check_target(&config.endpoint))
             .map_err(|why| std::io::Error::new(std::io::ErrorKind::InvalidInput, why))?;
     }
     ensure_open_files(config)

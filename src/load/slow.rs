@@ -97,6 +97,19 @@ pub const DEFAULT_RCVBUF_BYTES: usize = 1024;
 /// never its size; at 4 bytes a second it never ends in a run.
 pub const DECLARED_BODY_BYTES: u64 = 1_000_000;
 
+/// Slow clients go only to this machine: a loopback address or a unix
+/// socket. They are an attack on the server they reach (a slowloris),
+/// so a URL elsewhere is refused even where the normal load may go.
+pub fn check_target(endpoint: &Endpoint) -> Result<(), String> {
+    match endpoint {
+        Endpoint::Unix(_) => Ok(()),
+        Endpoint::Tcp(a) if a.ip().is_loopback() => Ok(()),
+        Endpoint::Tcp(a) => Err(format!(
+            "slow clients go only to this machine (127.0.0.1, ::1 or a unix socket), not {a}: drop --slow-clients or point the load at a local server"
+        )),
+    }
+}
+
 impl SlowClients {
     /// `count` clients in `mode` with the default pace.
     pub fn new(count: usize, mode: SlowMode) -> SlowClients {
@@ -638,6 +651,24 @@ mod tests {
 
     const GET: &[u8] =
         b"GET /hello?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: rackbench\r\n\r\n";
+
+    #[test]
+    fn slow_clients_go_to_loopback_or_a_unix_socket_only() {
+        for (endpoint, ok) in [
+            (Endpoint::Tcp("127.0.0.1:80".parse().unwrap()), true),
+            (Endpoint::Tcp("127.0.0.2:80".parse().unwrap()), true),
+            (Endpoint::Tcp("[::1]:80".parse().unwrap()), true),
+            (Endpoint::Unix("/tmp/s.sock".into()), true),
+            (Endpoint::Tcp("10.1.2.3:80".parse().unwrap()), false),
+            (Endpoint::Tcp("[2001:db8::1]:80".parse().unwrap()), false),
+        ] {
+            let got = check_target(&endpoint);
+            assert_eq!(got.is_ok(), ok, "{endpoint:?}: {got:?}");
+            if let Err(why) = got {
+                assert!(why.contains("drop --slow-clients"), "{why}");
+            }
+        }
+    }
 
     #[test]
     fn modes_parse_by_name_and_a_bad_one_names_the_choices() {
