@@ -8,7 +8,7 @@
 //! its reports byte for byte as before. It never reads a record's JSON:
 //! the figures come from `store::figures` (`store::budget`).
 
-use super::svg::esc;
+use super::table::{Align, Cell, ConditionTable};
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::budget::{GroupBudget, TrialBudget};
@@ -121,10 +121,8 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
         let Some(b) = &g.budget else { continue };
         let _ = writeln!(
             s,
-            "  {:<24} {:<8} {:<10} {}{}{}",
-            g.planned.variant,
-            g.planned.app,
-            super::load_label(&g.planned),
+            "{}{}{}{}",
+            super::table::line_start(g, None),
             if varies {
                 format!("{}; ", b.label)
             } else {
@@ -136,82 +134,50 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
     }
 }
 
+const HEADS: [(&str, Align); 3] = [
+    ("Memory peak of limit", Align::Right),
+    ("CPU throttled (s per s)", Align::Right),
+    ("Killed for memory", Align::Right),
+];
+
+/// Its cells: the peak of the limit, throttling, kills (bad when any).
+fn cells(b: &GroupBudget) -> Vec<Cell> {
+    vec![
+        peak(b).into(),
+        throttled(b).into(),
+        Cell {
+            text: kills(b),
+            bad: b.oom_kills > 0,
+        },
+    ]
+}
+
+/// The section's budget table; None when none of its groups ran with
+/// one.
+fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>> {
+    if groups.iter().all(|g| g.budget.is_none()) {
+        return None;
+    }
+    Some(ConditionTable {
+        heading: "Budget",
+        note: None,
+        html_titled: false,
+        class: "budget",
+        label: report.budget_varies().then_some("Budget"),
+        heads: &HEADS,
+        rows: super::table::rows(groups, label, |g| g.budget.as_ref().map(cells)),
+    })
+}
+
 /// The section's budget table in Markdown; nothing when none of its
 /// groups ran with one.
 pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
-    if groups.iter().all(|g| g.budget.is_none()) {
-        return;
-    }
-    let varies = report.budget_varies();
-    let _ = writeln!(
-        s,
-        "### Budget\n\n| Server | Load | {}Memory peak of limit | CPU throttled (s per s) | Killed for memory |",
-        if varies { "Budget | " } else { "" }
-    );
-    let _ = writeln!(
-        s,
-        "|:--|--:|{}--:|--:|--:|",
-        if varies { ":--|" } else { "" }
-    );
-    for g in groups {
-        let cells = match &g.budget {
-            Some(b) => format!("{} | {} | {}", peak(b), throttled(b), kills(b)),
-            None => "- | - | -".into(),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}{cells} |",
-            g.planned.variant.replace('|', "\\|"),
-            super::load_label(&g.planned),
-            if varies {
-                format!("{} | ", label(g))
-            } else {
-                String::new()
-            }
-        );
-    }
-    s.push('\n');
+    super::table::markdown(s, table(report, groups));
 }
 
 /// The section's budget table in HTML; nothing without budgets.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
-    if groups.iter().all(|g| g.budget.is_none()) {
-        return;
-    }
-    let varies = report.budget_varies();
-    let _ = write!(
-        s,
-        "<table class=\"budget\"><tr><th class=\"l\">Server</th><th>Load</th>{}<th>Memory peak of limit</th><th>CPU throttled (s per s)</th><th>Killed for memory</th></tr>",
-        if varies { "<th class=\"l\">Budget</th>" } else { "" }
-    );
-    for g in groups {
-        let cells = match &g.budget {
-            Some(b) => format!(
-                "<td>{}</td><td>{}</td><td{}>{}</td>",
-                esc(&peak(b)),
-                esc(&throttled(b)),
-                if b.oom_kills > 0 {
-                    " class=\"bad-text\""
-                } else {
-                    ""
-                },
-                esc(&kills(b))
-            ),
-            None => "<td>–</td><td>–</td><td>–</td>".into(),
-        };
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td>{}{cells}</tr>",
-            esc(&g.planned.variant),
-            esc(&super::load_label(&g.planned)),
-            if varies {
-                format!("<td class=\"l\">{}</td>", esc(&label(g)))
-            } else {
-                String::new()
-            }
-        );
-    }
-    s.push_str("</table>");
+    super::table::html(s, table(report, groups));
 }
 
 /// The seconds on a trial's timeline (from its start, warm-up included)

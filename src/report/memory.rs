@@ -111,7 +111,7 @@ pub fn html(title: &str, groups: &[&Group]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::figures::tests::stored;
     use crate::store::records::StoredTrial;
@@ -119,7 +119,7 @@ mod tests {
 
     /// The group of the committed stored trial (puma, one process), its
     /// sample changed by `edit`.
-    fn group(edit: impl FnOnce(&mut serde_json::Value)) -> Group {
+    pub(in crate::report) fn group(edit: impl FnOnce(&mut serde_json::Value)) -> Group {
         let t: StoredTrial = serde_json::from_value(stored(edit)).unwrap();
         let summary = summarize_trials(std::slice::from_ref(&t)).remove(0);
         Group {

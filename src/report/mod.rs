@@ -24,6 +24,7 @@ mod slow;
 mod soak;
 pub(crate) mod svg;
 pub mod sweep;
+mod table;
 mod text;
 
 pub use text::{render_summary, table_width};

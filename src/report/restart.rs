@@ -9,6 +9,7 @@
 //! hold (`lab::restart` judged each restart when it ran).
 
 use super::svg::esc;
+use super::table::{Align, Cell, ConditionRow, ConditionTable};
 use super::{Group, Report};
 use crate::lab::record::{RestartErrors, RestartRecord};
 use crate::lab::trial::TrialRecord;
@@ -114,13 +115,13 @@ impl Row {
     }
 }
 
-const HEADS: [&str; 6] = [
-    "Restart",
-    "Zero-downtime",
-    "Errors during",
-    "Requests lost",
-    "p99 before → during",
-    "Recovered after",
+const HEADS: [(&str, Align); 6] = [
+    ("Restart", Align::Left),
+    ("Zero-downtime", Align::Right),
+    ("Errors during", Align::Left),
+    ("Requests lost", Align::Right),
+    ("p99 before → during", Align::Right),
+    ("Recovered after", Align::Right),
 ];
 
 impl Report {
@@ -166,11 +167,8 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
     for (g, r) in rows {
         let _ = writeln!(
             s,
-            "  {:<24} {:<8} {:<8} {:<10} {}: {}; {}; {}; {}",
-            g.planned.variant,
-            g.planned.app,
-            g.planned.front(),
-            super::load_label(&g.planned),
+            "{}{}: {}; {}; {}; {}",
+            super::table::line_start(g, Some(8)),
             r.kind,
             r.zero_cell(),
             r.errors_cell(),
@@ -180,63 +178,62 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
     }
 }
 
-/// The section's restart table in Markdown; nothing when none of its
-/// groups restarted.
-pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
+/// What the table's figures are, said once below it.
+const NOTE: &str = "Errors and requests lost are summed over the runs, p99 and recovery are medians; recovery is to throughput and p99 within 10% of the seconds before, to the second.";
+
+/// The section's restart table, zero-downtime and errors bad in a group
+/// where not every run was zero-downtime; None when none of its groups
+/// restarted.
+fn table<'a>(report: &'a Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>> {
     let rows = report.restart_rows(groups);
     if rows.is_empty() {
-        return;
+        return None;
     }
-    let _ = writeln!(
-        s,
-        "### Restarts under load\n\n| Server | Load | {} |\n|:--|--:|:--|--:|:--|--:|--:|--:|",
-        HEADS.join(" | ")
-    );
-    for (g, r) in rows {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} |",
-            g.planned.variant.replace('|', "\\|"),
-            super::load_label(&g.planned),
-            r.cells().join(" | ")
-        );
-    }
-    s.push_str(
-        "\nErrors and requests lost are summed over the runs, p99 and recovery are medians; \
-         recovery is to throughput and p99 within 10% of the seconds before, to the second.\n\n",
-    );
+    Some(ConditionTable {
+        heading: "Restarts under load",
+        note: None,
+        html_titled: false,
+        class: "restart",
+        label: None,
+        heads: &HEADS,
+        rows: rows
+            .into_iter()
+            .map(|(g, r)| {
+                let bad = r.zero < r.runs;
+                let cells = r.cells().into_iter().enumerate();
+                ConditionRow {
+                    group: g,
+                    label: String::new(),
+                    cells: Some(
+                        cells
+                            .map(|(i, text)| Cell {
+                                text,
+                                bad: bad && (i == 1 || i == 2),
+                            })
+                            .collect(),
+                    ),
+                }
+            })
+            .collect(),
+    })
 }
 
-/// The section's restart table in HTML; nothing without restarts.
+/// The section's restart table in Markdown, its note below; nothing when
+/// none of its groups restarted.
+pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
+    if let Some(t) = table(report, groups) {
+        super::table::markdown(s, Some(t));
+        let _ = write!(s, "{NOTE}\n\n");
+    }
+}
+
+/// The section's restart table in HTML, its note below; nothing without
+/// restarts.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
-    let rows = report.restart_rows(groups);
-    if rows.is_empty() {
-        return;
+    if let Some(t) = table(report, groups) {
+        super::table::html(s, Some(t));
+        let _ = write!(s, "<p class=\"note\">{}</p>", esc(NOTE));
     }
-    s.push_str("<table class=\"restart\"><tr><th class=\"l\">Server</th><th>Load</th>");
-    for h in HEADS {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr>");
-    for (g, r) in rows {
-        let bad = r.zero < r.runs;
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td>",
-            esc(&g.planned.variant),
-            esc(&super::load_label(&g.planned))
-        );
-        for (i, c) in r.cells().iter().enumerate() {
-            let class = if bad && (i == 1 || i == 2) {
-                " class=\"bad-text\""
-            } else {
-                ""
-            };
-            let _ = write!(s, "<td{class}>{}</td>", esc(c));
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</table><p class=\"note\">Errors and requests lost are summed over the runs, p99 and recovery are medians; recovery is to throughput and p99 within 10% of the seconds before, to the second.</p>");
 }
 
 /// Where a trial's restart sits on its timeline (seconds from the load's

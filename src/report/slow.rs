@@ -10,7 +10,7 @@
 //! column, its reports byte for byte as before. It never reads a record's
 //! JSON: the figures come from `store::figures` (`store::slow`).
 
-use super::svg::esc;
+use super::table::{Align, Cell, ConditionTable};
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::figures::TrialFigures;
@@ -102,11 +102,11 @@ fn cells(s: &GroupSlow) -> [String; 4] {
 /// What the table's columns count, said once above it.
 const NOTE: &str = "The slow connections beside the load, over each group's runs: those the server accepted, those it closed and how long the closed ones were held, and those still open when the run ended (held at least so long: the end cut them off, so they are no held sample).";
 
-const HEADS: [&str; 4] = [
-    "Accepted",
-    "Closed by server",
-    "Held p50 (closed ones)",
-    "Open at end",
+const HEADS: [(&str, Align); 4] = [
+    ("Accepted", Align::Right),
+    ("Closed by server", Align::Right),
+    ("Held p50 (closed ones)", Align::Right),
+    ("Open at end", Align::Right),
 ];
 
 /// One line per group with slow clients under the terminal table;
@@ -121,11 +121,8 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
         let Some(w) = &g.slow else { continue };
         let _ = writeln!(
             s,
-            "  {:<24} {:<8} {:<9} {:<10} {}{}",
-            g.planned.variant,
-            g.planned.app,
-            g.planned.front(),
-            super::load_label(&g.planned),
+            "{}{}{}",
+            super::table::line_start(g, Some(9)),
             if varies {
                 format!("{}: ", w.label)
             } else {
@@ -136,83 +133,32 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
     }
 }
 
+/// The section's slow-client table; None when none of its groups ran
+/// with them.
+fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>> {
+    if groups.iter().all(|g| g.slow.is_none()) {
+        return None;
+    }
+    Some(ConditionTable {
+        heading: "Slow clients",
+        note: Some(NOTE),
+        html_titled: true,
+        class: "slow",
+        label: report.slow_varies().then_some("Slow"),
+        heads: &HEADS,
+        rows: super::table::rows(groups, label, |g| {
+            g.slow.as_ref().map(|w| cells(w).map(Cell::from).into())
+        }),
+    })
+}
+
 /// The section's slow-client table in Markdown; nothing when none of its
 /// groups ran with them.
 pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
-    if groups.iter().all(|g| g.slow.is_none()) {
-        return;
-    }
-    let varies = report.slow_varies();
-    let _ = writeln!(
-        s,
-        "### Slow clients\n\n{NOTE}\n\n| Server | Load | {}{} |",
-        if varies { "Slow | " } else { "" },
-        HEADS.join(" | ")
-    );
-    let _ = writeln!(
-        s,
-        "|:--|--:|{}--:|--:|--:|--:|",
-        if varies { ":--|" } else { "" }
-    );
-    for g in groups {
-        let row = match &g.slow {
-            Some(w) => cells(w).join(" | "),
-            None => "- | - | - | -".into(),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}{row} |",
-            g.planned.variant.replace('|', "\\|"),
-            super::load_label(&g.planned),
-            if varies {
-                format!("{} | ", label(g))
-            } else {
-                String::new()
-            }
-        );
-    }
-    s.push('\n');
+    super::table::markdown(s, table(report, groups));
 }
 
 /// The section's slow-client table in HTML; nothing without them.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
-    if groups.iter().all(|g| g.slow.is_none()) {
-        return;
-    }
-    let varies = report.slow_varies();
-    let _ = write!(
-        s,
-        "<h3>Slow clients</h3><p class=\"note\">{}</p><table class=\"slow\"><tr><th class=\"l\">Server</th><th>Load</th>{}",
-        esc(NOTE),
-        if varies {
-            "<th class=\"l\">Slow</th>"
-        } else {
-            ""
-        }
-    );
-    for h in HEADS {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr>");
-    for g in groups {
-        let row: String = match &g.slow {
-            Some(w) => cells(w)
-                .iter()
-                .map(|c| format!("<td>{}</td>", esc(c)))
-                .collect(),
-            None => "<td>–</td>".repeat(4),
-        };
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td>{}{row}</tr>",
-            esc(&g.planned.variant),
-            esc(&super::load_label(&g.planned)),
-            if varies {
-                format!("<td class=\"l\">{}</td>", esc(&label(g)))
-            } else {
-                String::new()
-            }
-        );
-    }
-    s.push_str("</table>");
+    super::table::html(s, table(report, groups));
 }
