@@ -135,6 +135,7 @@ mod tests {
             mismatches: Vec::new(),
             budget: None,
             slow: None,
+            endpoints: Vec::new(),
         }
     }
 
