@@ -1535,7 +1535,7 @@ fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
         "{term}"
     );
     assert!(
-        term.contains("index   75.0%       115 rps  p50 1.50ms  p90 3.00ms  p99 5.00ms  0 errors"),
+        term.contains("  puma, hello, direct, 4 conn:\n    index   75.0%       115 rps  p50 1.50ms  p90 3.00ms  p99 5.00ms  0 errors\n"),
         "{term}"
     );
 
@@ -1581,6 +1581,10 @@ fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
     assert!(html.contains("<h3>Endpoints</h3>"));
     assert!(html.contains("<table class=\"endpoints\"><caption>puma · 4 conn</caption>"));
     assert!(html.contains("Latency per endpoint: p50 and p99"));
+    assert!(
+        html.contains("its p50 (solid) and p99 (pale) latency"),
+        "the chart's key"
+    );
     assert!(
         html.contains("puma · 4 conn · show"),
         "a chart row per group and endpoint"

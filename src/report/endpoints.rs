@@ -101,7 +101,14 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
         "\nEndpoints (median over repeats; share of the group's requests):"
     );
     for g in report.groups.iter().filter(|g| !g.endpoints.is_empty()) {
-        let _ = writeln!(s, "  {} {} {}", title(g), g.planned.app, g.planned.front());
+        let _ = writeln!(
+            s,
+            "  {}, {}, {}, {}:",
+            g.planned.variant,
+            g.planned.app,
+            g.planned.front(),
+            load_label(&g.planned)
+        );
         let width = g.endpoints.iter().map(|e| e.name.len()).max().unwrap_or(0);
         for e in &g.endpoints {
             let _ = writeln!(
@@ -172,6 +179,7 @@ pub(super) fn html(s: &mut String, groups: &[&Group], variants: &[String]) {
         }
         s.push_str("</table>");
     }
+    s.push_str("<p class=\"note\">Per group and endpoint: its p50 (solid) and p99 (pale) latency, the median across repeats, whiskers from the lowest to the highest repeat.</p>");
     s.push_str(&chart(groups, variants));
 }
 
