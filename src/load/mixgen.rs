@@ -766,6 +766,25 @@ mod tests {
         );
     }
 
+    /// Names and order come from the counts and shapes, never from the
+    /// order requests arrived in: the same traffic gives the same file.
+    #[test]
+    fn the_same_traffic_in_another_order_gives_the_same_file() {
+        let mut reqs: Vec<Observed> = (1..=40)
+            .map(|i| match i % 4 {
+                0 => get(&format!("/posts/{i}"), Some(200)),
+                1 => get(&format!("/authors/{i}/posts?page={}", i % 3 + 1), Some(200)),
+                2 => get("/search?q=ruby", Some(200)),
+                _ => get(&format!("/posts/{i}/comments"), Some(404)),
+            })
+            .collect();
+        let t = traffic(reqs.clone());
+        let one = render(&t, &endpoints(&t, 20), "rackbench mix");
+        reqs.reverse();
+        let t = traffic(reqs);
+        assert_eq!(render(&t, &endpoints(&t, 20), "rackbench mix"), one);
+    }
+
     #[test]
     fn braces_in_a_recorded_path_are_never_a_placeholder() {
         let e = endpoints(&traffic(vec![get("/a/{x}", None)]), 20);
