@@ -975,3 +975,72 @@ fn doctor_names_a_busy_process_in_a_document_that_keeps_its_contract() {
     assert_eq!(doc["ok"], false, "a problem makes the document not ok");
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Issue 30: `rackbench mix --from-record FILE --out MIX` writes a mix
+/// whose weights are the record's counts per endpoint (3 : 1 : 1), its ids
+/// a range, its write with the recorded body and Content-Type; a file that
+/// is no record is one line naming the flag that reads it.
+#[test]
+fn mix_from_a_record_reproduces_its_proportions() {
+    let dir = common::work_dir("cli-mix");
+    let record = dir.join("r.jsonl");
+    let line = |seq: u32, method: &str, target: &str, body_b64: &str| {
+        format!(
+            "{{\"seq\":{seq},\"t_us\":{seq}000,\"method\":\"{method}\",\"target\":\"{target}\",\"headers\":[[\"content-type\",\"application/x-www-form-urlencoded\"]],\"body_b64\":\"{body_b64}\"}}\n"
+        )
+    };
+    let mut text = String::from("{\"format\":\"rackbench/record-v1\"}\n");
+    for (i, id) in [4, 19, 7].iter().enumerate() {
+        text += &line(i as u32 + 1, "GET", &format!("/posts/{id}"), "");
+    }
+    text += &line(4, "POST", "/posts/4/comments", "Ym9keT1oaQ==");
+    text += &line(5, "GET", "/", "");
+    std::fs::write(&record, text).unwrap();
+    let out = dir.join("mix.toml");
+    let o = rackbench(&[
+        "mix",
+        "--from-record",
+        record.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mix: toml::Value = toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let e = mix["endpoint"].as_array().unwrap();
+    let got: Vec<(&str, &str, i64)> = e
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t["path"].as_str().unwrap(),
+                t["weight"].as_integer().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("posts_id", "/posts/{random:4..19}", 3),
+            ("root", "/", 1),
+            ("post_posts_id_comments", "/posts/4/comments", 1)
+        ]
+    );
+    assert_eq!(e[2]["body"].as_str(), Some("body=hi"));
+    assert_eq!(
+        e[2]["headers"]["Content-Type"].as_str(),
+        Some("application/x-www-form-urlencoded")
+    );
+    let o = rackbench(&[
+        "mix",
+        "--from-record",
+        dir.join("mix.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not a rackbench record") && err.contains("--from-nginx-log"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

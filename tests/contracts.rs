@@ -660,3 +660,25 @@ fn a_headline_with_no_latency_must_say_null_not_zero() {
     }
     assert_valid("load-v1", &doc, "a headline with no latency");
 }
+
+/// Issue 30: compare-v1 rows per endpoint of a mix are named
+/// `endpoint:NAME:METRIC` for the three metrics compare judges per
+/// endpoint; another metric after an endpoint's name is refused, and a
+/// load-v1 document's `endpoints` keeps the contract's fields.
+#[test]
+fn endpoint_rows_and_endpoints_keep_their_names() {
+    let mut doc = sample("compare-v1.json");
+    doc["rows"][0]["metric"] = json!("endpoint:show-2:p99");
+    assert_valid("compare-v1", &doc, "a per-endpoint row");
+    doc["rows"][0]["metric"] = json!("endpoint:show:p90");
+    assert_invalid("compare-v1", &doc, "/rows/0/metric", "");
+    let mut load = sample("load-v1.json");
+    let mut e = json!({"name": "show", "method": "GET", "path": "/posts/{random:1..9}",
+        "weight": 1.0, "requests": 10, "ok": 10, "throughput_rps": 5.0,
+        "latency_us": load["latency_us"].clone(), "errors": load["errors"].clone()});
+    load["endpoints"] = json!([e.clone()]);
+    assert_valid("load-v1", &load, "a load with a mix");
+    e.as_object_mut().unwrap().remove("throughput_rps");
+    load["endpoints"] = json!([e]);
+    assert_invalid("load-v1", &load, "/endpoints/0", "throughput_rps");
+}

@@ -1459,3 +1459,166 @@ fn a_soak_is_charted_per_worker_and_its_verdicts_are_in_every_report() {
     assert!(!plain.contains("id=\"soak\"") && !plain.contains("#soak"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// One endpoint of a load's `endpoints` (load-v1, as the engine writes
+/// it with `--mix`).
+fn endpoint_record(
+    name: &str,
+    path: &str,
+    requests: u64,
+    rps: f64,
+    (p50, p90, p99): (u64, u64, u64),
+    status_errors: u64,
+) -> Value {
+    json!({
+        "name": name, "method": "GET", "path": path, "weight": 1.0,
+        "requests": requests, "ok": requests - status_errors, "throughput_rps": rps,
+        "latency_us": {"count": requests - status_errors, "min": p50 / 2, "mean": p50 as f64,
+                       "stdev": 1.0, "p50": p50, "p90": p90, "p99": p99, "p999": p99,
+                       "max": p99},
+        "errors": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0,
+                   "status": status_errors, "body": 0}
+    })
+}
+
+/// The seeded directory with every record's load carrying a mix of
+/// `index` (300 requests, 100 + 10·repeat rps, p50 1 ms × repeat) and
+/// `show` (100 requests, 2 failed, 30 rps, p50 200 µs).
+fn seed_endpoints(dir: &Path) {
+    seed(dir);
+    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if !v["trial"].is_object() {
+            continue;
+        }
+        let r = v["repeat"].as_u64().unwrap();
+        v["trial"]["load"]["endpoints"] = json!([
+            endpoint_record(
+                "index",
+                "/posts",
+                300,
+                100.0 + 10.0 * r as f64,
+                (1000 * r, 3000, 5000),
+                0
+            ),
+            endpoint_record(
+                "show",
+                "/posts/{random:1..100}",
+                100,
+                30.0,
+                (200, 300, 400),
+                2
+            ),
+        ]);
+        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+        write(&path, &v);
+    }
+}
+
+/// Issue 30: a study whose trials ran a mix shows each group's endpoints
+/// in every report: a table per group (requests and share, throughput,
+/// p50/p90/p99 as the median with the range across repeats, errors),
+/// columns per endpoint in report.csv, `endpoints` in report.json, and
+/// in HTML the p50 and p99 of each endpoint as bars. A study without a
+/// mix reads exactly as before (the snapshots).
+#[test]
+fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
+    let dir = common::scratch("report-endpoints");
+    seed_endpoints(&dir);
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+
+    let term = &written.table;
+    assert!(
+        term.contains("Endpoints (median over repeats; share of the group's requests):"),
+        "{term}"
+    );
+    assert!(
+        term.contains("  puma, hello, direct, 4 conn:\n    index   75.0%       115 rps  p50 1.50ms  p90 3.00ms  p99 5.00ms  0 errors\n"),
+        "{term}"
+    );
+
+    let md = read(&written.markdown);
+    assert!(
+        md.contains("### Endpoints\n\nEach endpoint of the mix"),
+        "{md}"
+    );
+    assert!(md.contains("**puma · 4 conn**\n\n| Endpoint | Requests | Share | Throughput (rps) | p50 | p90 | p99 | Errors |"), "{md}");
+    assert!(
+        md.contains("| index (GET /posts) | 600 | 75.0% | 115 (110–120) | 1.50ms (1.00ms–2.00ms) | 3.00ms (3.00ms–3.00ms) | 5.00ms (5.00ms–5.00ms) | 0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| show (GET /posts/{random:1..100}) | 200 | 25.0% | 30 (30–30) | 200us (200us–200us) | 300us (300us–300us) | 400us (400us–400us) | 4 |"),
+        "{md}"
+    );
+    // thin c16 ran once (its second run failed): no range.
+    assert!(
+        md.contains("**thin · 16 conn**\n\n| Endpoint |")
+            && md.contains(
+                "| index (GET /posts) | 300 | 75.0% | 110 | 1.00ms | 3.00ms | 5.00ms | 0 |"
+            ),
+        "{md}"
+    );
+
+    let csv = read(&written.csv);
+    let head = csv.lines().next().unwrap();
+    assert!(
+        head.ends_with(",endpoint_index_requests,endpoint_index_share,endpoint_index_throughput_rps,endpoint_index_p50_us,endpoint_index_p90_us,endpoint_index_p99_us,endpoint_index_errors,endpoint_show_requests,endpoint_show_share,endpoint_show_throughput_rps,endpoint_show_p50_us,endpoint_show_p90_us,endpoint_show_p99_us,endpoint_show_errors"),
+        "{head}"
+    );
+    let puma = csv
+        .lines()
+        .find(|l| l.starts_with("puma__hello__direct__c4,"))
+        .unwrap();
+    assert!(
+        puma.ends_with(",600,0.7500,115.0,1500,3000,5000,0,200,0.2500,30.0,200,300,400,4"),
+        "{puma}"
+    );
+
+    let html = read(&written.html);
+    assert!(html.contains("<h3>Endpoints</h3>"));
+    assert!(html.contains("<table class=\"endpoints\"><caption>puma · 4 conn</caption>"));
+    assert!(html.contains("Latency per endpoint: p50 and p99"));
+    assert!(
+        html.contains("its p50 (solid) and p99 (pale) latency"),
+        "the chart's key"
+    );
+    assert!(
+        html.contains("puma · 4 conn · show"),
+        "a chart row per group and endpoint"
+    );
+    assert!(
+        html.contains("<td class=\"bad-text\">4</td>"),
+        "show's errors marked"
+    );
+
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    common::schema::assert_valid("report-v1", &json, "report.json with endpoints");
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "puma__hello__direct__c4")
+        .unwrap();
+    assert_eq!(g["endpoints"][0]["share"], 0.75);
+    assert_eq!(g["endpoints"][1]["latency_p99_us"]["median"], 400.0);
+    let t = json["trials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "puma__hello__direct__c4__rep2")
+        .unwrap();
+    assert_eq!(t["endpoints"][0]["latency_p50_us"], 2000.0);
+
+    // Without a mix: nothing of it anywhere.
+    seed(&dir);
+    let written = report::write_all(&dir, None).unwrap();
+    assert!(!written.table.contains("Endpoints"));
+    assert!(!read(&written.markdown).contains("Endpoints"));
+    assert!(!read(&written.html).contains("Latency per endpoint"));
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    assert!(json["groups"][0].get("endpoints").is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

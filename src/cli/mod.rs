@@ -14,6 +14,7 @@ mod k8s;
 mod load;
 mod merge;
 mod mirror;
+mod mix;
 mod parse;
 mod replay;
 mod report;
@@ -70,6 +71,8 @@ enum Command {
     Mirror(Box<mirror::MirrorArgs>),
     /// Proxy to a primary and write each request to a record file.
     Record(Box<mirror::MirrorArgs>),
+    /// Write a request mix (TOML) from a record file or an nginx log, in the recorded proportions.
+    Mix(mix::MixArgs),
     /// Send recorded requests (or an nginx log's) again at their recorded times, open loop.
     Replay(Box<replay::ReplayArgs>),
     /// Load from many nodes as a Kubernetes Indexed Job: write it, run it, collect and merge its segments.
@@ -138,6 +141,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Mirror(args) => mirror::run(*args),
         Command::Record(args) => mirror::run_record(*args),
         Command::Replay(args) => replay::run(*args),
+        Command::Mix(args) => mix::run(args),
         Command::K8s(args) => k8s::run(args),
     };
     match result {

@@ -143,6 +143,7 @@ pub fn merge_reports(sources: &[(String, LoadReport)]) -> Result<Merged, MergeEr
         segments: Some(summaries(sources)),
         // Each segment's slow clients were its own; a merge keeps none.
         slow_clients: None,
+        endpoints: Vec::new(),
     };
     Ok(Merged { report, notes })
 }

@@ -14,6 +14,7 @@ pub mod cpus;
 pub(crate) mod epoll;
 mod io;
 pub mod merge;
+pub mod mixgen;
 mod pacing;
 pub mod recorder;
 pub mod report;

@@ -386,21 +386,25 @@ pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, Sched
     Ok(log)
 }
 
-struct Combined<'a> {
+/// One line of a combined log, its fields borrowed from the line.
+pub(super) struct Combined<'a> {
     time_local: &'a str,
-    request: &'a str,
+    pub(super) request: &'a str,
     referer: &'a str,
     user_agent: &'a str,
+    /// `$status`, when it is a number.
+    pub(super) status: Option<u16>,
     /// `$msec`, as microseconds, when the line has it.
     msec: Option<u64>,
 }
 
-fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
+pub(super) fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
     let open = line.find('[').ok_or("no [$time_local]")?;
     let close = open + line[open..].find(']').ok_or("no [$time_local]")?;
     let time_local = &line[open + 1..close];
     let rest = &line[close + 1..];
     let (request, rest) = quoted(rest).ok_or("no quoted \"$request\"")?;
+    let status = rest.split_whitespace().next().and_then(|f| f.parse().ok());
     let (referer, rest) = quoted(rest).ok_or("no quoted \"$http_referer\"")?;
     let (user_agent, rest) = quoted(rest).ok_or("no quoted \"$http_user_agent\"")?;
     let fields: Vec<&str> = rest
@@ -418,6 +422,7 @@ fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
         request,
         referer,
         user_agent,
+        status,
         msec,
     })
 }

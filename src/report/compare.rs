@@ -6,12 +6,14 @@
 //! beside a report; the statistics live in `stats::compare`.
 
 use super::svg::esc;
-use crate::stats::compare::{pct, Comparison, Row, METRICS};
+use crate::stats::compare::{metric_words, pct, split_endpoint_metric, Comparison, Row};
 use std::fmt::Write;
 use std::path::Path;
 
-/// A figure in the metric's own unit, short.
+/// A figure in the metric's own unit, short (a per-endpoint row's in
+/// its metric's).
 fn figure(metric: &str, v: f64) -> String {
+    let metric = split_endpoint_metric(metric).map_or(metric, |(_, m)| m);
     match metric {
         "throughput" => format!("{v:.0} rps"),
         "p50" | "p90" | "p99" => {
@@ -65,7 +67,16 @@ fn legend(c: &Comparison) -> String {
             "{m} is the primary metric, Holm-adjusted over its own rows only; the secondary rows Holm-adjusted among themselves"
         ),
     };
-    format!("no significant difference (Mann-Whitney U, {family}, 5% level; the 95% bootstrap interval must leave out 0 too)")
+    let endpoints = if c
+        .rows
+        .iter()
+        .any(|r| split_endpoint_metric(&r.metric).is_some())
+    {
+        ", the per-endpoint rows (endpoint:NAME:METRIC) in the same family as the other metrics"
+    } else {
+        ""
+    };
+    format!("no significant difference (Mann-Whitney U, {family}{endpoints}, 5% level; the 95% bootstrap interval must leave out 0 too)")
 }
 
 fn cells(c: &Comparison, r: &Row) -> [String; 8] {
@@ -205,17 +216,14 @@ pub fn forest_svg(rows: &[Row]) -> String {
             "worse" => "#d62728",
             _ => "#777",
         };
-        let words = METRICS
-            .iter()
-            .find(|m| m.0 == r.metric)
-            .map_or("?", |m| m.1);
+        let words = metric_words(&r.metric);
         let _ = write!(
             s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} · {}{}</text>",
             label_w - 8.0,
             y + 4.0,
             esc(&r.group),
-            esc(words),
+            esc(&words),
             if r.primary { " (primary)" } else { "" }
         );
         if let (Some(lo), Some(hi)) = (r.ci_low_pct, r.ci_high_pct) {
@@ -288,5 +296,76 @@ pub fn with_section(html: String, dir: &Path) -> String {
     match html.find("<section id=\"errors\">") {
         Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
         None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::compare::{compare, GroupSamples, Side, SideSamples};
+
+    /// One group, 8 repeats: throughput 1000 rps and show's p99 `p99_us`,
+    /// each jittered by up to ±3%.
+    fn samples(p99_us: f64) -> SideSamples {
+        let mut g = GroupSamples {
+            variant: "v".into(),
+            ..Default::default()
+        };
+        for j in [0.97, 1.01, 1.03, 0.99, 1.00, 0.98, 1.02, 1.00] {
+            g.figures.entry("throughput").or_default().push(1000.0 * j);
+            g.add_endpoint("endpoint:show:p99".into(), p99_us * j);
+        }
+        let mut s = SideSamples::default();
+        s.groups.insert("hello direct c=4".into(), g);
+        s
+    }
+
+    #[test]
+    fn endpoint_rows_show_their_unit_their_words_and_their_family() {
+        let side = |d: &str| Side {
+            dir: d.into(),
+            selector: None,
+        };
+        let c = compare(
+            (&side("a"), &samples(4000.0)),
+            (&side("b"), &samples(8000.0)),
+            1,
+            None,
+        )
+        .unwrap();
+        let t = terminal(&c);
+        assert!(t.contains("endpoint:show:p99"), "{t}");
+        assert!(t.contains("4000 µs") && t.contains("8000 µs"), "{t}");
+        assert!(t.contains("WORSE"), "{t}");
+        assert!(
+            t.contains("the per-endpoint rows (endpoint:NAME:METRIC) in the same family"),
+            "{t}"
+        );
+        assert!(markdown(&c).contains("| hello direct c=4 | endpoint:show:p99 |"));
+        assert!(section(&c).contains("hello direct c=4 · p99 latency of show"));
+        let without = compare(
+            (
+                &side("a"),
+                &SideSamples {
+                    groups: samples(1.0)
+                        .groups
+                        .into_iter()
+                        .map(|(k, mut g)| {
+                            g.endpoints.clear();
+                            (k, g)
+                        })
+                        .collect(),
+                    ..Default::default()
+                },
+            ),
+            (&side("b"), &samples(1.0)),
+            1,
+            None,
+        )
+        .unwrap();
+        assert!(
+            !terminal(&without).contains("per-endpoint"),
+            "one side without a mix: no endpoint rows"
+        );
     }
 }

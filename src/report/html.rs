@@ -1,7 +1,7 @@
 //! The self-contained HTML report: inline CSS, inline SVG charts, a few
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
-use super::svg::{esc, Axis, Plot, PALETTE, RED};
+use super::svg::{color, esc, Axis, Plot, RED};
 use super::{breakpoint_front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
@@ -53,11 +53,6 @@ function setAll(sel, open) {
   document.querySelectorAll(sel).forEach(function (d) { d.open = open; });
 }
 "#;
-
-fn color(variants: &[String], v: &str) -> &'static str {
-    let i = variants.iter().position(|x| x == v).unwrap_or(0);
-    PALETTE[i % PALETTE.len()]
-}
 
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
 /// A throughput's min–max across repeats under its median, small (the
@@ -314,6 +309,7 @@ impl Report {
             s.push_str("</table>");
             super::budget::html(s, self, &groups);
             super::slow::html(s, self, &groups);
+            super::endpoints::html(s, &groups, variants);
             super::restart::html(s, self, &groups);
         }
         s.push_str("</section>\n");

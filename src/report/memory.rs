@@ -135,6 +135,7 @@ pub(super) mod tests {
             mismatches: Vec::new(),
             budget: None,
             slow: None,
+            endpoints: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@
 
 mod budget;
 pub mod compare;
+mod endpoints;
 pub mod fit;
 mod html;
 mod memory;
@@ -106,6 +107,9 @@ pub struct Group {
     /// The slow clients beside its runs and what they saw
     /// (`store::slow`); None when none ran with them.
     pub slow: Option<crate::store::slow::GroupSlow>,
+    /// Its figures per endpoint of a mix over its runs
+    /// (`store::endpoints`), in the mix's order; empty without a mix.
+    pub endpoints: Vec<crate::store::endpoints::GroupEndpoint>,
 }
 
 impl Group {
@@ -391,6 +395,7 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
                 mismatches: Vec::new(),
                 budget: None,
                 slow: None,
+                endpoints: Vec::new(),
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -423,6 +428,11 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
             .filter_map(|r| TrialFigures::of(r).slow)
             .collect();
         g.slow = crate::store::slow::GroupSlow::of(&slow);
+        let endpoints: Vec<Vec<crate::store::endpoints::TrialEndpoint>> = records
+            .iter()
+            .map(|r| TrialFigures::of(r).endpoints)
+            .collect();
+        g.endpoints = crate::store::endpoints::GroupEndpoint::of(&endpoints);
     }
     groups
 }
@@ -573,6 +583,10 @@ impl Report {
                 if let Some(w) = &g.slow {
                     v["slow_clients"] = serde_json::json!(w);
                 }
+                // Only with a mix, likewise.
+                if !g.endpoints.is_empty() {
+                    v["endpoints"] = serde_json::json!(g.endpoints);
+                }
                 v
             })
             .collect();
@@ -668,6 +682,9 @@ fn trial_json(t: &TrialRow) -> serde_json::Value {
     }
     if let Some(w) = figures.as_ref().and_then(|f| f.slow.as_ref()) {
         v["slow_clients"] = serde_json::json!(w);
+    }
+    if let Some(e) = figures.as_ref().filter(|f| !f.endpoints.is_empty()) {
+        v["endpoints"] = serde_json::json!(e.endpoints);
     }
     v
 }

@@ -270,6 +270,7 @@ mod tests {
             mismatches: Vec::new(),
             budget: None,
             slow: None,
+            endpoints: Vec::new(),
         }
     }
 

@@ -10,6 +10,13 @@ pub const PALETTE: [&str; 10] = [
 ];
 pub const RED: &str = "#d62728";
 
+/// A server variant's colour: its place among the study's `variants`
+/// (sorted) in [`PALETTE`], so every chart gives it the same one.
+pub fn color(variants: &[String], v: &str) -> &'static str {
+    let i = variants.iter().position(|x| x == v).unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {

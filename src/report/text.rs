@@ -215,6 +215,7 @@ impl Report {
         }
         super::budget::terminal(&mut s, self);
         super::slow::terminal(&mut s, self);
+        super::endpoints::terminal(&mut s, self);
         super::restart::terminal(&mut s, self);
         super::soak::terminal(&mut s, self);
         let bad = self.incomplete();
@@ -539,6 +540,7 @@ impl Report {
             super::memory::markdown(s, &groups);
             super::budget::markdown(s, self, &groups);
             super::slow::markdown(s, self, &groups);
+            super::endpoints::markdown(s, &groups);
             super::restart::markdown(s, self, &groups);
         }
     }
@@ -710,6 +712,18 @@ impl Report {
         }
         if !self.slow_settings().is_empty() {
             columns.extend_from_slice(GROUP_SLOW_COLUMNS);
+        }
+        if self.has_endpoints() {
+            // Columns per endpoint of the mix, after every fixed one.
+            let mut head: Vec<String> = columns.iter().map(|(n, _)| n.to_string()).collect();
+            head.extend(super::endpoints::csv_heads(self));
+            let mut s = csv_row(&head);
+            for g in &self.groups {
+                let mut cells: Vec<String> = columns.iter().map(|(_, cell)| cell(g)).collect();
+                cells.extend(super::endpoints::csv_cells(self, g));
+                s.push_str(&csv_row(&cells));
+            }
+            return s;
         }
         csv_table(&columns, &self.groups)
     }

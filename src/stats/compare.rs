@@ -51,6 +51,51 @@ pub const METRICS: &[(&str, &str, bool)] = &[
     ("app_us_mean", "app time", false),
 ];
 
+/// The metrics judged per endpoint of a mix, each row named
+/// `endpoint:NAME:METRIC` ([`endpoint_metric`]): (METRIC, words, higher
+/// is better). Three, not every figure: every row joins the family of the
+/// headline rows (so the multiple-comparison control covers them) and so
+/// raises the repeats each row needs to come out significant.
+pub const ENDPOINT_METRICS: &[(&str, &str, bool)] = &[
+    ("throughput", "throughput", true),
+    ("p50", "p50 latency", false),
+    ("p99", "p99 latency", false),
+];
+
+/// `endpoint:NAME:METRIC`, a per-endpoint row's metric in compare-v1.
+pub fn endpoint_metric(endpoint: &str, metric: &str) -> String {
+    format!("endpoint:{endpoint}:{metric}")
+}
+
+/// (endpoint, METRIC) of a per-endpoint row's metric; None for the
+/// headline metrics.
+pub fn split_endpoint_metric(name: &str) -> Option<(&str, &str)> {
+    name.strip_prefix("endpoint:")?.rsplit_once(':')
+}
+
+/// A metric in words: "p99 latency", "p99 latency of show"; "?" for a
+/// name neither list knows.
+pub fn metric_words(metric: &str) -> String {
+    let (list, short, of) = match split_endpoint_metric(metric) {
+        Some((e, m)) => (ENDPOINT_METRICS, m, Some(e)),
+        None => (METRICS, metric, None),
+    };
+    let words = list.iter().find(|m| m.0 == short).map_or("?", |m| m.1);
+    match of {
+        Some(e) => format!("{words} of {e}"),
+        None => words.to_string(),
+    }
+}
+
+/// Whether a higher figure of this metric is better.
+pub fn higher_is_better(metric: &str) -> bool {
+    let (list, short) = match split_endpoint_metric(metric) {
+        Some((_, m)) => (ENDPOINT_METRICS, m),
+        None => (METRICS, metric),
+    };
+    list.iter().any(|m| m.0 == short && m.2)
+}
+
 /// The change a non-significant row says it would take to resolve, and
 /// with what power (`repeats_for_5pct`).
 pub const RESOLVE_PCT: f64 = 5.0;
@@ -91,13 +136,27 @@ impl Side {
 /// A group's per-repeat figures, by metric name (`METRICS`).
 pub type Figures = BTreeMap<&'static str, Vec<f64>>;
 
-/// One group of one side: its variant, its figures per repeat and the
-/// latency histograms of its runs.
+/// One group of one side: its variant, its figures per repeat, the
+/// latency histograms of its runs, and with a mix its figures per
+/// endpoint per repeat.
 #[derive(Debug, Clone, Default)]
 pub struct GroupSamples {
     pub variant: String,
     pub figures: Figures,
     pub histograms: Vec<Histogram<u64>>,
+    /// (`endpoint:NAME:METRIC`, per-repeat figures), in the order met:
+    /// the mix's endpoints, each [`ENDPOINT_METRICS`] in turn.
+    pub endpoints: Vec<(String, Vec<f64>)>,
+}
+
+impl GroupSamples {
+    /// Adds one repeat's figure of a per-endpoint metric.
+    pub fn add_endpoint(&mut self, metric: String, v: f64) {
+        match self.endpoints.iter_mut().find(|(m, _)| *m == metric) {
+            Some((_, xs)) => xs.push(v),
+            None => self.endpoints.push((metric, vec![v])),
+        }
+    }
 }
 
 /// One side's samples, by pair key (`store::read::pair_key`).
@@ -347,6 +406,15 @@ pub fn compare(
             row.primary = primary == Some(metric);
             rows.push(row);
         }
+        // Per endpoint of a mix, when both sides ran it: secondary rows,
+        // in the headline rows' family.
+        for (metric, xa) in &ga.endpoints {
+            let Some((_, xb)) = gb.endpoints.iter().find(|(m, _)| m == metric) else {
+                continue;
+            };
+            let stream = seed.wrapping_add((rows.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            rows.push(Row::unjudged(group, metric, xa, xb, stream));
+        }
     }
     if rows.is_empty() {
         return Err(format!(
@@ -356,6 +424,9 @@ pub fn compare(
         ));
     }
     judge(&mut rows);
+    let per_endpoint = rows
+        .iter()
+        .any(|r| split_endpoint_metric(&r.metric).is_some());
     let disturbance = disturbed_groups(la, lb);
     let mut verdicts = pair_verdicts(&rows);
     verdicts.extend(super::disturbance::compare_lines(&disturbance));
@@ -368,12 +439,16 @@ pub fn compare(
         method: match primary {
             None => "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
                      two-sided Mann-Whitney U, Holm-adjusted over all rows"
-                .into(),
+                .to_string(),
             Some(m) => format!(
                 "medians of per-repeat figures; 95% percentile-bootstrap interval of the change; \
                  two-sided Mann-Whitney U, Holm-adjusted over the {m} rows (primary, one per group) \
                  and separately over all other rows (secondary)"
             ),
+        } + if per_endpoint {
+            "; the per-endpoint rows (endpoint:NAME:METRIC) are in the family of the other metrics' rows"
+        } else {
+            ""
         },
         seed,
         primary_metric: primary.map(str::to_string),
@@ -431,10 +506,7 @@ fn judge_row(row: &mut Row, p_adjusted: f64, m: usize) {
         _ => row.n_a >= 2 && row.n_b >= 2,
     };
     row.significant = p_adjusted < ALPHA && excludes_zero && !within_noise(row);
-    let higher_better = METRICS
-        .iter()
-        .find(|m| m.0 == row.metric)
-        .is_some_and(|m| m.2);
+    let higher_better = higher_is_better(&row.metric);
     if row.significant {
         let up = row.b > row.a;
         row.direction = if up == higher_better {
@@ -461,8 +533,8 @@ fn within_noise(row: &Row) -> bool {
         (Some(lo), Some(hi)) if lo >= -NOISE_PCT && hi <= NOISE_PCT)
 }
 
-fn words(metric: &str) -> &'static str {
-    METRICS.iter().find(|m| m.0 == metric).map_or("?", |m| m.1)
+fn words(metric: &str) -> String {
+    metric_words(metric)
 }
 
 fn interval(row: &Row) -> String {
@@ -616,7 +688,7 @@ fn secondary_parts(rows: &[Row], rs: &[&Row]) -> Vec<String> {
         .filter(|r| r.significant)
         .map(|r| r.verdict.clone())
         .collect();
-    let same: Vec<&str> = rs
+    let same: Vec<String> = rs
         .iter()
         .filter(|r| !r.significant && r.judged)
         .map(|r| words(&r.metric))
@@ -627,7 +699,7 @@ fn secondary_parts(rows: &[Row], rs: &[&Row]) -> Vec<String> {
             same.join(", ")
         ));
     }
-    let unknown: Vec<&str> = rs
+    let unknown: Vec<String> = rs
         .iter()
         .filter(|r| !r.judged)
         .map(|r| words(&r.metric))
@@ -673,19 +745,27 @@ fn family_summary(rows: &[Row]) -> String {
         g.len()
     };
     // "throughput (2 of 3 groups)", or just "throughput" with one group.
+    // The headline metrics in table order, then those per endpoint as met.
+    let mut metrics: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+    for r in rows {
+        if !metrics.contains(&r.metric.as_str()) {
+            metrics.push(&r.metric);
+        }
+    }
     let list = |direction: &str| -> Vec<String> {
-        METRICS
+        metrics
             .iter()
-            .filter_map(|&(metric, words, _)| {
+            .filter_map(|&metric| {
                 let n = rows
                     .iter()
                     .filter(|r| r.metric == metric && r.direction == direction)
                     .count();
                 (n > 0).then(|| {
+                    let words = words(metric);
                     if groups > 1 {
                         format!("{words} ({n} of {groups} groups)")
                     } else {
-                        words.to_string()
+                        words
                     }
                 })
             })
@@ -741,7 +821,7 @@ impl FailIf {
     pub fn parse(s: &str) -> Result<FailIf, String> {
         let bad = || {
             format!(
-                "--fail-if `{s}`: write METRIC>+N% or METRIC<-N% (e.g. 'p99>+5%', 'throughput<-3%'); metrics: {}",
+                "--fail-if `{s}`: write METRIC>+N% or METRIC<-N% (e.g. 'p99>+5%', 'throughput<-3%'); metrics: {}, and with a mix endpoint:NAME:throughput|p50|p99",
                 METRICS.iter().map(|m| m.0).collect::<Vec<_>>().join(", ")
             )
         };
@@ -753,7 +833,9 @@ impl FailIf {
             return Err(bad());
         };
         let metric = metric.trim();
-        if !METRICS.iter().any(|m| m.0 == metric) {
+        let per_endpoint = split_endpoint_metric(metric)
+            .is_some_and(|(e, m)| !e.is_empty() && ENDPOINT_METRICS.iter().any(|x| x.0 == m));
+        if !METRICS.iter().any(|m| m.0 == metric) && !per_endpoint {
             return Err(bad());
         }
         let number = rest.trim().strip_suffix('%').ok_or_else(bad)?;
@@ -1010,6 +1092,27 @@ mod tests {
         );
     }
 
+    /// (metric, words, higher is better)
+    #[test]
+    fn endpoint_metrics_read_as_their_metric_of_the_endpoint() {
+        let rows = [
+            ("p99", "p99 latency", false),
+            ("throughput", "throughput", true),
+            ("endpoint:show:p99", "p99 latency of show", false),
+            ("endpoint:show-2:throughput", "throughput of show-2", true),
+            ("endpoint:show:rss_peak", "? of show", false),
+            ("nonsense", "?", false),
+        ];
+        for (metric, words, higher) in rows {
+            assert_eq!(metric_words(metric), words, "{metric}");
+            assert_eq!(higher_is_better(metric), higher, "{metric}");
+        }
+        assert_eq!(
+            split_endpoint_metric(&endpoint_metric("a", "p50")),
+            Some(("a", "p50"))
+        );
+    }
+
     #[test]
     fn fail_if_parses_and_only_fires_on_significant_crossings() {
         let f = FailIf::parse("p99>+5%").unwrap();
@@ -1023,9 +1126,21 @@ mod tests {
         );
         let g = FailIf::parse("throughput<-3%").unwrap();
         assert!(!g.above && g.threshold_pct == -3.0);
-        for bad in ["p99>5", "p98>+5%", "p99=+5%", "throughput<-x%"] {
+        for bad in [
+            "p99>5",
+            "p98>+5%",
+            "p99=+5%",
+            "throughput<-x%",
+            "endpoint:show:p90>+5%",
+            "endpoint::p99>+5%",
+        ] {
             assert!(FailIf::parse(bad).is_err(), "{bad}");
         }
+        let e = FailIf::parse("endpoint:show:p99>+10%").unwrap();
+        assert_eq!(
+            e.metric, "endpoint:show:p99",
+            "a mix's endpoint gates alone"
+        );
         let a = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2];
         let worse: Vec<f64> = a.iter().map(|x| x * 1.10).collect();
         let mut rows = vec![row("p99", &a, &worse)];

@@ -1,7 +1,8 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
 //! memory per worker, CPU per request and per core, the error share, the telemetry figures,
-//! the disturbance, the runtime it ran on, its budget and its slow clients. The summary, `compare`, the sweep and the reports
+//! the disturbance, the runtime it ran on, its budget, its slow clients
+//! and its figures per endpoint of a mix. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
 //!
@@ -11,6 +12,7 @@
 //! one). It never reads a file: `store::read` does.
 
 use super::budget::TrialBudget;
+use super::endpoints::TrialEndpoint;
 use super::runtime::RanOn;
 use super::slow::TrialSlow;
 use crate::lab::trial::TrialRecord;
@@ -63,6 +65,9 @@ pub struct TrialFigures {
     /// The slow clients beside its load and what they saw (accepted,
     /// closed by the server, held); None when it ran without them.
     pub slow: Option<TrialSlow>,
+    /// Its figures per endpoint of a mix, in the mix's order; empty
+    /// without a mix.
+    pub endpoints: Vec<TrialEndpoint>,
 }
 
 impl TrialFigures {
@@ -104,6 +109,7 @@ impl TrialFigures {
             runtime: RanOn::of(r),
             budget: r.budget.as_ref().map(TrialBudget::of),
             slow: load.slow_clients.as_ref().map(TrialSlow::of),
+            endpoints: load.endpoints.iter().map(TrialEndpoint::of).collect(),
         }
     }
 
@@ -136,6 +142,13 @@ impl TrialFigures {
             .iter()
             .filter_map(|m| self.metric(m.0, 1.0).map(|v| (m.0, v)))
             .collect()
+    }
+
+    /// Every per-endpoint metric `compare` judges
+    /// (`store::endpoints::ENDPOINT_METRICS`), named
+    /// `endpoint:NAME:METRIC`; empty without a mix.
+    pub fn endpoint_metrics(&self) -> Vec<(String, f64)> {
+        super::endpoints::metrics(&self.endpoints)
     }
 
     /// The figures of memory per worker a sweep shows per value, by name:

@@ -6,8 +6,9 @@
 //! results directory: `read` (the one check, typed records), `figures`
 //! (the one list of a trial's figures), `runtime` (which Ruby and switches
 //! a trial ran on), `budget` (the budget it ran under and its kills for
-//! memory), `slow` (its slow clients and what they saw), `samples` (what
-//! `stats` compares).
+//! memory), `slow` (its slow clients and what they saw), `endpoints`
+//! (its figures per endpoint of a mix), `samples` (what `stats`
+//! compares).
 //!
 //! Layout (`rackbench/results-v1`):
 //!
@@ -20,6 +21,7 @@
 //! ```
 
 pub mod budget;
+pub mod endpoints;
 pub mod figures;
 pub mod read;
 pub mod records;

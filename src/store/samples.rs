@@ -158,6 +158,9 @@ fn side(side: &Side, warnings: &mut Vec<String>) -> Result<SideSamples, String> 
             for (name, v) in f.by_metric() {
                 g.figures.entry(name).or_default().push(v);
             }
+            for (name, v) in f.endpoint_metrics() {
+                g.add_endpoint(name, v);
+            }
             if let Some(h) = r
                 .load
                 .latency_histogram
@@ -517,5 +520,132 @@ mod tests {
         );
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&quiet);
+    }
+
+    /// One endpoint of a record's load: `rps` and a p50 of `p50_us`
+    /// (p99 four times it).
+    fn endpoint(name: &str, rps: f64, p50_us: f64) -> serde_json::Value {
+        let us = |f: f64| (p50_us * f).round() as u64;
+        json!({"name": name, "method": "GET", "path": format!("/{name}"), "weight": 1.0,
+               "requests": 1000, "ok": 1000, "throughput_rps": rps,
+               "latency_us": {"count": 1000, "min": us(0.5), "mean": p50_us, "stdev": p50_us / 4.0,
+                              "p50": us(1.0), "p90": us(2.0), "p99": us(4.0), "p999": us(5.0),
+                              "max": us(6.0)},
+               "errors": {"connect": 0, "timeout": 0, "reset": 0, "parse": 0, "status": 0,
+                          "body": 0}})
+    }
+
+    /// Variants `a` and `b` of one group, 8 repeats each, every run with
+    /// a mix of index, show and search; each figure of each run jittered
+    /// by up to ±3% (the same jitters on both sides, in another order),
+    /// and `b`'s `slower` endpoint, if any, twice as slow.
+    fn mix_dir(name: &str, slower: Option<&str>) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rackbench-mix-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        std::fs::write(
+            dir.join("manifest.json"),
+            include_str!("../../tests/contracts/run-v1.json"),
+        )
+        .unwrap();
+        let jitter_a = [0.97, 1.01, 1.03, 0.99, 1.00, 0.98, 1.02, 1.00];
+        let jitter_b = [1.00, 0.98, 1.02, 1.01, 0.97, 1.03, 0.99, 1.00];
+        for (variant, jitter) in [("a", jitter_a), ("b", jitter_b)] {
+            for (r, j) in jitter.iter().enumerate() {
+                let eps: Vec<serde_json::Value> = [
+                    ("index", 300.0, 2000.0),
+                    ("show", 100.0, 800.0),
+                    ("search", 20.0, 9000.0),
+                ]
+                .iter()
+                .map(|&(n, rps, p50)| {
+                    let twice = variant == "b" && slower == Some(n);
+                    endpoint(n, rps * j, p50 * j * if twice { 2.0 } else { 1.0 })
+                })
+                .collect();
+                let doc = stored(|v| {
+                    v["planned"]["variant"] = variant.into();
+                    v["trial"]["load"]["endpoints"] = eps.into();
+                });
+                std::fs::write(
+                    dir.join(format!("trials/{variant}{r}.json")),
+                    doc.to_string(),
+                )
+                .unwrap();
+            }
+        }
+        dir
+    }
+
+    fn compare_mix(dir: &Path) -> Comparison {
+        let side = |sel: &str| Side {
+            dir: dir.to_path_buf(),
+            selector: Some(sel.into()),
+        };
+        compare(&side("variant=a"), &side("variant=b"), 1, None)
+            .unwrap()
+            .0
+    }
+
+    /// Issue 30: an A/A with a mix finds no endpoint different, though
+    /// every endpoint row could have been found (judged).
+    #[test]
+    fn an_a_a_with_a_mix_gives_no_significant_endpoint_row() {
+        let dir = mix_dir("aa", None);
+        let c = compare_mix(&dir);
+        let ep: Vec<&crate::stats::compare::Row> = c
+            .rows
+            .iter()
+            .filter(|r| r.metric.starts_with("endpoint:"))
+            .collect();
+        assert_eq!(ep.len(), 9, "3 endpoints × throughput, p50, p99");
+        assert_eq!(ep[0].metric, "endpoint:index:throughput");
+        assert!(ep.iter().all(|r| r.judged && !r.significant), "{ep:#?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 30: one endpoint twice as slow on B is found on that
+    /// endpoint's latency rows and no other, in the one Holm family of
+    /// all rows (the headline rows' too).
+    #[test]
+    fn one_endpoint_twice_as_slow_is_flagged_and_no_other() {
+        let dir = mix_dir("2x", Some("show"));
+        let c = compare_mix(&dir);
+        let flagged: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.significant)
+            .map(|r| r.metric.as_str())
+            .collect();
+        assert_eq!(flagged, ["endpoint:show:p50", "endpoint:show:p99"]);
+        let p99 = c
+            .rows
+            .iter()
+            .find(|r| r.metric == "endpoint:show:p99")
+            .unwrap();
+        assert_eq!(p99.direction, "worse");
+        assert!(
+            p99.verdict
+                .starts_with("B's p99 latency of show is 100% higher"),
+            "{}",
+            p99.verdict
+        );
+        // Holm's first step multiplies the smallest p by the family's size:
+        // every row, headline and per endpoint.
+        let min_p = c.rows.iter().map(|r| r.p_value).fold(1.0, f64::min);
+        let min_adj = c.rows.iter().map(|r| r.p_adjusted).fold(1.0, f64::min);
+        assert!(
+            (min_adj - min_p * c.rows.len() as f64).abs() < 1e-12,
+            "{min_p} {min_adj}"
+        );
+        assert!(c.rows.len() > 9, "headline rows in the family too");
+        assert!(c.method.contains("per-endpoint rows"), "{}", c.method);
+        assert!(
+            c.verdict
+                .contains("B is worse in p50 latency of show, p99 latency of show"),
+            "{}",
+            c.verdict
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

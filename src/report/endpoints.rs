@@ -1,0 +1,301 @@
+//! Figures per endpoint of a mix in every report (issue 30): per group a
+//! table with a row per endpoint (requests and their share, throughput,
+//! p50/p90/p99 as the median across repeats with the range, errors) on
+//! the terminal, in Markdown and in HTML; columns per endpoint in
+//! report.csv; and in HTML each endpoint's p50 and p99 as bars, a row per
+//! group and endpoint.
+//!
+//! A study without a mix gets nothing from here: no line, no column, its
+//! reports byte for byte as before. It never reads a record's JSON: the
+//! figures come from `store::endpoints`, through `Group::endpoints`.
+
+use super::svg::{color, esc, Axis, Plot};
+use super::{load_label, Group, Report};
+use crate::stats::spread::Spread;
+use crate::store::endpoints::GroupEndpoint;
+use crate::units::fmt_us;
+use std::fmt::Write;
+
+/// What the tables' columns count, said once above them.
+const NOTE: &str = "Each endpoint of the mix over the group's runs: the requests issued to it and their share of the group's requests, its throughput (OK responses per second), the latency of its OK responses (the median across repeats, the range in brackets), and its failed requests.";
+
+const HEADS: [&str; 8] = [
+    "Endpoint",
+    "Requests",
+    "Share",
+    "Throughput (rps)",
+    "p50",
+    "p90",
+    "p99",
+    "Errors",
+];
+
+/// "1.20ms (1.10ms–1.31ms)", or the median alone for one run; "-" for none.
+fn latency(s: Option<Spread>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s.n > 1 => format!("{} ({}–{})", fmt_us(s.median), fmt_us(s.min), fmt_us(s.max)),
+        Some(s) => fmt_us(s.median),
+    }
+}
+
+/// The median alone, "-" for none (the terminal's short lines).
+fn median_us(s: Option<Spread>) -> String {
+    s.map_or("-".into(), |s| fmt_us(s.median))
+}
+
+/// "1234 (1200–1250)", or the median alone for one run.
+fn rps(s: &Spread) -> String {
+    if s.n > 1 {
+        format!("{:.0} ({:.0}–{:.0})", s.median, s.min, s.max)
+    } else {
+        format!("{:.0}", s.median)
+    }
+}
+
+/// The cells of one endpoint's row.
+fn cells(e: &GroupEndpoint) -> [String; 8] {
+    [
+        format!("{} ({} {})", e.name, e.method, e.path),
+        e.requests.to_string(),
+        format!("{:.1}%", e.share * 100.0),
+        rps(&e.throughput_rps),
+        latency(e.latency_p50_us),
+        latency(e.latency_p90_us),
+        latency(e.latency_p99_us),
+        e.errors.to_string(),
+    ]
+}
+
+/// "puma-t5 · c=10": how a group is named above its table.
+fn title(g: &Group) -> String {
+    format!("{} · {}", g.planned.variant, load_label(&g.planned))
+}
+
+impl Report {
+    /// Whether any group ran a mix.
+    pub fn has_endpoints(&self) -> bool {
+        self.groups.iter().any(|g| !g.endpoints.is_empty())
+    }
+
+    /// Every endpoint name of the study, in the order first met.
+    pub fn endpoint_names(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in self.groups.iter().flat_map(|g| &g.endpoints) {
+            if !out.contains(&e.name) {
+                out.push(e.name.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Under the terminal table, per group with a mix, one line per
+/// endpoint; nothing without one.
+pub(super) fn terminal(s: &mut String, report: &Report) {
+    if !report.has_endpoints() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nEndpoints (median over repeats; share of the group's requests):"
+    );
+    for g in report.groups.iter().filter(|g| !g.endpoints.is_empty()) {
+        let _ = writeln!(
+            s,
+            "  {}, {}, {}, {}:",
+            g.planned.variant,
+            g.planned.app,
+            g.planned.front(),
+            load_label(&g.planned)
+        );
+        let width = g.endpoints.iter().map(|e| e.name.len()).max().unwrap_or(0);
+        for e in &g.endpoints {
+            let _ = writeln!(
+                s,
+                "    {:<width$}  {:>5.1}%  {:>8.0} rps  p50 {}  p90 {}  p99 {}  {} errors",
+                e.name,
+                e.share * 100.0,
+                e.throughput_rps.median,
+                median_us(e.latency_p50_us),
+                median_us(e.latency_p90_us),
+                median_us(e.latency_p99_us),
+                e.errors
+            );
+        }
+    }
+}
+
+/// The section's endpoint tables in Markdown, one per group with a mix.
+pub(super) fn markdown(s: &mut String, groups: &[&Group]) {
+    if groups.iter().all(|g| g.endpoints.is_empty()) {
+        return;
+    }
+    let _ = writeln!(s, "### Endpoints\n\n{NOTE}\n");
+    for g in groups.iter().filter(|g| !g.endpoints.is_empty()) {
+        let _ = writeln!(
+            s,
+            "**{}**\n\n| {} |\n|:--|--:|--:|--:|--:|--:|--:|--:|",
+            title(g).replace('|', "\\|"),
+            HEADS.join(" | ")
+        );
+        for e in &g.endpoints {
+            let row: Vec<String> = cells(e).iter().map(|c| c.replace('|', "\\|")).collect();
+            let _ = writeln!(s, "| {} |", row.join(" | "));
+        }
+        s.push('\n');
+    }
+}
+
+/// The section's endpoint tables in HTML, then the chart of each
+/// endpoint's p50 and p99; nothing without a mix.
+pub(super) fn html(s: &mut String, groups: &[&Group], variants: &[String]) {
+    if groups.iter().all(|g| g.endpoints.is_empty()) {
+        return;
+    }
+    let _ = write!(s, "<h3>Endpoints</h3><p class=\"note\">{}</p>", esc(NOTE));
+    for g in groups.iter().filter(|g| !g.endpoints.is_empty()) {
+        let _ = write!(
+            s,
+            "<table class=\"endpoints\"><caption>{}</caption><tr>",
+            esc(&title(g))
+        );
+        for (i, h) in HEADS.iter().enumerate() {
+            let class = if i == 0 { " class=\"l\"" } else { "" };
+            let _ = write!(s, "<th{class}>{}</th>", esc(h));
+        }
+        s.push_str("</tr>");
+        for e in &g.endpoints {
+            s.push_str("<tr>");
+            for (i, c) in cells(e).iter().enumerate() {
+                let class = match i {
+                    0 => " class=\"l\"",
+                    7 if e.errors > 0 => " class=\"bad-text\"",
+                    _ => "",
+                };
+                let _ = write!(s, "<td{class}>{}</td>", esc(c));
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</table>");
+    }
+    s.push_str("<p class=\"note\">Per group and endpoint: its p50 (solid) and p99 (pale) latency, the median across repeats, whiskers from the lowest to the highest repeat.</p>");
+    s.push_str(&chart(groups, variants));
+}
+
+/// Each endpoint's p50 (solid) and p99 (pale) latency, medians across
+/// repeats with their range as a whisker, a row per group and endpoint.
+fn chart(groups: &[&Group], variants: &[String]) -> String {
+    let rows: Vec<(&Group, &GroupEndpoint)> = groups
+        .iter()
+        .flat_map(|g| g.endpoints.iter().map(move |e| (*g, e)))
+        .collect();
+    let row_h = 14.0 * 2.0 + 10.0;
+    let h = 28.0 + 46.0 + row_h * rows.len() as f64;
+    let xmax = rows
+        .iter()
+        .flat_map(|(_, e)| [e.latency_p50_us, e.latency_p99_us])
+        .flatten()
+        .map(|v| v.max)
+        .fold(0f64, f64::max);
+    let x = Axis::linear(
+        0.0,
+        if xmax > 0.0 { xmax * 1.05 } else { 1.0 },
+        "latency",
+        &fmt_us,
+    );
+    let y = Axis {
+        min: 0.0,
+        max: rows.len() as f64,
+        log: false,
+        label: String::new(),
+        ticks: Vec::new(),
+    };
+    let mut p = Plot::new(1150.0, h, x, y).with_left(300.0);
+    for (i, (g, e)) in rows.iter().enumerate() {
+        let top = p.plot_top() + row_h * i as f64 + 5.0;
+        let c = color(variants, &g.planned.variant);
+        p.text_px(
+            p.plot_left() - 8.0,
+            top + row_h / 2.0,
+            &format!("{} · {}", title(g), e.name),
+            "#222",
+            "end",
+        );
+        let bars = [
+            ("p50", 1.0, e.latency_p50_us),
+            ("p99", 0.45, e.latency_p99_us),
+        ];
+        for (j, (label, opacity, v)) in bars.into_iter().enumerate() {
+            let Some(v) = v else { continue };
+            let y = top + 14.0 * j as f64;
+            let tip = format!(
+                "{} {}, {label}: median {} (min {}, max {})",
+                title(g),
+                e.name,
+                fmt_us(v.median),
+                fmt_us(v.min),
+                fmt_us(v.max)
+            );
+            p.hbar_px(
+                v.median,
+                y,
+                12.0,
+                &format!("{c}\" fill-opacity=\"{opacity}"),
+                &tip,
+            );
+            p.hwhisker_px(v.min, v.max, y + 6.0, "#333");
+            let xr = p.px(v.max) + 6.0;
+            p.text_px(
+                xr,
+                y + 10.0,
+                &format!("{label} {}", fmt_us(v.median)),
+                "#333",
+                "start",
+            );
+        }
+    }
+    p.finish("Latency per endpoint: p50 and p99", true)
+}
+
+/// The columns report.csv gains per endpoint of the study: requests,
+/// share, throughput and p50/p90/p99 (medians, µs) and errors.
+pub(super) fn csv_heads(report: &Report) -> Vec<String> {
+    report
+        .endpoint_names()
+        .iter()
+        .flat_map(|n| {
+            [
+                "requests",
+                "share",
+                "throughput_rps",
+                "p50_us",
+                "p90_us",
+                "p99_us",
+                "errors",
+            ]
+            .map(|m| format!("endpoint_{n}_{m}"))
+        })
+        .collect()
+}
+
+/// A group's cells under [`csv_heads`]; empty where it lacks the endpoint.
+pub(super) fn csv_cells(report: &Report, g: &Group) -> Vec<String> {
+    let med = |v: Option<Spread>| v.map_or(String::new(), |v| format!("{:.0}", v.median));
+    report
+        .endpoint_names()
+        .iter()
+        .flat_map(|n| match g.endpoints.iter().find(|e| &e.name == n) {
+            Some(e) => vec![
+                e.requests.to_string(),
+                format!("{:.4}", e.share),
+                format!("{:.1}", e.throughput_rps.median),
+                med(e.latency_p50_us),
+                med(e.latency_p90_us),
+                med(e.latency_p99_us),
+                e.errors.to_string(),
+            ],
+            None => vec![String::new(); 7],
+        })
+        .collect()
+}
