@@ -211,7 +211,18 @@ impl Plan {
                 ));
                 continue;
             }
-            if let Some(Missing::Setting(key)) = spec.missing(None, None, e.settings.keys()) {
+            // The apps' own settings (the blog's pool) are no server's.
+            let app_settings: Vec<&str> = self
+                .apps
+                .iter()
+                .filter_map(|a| crate::lab::apps::AppSpec::resolve(a).ok())
+                .flat_map(|a| a.settings().iter().map(|s| s.name))
+                .collect();
+            let server_keys = e
+                .settings
+                .keys()
+                .filter(|k| !app_settings.contains(&k.as_str()));
+            if let Some(Missing::Setting(key)) = spec.missing(None, None, server_keys) {
                 return Err(at(
                     &key,
                     format!(

@@ -172,6 +172,7 @@ pub(super) fn trial_spec(
         budget: t.budget,
         restart: t.restart.as_ref().map(|r| r.spec()),
         soak,
+        database: plan.database.as_deref().and_then(|d| d.parse().ok()),
     }
 }
 
