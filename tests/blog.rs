@@ -4,7 +4,8 @@
 //! HTTP client); PostgreSQL started and stopped with nothing left, after a
 //! trial and after Ctrl-C; bad input (PostgreSQL missing, its port in use,
 //! a failing seed); the rows a POST-only load wrote; the pool wait with
-//! more threads than connections, and without.
+//! more threads than connections, and without; a plan's `database` and
+//! pool through `rackbench run`.
 //!
 //! Its own test target (`cargo test --test blog`). Rails, PostgreSQL and
 //! each server are asked for with `rackbench::require`: a missing one
@@ -537,4 +538,52 @@ fn ten_threads_wait_for_a_pool_of_two_and_not_for_a_pool_of_ten() {
         ten < 300.0 && ten * 10.0 < two,
         "pool 10: p90 wait {ten} us vs {two}"
     );
+}
+
+#[test]
+fn a_plan_names_its_database_and_pool_and_the_runner_starts_them() {
+    if !have_rails() || !have_postgres() || !have_server("puma") {
+        return;
+    }
+    let dir = common::scratch("blog-plan");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "name = \"blog-pg\"\napps = [\"blog\"]\ndatabase = \"postgres\"\n[[server]]\nname = \"puma\"\nthreads = [4]\nsettings = { pool = \"2\" }\n[load]\nconnections = [4]\nduration = \"2s\"\nwarmup = \"1s\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = common::rackbench_cmd()
+        .args(["run", "--no-pin", "--out"])
+        .arg(&out_dir)
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = std::fs::read_dir(out_dir.join("trials"))
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("one trial")
+        .path();
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_valid("run-trial-v1", &stored, "plan's trial");
+    let r = &stored["trial"];
+    assert_eq!(r["database"]["kind"], "postgres");
+    assert_eq!(r["server"]["env"]["DB_POOL"], "2");
+    assert_eq!(r["server"]["settings"]["pool"], "2");
+    let work = std::fs::read_dir(out_dir.join("work"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert_nothing_left(&work, "after the plan's trial");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,7 +14,8 @@
 //! --workers 2 --threads 1 --env LEAK_BYTES_PER_REQUEST=16K --rate 200
 //! --soak 40s --warmup 3s --json`; trial-v1-blog.json from `rackbench trial
 //! --server puma --app blog --database postgres --no-pin -c 4 -d 2s
-//! --warmup 1s --telemetry --json`, with its `database` and the
+//! --warmup 1s --telemetry -H "X-Rackbench-Endpoint: index" --json`, with
+//! its `database`, its endpoint and the
 //! telemetry's SQL and pool-wait times)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
@@ -187,6 +188,13 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/database/rows_seeded",
             Remove,
             "missing properties 'rows_seeded'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-blog.json",
+            "/server_metrics/telemetry/endpoints/index/requests",
+            Set(json!(-1)),
+            "must be >=0",
         ),
         (
             "doctor-v1",

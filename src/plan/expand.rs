@@ -738,6 +738,24 @@ mod flavour_tests {
     }
 
     #[test]
+    fn the_blogs_pool_is_no_servers_setting_and_its_database_is_checked() {
+        let text = "name = \"t\"\napps = [\"blog\"]\ndatabase = \"postgres\"\n[[server]]\nname = \"puma\"\nsettings = { pool = \"2\" }\n[load]\nconnections = [10]\n";
+        let e = Plan::parse(text, "t.toml")
+            .and_then(|p| p.expand(text, "t.toml", &all_installed()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.trials[0].settings["pool"], "2");
+        // The same key beside an app without it is an unknown setting.
+        let text = text
+            .replace("blog", "hello")
+            .replace("database = \"postgres\"\n", "");
+        let err = Plan::parse(&text, "t.toml")
+            .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has no setting 'pool'"), "{err}");
+    }
+
+    #[test]
     fn a_budget_section_multiplies_the_matrix_and_names_its_values() {
         let rows: &[(&str, &[&str])] = &[
             ("", &["puma"]),
