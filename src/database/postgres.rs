@@ -44,7 +44,14 @@ impl Server {
     pub(super) fn start(setup: &Setup) -> Result<Server, DatabaseError> {
         let bin = bin_dir()?;
         let user = RunAs::for_postgres()?;
-        let data_dir = setup.dir.join("postgres-data");
+        // Under root the postgres user must reach its data directory: a
+        // trial directory under /root (mode 700) is out of its reach, so
+        // there the data goes to the short run dir in $TMPDIR instead.
+        let data_dir = if user.0.is_none() || reachable_by_others(setup.dir) {
+            setup.dir.join("postgres-data")
+        } else {
+            setup.run_dir.join("postgres-data")
+        };
         let socket_dir = setup.run_dir.join("pg");
         let io = |e| DatabaseError::Io {
             dir: setup.dir.display().to_string(),
@@ -230,6 +237,17 @@ fn bin_dir() -> Result<PathBuf, DatabaseError> {
         })
 }
 
+/// Whether another user can reach `dir`: it and every folder above it
+/// let others pass (their execute bit).
+fn reachable_by_others(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(dir) = dir.canonicalize() else {
+        return false;
+    };
+    dir.ancestors()
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
 /// "PostgreSQL 15.8", from `postgres --version`.
 fn version(bin: &Path) -> String {
     Command::new(bin.join("postgres"))
@@ -281,5 +299,28 @@ impl RunAs {
             std::os::unix::fs::chown(dir, Some(uid), Some(gid))?;
         }
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_folder_closed_to_others_anywhere_above_makes_a_directory_unreachable() {
+        let base = std::env::temp_dir().join(format!("rb-pg-reach-{}", std::process::id()));
+        let inner = base.join("a/b");
+        std::fs::create_dir_all(&inner).unwrap();
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        for (a_mode, reachable) in [(0o755, true), (0o711, true), (0o700, false), (0o750, false)] {
+            mode(&base.join("a"), a_mode);
+            assert_eq!(reachable_by_others(&inner), reachable, "a at {a_mode:o}");
+        }
+        assert!(!reachable_by_others(&base.join("missing")));
+        mode(&base.join("a"), 0o755);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }
