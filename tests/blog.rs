@@ -205,6 +205,15 @@ fn every_endpoint_answers_on_each_server_over_sqlite_and_postgres() {
                 assert!(text.contains(want), "{tag}: {method} {path}: {text}");
             }
             lab.stop();
+            // Passenger's temp-dir toucher daemonizes out of the server's
+            // tree: a trial's stop takes it (rackbench is its subreaper),
+            // a LabServer's stop does not, and this test process must not
+            // stop every orphan it holds (other tests' servers). It names
+            // the trial directory in its arguments: end it by pid.
+            for pid in processes_mentioning(&dir.display().to_string()) {
+                // SAFETY: a process this test started, by its pid.
+                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            }
             assert_nothing_left(&dir, &tag);
             let _ = std::fs::remove_dir_all(&dir);
         }
