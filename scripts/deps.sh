@@ -32,6 +32,12 @@ for w in "${want[@]}"; do
       need_cmd nginx nginx-light
       need_cmd curl curl
       ruby -e 'require "rails"; require "action_controller/railtie"' >/dev/null 2>&1 || apt_pkgs+=(ruby-railties)
+      # The blog app (tests/blog.rs): Rails with ActiveRecord and both
+      # drivers, and PostgreSQL (its binaries; rackbench starts its own).
+      dpkg -s ruby-rails >/dev/null 2>&1 || apt_pkgs+=(ruby-rails)
+      dpkg -s ruby-sqlite3 >/dev/null 2>&1 || apt_pkgs+=(ruby-sqlite3)
+      dpkg -s ruby-pg >/dev/null 2>&1 || apt_pkgs+=(ruby-pg)
+      ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || apt_pkgs+=(postgresql)
       need_cmd chromium chromium
       need_cmd java openjdk-17-jdk-headless
       need_cmd mvn maven

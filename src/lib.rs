@@ -29,6 +29,9 @@
 //! - [`runtime`]: where servers run from (the host, a Debian release's
 //!   root, a user's Ruby, JRuby) and the switches asked of its Ruby
 //!   (YJIT, allocator); what the server ran with, read from inside it.
+//! - [`database`]: the database behind an app that needs one: SQLite (a
+//!   file) or PostgreSQL (a server started, seeded and stopped per trial),
+//!   the rows seeded and written; starts no app server, drives no load.
 //! - [`search`]: the break-point search over a closure that runs one step.
 //! - [`checks`]: `--check` thresholds on a load's figures.
 //! - [`server`]: server adapters as data, command templates, the
@@ -57,6 +60,7 @@
 pub mod budget;
 pub mod checks;
 pub mod cli;
+pub mod database;
 pub mod doctor;
 pub mod host;
 pub mod k8s;

@@ -12,7 +12,11 @@
 //! --threads 2 -c 4 -d 6s --warmup 1s --restart hot --restart-at 2s
 //! --json`; trial-v1-soak.json from `rackbench trial --server puma --app leak
 //! --workers 2 --threads 1 --env LEAK_BYTES_PER_REQUEST=16K --rate 200
-//! --soak 40s --warmup 3s --json`)
+//! --soak 40s --warmup 3s --json`; trial-v1-blog.json from `rackbench trial
+//! --server puma --app blog --database postgres --no-pin -c 4 -d 2s
+//! --warmup 1s --telemetry -H "X-Rackbench-Endpoint: index" --json`, with
+//! its `database`, its endpoint and the
+//! telemetry's SQL and pool-wait times)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -57,6 +61,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
             "trial-v1-budget.json",
             "trial-v1-restart.json",
             "trial-v1-soak.json",
+            "trial-v1-blog.json",
         ],
     ),
     (
@@ -162,6 +167,34 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/restart/verdict",
             Remove,
             "missing properties 'verdict'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-blog.json",
+            "/database/kind",
+            Set(json!("mysql")),
+            "must be one of",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-blog.json",
+            "/database/rows_written",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-blog.json",
+            "/database/rows_seeded",
+            Remove,
+            "missing properties 'rows_seeded'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-blog.json",
+            "/server_metrics/telemetry/endpoints/index/requests",
+            Set(json!(-1)),
+            "must be >=0",
         ),
         (
             "doctor-v1",

@@ -21,6 +21,13 @@
 # everything older than one second. The line format is documented in
 # docs/TELEMETRY.md; src/telemetry reads it. Plain Ruby, stdlib only.
 #
+# With ActiveRecord loaded (checked per request until it is), each request
+# also counts the time its thread spent in SQL (the sql.active_record
+# notifications) and the time it waited for a pool connection (how long
+# ConnectionPool#checkout took: a module prepended to the pool, no change
+# to the app). A request that carries X-Rackbench-Endpoint (a mix's) is
+# also counted under that name: app, SQL and pool-wait time per endpoint.
+#
 # This file must not change what the app sees: env, status, headers and
 # body pass through untouched, and a failure of the telemetry itself never
 # reaches the request.
@@ -89,9 +96,18 @@ module RackbenchTelemetry
       @queue = Hash.new(0)
       @queue_sum = 0
       @queued = 0
+      @db_requests = 0
+      @db = Hash.new(0)
+      @db_sum = 0
+      @pool = Hash.new(0)
+      @pool_sum = 0
+      @endpoints = {}
     end
 
-    def record(app_us, queue_us)
+    # Endpoint names kept per flush; beyond them a request counts as "other".
+    MAX_ENDPOINTS = 64
+
+    def record(app_us, queue_us, db = nil, endpoint = nil)
       @lock.synchronize do
         @gc_base ||= gc_snapshot
         @requests += 1
@@ -102,12 +118,38 @@ module RackbenchTelemetry
           @queue[RackbenchTelemetry.bucket(queue_us)] += 1
           @queue_sum += queue_us
         end
+        if db
+          @db_requests += 1
+          @db[RackbenchTelemetry.bucket(db[0])] += 1
+          @db_sum += db[0]
+          @pool[RackbenchTelemetry.bucket(db[1])] += 1
+          @pool_sum += db[1]
+        end
+        record_endpoint(endpoint, app_us, db) if endpoint
       end
       start_flusher unless @thread&.alive?
       # A server whose Ruby runs only inside requests (uWSGI's plugin
       # holds the VM while it waits in C) never schedules the flusher
       # thread: the request that finds a flush overdue does it.
       flush(false) if Process.clock_gettime(Process::CLOCK_MONOTONIC) >= @due
+    end
+
+    def record_endpoint(name, app_us, db)
+      name = "other" if !@endpoints.key?(name) && @endpoints.size >= MAX_ENDPOINTS
+      e = (@endpoints[name] ||= {
+        "requests" => 0, "app_us" => Hash.new(0), "app_us_sum" => 0,
+        "db_requests" => 0, "db_us" => Hash.new(0), "db_us_sum" => 0,
+        "pool_wait_us" => Hash.new(0), "pool_wait_us_sum" => 0,
+      })
+      e["requests"] += 1
+      e["app_us"][RackbenchTelemetry.bucket(app_us)] += 1
+      e["app_us_sum"] += app_us
+      return unless db
+      e["db_requests"] += 1
+      e["db_us"][RackbenchTelemetry.bucket(db[0])] += 1
+      e["db_us_sum"] += db[0]
+      e["pool_wait_us"][RackbenchTelemetry.bucket(db[1])] += 1
+      e["pool_wait_us_sum"] += db[1]
     end
 
     def start_flusher
@@ -147,6 +189,12 @@ module RackbenchTelemetry
           "gc_time_ms" => GC_TIME ? gc[:time] - base[:time] : nil,
           "allocated_objects" => gc[:allocated] - base[:allocated],
           "rss_bytes" => rss_bytes,
+          "db_requests" => @db_requests, "db_us" => @db.to_a, "db_us_sum" => @db_sum,
+          "pool_wait_us" => @pool.to_a, "pool_wait_us_sum" => @pool_sum,
+          "endpoints" => @endpoints.transform_values do |e|
+            e.merge("app_us" => e["app_us"].to_a, "db_us" => e["db_us"].to_a,
+                    "pool_wait_us" => e["pool_wait_us"].to_a)
+          end,
         }
         clear
       end
@@ -231,6 +279,65 @@ module RackbenchTelemetry
     end
   end
 
+  # SQL and pool-wait time of the request on this thread, in microseconds.
+  # The request's thread keeps its own counters: a threaded server's other
+  # requests never add to them.
+  module ActiveRecordTime
+    DB = :rackbench_db_us
+    POOL = :rackbench_pool_wait_us
+
+    # Prepended to ActiveRecord::ConnectionAdapters::ConnectionPool: the
+    # time checkout took is the time the thread waited for a connection
+    # (a new connection's set-up included).
+    module Checkout
+      def checkout(*args, **kw)
+        t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)
+        super
+      ensure
+        if (v = Thread.current[POOL])
+          Thread.current[POOL] = v + Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond) - t0
+        end
+      end
+    end
+
+    @installed = false
+
+    class << self
+      # Hooks in once ActiveRecord is loaded (the app loads it after this
+      # file); true from then on.
+      def installed?
+        return true if @installed
+        return false unless defined?(::ActiveRecord::ConnectionAdapters::ConnectionPool) &&
+                            defined?(::ActiveSupport::Notifications)
+        @installed = true
+        ::ActiveRecord::ConnectionAdapters::ConnectionPool.prepend(Checkout)
+        ::ActiveSupport::Notifications.subscribe("sql.active_record") do |_name, start, finish, _id, _payload|
+          if (v = Thread.current[DB])
+            Thread.current[DB] = v + ((finish - start) * 1_000_000).round
+          end
+        end
+        true
+      rescue StandardError => e
+        warn "rackbench telemetry: no ActiveRecord times (#{e.class}: #{e.message})"
+        @installed = true
+        false
+      end
+
+      def start
+        Thread.current[DB] = 0
+        Thread.current[POOL] = 0
+      end
+
+      # [db_us, pool_wait_us] of the request, counters off again.
+      def finish
+        t = [Thread.current[DB] || 0, Thread.current[POOL] || 0]
+        Thread.current[DB] = nil
+        Thread.current[POOL] = nil
+        t
+      end
+    end
+  end
+
   class Middleware
     def initialize(app, dir: nil)
       @app = app
@@ -243,15 +350,18 @@ module RackbenchTelemetry
     def call(env)
       stamp = env["HTTP_X_REQUEST_START"]
       arrived = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond) if stamp
+      ar = ActiveRecordTime.installed?
+      ActiveRecordTime.start if ar
       t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)
       begin
         @app.call(env)
       ensure
         app_us = Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond) - t0
         begin
+          db = ActiveRecordTime.finish if ar
           start = stamp && RackbenchTelemetry.parse_request_start(stamp)
           queue_us = start ? [arrived - start, 0].max : nil
-          RackbenchTelemetry.state.record(app_us, queue_us)
+          RackbenchTelemetry.state.record(app_us, queue_us, db, env["HTTP_X_RACKBENCH_ENDPOINT"])
         rescue StandardError => e
           warn "rackbench telemetry: #{e.class}: #{e.message}" unless @warned
           @warned = true

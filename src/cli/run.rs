@@ -60,6 +60,9 @@ pub struct RunArgs {
     /// --memory, --cpus: in place of the plan's `[budget]`.
     #[command(flatten)]
     pub budget: super::trial::BudgetFlags,
+    /// --database: in place of the plan's `database`.
+    #[command(flatten)]
+    pub database: super::trial::DatabaseFlags,
     /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: in place
     /// of the plan's `[load]` slow keys.
     #[command(flatten)]
@@ -194,6 +197,7 @@ fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
         args.on.malloc_arena_max,
     );
     args.budget.override_plan(&mut plan.budget);
+    args.database.override_plan(&mut plan.database);
     args.slow.override_plan(&mut plan.load)?;
     args.restart.override_plan(&mut plan.restart);
     if args.soak.soak.is_some() && plan.breakpoint.is_some() {

@@ -95,6 +95,10 @@ pub struct SweepArgs {
     /// of a plan file's `[budget]`).
     #[command(flatten)]
     pub budget: super::trial::BudgetFlags,
+    /// --database: the blog app's database for every value (in place of
+    /// a plan file's `database`).
+    #[command(flatten)]
+    pub database: super::trial::DatabaseFlags,
     /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: the same
     /// slow clients beside every value (with `--vary slow_clients=0,4,16`
     /// the pace of each count).
@@ -435,6 +439,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             on: Default::default(),
             // `run` puts them in place of the plan's [budget].
             budget: args.budget.clone(),
+            database: args.database.clone(),
             slow: args.slow.clone(),
             restart: Default::default(),
             soak: Default::default(),

@@ -22,7 +22,7 @@ pub struct ServerOptions {
     /// Server adapter (see `rackbench servers`), or a name for --command.
     #[arg(long)]
     pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, leak, rails, rails-fib, gc-profiler) or a rackup file path.
+    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, leak, rails, rails-fib, gc-profiler, blog) or a rackup file path.
     #[arg(long, default_value = "hello")]
     pub app: String,
     /// Body substring a user's app must answer with.
@@ -90,6 +90,29 @@ pub struct ServerOptions {
     pub on: RuntimeFlags,
     #[command(flatten)]
     pub budget: BudgetFlags,
+    #[command(flatten)]
+    pub database: DatabaseFlags,
+}
+
+/// The app's database: the same flag on `trial`, `breakpoint`, `mirror
+/// --shadow-server`, `run` and `sweep` (where it replaces the plan's
+/// `database`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct DatabaseFlags {
+    /// The database of an app that has one (the blog app): sqlite (a
+    /// file in the trial's directory) [default] or postgres (Debian's
+    /// PostgreSQL, started and stopped by the trial).
+    #[arg(long, value_name = "sqlite|postgres")]
+    pub database: Option<crate::database::Kind>,
+}
+
+impl DatabaseFlags {
+    /// The flag replaces a plan's `database`.
+    pub fn override_plan(&self, database: &mut Option<String>) {
+        if let Some(k) = self.database {
+            *database = Some(k.name().to_string());
+        }
+    }
 }
 
 /// A memory and CPU budget for the server's whole process tree: the same
@@ -388,6 +411,7 @@ impl ServerOptions {
             budget: self.budget.budget(),
             restart: None,
             soak: None,
+            database: self.database.database,
         })
     }
 }
@@ -544,6 +568,9 @@ pub fn render_trial(r: &TrialRecord) -> String {
         m.processes_peak
     );
     render_inside(&mut s, r);
+    if let Some(d) = &r.database {
+        let _ = writeln!(s, "  database:    {}", database_line(d));
+    }
     if let Some(soak) = &r.soak {
         for w in &soak.workers {
             let _ = writeln!(s, "  soak:        {}", w.verdict);
@@ -570,6 +597,25 @@ pub fn render_trial(r: &TrialRecord) -> String {
     }
     let _ = writeln!(s, "  logs:        {}", r.dir);
     s
+}
+
+/// The database in one line: which, its rows, and PostgreSQL's own cost.
+fn database_line(d: &crate::database::DatabaseRecord) -> String {
+    let mut line = format!(
+        "{} ({}), {} rows seeded, {} written",
+        d.kind,
+        d.version,
+        d.rows_seeded,
+        d.rows_written.map_or("?".into(), |n| n.to_string())
+    );
+    if let (Some(u), Some(sys), Some(rss)) = (d.cpu_user_s, d.cpu_sys_s, d.rss_peak_bytes) {
+        line.push_str(&format!(
+            "; cpu {u:.2}s user + {sys:.2}s sys, RSS peak {}, {} processes",
+            fmt_bytes(rss),
+            d.processes_peak.unwrap_or(0)
+        ));
+    }
+    line
 }
 
 /// The accept queue, and with telemetry where the time went inside.
@@ -607,6 +653,17 @@ fn render_inside(s: &mut String, r: &TrialRecord) {
         t.requests,
         t.processes
     );
+    if let (Some(db), Some(pool)) = (t.db_us, t.pool_wait_us) {
+        let _ = writeln!(
+            s,
+            "  database:    SQL p50 {}, p99 {} ({:.0}% of app time); pool wait p50 {}, p99 {}",
+            fmt_us(db.p50),
+            fmt_us(db.p99),
+            t.db_time_share.unwrap_or(0.0) * 100.0,
+            fmt_us(pool.p50),
+            fmt_us(pool.p99)
+        );
+    }
 }
 
 pub fn run(args: TrialArgs) -> Result<ExitCode> {

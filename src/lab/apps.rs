@@ -73,83 +73,172 @@ struct Builtin {
     source: &'static str,
     path: &'static str,
     expect_body: &'static str,
+    /// Further files of a multi-file app, by path under its directory.
+    files: &'static [(&'static str, &'static str)],
+    /// Whether it needs a database (`crate::database`).
+    database: bool,
+    /// The app's own settings (`--set`): name, default, the environment
+    /// variable that carries it to the app.
+    settings: &'static [AppSetting],
 }
 
+/// A setting of the app rather than of the server (`--set pool=5`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppSetting {
+    pub name: &'static str,
+    /// The value without `--set`; "" for none (no variable is set).
+    pub default: &'static str,
+    /// The variable the app reads it from; "" for a setting rackbench
+    /// itself reads (`db_port`).
+    pub env: &'static str,
+}
+
+/// A one-file app: no further files, no database, no settings.
+const fn one_file(
+    name: &'static str,
+    source: &'static str,
+    path: &'static str,
+    expect_body: &'static str,
+) -> Builtin {
+    Builtin {
+        name,
+        source,
+        path,
+        expect_body,
+        files: &[],
+        database: false,
+        settings: &[],
+    }
+}
+
+/// The blog's files beside its config.ru.
+const BLOG_FILES: &[(&str, &str)] = &[
+    ("models.rb", include_str!("../../ruby/apps/blog/models.rb")),
+    ("seed.rb", include_str!("../../ruby/apps/blog/seed.rb")),
+    ("mix.toml", include_str!("../../ruby/apps/blog/mix.toml")),
+    (
+        "views/layouts/application.html.erb",
+        include_str!("../../ruby/apps/blog/views/layouts/application.html.erb"),
+    ),
+    (
+        "views/posts/index.html.erb",
+        include_str!("../../ruby/apps/blog/views/posts/index.html.erb"),
+    ),
+    (
+        "views/posts/_post.html.erb",
+        include_str!("../../ruby/apps/blog/views/posts/_post.html.erb"),
+    ),
+    (
+        "views/posts/show.html.erb",
+        include_str!("../../ruby/apps/blog/views/posts/show.html.erb"),
+    ),
+];
+
+/// The blog's settings: ActiveRecord's pool per process, and PostgreSQL's
+/// port (a free one by default).
+const BLOG_SETTINGS: &[AppSetting] = &[
+    AppSetting {
+        name: "pool",
+        default: "5",
+        env: "DB_POOL",
+    },
+    AppSetting {
+        name: "db_port",
+        default: "",
+        env: "",
+    },
+];
+
+/// The blog's own request mix (docs/MIX_FORMAT.md), as shipped in its
+/// directory: `ruby/apps/blog/mix.toml`.
+pub const BLOG_MIX: &str = include_str!("../../ruby/apps/blog/mix.toml");
+
 const BUILTIN: &[Builtin] = &[
-    Builtin {
-        name: "hello",
-        source: include_str!("../../ruby/apps/hello.ru"),
-        path: "/",
-        expect_body: "hello world",
-    },
-    Builtin {
-        name: "ip",
-        source: include_str!("../../ruby/apps/ip.ru"),
-        path: "/",
-        expect_body: "127.0.0.1",
-    },
-    Builtin {
-        name: "sleep",
-        source: include_str!("../../ruby/apps/sleep.ru"),
-        path: "/?ms=100",
-        expect_body: "slept 100 ms",
-    },
+    one_file(
+        "hello",
+        include_str!("../../ruby/apps/hello.ru"),
+        "/",
+        "hello world",
+    ),
+    one_file(
+        "ip",
+        include_str!("../../ruby/apps/ip.ru"),
+        "/",
+        "127.0.0.1",
+    ),
+    one_file(
+        "sleep",
+        include_str!("../../ruby/apps/sleep.ru"),
+        "/?ms=100",
+        "slept 100 ms",
+    ),
     // The sleep app waiting 1 ms, like a fast database query: short
     // enough that a one-request-at-a-time server answers the thousand
     // responses a p99 needs within a second, long enough that servers
     // which overlap waits (threads) pull ahead of those that cannot.
-    Builtin {
-        name: "sleep-1ms",
-        source: include_str!("../../ruby/apps/sleep.ru"),
-        path: "/?ms=1",
-        expect_body: "slept 1 ms",
-    },
-    Builtin {
-        name: "fib",
-        source: include_str!("../../ruby/apps/fib.ru"),
-        path: "/",
-        expect_body: "fib(25) = 75025",
-    },
-    Builtin {
-        name: "rails",
-        source: include_str!("../../ruby/apps/rails/config.ru"),
-        path: "/",
-        expect_body: "hello world",
-    },
+    one_file(
+        "sleep-1ms",
+        include_str!("../../ruby/apps/sleep.ru"),
+        "/?ms=1",
+        "slept 1 ms",
+    ),
+    one_file(
+        "fib",
+        include_str!("../../ruby/apps/fib.ru"),
+        "/",
+        "fib(25) = 75025",
+    ),
+    one_file(
+        "rails",
+        include_str!("../../ruby/apps/rails/config.ru"),
+        "/",
+        "hello world",
+    ),
     // The Rails app's second route, not a file of its own.
-    Builtin {
-        name: "rails-fib",
-        source: include_str!("../../ruby/apps/rails/config.ru"),
-        path: "/fib",
-        expect_body: "fib(25) = 75025",
-    },
-    Builtin {
-        name: "primes",
-        source: include_str!("../../ruby/apps/primes.ru"),
-        path: "/",
-        expect_body: "sum of the first 1000 primes = 3682913",
-    },
+    one_file(
+        "rails-fib",
+        include_str!("../../ruby/apps/rails/config.ru"),
+        "/fib",
+        "fib(25) = 75025",
+    ),
+    one_file(
+        "primes",
+        include_str!("../../ruby/apps/primes.ru"),
+        "/",
+        "sum of the first 1000 primes = 3682913",
+    ),
     // Budgets' ground truth: MEMORY_PER_WORKER held per process,
     // CPU_PER_REQUEST_MS of CPU per request (env).
-    Builtin {
-        name: "memory",
-        source: include_str!("../../ruby/apps/memory.ru"),
-        path: "/",
-        expect_body: "memory app: holds",
-    },
+    one_file(
+        "memory",
+        include_str!("../../ruby/apps/memory.ru"),
+        "/",
+        "memory app: holds",
+    ),
     // Soaks' ground truth: LEAK_BYTES_PER_REQUEST held forever per
     // request (env).
+    one_file(
+        "leak",
+        include_str!("../../ruby/apps/leak.ru"),
+        "/",
+        "leak app:",
+    ),
+    one_file(
+        "gc-profiler",
+        include_str!("../../ruby/apps/gc-profiler.ru"),
+        "/",
+        "rendered 200 rows",
+    ),
+    // A database-backed Rails app (issue 30): its files, its database
+    // seeded before the server starts, its pool a setting.
     Builtin {
-        name: "leak",
-        source: include_str!("../../ruby/apps/leak.ru"),
-        path: "/",
-        expect_body: "leak app:",
-    },
-    Builtin {
-        name: "gc-profiler",
-        source: include_str!("../../ruby/apps/gc-profiler.ru"),
-        path: "/",
-        expect_body: "rendered 200 rows",
+        name: "blog",
+        source: include_str!("../../ruby/apps/blog/config.ru"),
+        path: "/posts",
+        expect_body: "rendered 25 posts",
+        files: BLOG_FILES,
+        database: true,
+        settings: BLOG_SETTINGS,
     },
 ];
 
@@ -228,6 +317,26 @@ impl AppSpec {
         self.method == "GET" && self.headers.is_empty() && self.body.is_empty()
     }
 
+    fn builtin(&self) -> Option<&'static Builtin> {
+        if self.file.is_some() {
+            return None;
+        }
+        BUILTIN.iter().find(|b| b.name == self.name)
+    }
+
+    /// Whether the app needs a database (`--database`).
+    pub fn needs_database(&self) -> bool {
+        self.builtin().is_some_and(|b| b.database)
+    }
+
+    /// The app's own settings (`--set` names the server does not have).
+    pub fn settings(&self) -> &'static [AppSetting] {
+        match self.builtin() {
+            Some(b) => b.settings,
+            None => &[],
+        }
+    }
+
     /// Puts the rackup file where the server will load it and returns its
     /// absolute path. A user's file is used in place.
     pub fn materialize(&self, dir: &Path) -> Result<PathBuf, AppError> {
@@ -247,6 +356,13 @@ impl AppSpec {
         std::fs::create_dir_all(&app_dir).map_err(err)?;
         let file = app_dir.join(format!("{}.ru", b.name));
         std::fs::write(&file, b.source).map_err(err)?;
+        for (path, text) in b.files {
+            let f = app_dir.join(path);
+            if let Some(parent) = f.parent() {
+                std::fs::create_dir_all(parent).map_err(err)?;
+            }
+            std::fs::write(&f, text).map_err(err)?;
+        }
         // Passenger looks for config.ru in the app root; give it one too.
         std::fs::write(app_dir.join("config.ru"), b.source).map_err(err)?;
         Ok(file)
@@ -290,7 +406,31 @@ mod tests {
         // comment made Rack::Builder fail to parse the file.
         for b in BUILTIN {
             assert!(b.source.is_ascii(), "{}.ru must be plain ASCII", b.name);
+            for (path, text) in b.files {
+                assert!(text.is_ascii(), "{}'s {path} must be plain ASCII", b.name);
+            }
         }
+    }
+
+    #[test]
+    fn the_blog_is_written_out_whole_and_declares_its_database_and_pool() {
+        let dir = std::env::temp_dir().join(format!("rackbench-blog-{}", std::process::id()));
+        let app = AppSpec::resolve("blog").unwrap();
+        let f = app.materialize(&dir).unwrap();
+        let app_dir = f.parent().unwrap();
+        for (path, _) in BLOG_FILES {
+            assert!(app_dir.join(path).is_file(), "{path} not written");
+        }
+        assert!(app_dir.join("config.ru").is_file());
+        assert!(app.needs_database());
+        let pool = app.settings().iter().find(|s| s.name == "pool").unwrap();
+        assert_eq!((pool.default, pool.env), ("5", "DB_POOL"));
+        // The seed script and the app count the same data set.
+        assert!(BLOG_FILES[0].1.contains("COMMENTS = 5000"));
+        // A user's file and the other built-ins have neither.
+        let hello = AppSpec::resolve("hello").unwrap();
+        assert!(!hello.needs_database() && hello.settings().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

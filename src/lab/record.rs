@@ -207,6 +207,11 @@ pub struct TrialRecord {
     /// without `--soak`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<super::soak::SoakRecord>,
+    /// The app's database (the `blog` app): which, its seed, the rows the
+    /// load wrote and its server's process tree; absent for an app without
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<crate::database::DatabaseRecord>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a

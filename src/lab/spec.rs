@@ -73,6 +73,12 @@ pub enum TrialError {
     /// The restart asked cannot be done by this server or in this window.
     #[error("{0}")]
     Restart(String),
+    /// The database could not be started or seeded.
+    #[error("{0}")]
+    Database(#[from] crate::database::DatabaseError),
+    /// A database asked of an app that has none, or a bad app setting.
+    #[error("{0}")]
+    App(String),
 }
 
 /// Everything one trial needs.
@@ -118,9 +124,20 @@ pub struct TrialSpec {
     /// A soak: a long window at a fixed rate with every worker's memory
     /// sampled over time (`load` already carries its window and rate).
     pub soak: Option<super::soak::Soak>,
+    /// The app's database (`--database`): None is the app's default
+    /// (SQLite for an app that needs one, none otherwise).
+    pub database: Option<crate::database::Kind>,
 }
 
 impl TrialSpec {
+    /// The database this trial starts: the one asked, or SQLite for an app
+    /// that needs one; None for an app without a database.
+    pub fn database(&self) -> Option<crate::database::Kind> {
+        self.app
+            .needs_database()
+            .then(|| self.database.unwrap_or_default())
+    }
+
     /// The runtime the server runs from. A trial with switches and no
     /// runtime named reads the host's Ruby (to know whether it has YJIT).
     pub fn runtime(&self) -> crate::runtime::Runtime {
@@ -158,7 +175,15 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
         what,
         fix,
     };
-    let missing = s.missing(spec.workers, spec.threads, spec.settings.keys());
+    check_app(spec).map_err(TrialError::App)?;
+    let app_settings = spec.app.settings();
+    let missing = s.missing(
+        spec.workers,
+        spec.threads,
+        spec.settings
+            .keys()
+            .filter(|k| !app_settings.iter().any(|a| a.name == k.as_str())),
+    );
     match missing {
         None => {}
         Some(Missing::Processes(w)) => {
@@ -199,6 +224,34 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     }
     if let Some(r) = &spec.restart {
         check_restart(spec, r).map_err(TrialError::Restart)?;
+    }
+    Ok(())
+}
+
+/// A database only for an app that has one; its settings' values.
+fn check_app(spec: &TrialSpec) -> Result<(), String> {
+    if let (Some(kind), false) = (spec.database, spec.app.needs_database()) {
+        return Err(format!(
+            "--database {kind}: the app '{}' uses no database; drop --database or use --app blog",
+            spec.app.name
+        ));
+    }
+    for a in spec.app.settings() {
+        let Some(v) = spec.settings.get(a.name) else {
+            continue;
+        };
+        if !v.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n)) {
+            return Err(format!(
+                "--set {}={v}: give a whole number from 1 to 65535 (e.g. --set {}={})",
+                a.name,
+                a.name,
+                if a.default.is_empty() {
+                    "5432"
+                } else {
+                    a.default
+                }
+            ));
+        }
     }
     Ok(())
 }

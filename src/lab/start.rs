@@ -79,6 +79,10 @@ fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
 pub(super) struct Prepared {
     pub(super) dir: PathBuf,
     app_dir: PathBuf,
+    /// The app's database, started and seeded; declared before the run
+    /// dir (its socket lives there) and stopped after the servers (the
+    /// fields of `Servers` and `LabServer` drop first).
+    pub(super) database: Option<crate::database::Database>,
     run_dir: RunDir,
     use_socket: bool,
     pub(super) host: String,
@@ -131,6 +135,10 @@ impl Prepared {
         }
         if let Some(w) = &self.telemetry {
             env.extend(w.env.iter().cloned());
+        }
+        // Its port differs per trial; the record's `database.url` has it.
+        if let Some(db) = &self.database {
+            env.insert("DATABASE_URL".into(), db.url.clone());
         }
         env
     }
@@ -186,6 +194,7 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     };
     let inner = telemetry.as_ref().map_or(&app_file, |w| &w.rackup);
     let inside = crate::runtime::inside::write_wrapper(inner, &dir).map_err(io_err(&dir))?;
+    let database = start_database(spec, &dir, &app_dir, &run_dir.0, &mut settings, &mut env)?;
     let group = match &spec.budget {
         Some(b) => Some(crate::budget::cgroup::Group::create(b).map_err(TrialError::Budget)?),
         None => None,
@@ -193,6 +202,7 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     Ok(Prepared {
         dir,
         app_dir,
+        database,
         run_dir,
         use_socket,
         host: "127.0.0.1".into(),
@@ -207,6 +217,47 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     })
 }
 
+/// The app's settings into its environment (`--set pool=5` is `DB_POOL=5`),
+/// then its database started and seeded (its URL reaches the server as
+/// `DATABASE_URL` through `launch_env`). The
+/// seed runs with the server's environment (PATH, --env). None for an app
+/// without a database.
+fn start_database(
+    spec: &TrialSpec,
+    dir: &Path,
+    app_dir: &Path,
+    run_dir: &Path,
+    settings: &mut BTreeMap<String, String>,
+    env: &mut BTreeMap<String, String>,
+) -> Result<Option<crate::database::Database>, TrialError> {
+    for a in spec.app.settings() {
+        let value = settings
+            .entry(a.name.to_string())
+            .or_insert_with(|| a.default.to_string());
+        if !a.env.is_empty() && !value.is_empty() {
+            env.insert(a.env.to_string(), value.clone());
+        }
+    }
+    let Some(kind) = spec.database() else {
+        return Ok(None);
+    };
+    let mut seed_env = env.clone();
+    if let Some(path) = spec.runtime().launching().path_var() {
+        seed_env.insert("PATH".into(), path);
+    }
+    let db = crate::database::Database::start(&crate::database::Setup {
+        kind,
+        dir,
+        run_dir,
+        app_dir,
+        env: &seed_env,
+        port: settings.get("db_port").and_then(|p| p.parse().ok()),
+        grace: spec.grace,
+        interrupt: &spec.interrupt,
+    })?;
+    Ok(Some(db))
+}
+
 /// Every process of a trial, started and answering: the server's copies,
 /// nginx in front if asked, and where the load enters. Dropping it stops
 /// them all.
@@ -218,6 +269,9 @@ pub(super) struct Servers {
     pub(super) front: Endpoint,
     /// Every command run, for the environment record.
     pub(super) commands: Vec<String>,
+    /// The database server's main process: not the server's (left out of
+    /// its scope) and not stopped with it.
+    pub(super) database_pid: Option<u32>,
 }
 
 /// Starts the server (one copy, or several behind nginx), then nginx in
@@ -246,6 +300,7 @@ pub(super) fn start_servers(spec: &TrialSpec, prep: &Prepared) -> Result<Servers
         commands: started.commands.clone(),
         started,
         nginx: None,
+        database_pid: prep.database.as_ref().and_then(|d| d.pid()),
         topo: TopologyInfo {
             topology: spec.topology.clone(),
             nginx_command: None,
@@ -300,7 +355,12 @@ impl Servers {
         Scope {
             root: self.started.running[0].pid,
             adopted_by: Some(std::process::id()),
-            exclude: self.nginx.iter().map(|n| n.pid).collect(),
+            exclude: self
+                .nginx
+                .iter()
+                .map(|n| n.pid)
+                .chain(self.database_pid)
+                .collect(),
         }
     }
 
@@ -312,7 +372,9 @@ impl Servers {
             killed.extend(n.stop());
         }
         killed.extend(self.started.stop());
-        killed.extend(supervisor::stop_adopted(&[], grace));
+        // The database outlives the server: its rows are counted after.
+        let keep: Vec<u32> = self.database_pid.into_iter().collect();
+        killed.extend(supervisor::stop_adopted(&keep, grace));
         killed
     }
 }

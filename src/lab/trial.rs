@@ -95,6 +95,7 @@ struct Watched {
     killed: Vec<u32>,
     telemetry: Option<Telemetry>,
     restart: Option<super::record::RestartRecord>,
+    database: Option<crate::database::DatabaseRecord>,
 }
 
 /// Runs the load while the watchers sample the server (and nginx), mark
@@ -151,6 +152,11 @@ fn load_while_watching(
         .server_died
         .then(|| servers.started.exit_report(&spec.server.name));
     let killed = servers.stop_all(spec.grace);
+    // Counted once the server has stopped, so every write it answered is in.
+    let database = prep
+        .database
+        .as_ref()
+        .map(|d| d.record(seen.database_samples.as_ref()));
     let telemetry = prep.read_telemetry(seen.window_start);
     let mut report = report.map_err(TrialError::Load)?;
     if let Some(f) = report.first_failure.as_mut() {
@@ -180,6 +186,7 @@ fn load_while_watching(
         killed,
         telemetry,
         restart,
+        database,
     })
 }
 
@@ -267,6 +274,7 @@ fn record(
         killed,
         telemetry,
         restart,
+        database,
     } = watched;
     let disturbance = seen.disturbance.take();
     let budget = match (&prep.group, &spec.budget) {
@@ -324,6 +332,7 @@ fn record(
         budget,
         restart,
         soak,
+        database,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

@@ -167,6 +167,7 @@ const STATS_INTERVAL: Duration = Duration::from_millis(250);
 pub(super) struct Watchers {
     sampler: Arc<Sampler>,
     nginx_sampler: Option<Arc<Sampler>>,
+    database_sampler: Option<Arc<Sampler>>,
     queue: Poller<Readings>,
     stats: Option<StatsWatch>,
     /// The PID of a server process that died, if one did.
@@ -182,6 +183,8 @@ pub(super) struct Watchers {
 pub(super) struct Seen {
     pub(super) samples: SamplerReport,
     pub(super) nginx_samples: Option<SamplerReport>,
+    /// The database server's tree (PostgreSQL), apart from the server's.
+    pub(super) database_samples: Option<SamplerReport>,
     pub(super) accept_queue: Option<AcceptQueue>,
     pub(super) server_stats: Option<BTreeMap<String, AcceptQueue>>,
     pub(super) disturbance: Option<Disturbance>,
@@ -212,11 +215,15 @@ impl Watchers {
             .nginx
             .as_ref()
             .map(|n| Arc::new(Sampler::start(n.pid, spec.sample_interval)));
+        let database_sampler = servers
+            .database_pid
+            .map(|pid| Arc::new(Sampler::start(pid, spec.sample_interval)));
         let disturbance = Arc::new(OnceLock::new());
         let mark = WindowMark {
             window: Arc::clone(&window),
             samplers: std::iter::once(Arc::clone(&sampler))
                 .chain(nginx_sampler.clone())
+                .chain(database_sampler.clone())
                 .collect(),
             marked: false,
             disturbance: (
@@ -234,6 +241,7 @@ impl Watchers {
         Watchers {
             sampler,
             nginx_sampler,
+            database_sampler,
             queue,
             stats,
             watcher,
@@ -270,10 +278,14 @@ impl Watchers {
         let nginx_samples = self
             .nginx_sampler
             .map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
+        let database_samples = self
+            .database_sampler
+            .map(|n| Arc::try_unwrap(n).ok().expect("watcher joined").stop());
         let window_start = self.window.get().and_then(|w| w.start());
         Seen {
             samples,
             nginx_samples,
+            database_samples,
             accept_queue: self.queue.finish().finish().pop().flatten(),
             server_stats: self.stats.and_then(StatsWatch::finish),
             disturbance,

@@ -78,6 +78,7 @@ impl Plan {
         self.check_breakpoint(at)?;
         self.check_restart(duration, at)?;
         let soak = self.soak(at)?;
+        self.check_database(at)?;
         Ok(Knobs {
             soak,
             duration,
@@ -167,6 +168,28 @@ impl Plan {
                 format!(
                     "at = \"{text}\" is outside the counted window (0s to {duration:?}): give a time below [load] duration"
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `database = "postgres"`: a database rackbench starts, for a plan
+    /// with an app that has one.
+    fn check_database(&self, at: &impl Fn(&str, String) -> PlanError) -> Result<(), PlanError> {
+        let Some(text) = &self.database else {
+            return Ok(());
+        };
+        text.parse::<crate::database::Kind>()
+            .map_err(|m| at("database", m))?;
+        let any = self
+            .apps
+            .iter()
+            .any(|a| crate::lab::apps::AppSpec::resolve(a).is_ok_and(|a| a.needs_database()));
+        if !any {
+            return Err(at(
+                "database",
+                "database is for an app that has one: add \"blog\" to apps, or drop database"
+                    .into(),
             ));
         }
         Ok(())
@@ -473,6 +496,8 @@ mod tests {
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nsoak = \"2x\"\n[load]\nrates = [50]\n", "t.toml, line 4: soak"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nsoak = \"0s\"\n[load]\nrates = [50]\n", "line 4: soak must be longer than zero"),
+            ("name = \"t\"\napps = [\"blog\"]\nservers = [\"puma\"]\ndatabase = \"mysql\"\n[load]\nconnections = [1]\n", "t.toml, line 4: unknown database 'mysql': give one of sqlite, postgres"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\ndatabase = \"postgres\"\n[load]\nconnections = [1]\n", "line 4: database is for an app that has one"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"mine\"]\n[load]\nconnections = [1]\n[server_defs.mine]\ncommand = \"mine {{app}}\"\n", "line 6: server 'mine': its command 'mine {{app}}' never says where to listen"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nbehind = [\"apache\"]\n[load]\nconnections = [1]\n", "use \"none\" (direct) or \"nginx\""),
         ];

@@ -211,7 +211,18 @@ impl Plan {
                 ));
                 continue;
             }
-            if let Some(Missing::Setting(key)) = spec.missing(None, None, e.settings.keys()) {
+            // The apps' own settings (the blog's pool) are no server's.
+            let app_settings: Vec<&str> = self
+                .apps
+                .iter()
+                .filter_map(|a| crate::lab::apps::AppSpec::resolve(a).ok())
+                .flat_map(|a| a.settings().iter().map(|s| s.name))
+                .collect();
+            let server_keys = e
+                .settings
+                .keys()
+                .filter(|k| !app_settings.contains(&k.as_str()));
+            if let Some(Missing::Setting(key)) = spec.missing(None, None, server_keys) {
                 return Err(at(
                     &key,
                     format!(
@@ -724,6 +735,24 @@ mod flavour_tests {
         Plan::parse(&text, "t.toml")
             .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
             .unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn the_blogs_pool_is_no_servers_setting_and_its_database_is_checked() {
+        let text = "name = \"t\"\napps = [\"blog\"]\ndatabase = \"postgres\"\n[[server]]\nname = \"puma\"\nsettings = { pool = \"2\" }\n[load]\nconnections = [10]\n";
+        let e = Plan::parse(text, "t.toml")
+            .and_then(|p| p.expand(text, "t.toml", &all_installed()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(e.trials[0].settings["pool"], "2");
+        // The same key beside an app without it is an unknown setting.
+        let text = text
+            .replace("blog", "hello")
+            .replace("database = \"postgres\"\n", "");
+        let err = Plan::parse(&text, "t.toml")
+            .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has no setting 'pool'"), "{err}");
     }
 
     #[test]

@@ -150,12 +150,29 @@ pub(super) fn trial_spec(
     if let Some(s) = &soak {
         s.apply(&mut load);
     }
+    let server = t.spec.clone().expect("expanded trials carry their spec");
+    let app = AppSpec::resolve(&t.app).expect("checked at expansion");
+    // A plan of several apps may set one app's setting (the blog's pool)
+    // and name its database: each goes only to the trials of that app.
+    let settings = t
+        .settings
+        .iter()
+        .filter(|(k, _)| {
+            server.settings.contains_key(*k) || app.settings().iter().any(|a| a.name == k.as_str())
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let database = plan
+        .database
+        .as_deref()
+        .and_then(|d| d.parse().ok())
+        .filter(|_| app.needs_database());
     TrialSpec {
-        server: t.spec.clone().expect("expanded trials carry their spec"),
-        app: AppSpec::resolve(&t.app).expect("checked at expansion"),
+        server,
+        app,
         workers: t.workers,
         threads: t.threads,
-        settings: t.settings.clone(),
+        settings,
         env: t.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         topology: t.topology(),
         load,
@@ -172,6 +189,7 @@ pub(super) fn trial_spec(
         budget: t.budget,
         restart: t.restart.as_ref().map(|r| r.spec()),
         soak,
+        database,
     }
 }
 
@@ -625,6 +643,29 @@ mod tests {
         let probe = base.at_step(&step, 40.0, StepKind::Probe, "d".into());
         assert_eq!(probe.load.warmup, Duration::ZERO);
         assert_eq!(probe.load.duration, Some(Duration::from_millis(500)));
+    }
+
+    /// A plan of the blog and another app: the database and the pool go
+    /// to the blog's trials only (the other app would refuse both).
+    #[test]
+    fn a_plans_database_and_pool_reach_only_the_app_that_has_them() {
+        let reg = super::super::tests::all_installed();
+        let text = "name = \"t\"\napps = [\"hello\", \"blog\"]\ndatabase = \"postgres\"\n[[server]]\nname = \"puma\"\nsettings = { pool = \"2\" }\n[load]\nconnections = [4]\n";
+        let plan = Plan::parse(text, "t.toml").unwrap();
+        let e = plan.expand(text, "t.toml", &reg).unwrap();
+        let specs: Vec<TrialSpec> = e
+            .trials
+            .iter()
+            .map(|t| trial_spec(t, &e, &plan, &options(), PathBuf::from("/x"), None))
+            .collect();
+        let of = |app: &str| specs.iter().find(|s| s.app.name == app).unwrap();
+        assert_eq!(of("blog").database, Some(crate::database::Kind::Postgres));
+        assert_eq!(
+            of("blog").settings.get("pool").map(String::as_str),
+            Some("2")
+        );
+        assert_eq!(of("hello").database, None);
+        assert!(!of("hello").settings.contains_key("pool"));
     }
 
     /// A plan's soak makes each trial's load the soak's window at the

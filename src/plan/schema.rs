@@ -30,6 +30,10 @@ pub struct Plan {
     /// memory fitted per hour (`lab::soak`).
     #[serde(default)]
     pub soak: Option<String>,
+    /// The database of the apps that have one (the blog app): "sqlite"
+    /// (the default) or "postgres" (`crate::database`).
+    #[serde(default)]
+    pub database: Option<String>,
     #[serde(default)]
     pub load: LoadSection,
     /// "none" (direct) and/or "nginx".

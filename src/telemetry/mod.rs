@@ -85,6 +85,53 @@ pub struct Telemetry {
     pub per_worker: Vec<WorkerTelemetry>,
     /// Per second from the origin given to [`read`].
     pub timeline: Vec<TelemetrySecond>,
+    /// Requests timed with ActiveRecord loaded (0 for an app without it).
+    #[serde(default)]
+    pub db_requests: u64,
+    /// Time a request's thread spent in SQL (`sql.active_record`),
+    /// microseconds; only with ActiveRecord.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_us: Option<Quantiles>,
+    /// Time a request waited for a pool connection
+    /// (`ConnectionPool#checkout`), microseconds; only with ActiveRecord.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_wait_us: Option<Quantiles>,
+    /// SQL time over app time of those requests (0..1); only with
+    /// ActiveRecord.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_time_share: Option<f64>,
+    /// Per endpoint of a mix (the requests' `X-Rackbench-Endpoint`), by
+    /// name; absent without one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub endpoints: BTreeMap<String, EndpointTelemetry>,
+}
+
+/// One endpoint's share of [`Telemetry`]: app, SQL and pool-wait time of
+/// the requests that named it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndpointTelemetry {
+    pub requests: u64,
+    pub app_us: Quantiles,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_us: Option<Quantiles>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_wait_us: Option<Quantiles>,
+}
+
+/// An endpoint's figures in one flush line.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct EndpointLine {
+    pub requests: u64,
+    pub app_us: Vec<(u64, u64)>,
+    pub app_us_sum: u64,
+    #[serde(default)]
+    pub db_us: Vec<(u64, u64)>,
+    #[serde(default)]
+    pub db_us_sum: u64,
+    #[serde(default)]
+    pub pool_wait_us: Vec<(u64, u64)>,
+    #[serde(default)]
+    pub pool_wait_us_sum: u64,
 }
 
 /// One app process's share of [`Telemetry`].
@@ -146,6 +193,18 @@ pub struct Line {
     pub gc_time_ms: Option<f64>,
     pub allocated_objects: u64,
     pub rss_bytes: Option<u64>,
+    #[serde(default)]
+    pub db_requests: u64,
+    #[serde(default)]
+    pub db_us: Vec<(u64, u64)>,
+    #[serde(default)]
+    pub db_us_sum: u64,
+    #[serde(default)]
+    pub pool_wait_us: Vec<(u64, u64)>,
+    #[serde(default)]
+    pub pool_wait_us_sum: u64,
+    #[serde(default)]
+    pub endpoints: BTreeMap<String, EndpointLine>,
 }
 
 /// Which lines [`read`] takes, and where its timeline starts.
@@ -233,6 +292,43 @@ struct Worker {
     rss_last: Option<(f64, u64)>,
     rss_max: Option<u64>,
     exited: bool,
+    db: Buckets,
+    pool: Buckets,
+    /// App time of the requests timed with ActiveRecord (db_time_share's
+    /// denominator).
+    db_app_us: u64,
+    endpoints: BTreeMap<String, EndpointBuckets>,
+}
+
+/// An endpoint's histograms, merged across lines and processes.
+#[derive(Debug, Default, Clone)]
+struct EndpointBuckets {
+    app: Buckets,
+    db: Buckets,
+    pool: Buckets,
+}
+
+impl EndpointBuckets {
+    fn add(&mut self, l: &EndpointLine) {
+        self.app.add(&l.app_us, l.app_us_sum);
+        self.db.add(&l.db_us, l.db_us_sum);
+        self.pool.add(&l.pool_wait_us, l.pool_wait_us_sum);
+    }
+
+    fn merge(&mut self, o: &EndpointBuckets) {
+        self.app.merge(&o.app);
+        self.db.merge(&o.db);
+        self.pool.merge(&o.pool);
+    }
+
+    fn figures(&self) -> EndpointTelemetry {
+        EndpointTelemetry {
+            requests: self.app.n,
+            app_us: self.app.quantiles().unwrap_or_default(),
+            db_us: self.db.quantiles(),
+            pool_wait_us: self.pool.quantiles(),
+        }
+    }
 }
 
 impl Worker {
@@ -254,6 +350,17 @@ impl Worker {
             self.rss_max = Some(self.rss_max.unwrap_or(0).max(rss));
         }
         self.exited |= l.r#final;
+        self.db.add(&l.db_us, l.db_us_sum);
+        self.pool.add(&l.pool_wait_us, l.pool_wait_us_sum);
+        if l.db_requests > 0 {
+            // The line's app time is all requests'; with ActiveRecord
+            // loaded every request of the process is timed (the hooks go
+            // in before the first request of an app that loads it).
+            self.db_app_us += l.app_us_sum;
+        }
+        for (name, e) in &l.endpoints {
+            self.endpoints.entry(name.clone()).or_default().add(e);
+        }
     }
 }
 
@@ -377,6 +484,12 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
         all.gc_minor += w.gc_minor;
         all.gc_time_ms = add_opt(all.gc_time_ms, w.gc_time_ms);
         all.allocated += w.allocated;
+        all.db.merge(&w.db);
+        all.pool.merge(&w.pool);
+        all.db_app_us += w.db_app_us;
+        for (name, e) in &w.endpoints {
+            all.endpoints.entry(name.clone()).or_default().merge(e);
+        }
         served += u64::from(w.requests > 0);
         exited += u64::from(w.exited);
         per_worker.push(WorkerTelemetry {
@@ -415,6 +528,16 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
         processes_exited_cleanly: exited,
         per_worker,
         timeline,
+        db_requests: all.db.n,
+        db_us: all.db.quantiles(),
+        pool_wait_us: all.pool.quantiles(),
+        db_time_share: (all.db.n > 0 && all.db_app_us > 0)
+            .then(|| all.db.sum as f64 / all.db_app_us as f64),
+        endpoints: all
+            .endpoints
+            .iter()
+            .map(|(k, e)| (k.clone(), e.figures()))
+            .collect(),
     }
 }
 
@@ -514,6 +637,61 @@ mod tests {
             gc_time_ms: Some(gc as f64 * 2.0),
             allocated_objects: requests * 100,
             rss_bytes: Some(1000 + t as u64),
+            db_requests: 0,
+            db_us: vec![],
+            db_us_sum: 0,
+            pool_wait_us: vec![],
+            pool_wait_us_sum: 0,
+            endpoints: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn database_time_and_pool_wait_merge_overall_and_per_endpoint() {
+        // Two processes of a mix: "show" spends 2 ms of its 10 ms in SQL
+        // and waits 5 ms for a connection in one process; "external"
+        // touches no database.
+        let endpoint = |app: u64, db: u64, pool: u64, n: u64| EndpointLine {
+            requests: n,
+            app_us: vec![(app, n)],
+            app_us_sum: app * n,
+            db_us: vec![(db, n)],
+            db_us_sum: db * n,
+            pool_wait_us: vec![(pool, n)],
+            pool_wait_us_sum: pool * n,
+        };
+        let mut a = line(20, 100.5, &[(10_000, 4), (20_000, 4)], 0);
+        (a.db_requests, a.db_us, a.db_us_sum) = (8, vec![(2_000, 4), (0, 4)], 8_000);
+        (a.pool_wait_us, a.pool_wait_us_sum) = (vec![(5_000, 4), (0, 4)], 20_000);
+        a.endpoints
+            .insert("show".into(), endpoint(10_000, 2_000, 5_000, 4));
+        a.endpoints
+            .insert("external".into(), endpoint(20_000, 0, 0, 4));
+        let mut b = line(21, 100.7, &[(10_000, 2)], 0);
+        (b.db_requests, b.db_us, b.db_us_sum) = (2, vec![(2_000, 2)], 4_000);
+        (b.pool_wait_us, b.pool_wait_us_sum) = (vec![(0, 2)], 0);
+        b.endpoints
+            .insert("show".into(), endpoint(10_000, 2_000, 0, 2));
+        let t = merge(&[a, b], ReadOptions::default());
+        assert_eq!(t.db_requests, 10);
+        assert_eq!(t.db_us.unwrap().mean, 1_200.0);
+        assert_eq!(t.pool_wait_us.unwrap().mean, 2_000.0);
+        assert!((t.db_time_share.unwrap() - 12_000.0 / 140_000.0).abs() < 1e-12);
+        let show = &t.endpoints["show"];
+        assert_eq!(show.requests, 6);
+        assert_eq!(show.app_us.p50, 10_499.5);
+        assert_eq!(show.db_us.unwrap().mean, 2_000.0);
+        assert!((show.pool_wait_us.unwrap().mean - 20_000.0 / 6.0).abs() < 1e-9);
+        assert_eq!(t.endpoints["external"].pool_wait_us.unwrap().p99, 0.0);
+        let v = serde_json::to_value(&t).unwrap();
+        for k in ["db_us", "pool_wait_us", "db_time_share", "endpoints"] {
+            assert!(v.get(k).is_some(), "{k} missing");
+        }
+        // An app without ActiveRecord and a load without a mix add none.
+        let plain = merge(&[line(5, 1.0, &[(100, 1)], 0)], ReadOptions::default());
+        let v = serde_json::to_value(&plain).unwrap();
+        for k in ["db_us", "pool_wait_us", "db_time_share", "endpoints"] {
+            assert!(v.get(k).is_none(), "{k} without ActiveRecord or a mix");
         }
     }
 

@@ -1,0 +1,598 @@
+//! The blog app (issue 30) on Debian's servers and both databases: each
+//! endpoint's answer on puma, unicorn, thin and passenger over SQLite and
+//! PostgreSQL (a lab server started as a trial starts it, then a plain
+//! HTTP client); PostgreSQL started and stopped with nothing left, after a
+//! trial and after Ctrl-C; bad input (PostgreSQL missing, its port in use,
+//! a failing seed); the rows a POST-only load wrote; the pool wait with
+//! more threads than connections, and without; a plan's `database` and
+//! pool through `rackbench run`.
+//!
+//! Its own test target (`cargo test --test blog`). Rails, PostgreSQL and
+//! each server are asked for with `rackbench::require`: a missing one
+//! skips with a `SKIP:` line, or fails under `RACKBENCH_REQUIRE=all`.
+
+mod common;
+
+use common::schema::assert_valid;
+use rackbench::database::Kind;
+use rackbench::lab::apps::AppSpec;
+use rackbench::lab::trial::{start_server, Topology, TrialSpec};
+use rackbench::load::{Endpoint, LoadConfig};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SERVERS: &[&str] = &["puma", "unicorn", "thin", "passenger"];
+
+/// Rails 6.1 with both database drivers, from Debian.
+fn have_rails() -> bool {
+    let there = Command::new("ruby")
+        .args([
+            "-e",
+            "require 'rails'; require 'active_record'; require 'sqlite3'; require 'pg'",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    rackbench::require::require(
+        "rails",
+        there,
+        "apt-get install ruby-rails ruby-sqlite3 ruby-pg",
+    )
+}
+
+fn have_postgres() -> bool {
+    let there = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("bin/postgres").is_file());
+    rackbench::require::require("postgresql", there, "apt-get install postgresql")
+}
+
+fn have_server(name: &str) -> bool {
+    let reg = rackbench::server::spec::Registry::builtin();
+    let there = reg.get(name).is_ok_and(|s| s.installed());
+    rackbench::require::require(name, there, &format!("apt-get install {name}"))
+}
+
+/// A blog trial's spec as `rackbench trial --app blog` builds it.
+fn spec(server: &str, database: Kind, dir: PathBuf) -> TrialSpec {
+    let reg = rackbench::server::spec::Registry::builtin();
+    TrialSpec {
+        server: reg.get(server).unwrap().clone(),
+        app: AppSpec::resolve("blog").unwrap(),
+        workers: None,
+        threads: None,
+        settings: Default::default(),
+        env: Vec::new(),
+        topology: Topology::Direct,
+        load: LoadConfig::get("http://127.0.0.1:1/").unwrap(),
+        server_cpus: Vec::new(),
+        start_timeout: Some(Duration::from_secs(120)),
+        grace: Duration::from_secs(10),
+        dir,
+        interrupt: Arc::new(AtomicBool::new(false)),
+        sample_interval: Duration::from_millis(200),
+        stop_on_errors: false,
+        telemetry: false,
+        runtime: None,
+        switches: Default::default(),
+        budget: None,
+        restart: None,
+        soak: None,
+        database: Some(database),
+    }
+}
+
+/// One HTTP/1.1 request on a fresh connection: (status, body).
+fn request(at: &Endpoint, method: &str, path: &str, body: &str) -> (u16, String) {
+    let Endpoint::Tcp(addr) = at else {
+        panic!("a direct server listens on TCP")
+    };
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+/// No postgres process of this trial directory, and no data directory.
+fn assert_nothing_left(dir: &Path, what: &str) {
+    let data = dir.join("postgres-data");
+    let needle = data.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_mentioning(&needle).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        processes_mentioning(&needle).is_empty(),
+        "{what}: a postgres process of {needle} is still running"
+    );
+    assert!(!data.exists(), "{what}: {needle} was left behind");
+}
+
+/// Every endpoint of the blog: (method, path, body, status, body substring).
+const ENDPOINTS: &[(&str, &str, &str, u16, &str)] = &[
+    ("GET", "/posts", "", 200, "rendered 25 posts"),
+    (
+        "GET",
+        "/posts?page=40",
+        "",
+        200,
+        "page 40: rendered 25 posts",
+    ),
+    ("GET", "/posts/7", "", 200, "<h1>Post 7:"),
+    ("GET", "/api/posts/7.json", "", 200, "\"id\":7"),
+    (
+        "GET",
+        "/search?q=latency",
+        "",
+        200,
+        "comments matching latency",
+    ),
+    (
+        "POST",
+        "/posts/7/comments",
+        "comment%5Bbody%5D=hello",
+        201,
+        "created comment 5001 on post 7",
+    ),
+    ("GET", "/posts/7", "", 200, "hello"),
+    (
+        "GET",
+        "/external",
+        "",
+        200,
+        "external service answered in 20 ms",
+    ),
+    ("GET", "/posts/99999", "", 404, ""),
+];
+
+#[test]
+fn every_endpoint_answers_on_each_server_over_sqlite_and_postgres() {
+    if !have_rails() {
+        return;
+    }
+    let pg = have_postgres();
+    for server in SERVERS {
+        if !have_server(server) {
+            continue;
+        }
+        for db in [Kind::Sqlite, Kind::Postgres] {
+            if db == Kind::Postgres && !pg {
+                continue;
+            }
+            let tag = format!("{server}-{db}");
+            let dir = common::work_dir(&format!("blog-ep-{tag}"));
+            let lab = start_server(&spec(server, db, dir.clone()))
+                .unwrap_or_else(|e| panic!("{tag}: {e}"));
+            for (method, path, body, status, want) in ENDPOINTS {
+                let (got, text) = request(&lab.endpoint, method, path, body);
+                assert_eq!(got, *status, "{tag}: {method} {path}: {text}");
+                assert!(text.contains(want), "{tag}: {method} {path}: {text}");
+            }
+            lab.stop();
+            // Passenger's temp-dir toucher daemonizes out of the server's
+            // tree: a trial's stop takes it (rackbench is its subreaper),
+            // a LabServer's stop does not, and this test process must not
+            // stop every orphan it holds (other tests' servers). It names
+            // the trial directory in its arguments: end it by pid.
+            for pid in processes_mentioning(&dir.display().to_string()) {
+                // SAFETY: a process this test started, by its pid.
+                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            }
+            assert_nothing_left(&dir, &tag);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// `rackbench trial --app blog ARGS --json` in `dir`: its output.
+fn trial(dir: &Path, args: &[&str]) -> std::process::Output {
+    common::rackbench_cmd()
+        .args(["trial", "--app", "blog", "--no-pin", "--json", "--work-dir"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn record(dir: &Path, args: &[&str], tag: &str) -> Value {
+    let out = trial(dir, args);
+    assert!(
+        out.status.success(),
+        "{tag}: {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("trial-v1", &r, tag);
+    r
+}
+
+#[test]
+fn a_postgres_trial_records_its_database_and_leaves_nothing_running() {
+    if !have_rails() || !have_postgres() || !have_server("puma") {
+        return;
+    }
+    let dir = common::scratch("blog-pg-trial");
+    let r = record(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--database",
+            "postgres",
+            "-c",
+            "4",
+            "-d",
+            "2s",
+            "--warmup",
+            "1s",
+        ],
+        "postgres trial",
+    );
+    let db = &r["database"];
+    assert_eq!(db["kind"], "postgres", "{db}");
+    assert_eq!(db["rows_seeded"], 6050, "{db}");
+    assert_eq!(db["rows_written"], 0, "GETs write nothing: {db}");
+    assert!(
+        db["version"].as_str().unwrap().starts_with("PostgreSQL "),
+        "{db}"
+    );
+    assert!(
+        db["cpu_user_s"].as_f64().unwrap() > 0.0,
+        "postgres served queries: {db}"
+    );
+    assert!(db["processes_peak"].as_u64().unwrap() >= 2, "{db}");
+    assert!(r["load"]["requests"]["ok"].as_u64().unwrap() > 0);
+    assert_nothing_left(&dir, "after the trial");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_during_a_postgres_trial_stops_postgres_and_removes_its_data() {
+    if !have_rails() || !have_postgres() || !have_server("puma") {
+        return;
+    }
+    let dir = common::scratch("blog-pg-ctrlc");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = common::rackbench_cmd()
+        .args([
+            "trial",
+            "--app",
+            "blog",
+            "--no-pin",
+            "--server",
+            "puma",
+            "--database",
+            "postgres",
+        ])
+        .args(["-c", "2", "-d", "60s", "--work-dir"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the server to be up (its log exists once postgres is
+    // seeded and the server started), then a moment of load.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let server_log = |d: &Path| {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("server") && n.ends_with(".log")
+            })
+    };
+    while !server_log(&dir) {
+        assert!(
+            Instant::now() < deadline,
+            "the trial never started its server"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the trial ended early");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !processes_mentioning(&dir.join("postgres-data").display().to_string()).is_empty(),
+        "postgres should be running mid-trial"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(
+        status.code().is_some(),
+        "rackbench ended by itself: {status}"
+    );
+    assert_nothing_left(&dir, "after Ctrl-C");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_database_input_stops_the_trial_in_one_line_that_names_the_fix() {
+    if !have_rails() || !have_server("puma") {
+        return;
+    }
+    let base = ["--server", "puma", "-c", "1", "-d", "1s", "--warmup", "0s"];
+    let dir = common::scratch("blog-bad");
+    // PostgreSQL missing: its bin directory pointed at nothing.
+    let out = common::rackbench_cmd()
+        .args([
+            "trial",
+            "--app",
+            "blog",
+            "--no-pin",
+            "--database",
+            "postgres",
+            "--work-dir",
+        ])
+        .arg(&dir)
+        .args(base)
+        .env(rackbench::database::BIN_ENV, "/nonexistent/postgresql/bin")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("PostgreSQL is not installed") && err.contains("apt-get install postgresql"),
+        "{err}"
+    );
+    // A database for an app without one.
+    let out = common::rackbench(&[
+        "trial",
+        "--server",
+        "puma",
+        "--app",
+        "hello",
+        "--database",
+        "postgres",
+        "-d",
+        "1s",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("uses no database") && err.contains("--app blog"),
+        "{err}"
+    );
+    // A pool that is no number.
+    let out = trial(&dir, &[&base[..], &["--set", "pool=many"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--set pool=many") && err.contains("whole number"),
+        "{err}"
+    );
+    // A seed that fails: SQLite's own message.
+    let out = trial(
+        &dir,
+        &[
+            &base[..],
+            &["--env", "BLOG_SEED_EXTRA_SQL=SELECT * FROM no_such_table"],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("seed failed") && err.contains("no such table: no_such_table"),
+        "{err}"
+    );
+    if have_postgres() {
+        // The same on PostgreSQL, in its words.
+        let out = trial(
+            &dir,
+            &[
+                &base[..],
+                &[
+                    "--database",
+                    "postgres",
+                    "--env",
+                    "BLOG_SEED_EXTRA_SQL=SELECT * FROM no_such_table",
+                ],
+            ]
+            .concat(),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("relation \"no_such_table\" does not exist"),
+            "{err}"
+        );
+        assert_nothing_left(&dir, "after a failed seed");
+        // Its port held by someone else.
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = held.local_addr().unwrap().port().to_string();
+        let set = format!("db_port={port}");
+        let out = trial(
+            &dir,
+            &[&base[..], &["--database", "postgres", "--set", &set]].concat(),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("127.0.0.1:{port}: the port is in use")),
+            "{err}"
+        );
+        assert_nothing_left(&dir, "after a port in use");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_post_only_load_writes_as_many_rows_as_it_got_answers() {
+    if !have_rails() || !have_server("puma") {
+        return;
+    }
+    let dir = common::scratch("blog-writes");
+    let r = record(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "--warmup",
+            "0s",
+            "-m",
+            "POST",
+            "--app-path",
+            "/posts/3/comments",
+            "--body",
+            "comment%5Bbody%5D=load",
+            "-H",
+            "Content-Type: application/x-www-form-urlencoded",
+            "--expect-status",
+            "201",
+            "--expect-body",
+            "created comment",
+        ],
+        "writes",
+    );
+    let ok = r["load"]["requests"]["ok"].as_u64().unwrap();
+    let written = r["database"]["rows_written"].as_u64().unwrap();
+    assert!(ok > 10, "{}", r["load"]["requests"]);
+    // Every answered POST wrote one row; the verify step's and the
+    // warm-up's and any unanswered at the end may add a few.
+    assert!(
+        written >= ok && written <= ok + 20,
+        "{written} rows for {ok} answers"
+    );
+    assert_eq!(r["database"]["kind"], "sqlite");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Pool wait p90 (µs) of a telemetry trial of the slow search with 10
+/// puma threads, 10 connections and `pool` connections in the pool.
+fn pool_wait_p90(pool: &str) -> f64 {
+    let dir = common::scratch(&format!("blog-pool-{pool}"));
+    let set = format!("pool={pool}");
+    let r = record(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--threads",
+            "10",
+            "--set",
+            &set,
+            "--telemetry",
+            "--app-path",
+            "/search?q=latency",
+            "--app-expect-body",
+            "comments matching",
+            "-c",
+            "10",
+            "-d",
+            "3s",
+            "--warmup",
+            "1s",
+        ],
+        &format!("pool {pool}"),
+    );
+    assert_eq!(
+        r["server"]["env"]["DB_POOL"], pool,
+        "the setting reaches the app"
+    );
+    let t = &r["server_metrics"]["telemetry"];
+    assert!(t["db_requests"].as_u64().unwrap() > 0, "{t}");
+    assert!(t["db_us"]["p50"].as_f64().unwrap() > 0.0, "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+    t["pool_wait_us"]["p90"].as_f64().unwrap()
+}
+
+#[test]
+fn ten_threads_wait_for_a_pool_of_two_and_not_for_a_pool_of_ten() {
+    if !have_rails() || !have_server("puma") {
+        return;
+    }
+    let two = pool_wait_p90("2");
+    let ten = pool_wait_p90("10");
+    eprintln!("pool wait p90: {two} us with a pool of 2, {ten} us with 10");
+    assert!(two > 1000.0, "pool 2: p90 wait {two} us");
+    assert!(
+        ten < 300.0 && ten * 10.0 < two,
+        "pool 10: p90 wait {ten} us vs {two}"
+    );
+}
+
+#[test]
+fn a_plan_names_its_database_and_pool_and_the_runner_starts_them() {
+    if !have_rails() || !have_postgres() || !have_server("puma") {
+        return;
+    }
+    let dir = common::scratch("blog-plan");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "name = \"blog-pg\"\napps = [\"blog\"]\ndatabase = \"postgres\"\n[[server]]\nname = \"puma\"\nthreads = [4]\nsettings = { pool = \"2\" }\n[load]\nconnections = [4]\nduration = \"2s\"\nwarmup = \"1s\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = common::rackbench_cmd()
+        .args(["run", "--no-pin", "--out"])
+        .arg(&out_dir)
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = std::fs::read_dir(out_dir.join("trials"))
+        .unwrap()
+        .flatten()
+        .next()
+        .expect("one trial")
+        .path();
+    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_valid("run-trial-v1", &stored, "plan's trial");
+    let r = &stored["trial"];
+    assert_eq!(r["database"]["kind"], "postgres");
+    assert_eq!(r["server"]["env"]["DB_POOL"], "2");
+    assert_eq!(r["server"]["settings"]["pool"], "2");
+    let work = std::fs::read_dir(out_dir.join("work"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    assert_nothing_left(&work, "after the plan's trial");
+    let _ = std::fs::remove_dir_all(&dir);
+}
