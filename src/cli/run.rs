@@ -64,6 +64,10 @@ pub struct RunArgs {
     /// of the plan's `[load]` slow keys.
     #[command(flatten)]
     pub slow: super::load::SlowFlags,
+    /// A request mix (docs/MIX_FORMAT.md) for every trial, in place of the
+    /// plan's `[load] mix`.
+    #[arg(long, value_name = "FILE")]
+    pub mix: Option<PathBuf>,
     /// --restart, --restart-at: in place of the plan's `[restart]`.
     #[command(flatten)]
     pub restart: super::trial::RestartFlags,
@@ -195,6 +199,11 @@ fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
     );
     args.budget.override_plan(&mut plan.budget);
     args.slow.override_plan(&mut plan.load)?;
+    if let Some(m) = &args.mix {
+        // Absolute: the plan reads a relative mix beside the plan file.
+        let m = std::path::absolute(m).map_err(|e| usage(format!("--mix {}: {e}", m.display())))?;
+        plan.load.mix = Some(m.display().to_string());
+    }
     args.restart.override_plan(&mut plan.restart);
     if args.soak.soak.is_some() && plan.breakpoint.is_some() {
         return Err(usage(format!(

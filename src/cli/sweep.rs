@@ -100,6 +100,9 @@ pub struct SweepArgs {
     /// the pace of each count).
     #[command(flatten)]
     pub slow: super::load::SlowFlags,
+    /// A request mix (docs/MIX_FORMAT.md) for every value of the sweep.
+    #[arg(long, value_name = "FILE")]
+    pub mix: Option<PathBuf>,
     /// Print the analysis as JSON (rackbench/sweep-v1) on stdout; the
     /// run's own lines go to stderr.
     #[arg(long, conflicts_with = "markdown")]
@@ -436,6 +439,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             // `run` puts them in place of the plan's [budget].
             budget: args.budget.clone(),
             slow: args.slow.clone(),
+            mix: args.mix.clone(),
             restart: Default::default(),
             soak: Default::default(),
         })

@@ -97,6 +97,59 @@ pub struct LoadReport {
     /// did (`slow.rs`); they are in no other figure of this document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_clients: Option<super::slow::SlowClientsReport>,
+    /// Per endpoint of a mix (`--mix`), in the mix's order; absent
+    /// without a mix.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointReport>,
+}
+
+/// One endpoint of a mix: its share of the load and its own figures.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EndpointReport {
+    pub name: String,
+    pub method: String,
+    /// The mix's path template, placeholders unexpanded.
+    pub path: String,
+    pub weight: f64,
+    /// Counted requests issued to it (answered, failed or unfinished).
+    pub requests: u64,
+    pub ok: u64,
+    /// OK responses per second over the counted window.
+    pub throughput_rps: f64,
+    #[serde(with = "no_figure_is_null")]
+    pub latency_us: LatencySummary,
+    pub errors: ErrorCounts,
+    /// Its OK latency histogram (µs), HdrHistogram V2 + deflate, base64,
+    /// as `LoadReport::latency_histogram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
+}
+
+impl EndpointReport {
+    /// An endpoint's entry from its tally added over every thread, over
+    /// a counted window of `duration_s`.
+    pub(crate) fn of(
+        e: &super::mix::MixEndpoint,
+        t: &super::recorder::EndpointTally,
+        duration_s: f64,
+    ) -> EndpointReport {
+        EndpointReport {
+            name: e.name.clone(),
+            method: e.method.clone(),
+            path: e.path.clone(),
+            weight: e.weight,
+            requests: t.ok + t.errors.total() + t.unfinished,
+            ok: t.ok,
+            throughput_rps: if duration_s > 0.0 {
+                t.ok_in_window as f64 / duration_s
+            } else {
+                0.0
+            },
+            latency_us: LatencySummary::from_histogram(&t.latency),
+            errors: t.errors,
+            latency_histogram: crate::stats::histogram::encode(&t.latency),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -633,6 +686,7 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
         histograms: p.histograms,
         segments: None,
         slow_clients: None,
+        endpoints: Vec::new(),
     }
 }
 

@@ -18,6 +18,7 @@ impl LoadReport {
         let mut s = String::new();
         self.write_outcome(&mut s);
         self.write_latencies(&mut s);
+        self.write_endpoints(&mut s);
         self.write_cost_and_end(&mut s);
         s
     }
@@ -106,6 +107,67 @@ impl LoadReport {
         let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
         for note in caveats.notes_for(&shown) {
             let _ = writeln!(s, "  flag:        {note}");
+        }
+    }
+
+    /// A mix's table: per endpoint its weight, requests, OK, throughput,
+    /// latency and errors (nothing without a mix).
+    fn write_endpoints(&self, s: &mut String) {
+        use std::fmt::Write;
+        if self.endpoints.is_empty() {
+            return;
+        }
+        let width = self
+            .endpoints
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(8);
+        let _ = writeln!(
+            s,
+            "  {:<width$}  {:>6}  {:>9}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  errors",
+            "endpoint", "weight", "requests", "ok", "req/s", "p50", "p90", "p99"
+        );
+        for e in &self.endpoints {
+            let l = &e.latency_us;
+            let us = |v: u64| {
+                if l.has_figures() {
+                    fmt_us(v as f64)
+                } else {
+                    "-".to_string()
+                }
+            };
+            let x = &e.errors;
+            let errors = if x.total() == 0 {
+                "none".to_string()
+            } else {
+                [
+                    ("connect", x.connect),
+                    ("timeout", x.timeout),
+                    ("reset", x.reset),
+                    ("parse", x.parse),
+                    ("status", x.status),
+                    ("body", x.body),
+                ]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+            };
+            let _ = writeln!(
+                s,
+                "  {:<width$}  {:>6}  {:>9}  {:>9}  {:>9.1}  {:>8}  {:>8}  {:>8}  {errors}",
+                e.name,
+                e.weight,
+                e.requests,
+                e.ok,
+                e.throughput_rps,
+                us(l.p50),
+                us(l.p90),
+                us(l.p99),
+            );
         }
     }
 
