@@ -202,6 +202,9 @@ fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
     if let Some(m) = &args.mix {
         // Absolute: the plan reads a relative mix beside the plan file.
         let m = std::path::absolute(m).map_err(|e| usage(format!("--mix {}: {e}", m.display())))?;
+        // Its mistakes at the mix file's own line, not at a plan line
+        // that does not hold it.
+        crate::load::mix::Mix::load(&m).map_err(|e| usage(e.to_string()))?;
         plan.load.mix = Some(m.display().to_string());
     }
     args.restart.override_plan(&mut plan.restart);
@@ -318,6 +321,10 @@ fn replay_command(args: &RunArgs, out: &std::path::Path, seed: u64) -> String {
     for f in &args.servers_file {
         let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
         command.push_str(&format!(" --servers-file {}", abs.display()));
+    }
+    if let Some(m) = &args.mix {
+        let abs = std::path::absolute(m).unwrap_or_else(|_| m.clone());
+        command.push_str(&format!(" --mix {}", abs.display()));
     }
     if args.no_pin {
         command.push_str(" --no-pin");
