@@ -283,3 +283,72 @@ fn held_of_closed(w: &super::slow::SlowClientsReport) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::report::{empty_report, EndpointReport, LatencySummary};
+    use crate::load::ErrorCounts;
+
+    fn endpoint(name: &str, ok: u64, p50: u64, errors: ErrorCounts) -> EndpointReport {
+        EndpointReport {
+            name: name.into(),
+            method: "GET".into(),
+            path: format!("/{name}"),
+            weight: 2.0,
+            requests: ok + errors.total(),
+            ok,
+            throughput_rps: ok as f64 / 10.0,
+            latency_us: LatencySummary {
+                count: ok,
+                p50,
+                p90: p50,
+                p99: p50,
+                ..Default::default()
+            },
+            errors,
+            latency_histogram: None,
+        }
+    }
+
+    #[test]
+    fn a_mix_prints_a_row_per_endpoint_and_none_without_one() {
+        let mut r = empty_report();
+        let plain = r.render_text();
+        assert!(!plain.contains("endpoint"), "{plain}");
+        r.endpoints = vec![
+            endpoint("index", 400, 2_000, ErrorCounts::default()),
+            endpoint(
+                "missing",
+                0,
+                0,
+                ErrorCounts {
+                    status: 7,
+                    timeout: 1,
+                    ..Default::default()
+                },
+            ),
+        ];
+        let text = r.render_text();
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .unwrap_or_else(|| panic!("no row {name} in:\n{text}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            row("endpoint"),
+            "endpoint weight requests ok req/s p50 p90 p99 errors"
+        );
+        assert_eq!(
+            row("index"),
+            "index 2 400 400 40.0 2.00ms 2.00ms 2.00ms none"
+        );
+        // No OK answer: no latency figure, never 0 ms; errors by kind.
+        assert_eq!(
+            row("missing"),
+            "missing 2 8 0 0.0 - - - timeout 1, status 7"
+        );
+    }
+}
