@@ -4,7 +4,7 @@
 //! weight, in the closed and the open loop; each endpoint's latency its
 //! own path's service time, not the mix's; each endpoint judged by its
 //! own `expect`; the same seed drawing the same load; and `--mix`
-//! through `rackbench trial`.
+//! through `rackbench trial`, and a plan's `[load] mix` through `run`.
 
 mod common;
 
@@ -268,4 +268,61 @@ fn a_mix_goes_through_trial_and_its_record() {
     );
     let commands = record["environment"]["commands"].to_string();
     assert!(commands.contains("--mix "), "{commands}");
+}
+
+#[test]
+fn a_plan_s_mix_is_read_beside_it_and_each_endpoint_measured() {
+    let dir = common::work_dir("mix-plan");
+    std::fs::write(
+        dir.join("two.toml"),
+        "[[endpoint]]\nname = \"slow\"\npath = \"/slow/{random:1..5}\"\n\n\
+         [[endpoint]]\nname = \"home\"\npath = \"/\"\nweight = 3\n",
+    )
+    .unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"mixed\"\nservers = [\"t\"]\napps = [\"hello\"]\n\
+             [server_defs.t]\ncommand = \"{}\"\n\
+             [load]\nconnections = [2]\nduration = \"1s\"\nwarmup = \"0s\"\nmix = \"two.toml\"\n",
+            common::serve_test_command("--path-delay /slow=5ms")
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join("results");
+    let out = common::rackbench_cmd()
+        .arg("run")
+        .arg(&plan)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--no-pin", "--seed", "5"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trial = std::fs::read_dir(out_dir.join("trials"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a trial record");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trial).unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let load = &record["trial"]["load"];
+    let endpoints = load["endpoints"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{record}"));
+    let names: Vec<&str> = endpoints
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["slow", "home"]);
+    let (slow, home) = (&endpoints[0], &endpoints[1]);
+    assert!(slow["ok"].as_u64().unwrap() > 0 && home["ok"].as_u64().unwrap() > 0);
+    assert!(slow["latency_us"]["p50"].as_u64().unwrap() >= 5_000);
+    assert!(home["latency_us"]["p50"].as_u64().unwrap() < 5_000);
 }
