@@ -46,7 +46,7 @@ run:
 # own; the break-point search against seed 000's linear search; the open
 # loop's CPU while every connection waits on a 1 s server; ten thousand
 # connections beside wrk; pipelining beside wrk; the open loop beside
-# vegeta and the closed loop.
+# vegeta and the closed loop; a request mix against one URL.
 bench: build
 	scripts/deps.sh bench
 	RACKBENCH=$(BIN) bench/peers.sh --install --repeat 3
@@ -56,6 +56,7 @@ bench: build
 	RACKBENCH=$(BIN) bench/connections.sh
 	RACKBENCH=$(BIN) bench/pipeline.sh
 	RACKBENCH=$(BIN) bench/openloop.sh
+	RACKBENCH=$(BIN) bench/mix.sh
 
 # The container image for `rackbench k8s job --image` (Dockerfile; needs a
 # Docker engine with BuildKit and access to a registry holding rust and

@@ -87,6 +87,13 @@ pub struct TestServerConfig {
     /// Keep each request's arrival on the wall clock (unix µs), for a test
     /// of when load arrived (segments that must interleave).
     pub record_arrivals: bool,
+    /// Service times by path, in place of `delay`: a request whose path
+    /// (query left out) starts with the first of these prefixes takes
+    /// its time (a mix's endpoints with known, different service times).
+    pub path_delays: Vec<(String, Duration)>,
+    /// Count the requests seen by path, query left out
+    /// (`TestServerStats::per_path`).
+    pub count_paths: bool,
 }
 
 impl Default for TestServerConfig {
@@ -105,6 +112,8 @@ impl Default for TestServerConfig {
             max_in_progress: 0,
             workers: 0,
             record_arrivals: false,
+            path_delays: Vec::new(),
+            count_paths: false,
         }
     }
 }
@@ -120,6 +129,8 @@ pub struct TestServerStats {
     pub service_us: Histogram<u64>,
     /// What it saw of slow clients (`load::slow`).
     pub slow: SlowSeen,
+    /// With `count_paths`: the requests seen by path, query left out.
+    pub per_path: std::collections::BTreeMap<String, u64>,
 }
 
 /// The test server's own account of slow clients: what a request that
@@ -169,6 +180,8 @@ struct Shared {
     blocked_writes: AtomicU64,
     /// Arrival of each request, unix µs (with `record_arrivals`).
     arrivals: Mutex<Vec<u64>>,
+    /// Requests seen by path (with `count_paths`).
+    per_path: Mutex<std::collections::BTreeMap<String, u64>>,
     /// (requests admitted, of which being worked on), with `turn`.
     pool: Mutex<(usize, usize)>,
     turn: Condvar,
@@ -180,6 +193,30 @@ struct Permit<'a> {
 }
 
 impl Shared {
+    /// A request's service time: a faulty answer's, else its path's
+    /// (`path_delays`, query left out), else `delay`; its path counted
+    /// with `count_paths`.
+    fn service_time(&self, path: &str, faulty: bool) -> Duration {
+        let cfg = &self.cfg;
+        let bare = path.split('?').next().unwrap_or("/");
+        if cfg.count_paths {
+            *self
+                .per_path
+                .lock()
+                .expect("per path")
+                .entry(bare.to_string())
+                .or_default() += 1;
+        }
+        match (faulty, cfg.fault_delay) {
+            (true, Some(d)) => d,
+            _ => cfg
+                .path_delays
+                .iter()
+                .find(|(prefix, _)| bare.starts_with(prefix.as_str()))
+                .map_or(cfg.delay, |(_, d)| *d),
+        }
+    }
+
     /// Admits a request under `max_in_progress` and waits for a worker
     /// under `workers`; None when it is to be refused.
     fn admit(&self) -> Option<Permit<'_>> {
@@ -268,6 +305,7 @@ impl TestServer {
             blocked_writes: AtomicU64::new(0),
             service: Mutex::new(Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("bounds")),
             arrivals: Mutex::new(Vec::new()),
+            per_path: Mutex::new(std::collections::BTreeMap::new()),
             pool: Mutex::new((0, 0)),
             turn: Condvar::new(),
             cfg,
@@ -323,6 +361,7 @@ impl TestServer {
                 .expect("service histogram")
                 .clone(),
             slow: self.slow_seen(),
+            per_path: self.shared.per_path.lock().expect("per path").clone(),
         }
     }
 
@@ -493,10 +532,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 sh.arrivals.lock().expect("arrivals").push(us);
             }
             let faulty = cfg.fault != Fault::None && n % cfg.fault_every.max(1) == 0;
-            let delay = match (faulty, cfg.fault_delay) {
-                (true, Some(d)) => d,
-                _ => cfg.delay,
-            };
+            let delay = sh.service_time(&path, faulty);
             // Released before the answer is written, so the client's next
             // request finds its place free.
             let permit = sh.admit();
@@ -538,6 +574,7 @@ fn serve(mut conn: Box<dyn Conn>, sh: Arc<Shared>, over_limit: bool) {
                 _ => match path.as_str() {
                     "/204" => (204, b""),
                     "/304" => (304, b""),
+                    "/404" => (404, b"not found"),
                     _ => (200, &cfg.body[..]),
                 },
             };

@@ -95,6 +95,18 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             "--slack applies to an open loop: add --rate R",
         ),
         (
+            &["load", "http://127.0.0.1:8080/", "--mix", "/nonexistent/mix.toml"],
+            "cannot read mix file /nonexistent/mix.toml",
+        ),
+        (
+            &["load", "http://127.0.0.1:8080/api", "--mix", "/nonexistent/mix.toml"],
+            "--mix gives the paths: write the URL as http://127.0.0.1:8080/",
+        ),
+        (
+            &["load", "http://127.0.0.1:8080/", "--mix", "m.toml", "-H", "A: b"],
+            "cannot be used with",
+        ),
+        (
             &["breakpoint", "http://127.0.0.1:8080/", "--slack", "1ms"],
             "--slack applies to an open loop: add --mode rate",
         ),

@@ -30,6 +30,9 @@
 //! puma holding no configuration, unicorn and passenger each one);
 //! load-v1-slow.json: `rackbench load URL -c 2 -d 2s --slow-clients 2
 //! --slow-mode headers --json` against `rackbench serve-test`;
+//! load-v1-mix.json: `rackbench load URL -c 4 -d 2s --mix
+//! tests/contracts/mix.toml --json` against `rackbench serve-test
+//! --path-delay /slow=5ms`;
 //! the tests that make such documents afresh (tests/servers.rs,
 //! tests/cli.rs, tests/load_engine.rs, tests/report.rs, tests/mirror.rs) check them
 //! against the same schemas.
@@ -53,7 +56,10 @@ fn sample(file: &str) -> Value {
 
 /// Each schema and the samples that hold to it.
 const SAMPLES: &[(&str, &[&str])] = &[
-    ("load-v1", &["load-v1.json", "load-v1-slow.json"]),
+    (
+        "load-v1",
+        &["load-v1.json", "load-v1-slow.json", "load-v1-mix.json"],
+    ),
     (
         "trial-v1",
         &[
@@ -287,6 +293,20 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/config/connections",
             Set(json!(0)),
             "must be >=1",
+        ),
+        (
+            "load-v1",
+            "load-v1-mix.json",
+            "/endpoints/0/path",
+            Set(json!("slow")),
+            "does not match pattern",
+        ),
+        (
+            "load-v1",
+            "load-v1-mix.json",
+            "/endpoints/1/errors/status",
+            Set(json!(-1)),
+            "must be >=0",
         ),
         (
             "load-v1",

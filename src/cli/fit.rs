@@ -267,6 +267,13 @@ fn check(args: &FitArgs) -> Result<()> {
 
 /// `rackbench fit PLAN`: each server's search in turn, then one table.
 fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
+    if args.load.mix.is_some() {
+        return Err(usage(
+            "--mix is not taken by a plan's fits yet: fit one server with --server and --mix, \
+             or drop --mix"
+                .into(),
+        ));
+    }
     let (mut plan, text) = Plan::load(path).map_err(|e| usage(e.to_string()))?;
     let file = path.display().to_string();
     override_plan(args, &mut plan);

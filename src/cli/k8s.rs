@@ -155,7 +155,16 @@ fn check_load_flags(load: &[String]) -> Result<()> {
             .trim_start_matches("error: ");
         usage(format!("the load after '--': {first}"))
     })?;
-    super::load::LoadArgs::from_arg_matches(&matches).map_err(|e| usage(e.to_string()))?;
+    let args =
+        super::load::LoadArgs::from_arg_matches(&matches).map_err(|e| usage(e.to_string()))?;
+    if args.options.mix.is_some() {
+        // The pods run the image, which holds no file of this machine.
+        return Err(usage(
+            "the load after '--': --mix reads a file on this machine, which the pods do not \
+             have: run the mix with `rackbench load` here, or drop --mix"
+                .into(),
+        ));
+    }
     Ok(())
 }
 

@@ -84,6 +84,11 @@ pub struct LoadOptions {
     /// kernel has it (Linux 6.1+), epoll otherwise.
     #[arg(long, value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
+    /// A request mix (docs/MIX_FORMAT.md): each request drawn by weight
+    /// from its endpoints, each judged by its own `expect`; the URL then
+    /// gives only the host.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["headers", "body", "body_file", "expect_status", "expect_body"])]
+    pub mix: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -263,6 +268,32 @@ impl SegmentOptions {
 }
 
 impl LoadOptions {
+    /// `--mix FILE` read, checked and rendered for `url`'s host; a
+    /// mistake in it, or a flag it replaces, is a usage error naming the fix.
+    fn read_mix(&self, url: &Url) -> Result<Option<Arc<crate::load::mix::Mix>>> {
+        let Some(path) = &self.mix else {
+            return Ok(None);
+        };
+        if !self.method.eq_ignore_ascii_case("GET") {
+            return Err(usage(
+                "--mix gives each endpoint its method: drop --method (or set method in the mix file)"
+                    .into(),
+            ));
+        }
+        if url.path != "/" {
+            return Err(usage(format!(
+                "--mix gives the paths: write the URL as http://{}/ (its path {} would be ignored)",
+                url.host_header(),
+                url.path
+            )));
+        }
+        let mix = crate::load::mix::Mix::load(path).map_err(|e| usage(e.to_string()))?;
+        let mix = mix
+            .render(url, !self.no_keepalive)
+            .map_err(|e| usage(e.to_string()))?;
+        Ok(Some(Arc::new(mix)))
+    }
+
     /// Checks the options and renders the request: every mistake a user
     /// can make here is a [`super::UsageError`] naming the fix.
     pub fn to_config(&self, url: &str, threads: usize) -> Result<LoadConfig> {
@@ -334,6 +365,7 @@ impl LoadOptions {
             keep_alive: !self.no_keepalive,
         };
         let request = render_request(&parsed, &spec).map_err(|e| usage(e.to_string()))?;
+        let mix = self.read_mix(&parsed)?;
         Ok(LoadConfig {
             url: url.to_string(),
             endpoint,
@@ -364,6 +396,7 @@ impl LoadOptions {
             start_at: None,
             keep_histograms: false,
             slow: None,
+            mix,
         })
     }
 }

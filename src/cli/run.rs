@@ -67,6 +67,10 @@ pub struct RunArgs {
     /// of the plan's `[load]` slow keys.
     #[command(flatten)]
     pub slow: super::load::SlowFlags,
+    /// A request mix (docs/MIX_FORMAT.md) for every trial, in place of the
+    /// plan's `[load] mix`.
+    #[arg(long, value_name = "FILE")]
+    pub mix: Option<PathBuf>,
     /// --restart, --restart-at: in place of the plan's `[restart]`.
     #[command(flatten)]
     pub restart: super::trial::RestartFlags,
@@ -199,6 +203,14 @@ fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
     args.budget.override_plan(&mut plan.budget);
     args.database.override_plan(&mut plan.database);
     args.slow.override_plan(&mut plan.load)?;
+    if let Some(m) = &args.mix {
+        // Absolute: the plan reads a relative mix beside the plan file.
+        let m = std::path::absolute(m).map_err(|e| usage(format!("--mix {}: {e}", m.display())))?;
+        // Its mistakes at the mix file's own line, not at a plan line
+        // that does not hold it.
+        crate::load::mix::Mix::load(&m).map_err(|e| usage(e.to_string()))?;
+        plan.load.mix = Some(m.display().to_string());
+    }
     args.restart.override_plan(&mut plan.restart);
     if args.soak.soak.is_some() && plan.breakpoint.is_some() {
         return Err(usage(format!(
@@ -313,6 +325,10 @@ fn replay_command(args: &RunArgs, out: &std::path::Path, seed: u64) -> String {
     for f in &args.servers_file {
         let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
         command.push_str(&format!(" --servers-file {}", abs.display()));
+    }
+    if let Some(m) = &args.mix {
+        let abs = std::path::absolute(m).unwrap_or_else(|_| m.clone());
+        command.push_str(&format!(" --mix {}", abs.display()));
     }
     if args.no_pin {
         command.push_str(" --no-pin");

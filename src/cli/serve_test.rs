@@ -40,6 +40,20 @@ pub struct ServeTestArgs {
     /// At the end, write each request's arrival (unix µs, one per line).
     #[arg(long, conflicts_with = "max_connections")]
     pub arrivals_out: Option<std::path::PathBuf>,
+    /// Service time of the requests whose path starts with PREFIX, in
+    /// place of --delay, e.g. /slow=20ms (repeatable; the first that
+    /// matches wins).
+    #[arg(long, value_name = "PREFIX=DURATION", value_parser = path_delay, conflicts_with = "max_connections")]
+    pub path_delay: Vec<(String, Duration)>,
+}
+
+/// `/slow=20ms` → ("/slow", 20 ms).
+fn path_delay(text: &str) -> Result<(String, Duration), String> {
+    let (prefix, d) = text
+        .split_once('=')
+        .filter(|(p, _)| p.starts_with('/'))
+        .ok_or_else(|| format!("--path-delay '{text}': write it as /path=20ms"))?;
+    Ok((prefix.to_string(), parse::duration(d)?))
 }
 
 pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
@@ -71,6 +85,7 @@ pub fn run(args: ServeTestArgs) -> Result<ExitCode> {
                 Fault::None
             },
             fault_every: args.reset_every.max(1),
+            path_delays: args.path_delay,
             ..Default::default()
         },
         args.arrivals_out.as_deref(),

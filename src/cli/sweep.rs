@@ -104,6 +104,9 @@ pub struct SweepArgs {
     /// the pace of each count).
     #[command(flatten)]
     pub slow: super::load::SlowFlags,
+    /// A request mix (docs/MIX_FORMAT.md) for every value of the sweep.
+    #[arg(long, value_name = "FILE")]
+    pub mix: Option<PathBuf>,
     /// Print the analysis as JSON (rackbench/sweep-v1) on stdout; the
     /// run's own lines go to stderr.
     #[arg(long, conflicts_with = "markdown")]
@@ -441,6 +444,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             budget: args.budget.clone(),
             database: args.database.clone(),
             slow: args.slow.clone(),
+            mix: args.mix.clone(),
             restart: Default::default(),
             soak: Default::default(),
         })

@@ -77,6 +77,19 @@ fn load_config(spec: &TrialSpec, servers: &Servers, host: &str) -> Result<LoadCo
     cfg.expect_status = load::ExpectStatus::Codes(vec![spec.app.expect_status]);
     cfg.expect_body = spec.app.expect_body.clone().into_bytes();
     cfg.stop_on_error = spec.stop_on_errors;
+    if let Some(mix) = &spec.load.mix {
+        // A mix sends its own requests, for the front's host; each is
+        // judged by its endpoint. The app's own request is still what
+        // verified the server before the load.
+        let mix = mix
+            .render(&parsed, keep_alive)
+            .map_err(TrialError::Request)?;
+        cfg.mix = Some(Arc::new(mix));
+        cfg.url = match &servers.front {
+            Endpoint::Tcp(a) => format!("http://{a}/"),
+            Endpoint::Unix(p) => format!("unix:{}:/", p.display()),
+        };
+    }
     if spec.load.schedule.is_some() {
         // A replay sends its own requests: their answers are whatever the
         // app returns, judged as the replay set them.
@@ -214,7 +227,7 @@ fn restart_kind(spec: &TrialSpec, prep: &Prepared) -> Result<Option<ResolvedRest
 /// The equivalent `rackbench load` command, for the record.
 fn load_command(cfg: &LoadConfig) -> String {
     format!(
-        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}{}",
+        "rackbench load {} -c {} -t {} {}{}--warmup {:?}{}{}{}",
         cfg.url,
         cfg.connections,
         cfg.threads,
@@ -232,7 +245,10 @@ fn load_command(cfg: &LoadConfig) -> String {
             s.mode,
             s.bytes_per_step,
             s.every.as_millis()
-        ))
+        )),
+        cfg.mix
+            .as_ref()
+            .map_or(String::new(), |m| format!(" --mix {}", m.file))
     )
 }
 

@@ -5,6 +5,8 @@
 //! segment). A schedule's set-up of a config is here too, beside the
 //! fields it sets, so schedule.rs need not know the config.
 
+use super::mix::Mix;
+use super::response::ExpectStatus;
 use super::schedule::Schedule;
 use super::segment::Segment;
 use super::slow::SlowClients;
@@ -12,24 +14,6 @@ use super::target::{self, Endpoint, RequestSpec, Url};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-/// Which statuses count as a good answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExpectStatus {
-    /// 2xx and 3xx.
-    Success,
-    /// Exactly these codes.
-    Codes(Vec<u16>),
-}
-
-impl ExpectStatus {
-    pub fn matches(&self, status: u16) -> bool {
-        match self {
-            ExpectStatus::Success => (200..400).contains(&status),
-            ExpectStatus::Codes(c) => c.contains(&status),
-        }
-    }
-}
 
 /// How requests are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,6 +94,11 @@ pub struct LoadConfig {
     /// Slow clients beside the load (`slow.rs`), on the same endpoint;
     /// None for none.
     pub slow: Option<SlowClients>,
+    /// A request mix (`--mix`, `mix.rs`), rendered for the target's host:
+    /// each request is drawn from it and judged by its endpoint's
+    /// expectations, and `request`, `expect_status` and `expect_body`
+    /// above go unused by the loop. None sends `request`.
+    pub mix: Option<Arc<Mix>>,
 }
 
 /// The kernel interface a connection loop waits on (see `uring.rs`).
@@ -157,6 +146,7 @@ impl LoadConfig {
             start_at: None,
             keep_histograms: false,
             slow: None,
+            mix: None,
         })
     }
 }

@@ -14,8 +14,8 @@
 
 use super::recorder::new_histogram;
 use super::report::{
-    self, ConfigEcho, ConnectionStats, GeneratorCost, LatencySummary, LoadReport, PercentilePoint,
-    RequestCounts, ScheduleStats, TimelineRow,
+    self, ConfigEcho, ConnectionStats, EndpointReport, GeneratorCost, LatencySummary, LoadReport,
+    PercentilePoint, RequestCounts, ScheduleStats, TimelineRow,
 };
 use super::segment::{Histograms, SecondHistogram, SegmentSummary};
 use crate::stats::histogram::{decode, encode};
@@ -83,6 +83,7 @@ pub fn merge_reports(sources: &[(String, LoadReport)]) -> Result<Merged, MergeEr
         );
     }
     let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
+    let endpoints = merge_endpoints(sources, duration_s)?;
     let report = LoadReport {
         schema: report::SCHEMA.to_string(),
         rackbench_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -143,9 +144,75 @@ pub fn merge_reports(sources: &[(String, LoadReport)]) -> Result<Merged, MergeEr
         segments: Some(summaries(sources)),
         // Each segment's slow clients were its own; a merge keeps none.
         slow_clients: None,
-        endpoints: Vec::new(),
+        endpoints,
     };
     Ok(Merged { report, notes })
+}
+
+/// A mix's endpoints added up by name over the segments, which must all
+/// have run the same mix (the same endpoints in the same order): counts
+/// summed, histograms added bucket by bucket, each segment's OK answers
+/// in its window (throughput × window) over the merged window.
+fn merge_endpoints(
+    sources: &[(String, LoadReport)],
+    duration_s: f64,
+) -> Result<Vec<EndpointReport>, MergeError> {
+    let (first_name, first) = &sources[0];
+    let names = |r: &LoadReport| {
+        r.endpoints
+            .iter()
+            .map(|e| e.name.clone())
+            .collect::<Vec<_>>()
+    };
+    if let Some((name, r)) = sources.iter().find(|(_, r)| names(r) != names(first)) {
+        return Err(MergeError(format!(
+            "{name} and {first_name} ran different mixes (endpoints {:?} and {:?}): \
+             merge the segments of one run, all made with the same --mix",
+            names(r),
+            names(first)
+        )));
+    }
+    let mut merged = Vec::with_capacity(first.endpoints.len());
+    for (i, e0) in first.endpoints.iter().enumerate() {
+        let mut hist = new_histogram(3);
+        let mut out = EndpointReport {
+            requests: 0,
+            ok: 0,
+            errors: Default::default(),
+            ..e0.clone()
+        };
+        let mut ok_in_window = 0.0;
+        for (name, r) in sources {
+            let e = &r.endpoints[i];
+            out.requests += e.requests;
+            out.ok += e.ok;
+            out.errors.add(&e.errors);
+            ok_in_window += (e.throughput_rps * r.duration_s).round();
+            let h = match &e.latency_histogram {
+                Some(text) => decode(text),
+                None if e.ok == 0 => continue,
+                None => None,
+            };
+            let fits = h.is_some_and(|h| hist.add(&h).is_ok());
+            if !fits {
+                return Err(MergeError(format!(
+                    "{name}: endpoint {}'s latency_histogram is missing or not a base64 \
+                     HdrHistogram (V2, compressed): the file was changed or cut; run that \
+                     segment again",
+                    e.name
+                )));
+            }
+        }
+        out.throughput_rps = if duration_s > 0.0 {
+            ok_in_window / duration_s
+        } else {
+            0.0
+        };
+        out.latency_us = LatencySummary::from_histogram(&hist);
+        out.latency_histogram = encode(&hist);
+        merged.push(out);
+    }
+    Ok(merged)
 }
 
 /// The `segment` of a checked report.
@@ -649,6 +716,68 @@ mod tests {
             ..Default::default()
         });
         r
+    }
+
+    /// Endpoint `name` of a mix with `ok` answers of `us` µs each.
+    fn mix_endpoint(name: &str, ok: u64, us: u64) -> EndpointReport {
+        let mut h = new_histogram(3);
+        h.record_n(us, ok).unwrap();
+        EndpointReport {
+            name: name.into(),
+            method: "GET".into(),
+            path: format!("/{name}"),
+            weight: 1.0,
+            requests: ok + 1,
+            ok,
+            throughput_rps: ok as f64 / 2.0,
+            latency_us: LatencySummary::from_histogram(&h),
+            errors: crate::load::ErrorCounts {
+                timeout: 1,
+                ..Default::default()
+            },
+            latency_histogram: encode(&h),
+        }
+    }
+
+    #[test]
+    fn a_mix_s_endpoints_merge_by_name_and_different_mixes_are_refused() {
+        let mut a = segment(0, 2, 1000.0, &[(0, 100, 500), (1, 100, 500)]);
+        let mut b = segment(1, 2, 1000.0, &[(0, 100, 500), (1, 100, 500)]);
+        a.endpoints = vec![
+            mix_endpoint("fast", 90, 100),
+            mix_endpoint("slow", 10, 9000),
+        ];
+        b.endpoints = vec![
+            mix_endpoint("fast", 30, 300),
+            mix_endpoint("slow", 70, 9000),
+        ];
+        let m = merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())])
+            .unwrap()
+            .report;
+        let fast = &m.endpoints[0];
+        assert_eq!(
+            (fast.name.as_str(), fast.ok, fast.requests),
+            ("fast", 120, 122)
+        );
+        assert_eq!(fast.errors.timeout, 2);
+        // 90 at 100 µs and 30 at 300 µs: the merged p90 is 300, which no
+        // average of the two segments' p90s (100 and 300) would say.
+        assert_eq!(fast.latency_us.count, 120);
+        assert_eq!(fast.latency_us.p50, 100);
+        assert_eq!(fast.latency_us.p90, 300);
+        assert!(
+            (fast.throughput_rps - 60.0).abs() < 1e-9,
+            "{}",
+            fast.throughput_rps
+        );
+        assert_eq!(m.endpoints[1].ok, 80);
+        b.endpoints.swap(0, 1);
+        let err = merge_reports(&[("a.json".into(), a), ("b.json".into(), b)]).unwrap_err();
+        assert!(
+            err.0.contains("b.json and a.json ran different mixes"),
+            "{}",
+            err.0
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod cpus;
 pub(crate) mod epoll;
 mod io;
 pub mod merge;
+pub mod mix;
 pub mod mixgen;
 mod pacing;
 pub mod recorder;
@@ -30,9 +31,10 @@ pub(crate) mod uring;
 pub mod window;
 mod worker;
 
-pub use config::{ExpectStatus, IoMode, LoadConfig, Pacing};
+pub use config::{IoMode, LoadConfig, Pacing};
 pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
+pub use response::ExpectStatus;
 pub use sys::OpenFiles;
 pub use target::{Endpoint, RequestSpec, Url};
 
@@ -184,6 +186,14 @@ pub fn run_observed_seconds(
         histograms,
     });
     report.slow_clients = slow_clients;
+    if let Some(mix) = &config.mix {
+        report.endpoints = mix
+            .endpoints
+            .iter()
+            .zip(&sum.endpoints)
+            .map(|(e, t)| report::EndpointReport::of(e, t, duration_s))
+            .collect();
+    }
     Ok(report)
 }
 
@@ -260,6 +270,18 @@ fn check_runnable(config: &LoadConfig) -> std::io::Result<()> {
             std::io::ErrorKind::InvalidInput,
             "a replay needs both Pacing::Schedule and a schedule",
         ));
+    }
+    if let Some(mix) = &config.mix {
+        let why = if config.schedule.is_some() {
+            Some("a replay and a mix are two sources of requests: give one")
+        } else if !mix.is_rendered() {
+            Some("the mix was not rendered for the target's host (Mix::render)")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        }
     }
     if config.io == IoMode::Uring {
         if let Err(why) = io_uring_available() {
@@ -387,6 +409,7 @@ fn spawn_workers(
             t0,
             Arc::clone(&window),
             config.pacing.is_open(),
+            config.mix.as_ref().map_or(0, |m| m.endpoints.len()),
             tx.clone(),
         );
         let cpu = (!config.cpus.is_empty()).then(|| config.cpus[i % config.cpus.len()]);
@@ -505,6 +528,8 @@ struct Sum {
     stats: WorkerStats,
     /// The busiest thread's CPU over its wall time (0 to 1).
     busiest: f64,
+    /// Under a mix, per endpoint; empty otherwise.
+    endpoints: Vec<recorder::EndpointTally>,
 }
 
 impl Sum {
@@ -525,6 +550,7 @@ impl Sum {
             unsent: 0,
             stats: WorkerStats::default(),
             busiest: 0.0,
+            endpoints: Vec::new(),
         };
         for (tally, s) in results {
             sum.add_tally(tally);
@@ -552,6 +578,13 @@ impl Sum {
         }
         for h in [&tally.unfinished_ages, &tally.timeout_ages] {
             self.unanswered.add(h).expect("same histogram bounds");
+        }
+        self.endpoints.resize_with(
+            tally.endpoints.len().max(self.endpoints.len()),
+            Default::default,
+        );
+        for (sum, t) in self.endpoints.iter_mut().zip(&tally.endpoints) {
+            sum.add(t);
         }
         for (code, n) in &tally.status_codes {
             *self.status_codes.entry(*code).or_default() += n;

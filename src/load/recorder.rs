@@ -181,6 +181,48 @@ pub struct Tally {
     pub status_codes: BTreeMap<u16, u64>,
     /// The first failure this thread saw, warm-up included.
     pub first_failure: Option<FirstFailure>,
+    /// Under a mix, per endpoint in the mix's order; empty otherwise.
+    pub endpoints: Vec<EndpointTally>,
+}
+
+/// One endpoint's counted requests on one thread (a mix's): what its
+/// `endpoints[]` entry is made of once every thread's are added.
+pub struct EndpointTally {
+    pub ok: u64,
+    /// OK responses that arrived inside the counted window.
+    pub ok_in_window: u64,
+    pub errors: ErrorCounts,
+    /// Counted requests unanswered (or, under `--rate`, unsent) at the end.
+    pub unfinished: u64,
+    /// Latency of its OK responses, as the run's `latency`.
+    pub latency: Histogram<u64>,
+}
+
+impl EndpointTally {
+    pub fn new() -> Self {
+        EndpointTally {
+            ok: 0,
+            ok_in_window: 0,
+            errors: ErrorCounts::default(),
+            unfinished: 0,
+            latency: new_histogram(3),
+        }
+    }
+
+    /// Adds another thread's tally of the same endpoint.
+    pub fn add(&mut self, o: &EndpointTally) {
+        self.ok += o.ok;
+        self.ok_in_window += o.ok_in_window;
+        self.errors.add(&o.errors);
+        self.unfinished += o.unfinished;
+        self.latency.add(&o.latency).expect("same histogram bounds");
+    }
+}
+
+impl Default for EndpointTally {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 pub struct Recorder {
@@ -211,6 +253,7 @@ impl Recorder {
         t0: Instant,
         window: Arc<Window>,
         open_loop: bool,
+        endpoints: usize,
         tx: Sender<(usize, SecondReport)>,
     ) -> Self {
         Recorder {
@@ -230,6 +273,7 @@ impl Recorder {
                 timeout_ages: new_histogram(3),
                 status_codes: BTreeMap::new(),
                 first_failure: None,
+                endpoints: (0..endpoints).map(|_| EndpointTally::new()).collect(),
             },
             sec: 0,
             sec_ok: 0,
@@ -257,7 +301,8 @@ impl Recorder {
     }
 
     /// Records a finished request. `sched` is when it was due, `sent` when
-    /// it went on the wire (None if it never did), `now` when it ended.
+    /// it went on the wire (None if it never did), `now` when it ended;
+    /// `endpoint` is its endpoint of a mix (ignored without one).
     #[inline]
     pub fn record(
         &mut self,
@@ -265,8 +310,12 @@ impl Recorder {
         sched: Instant,
         sent: Option<Instant>,
         outcome: Outcome,
+        endpoint: u32,
     ) {
         self.advance(now);
+        if !self.tally.endpoints.is_empty() {
+            self.record_endpoint(endpoint, now, sched, outcome);
+        }
         // Connect failures have no meaningful latency; every other ending,
         // timeouts included, is a latency the user's client would have seen.
         let has_latency = outcome != Outcome::Failed(Failure::Connect);
@@ -318,6 +367,28 @@ impl Recorder {
         }
     }
 
+    /// A mix's request, counted by its endpoint as `record` counts it in
+    /// the totals.
+    fn record_endpoint(&mut self, endpoint: u32, now: Instant, sched: Instant, outcome: Outcome) {
+        let ok_in_window = outcome == Outcome::Ok && self.window.counts(now);
+        let counted = self.counts(sched);
+        let Some(e) = self.tally.endpoints.get_mut(endpoint as usize) else {
+            return;
+        };
+        e.ok_in_window += u64::from(ok_in_window);
+        if !counted {
+            return;
+        }
+        match outcome {
+            Outcome::Ok => {
+                e.ok += 1;
+                e.latency
+                    .saturating_record(micros(now.saturating_duration_since(sched)));
+            }
+            Outcome::Failed(kind) => e.errors.bump(kind),
+        }
+    }
+
     /// Records a finished request that got a complete response: as
     /// `record`, and for a failed one also its status (counted by code)
     /// and, for the run's first failure, the status line.
@@ -328,11 +399,11 @@ impl Recorder {
         sched: Instant,
         sent: Option<Instant>,
         outcome: Outcome,
-        status: u16,
-        parser: &ResponseParser,
+        (status, parser): (u16, &ResponseParser),
+        endpoint: u32,
     ) {
         let first = self.tally.first_failure.is_none();
-        self.record(now, sched, sent, outcome);
+        self.record(now, sched, sent, outcome, endpoint);
         if let Outcome::Failed(kind) = outcome {
             self.note_failed_response(first, sched, kind, status, parser);
         }
@@ -381,9 +452,18 @@ impl Recorder {
     /// not latencies. Every age is kept in `unfinished_ages`, which becomes
     /// the headline when few or no requests completed (see
     /// `report::headline`). Call after every completion has been recorded.
-    pub fn record_unfinished(&mut self, now: Instant, sched: Instant, sent: Option<Instant>) {
+    pub fn record_unfinished(
+        &mut self,
+        now: Instant,
+        sched: Instant,
+        sent: Option<Instant>,
+        endpoint: u32,
+    ) {
         if !self.counts(sched) {
             return;
+        }
+        if let Some(e) = self.tally.endpoints.get_mut(endpoint as usize) {
+            e.unfinished += 1;
         }
         let lat = micros(now.saturating_duration_since(sched));
         let completed = &self.tally.latency;

@@ -125,6 +125,33 @@ pub struct EndpointReport {
     pub latency_histogram: Option<String>,
 }
 
+impl EndpointReport {
+    /// An endpoint's entry from its tally added over every thread, over
+    /// a counted window of `duration_s`.
+    pub(crate) fn of(
+        e: &super::mix::MixEndpoint,
+        t: &super::recorder::EndpointTally,
+        duration_s: f64,
+    ) -> EndpointReport {
+        EndpointReport {
+            name: e.name.clone(),
+            method: e.method.clone(),
+            path: e.path.clone(),
+            weight: e.weight,
+            requests: t.ok + t.errors.total() + t.unfinished,
+            ok: t.ok,
+            throughput_rps: if duration_s > 0.0 {
+                t.ok_in_window as f64 / duration_s
+            } else {
+                0.0
+            },
+            latency_us: LatencySummary::from_histogram(&t.latency),
+            errors: t.errors,
+            latency_histogram: crate::stats::histogram::encode(&t.latency),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConfigEcho {
     pub endpoint: String,

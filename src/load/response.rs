@@ -15,6 +15,26 @@
 
 use thiserror::Error;
 
+/// Which statuses count as a good answer (here, beside the response it
+/// judges, so that the config and a mix both name it without importing
+/// each other).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectStatus {
+    /// 2xx and 3xx.
+    Success,
+    /// Exactly these codes.
+    Codes(Vec<u16>),
+}
+
+impl ExpectStatus {
+    pub fn matches(&self, status: u16) -> bool {
+        match self {
+            ExpectStatus::Success => (200..400).contains(&status),
+            ExpectStatus::Codes(c) => c.contains(&status),
+        }
+    }
+}
+
 /// Why a response could not be framed. All of these count as `parse` errors.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ParseError {

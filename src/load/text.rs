@@ -18,6 +18,7 @@ impl LoadReport {
         let mut s = String::new();
         self.write_outcome(&mut s);
         self.write_latencies(&mut s);
+        self.write_endpoints(&mut s);
         self.write_cost_and_end(&mut s);
         s
     }
@@ -106,6 +107,67 @@ impl LoadReport {
         let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
         for note in caveats.notes_for(&shown) {
             let _ = writeln!(s, "  flag:        {note}");
+        }
+    }
+
+    /// A mix's table: per endpoint its weight, requests, OK, throughput,
+    /// latency and errors (nothing without a mix).
+    fn write_endpoints(&self, s: &mut String) {
+        use std::fmt::Write;
+        if self.endpoints.is_empty() {
+            return;
+        }
+        let width = self
+            .endpoints
+            .iter()
+            .map(|e| e.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(8);
+        let _ = writeln!(
+            s,
+            "  {:<width$}  {:>6}  {:>9}  {:>9}  {:>9}  {:>8}  {:>8}  {:>8}  errors",
+            "endpoint", "weight", "requests", "ok", "req/s", "p50", "p90", "p99"
+        );
+        for e in &self.endpoints {
+            let l = &e.latency_us;
+            let us = |v: u64| {
+                if l.has_figures() {
+                    fmt_us(v as f64)
+                } else {
+                    "-".to_string()
+                }
+            };
+            let x = &e.errors;
+            let errors = if x.total() == 0 {
+                "none".to_string()
+            } else {
+                [
+                    ("connect", x.connect),
+                    ("timeout", x.timeout),
+                    ("reset", x.reset),
+                    ("parse", x.parse),
+                    ("status", x.status),
+                    ("body", x.body),
+                ]
+                .iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+            };
+            let _ = writeln!(
+                s,
+                "  {:<width$}  {:>6}  {:>9}  {:>9}  {:>9.1}  {:>8}  {:>8}  {:>8}  {errors}",
+                e.name,
+                e.weight,
+                e.requests,
+                e.ok,
+                e.throughput_rps,
+                us(l.p50),
+                us(l.p90),
+                us(l.p99),
+            );
         }
     }
 
@@ -219,5 +281,74 @@ fn held_of_closed(w: &super::slow::SlowClientsReport) -> String {
             "held p50 {:.1}s, max {:.1}s (of {} closed)",
             w.held_s.p50, w.held_s.max, w.held_s.count
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::report::{empty_report, EndpointReport, LatencySummary};
+    use crate::load::ErrorCounts;
+
+    fn endpoint(name: &str, ok: u64, p50: u64, errors: ErrorCounts) -> EndpointReport {
+        EndpointReport {
+            name: name.into(),
+            method: "GET".into(),
+            path: format!("/{name}"),
+            weight: 2.0,
+            requests: ok + errors.total(),
+            ok,
+            throughput_rps: ok as f64 / 10.0,
+            latency_us: LatencySummary {
+                count: ok,
+                p50,
+                p90: p50,
+                p99: p50,
+                ..Default::default()
+            },
+            errors,
+            latency_histogram: None,
+        }
+    }
+
+    #[test]
+    fn a_mix_prints_a_row_per_endpoint_and_none_without_one() {
+        let mut r = empty_report();
+        let plain = r.render_text();
+        assert!(!plain.contains("endpoint"), "{plain}");
+        r.endpoints = vec![
+            endpoint("index", 400, 2_000, ErrorCounts::default()),
+            endpoint(
+                "missing",
+                0,
+                0,
+                ErrorCounts {
+                    status: 7,
+                    timeout: 1,
+                    ..Default::default()
+                },
+            ),
+        ];
+        let text = r.render_text();
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .unwrap_or_else(|| panic!("no row {name} in:\n{text}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            row("endpoint"),
+            "endpoint weight requests ok req/s p50 p90 p99 errors"
+        );
+        assert_eq!(
+            row("index"),
+            "index 2 400 400 40.0 2.00ms 2.00ms 2.00ms none"
+        );
+        // No OK answer: no latency figure, never 0 ms; errors by kind.
+        assert_eq!(
+            row("missing"),
+            "missing 2 8 0 0.0 - - - timeout 1, status 7"
+        );
     }
 }

@@ -38,12 +38,14 @@
 //!
 //! A worker never spawns servers, touches disk or prints.
 
-use super::config::Pacing;
+use super::config::{LoadConfig, Pacing};
 use super::conn::{absorb, token, Conn, Pending, State, READ_BUF, READ_BUF_FIRST};
 use super::epoll::Ready;
 use super::io::{Happened, Io, TIMER_TOKEN};
+use super::mix::{Draw, Mix};
 use super::pacing::{batch_plan, Clock};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
+use super::response::ExpectStatus;
 use super::response::{ParseError, Progress};
 use super::sys::{
     arrival, cheapest_congestion_control, enable_rx_timestamps, recv_stamped, send_raw, thread_cpu,
@@ -89,6 +91,11 @@ pub struct Worker {
     stats: WorkerStats,
     /// `pipeline` copies of the request, so a batch is one write.
     batch: Arc<[u8]>,
+    /// Each request has bytes of its own (a replay's or a mix's), written
+    /// into its connection's `wbuf`; otherwise every batch is `batch`.
+    own_bytes: bool,
+    /// Under a mix: the mix and this thread's draws.
+    draw: Option<MixDraw>,
     req_len: usize,
     depth: usize,
     /// End of the run: no request scheduled at or after it is issued, and
@@ -130,6 +137,16 @@ pub struct Worker {
     parked: Vec<u32>,
 }
 
+/// A thread's draws from a mix: which endpoint each request goes to (in
+/// the order they are issued) and the integers of its placeholders (in
+/// the order they are written), as two streams so that neither order
+/// depends on the other's timing.
+struct MixDraw {
+    mix: Arc<Mix>,
+    pick: Draw,
+    values: Draw,
+}
+
 enum Stopping {
     No,
     /// No new requests; wait for the ones in flight.
@@ -155,7 +172,15 @@ impl Worker {
         let conns = (0..plan.connections).map(|_| Conn::new(t0)).collect();
         let closed = matches!(plan.pacing, Pacing::Closed);
         let io = Io::new(cfg.io, plan.connections, closed)?;
+        let own_bytes = cfg.schedule.is_some() || cfg.mix.is_some();
+        let draw = cfg.mix.as_ref().map(|mix| MixDraw {
+            mix: Arc::clone(mix),
+            pick: Draw::new(mix.seed, plan.lane.0, 0),
+            values: Draw::new(mix.seed, plan.lane.0, 1),
+        });
         Ok(Worker {
+            own_bytes,
+            draw,
             io,
             timer_at: None,
             retired: Vec::new(),
@@ -464,7 +489,10 @@ impl Worker {
             if self.conns[i].queue.len() >= self.depth {
                 continue;
             }
-            let req = self.request_of(self.next_due);
+            let req = match self.draw.as_mut() {
+                Some(d) => d.mix.pick(&mut d.pick),
+                None => self.request_of(self.next_due),
+            };
             self.next_due += 1;
             self.take_quota(due);
             let late = now.saturating_duration_since(due);
@@ -515,10 +543,11 @@ impl Worker {
             }
             self.take_quota(now);
             self.queued += 1;
+            let req = self.draw.as_mut().map_or(0, |d| d.mix.pick(&mut d.pick));
             self.conns[i].queue.push_back(Pending {
                 sched: now,
                 sent: None,
-                req: 0,
+                req,
             });
         }
     }
@@ -615,7 +644,7 @@ impl Worker {
         while let Some(p) = self.conns[i].queue.pop_front() {
             self.queued -= 1;
             self.rec
-                .record(now, p.sched, None, Outcome::Failed(Failure::Connect));
+                .record(now, p.sched, None, Outcome::Failed(Failure::Connect), p.req);
         }
         self.close(i, now, CONNECT_BACKOFF);
     }
@@ -743,6 +772,15 @@ impl Worker {
                         c.wbuf.extend_from_slice(schedule.request(p.req));
                     }
                     c.batch_end = c.wbuf.len();
+                } else if let Some(d) = self.draw.as_mut() {
+                    // A mix's: its endpoint's fixed bytes, the drawn
+                    // integers between them, in a buffer kept from the
+                    // last batch.
+                    c.wbuf.clear();
+                    for p in c.queue.iter().skip(c.written_reqs).take(k) {
+                        d.mix.write(p.req, &mut d.values, &mut c.wbuf);
+                    }
+                    c.batch_end = c.wbuf.len();
                 }
                 c.written_reqs += k;
                 self.inflight += k;
@@ -755,7 +793,7 @@ impl Worker {
                 .expect("open connection has a socket")
                 .as_raw_fd();
             if let Some(u) = self.io.ring() {
-                let buf = if self.plan.config.schedule.is_some() {
+                let buf = if self.own_bytes {
                     &c.wbuf[c.batch_pos..c.batch_end]
                 } else {
                     &self.batch[c.batch_pos..c.batch_end]
@@ -778,7 +816,7 @@ impl Worker {
                 return;
             }
             while c.batch_pos < c.batch_end {
-                let buf = if self.plan.config.schedule.is_some() {
+                let buf = if self.own_bytes {
                     &c.wbuf[c.batch_pos..c.batch_end]
                 } else {
                     &self.batch[c.batch_pos..c.batch_end]
@@ -887,16 +925,9 @@ impl Worker {
                 self.ramped(i);
             }
             let c = &mut self.conns[i];
-            // A replayed HEAD's answer has no body, whatever the others do.
-            let head = cfg.head_request
-                || cfg
-                    .schedule
-                    .as_deref()
-                    .is_some_and(|s| s.is_head(c.queue.front().expect("checked non-empty").req));
-            match c
-                .parser
-                .feed(&c.rbuf[c.rstart..c.rend], head, &cfg.expect_body)
-            {
+            let req = c.queue.front().expect("checked non-empty").req;
+            let (expect_status, expect_body, head) = expectations(&cfg, req);
+            match c.parser.feed(&c.rbuf[c.rstart..c.rend], head, expect_body) {
                 Ok(Progress::Partial { consumed }) => {
                     c.rstart += consumed;
                     if c.rstart == c.rend {
@@ -911,7 +942,7 @@ impl Worker {
                     self.queued -= 1;
                     c.written_reqs -= 1;
                     self.inflight -= 1;
-                    let outcome = judge(&cfg.expect_status, &response);
+                    let outcome = judge(expect_status, &response);
                     // Never before the request left (a clock step could say so).
                     let ended = arrived.max(p.sent.unwrap_or(p.sched));
                     let lat = ended.saturating_duration_since(p.sched).as_secs_f64() * 1e6;
@@ -921,8 +952,8 @@ impl Worker {
                         p.sched,
                         p.sent,
                         outcome,
-                        response.status,
-                        &c.parser,
+                        (response.status, &c.parser),
+                        p.req,
                     );
                     if !response.keep_alive || !cfg.keep_alive {
                         self.close(i, now, Duration::ZERO);
@@ -955,9 +986,11 @@ impl Worker {
     }
 
     fn on_eof(&mut self, i: usize, now: Instant) {
-        let needle = self.plan.config.expect_body.clone();
+        let cfg = Arc::clone(&self.plan.config);
         let c = &mut self.conns[i];
-        match c.parser.finish_at_eof(&needle) {
+        let req = c.queue.front().map_or(0, |p| p.req);
+        let (expect_status, needle, _) = expectations(&cfg, req);
+        match c.parser.finish_at_eof(needle) {
             Ok(Some(response)) => {
                 if let Some(p) = c.queue.pop_front() {
                     self.queued -= 1;
@@ -965,14 +998,14 @@ impl Worker {
                         c.written_reqs -= 1;
                         self.inflight -= 1;
                     }
-                    let outcome = judge(&self.plan.config.expect_status, &response);
+                    let outcome = judge(expect_status, &response);
                     self.rec.record_response(
                         now,
                         p.sched,
                         p.sent,
                         outcome,
-                        response.status,
-                        &c.parser,
+                        (response.status, &c.parser),
+                        p.req,
                     );
                 }
                 self.close(i, now, Duration::ZERO);
@@ -993,7 +1026,8 @@ impl Worker {
         if c.written_reqs > 0 {
             if let Some(p) = c.queue.pop_front() {
                 self.queued -= 1;
-                self.rec.record(now, p.sched, p.sent, Outcome::Failed(kind));
+                self.rec
+                    .record(now, p.sched, p.sent, Outcome::Failed(kind), p.req);
             }
         }
         self.close(i, now, Duration::ZERO);
@@ -1035,9 +1069,9 @@ impl Worker {
             for p in c.queue.drain(..) {
                 if stalled {
                     self.rec
-                        .record(now, p.sched, None, Outcome::Failed(Failure::Connect));
+                        .record(now, p.sched, None, Outcome::Failed(Failure::Connect), p.req);
                 } else {
-                    self.rec.record_unfinished(now, p.sched, p.sent);
+                    self.rec.record_unfinished(now, p.sched, p.sent, p.req);
                 }
             }
             // A socket opened just before the end has had no chance to be
@@ -1057,15 +1091,31 @@ impl Worker {
             while self.due_at(self.next_due) < stop && self.quota != Some(0) {
                 let due = self.due_at(self.next_due);
                 self.take_quota(due);
-                self.rec.record_unfinished(now, due, None);
+                // Under a mix, the endpoint it would have gone to.
+                let req = self.draw.as_mut().map_or(0, |d| d.mix.pick(&mut d.pick));
+                self.rec.record_unfinished(now, due, None, req);
                 self.next_due += 1;
             }
         }
     }
 }
 
+/// What a good answer to request `req` is: the statuses expected, the
+/// text its body must hold, and whether it was a HEAD (no body). A mix's
+/// endpoint says it for its own requests; otherwise the run's config
+/// (a replayed HEAD's answer has no body, whatever the others do).
+#[inline]
+fn expectations(cfg: &LoadConfig, req: u32) -> (&ExpectStatus, &[u8], bool) {
+    if let Some(mix) = cfg.mix.as_deref() {
+        let e = &mix.endpoints[req as usize];
+        return (&e.expect_status, &e.expect_body, e.is_head());
+    }
+    let head = cfg.head_request || cfg.schedule.as_deref().is_some_and(|s| s.is_head(req));
+    (&cfg.expect_status, &cfg.expect_body, head)
+}
+
 /// Holds a complete response to the checks.
-fn judge(expect: &super::ExpectStatus, response: &super::response::Response) -> Outcome {
+fn judge(expect: &ExpectStatus, response: &super::response::Response) -> Outcome {
     if !expect.matches(response.status) {
         Outcome::Failed(Failure::Status)
     } else if !response.body_matched {

@@ -19,6 +19,9 @@ pub(super) struct Knobs {
     pub slack: Duration,
     /// `[load] replay`, read and rendered once.
     pub replay: Option<Arc<crate::load::schedule::Schedule>>,
+    /// `[load] mix`, read and checked once (each trial renders it for
+    /// its front's host).
+    pub mix: Option<Arc<crate::load::mix::Mix>>,
     /// `soak = "2h"`.
     pub soak: Option<Duration>,
 }
@@ -71,6 +74,7 @@ impl Plan {
         }
         self.check_apps(at)?;
         let replay = self.check_load(file, at)?;
+        let mix = self.mix(file, at)?;
         let slack = self.slack(at)?;
         self.check_slow(at)?;
         self.check_fronts(at)?;
@@ -86,7 +90,33 @@ impl Plan {
             timeout,
             slack,
             replay,
+            mix,
         })
+    }
+
+    /// Reads `[load] mix` (relative to the plan file); a mistake in it is
+    /// an error at the plan's line carrying the mix file's own line.
+    fn mix(
+        &self,
+        file: &str,
+        at: &impl Fn(&str, String) -> PlanError,
+    ) -> Result<Option<Arc<crate::load::mix::Mix>>, PlanError> {
+        let Some(name) = &self.load.mix else {
+            return Ok(None);
+        };
+        if self.load.replay.is_some() {
+            return Err(at(
+                "mix =",
+                "mix and replay are two sources of requests: give one of them".into(),
+            ));
+        }
+        let path = std::path::Path::new(file)
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join(name);
+        let mix = crate::load::mix::Mix::load(&path)
+            .map_err(|e| at("mix =", format!("mix = \"{name}\": {e}")))?;
+        Ok(Some(Arc::new(mix)))
     }
 
     /// `[load] slow_*`: counts within the bound, a pace only beside a
@@ -587,6 +617,43 @@ mod tests {
             err.contains("line 5: replay = \"day.jsonl\": cannot open"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_mix_is_read_beside_the_plan_and_its_mistakes_carry_both_lines() {
+        let dir = std::env::temp_dir().join(format!("rackbench-plan-mix-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("good.toml"),
+            "[[endpoint]]\nname = \"a\"\npath = \"/a\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("bad.toml"),
+            "[[endpoint]]\nname = \"a\"\npath = \"a\"\n",
+        )
+        .unwrap();
+        let plan_file = dir.join("p.toml").display().to_string();
+        let text = |mix: &str| {
+            format!("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nmix = \"{mix}\"\n")
+        };
+        let expand_at = |t: &str| {
+            Plan::parse(t, &plan_file).and_then(|p| p.expand(t, &plan_file, &all_installed()))
+        };
+        let e = expand_at(&text("good.toml")).unwrap();
+        assert_eq!(e.mix.as_ref().map(|m| m.endpoints.len()), Some(1));
+        let err = expand_at(&text("bad.toml")).unwrap_err().to_string();
+        assert!(
+            err.contains("p.toml, line 6: mix = \"bad.toml\": ")
+                && err.contains("bad.toml, line 3: path \"a\" does not start with /"),
+            "{err}"
+        );
+        let err = expand_at(&text("none.toml")).unwrap_err().to_string();
+        assert!(
+            err.contains("line 6: mix = \"none.toml\": cannot read mix file"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct Expanded {
     /// `[load] replay`, read and rendered once for every trial.
     #[serde(skip)]
     pub replay: Option<std::sync::Arc<crate::load::schedule::Schedule>>,
+    /// `[load] mix`, read once for every trial.
+    #[serde(skip)]
+    pub mix: Option<std::sync::Arc<crate::load::mix::Mix>>,
     /// `soak = "2h"`: every trial is a soak this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<Duration>,
@@ -72,6 +75,7 @@ impl Plan {
             timeout: knobs.timeout,
             slack: knobs.slack,
             replay: knobs.replay,
+            mix: knobs.mix,
             soak: knobs.soak,
         })
     }

@@ -141,6 +141,12 @@ pub(super) fn trial_spec(
         // trial's duration).
         Arc::clone(schedule).drive(&mut load);
     }
+    // Rendered for each trial's front by the lab; the run's seed draws
+    // unless the mix file has its own.
+    load.mix = e
+        .mix
+        .as_ref()
+        .map(|m| Arc::new(m.as_ref().clone().with_run_seed(opts.seed)));
     // Only an open loop uses it (a closed loop has no schedule to be late
     // against); set whatever the shape, as a rate search's steps open the
     // loop later, in `at_step`.

@@ -324,6 +324,11 @@ pub struct LoadSection {
     /// trial sends the record once.
     #[serde(default)]
     pub replay_loop: bool,
+    /// A request mix file (docs/MIX_FORMAT.md, relative to the plan):
+    /// every trial's requests are drawn from it, each judged by its
+    /// endpoint, instead of the app's one request.
+    #[serde(default)]
+    pub mix: Option<String>,
     /// How late an open loop (rates, a replay, a rate search) may send a
     /// request so that those due together go out on one wake-up, e.g.
     /// "2ms" (`rackbench load --slack`). Latency still counts from each
@@ -393,6 +398,7 @@ impl Default for LoadSection {
             replay: None,
             replay_speed: 1.0,
             replay_loop: false,
+            mix: None,
             slack: None,
             slow_clients: Vec::new(),
             slow_mode: None,
