@@ -373,6 +373,20 @@ impl AppSpec {
 mod tests {
     use super::*;
 
+    /// The blog's own mix is one the engine reads: its six endpoints,
+    /// each judged by its own answer.
+    #[test]
+    fn the_blogs_mix_is_read_by_the_engine() {
+        let mix = crate::load::mix::Mix::parse(BLOG_MIX, "ruby/apps/blog/mix.toml")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = mix.endpoints.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["index", "show", "api", "search", "comment", "external"]
+        );
+        assert!(mix.endpoints.iter().all(|e| !e.expect_body.is_empty()));
+    }
+
     #[test]
     fn builtin_apps_state_their_answer_in_their_own_header() {
         // The rackup file's comment and the verifier must agree.

@@ -830,6 +830,32 @@ mod tests {
             tables[1]["path"].as_str(),
             Some("/posts?page={random:1..10}")
         );
+        // The engine reads what this writes, in the same proportions.
+        let mix = crate::load::mix::Mix::parse(&text, "written.toml").unwrap();
+        let weights: Vec<(&str, f64)> = mix
+            .endpoints
+            .iter()
+            .map(|e| (e.name.as_str(), e.weight))
+            .collect();
+        assert_eq!(
+            weights,
+            [("posts_id", 600.0), ("posts", 300.0), ("search", 100.0)]
+        );
+    }
+
+    /// A mix from an nginx log, its statuses and its write included, is
+    /// one the engine accepts as written.
+    #[test]
+    fn a_mix_from_a_log_is_read_by_the_engine_as_written() {
+        let t = from_nginx_log(LOG.as_bytes(), "access.log").unwrap();
+        let text = render(
+            &t,
+            &endpoints(&t, 20),
+            "rackbench mix --from-nginx-log access.log",
+        );
+        let mix = crate::load::mix::Mix::parse(&text, "written.toml")
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(mix.endpoints.len(), endpoints(&t, 20).len());
     }
 
     const LOG: &str = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /posts/1 HTTP/1.1" 200 12 "-" "curl/8.0"
