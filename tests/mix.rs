@@ -326,3 +326,41 @@ fn a_plan_s_mix_is_read_beside_it_and_each_endpoint_measured() {
     assert!(slow["latency_us"]["p50"].as_u64().unwrap() >= 5_000);
     assert!(home["latency_us"]["p50"].as_u64().unwrap() < 5_000);
 }
+
+/// A sweep runs a copy of its plan from the results directory: the
+/// plan's own mix, written relative to the plan file, must still be
+/// found there (it was read beside the copy once, and refused).
+#[test]
+fn a_sweep_of_a_plan_finds_the_plan_s_mix_beside_the_plan() {
+    let dir = common::work_dir("mix-sweep-plan");
+    std::fs::write(
+        dir.join("one.toml"),
+        "[[endpoint]]\nname = \"home\"\npath = \"/\"\n",
+    )
+    .unwrap();
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"mixed-sweep\"\nservers = [\"t\"]\napps = [\"hello\"]\n\
+             [server_defs.t]\ncommand = \"{}\"\n\
+             [load]\nduration = \"1s\"\nwarmup = \"0s\"\nmix = \"one.toml\"\n\
+             [sweep]\nvary = \"connections\"\nvalues = [1, 2]\n",
+            common::serve_test_command("")
+        ),
+    )
+    .unwrap();
+    let out = common::rackbench_cmd()
+        .arg("sweep")
+        .arg(&plan)
+        .arg("--dry-run")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

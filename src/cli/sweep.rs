@@ -426,6 +426,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     };
     std::fs::write(&plan_file, &text)
         .with_context(|| format!("cannot write {}", plan_file.display()))?;
+    // The copy `run` reads lives elsewhere: a plan's own mix, written
+    // relative to the plan file, is handed over as --mix from there.
+    let mix = args.mix.clone().or_else(|| {
+        let dir = args.plan.as_ref()?.parent()?;
+        plan.load.mix.as_ref().map(|m| dir.join(m))
+    });
     let code = with_stdout_on_stderr(args.json, || {
         run_plan_cli(RunArgs {
             plan: Some(plan_file.clone()),
@@ -444,7 +450,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
             budget: args.budget.clone(),
             database: args.database.clone(),
             slow: args.slow.clone(),
-            mix: args.mix.clone(),
+            mix,
             restart: Default::default(),
             soak: Default::default(),
         })
