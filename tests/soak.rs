@@ -78,12 +78,18 @@ fn the_leak_apps_known_leak_is_the_workers_summed_uss_slope() {
     assert_eq!(workers.len(), 2, "{s}");
     for w in workers {
         assert_eq!(w["metric"], "uss");
-        assert!(
-            w["verdict"].as_str().unwrap().contains("still growing"),
-            "{w}"
-        );
         assert!(w["series"].as_array().unwrap().len() >= 30, "{w}");
     }
+    // Puma's workers share the requests as they take them, not evenly:
+    // one took nearly all of them in one CI run (the other's USS flat),
+    // so the leak is held against the sum, and at least one worker must
+    // read as growing.
+    assert!(
+        workers
+            .iter()
+            .any(|w| w["verdict"].as_str().unwrap().contains("still growing")),
+        "{s}"
+    );
     let ok = f(&doc["load"]["requests"]["ok"]);
     let rate = ok / f(&doc["load"]["duration_s"]);
     let want = rate * 16384.0 * 3600.0 / MIB;
