@@ -16,7 +16,11 @@
 //! --server puma --app blog --database postgres --no-pin -c 4 -d 2s
 //! --warmup 1s --telemetry -H "X-Rackbench-Endpoint: index" --json`, with
 //! its `database`, its endpoint and the
-//! telemetry's SQL and pool-wait times)
+//! telemetry's SQL and pool-wait times; report-v1-blog.json:
+//! `rackbench report` of plans/blog-threads.toml's
+//! committed run (bench/runs/2026-11-26-blog-threads) with only the
+//! threads=10 group's two trials kept, the others missing: a mix's
+//! endpoints with telemetry inside, the database, SQL and pool wait)
 //! and `rackbench breakpoint URL --json` against `rackbench serve-test`
 //! (sweep-v1.json: `rackbench sweep --command "rackbench serve-test
 //! --workers {{workers}} --delay 20ms" --vary workers=1,2,4,8
@@ -85,7 +89,14 @@ const SAMPLES: &[(&str, &[&str])] = &[
         "breakpoint-v1",
         &["breakpoint-v1-cli.json", "breakpoint-v1-plan.json"],
     ),
-    ("report-v1", &["report-v1.json", "report-v1-slow.json"]),
+    (
+        "report-v1",
+        &[
+            "report-v1.json",
+            "report-v1-slow.json",
+            "report-v1-blog.json",
+        ],
+    ),
     ("telemetry-v1", &["telemetry-v1.json"]),
     ("compare-v1", &["compare-v1.json"]),
     ("sweep-v1", &["sweep-v1.json"]),

@@ -1550,7 +1550,7 @@ fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
         "{md}"
     );
     assert!(
-        md.contains("| show (GET /posts/{random:1..100}) | 200 | 25.0% | 30 (30–30) | 200us (200us–200us) | 300us (300us–300us) | 400us (400us–400us) | 4 |"),
+        md.contains("| show (GET /posts/{random:1..100}) | 200 | 25.0% | 30 (30–30) | 200us (200us–200us) | 300us (300us–300us) | 400us (400us–400us) | 4 (status 4) |"),
         "{md}"
     );
     // thin c16 ran once (its second run failed): no range.
@@ -1590,7 +1590,7 @@ fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
         "a chart row per group and endpoint"
     );
     assert!(
-        html.contains("<td class=\"bad-text\">4</td>"),
+        html.contains("<td class=\"bad-text\">4 (status 4)</td>"),
         "show's errors marked"
     );
 
@@ -1620,5 +1620,141 @@ fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
     assert!(!read(&written.html).contains("Latency per endpoint"));
     let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
     assert!(json["groups"][0].get("endpoints").is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The seeded directory with `edit(id, record)` applied to every trial
+/// that has a record.
+fn seed_edited(dir: &Path, edit: impl Fn(&str, &mut Value)) {
+    seed(dir);
+    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if v["trial"].is_object() {
+            let id = v["id"].as_str().unwrap().to_string();
+            edit(&id, &mut v["trial"]);
+        }
+        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+        write(&path, &v);
+    }
+}
+
+/// Issue 30: the blog app on PostgreSQL (puma) and SQLite (thin). Every
+/// report says which database, the rows the load wrote and PostgreSQL's
+/// own CPU and memory (never added to the server's), and telemetry's SQL
+/// and pool-wait time beside queue, app and GC.
+#[test]
+fn the_database_and_the_time_in_sql_and_pool_wait_are_in_every_report() {
+    let dir = common::scratch("report-database");
+    let blog: Value = serde_json::from_str(include_str!("contracts/trial-v1-blog.json")).unwrap();
+    seed_edited(&dir, |id, t| {
+        let mut db = blog["database"].clone();
+        if id.starts_with("thin") {
+            db = json!({
+                "kind": "sqlite", "version": "", "url": "sqlite3:///x/blog.sqlite3",
+                "rows_seeded": 6050, "rows_written": 40, "seed_s": 0.4
+            });
+        } else {
+            db["rows_written"] = json!(if id.ends_with("rep1") { 100 } else { 140 });
+            // 1 s of PostgreSQL CPU in the window.
+            (db["cpu_user_s"], db["cpu_sys_s"]) = (json!(0.75), json!(0.25));
+        }
+        t["database"] = db;
+        let mut tel = blog["server_metrics"]["telemetry"].clone();
+        tel["app_us"]["mean"] = json!(4000.0);
+        tel["db_us"] = json!({"p50": 1000.0, "p90": 2000.0, "p99": 3000.0, "mean": 1200.0});
+        tel["pool_wait_us"] = json!({"p50": 300.0, "p90": 900.0, "p99": 8000.0, "mean": 500.0});
+        t["server_metrics"]["telemetry"] = tel;
+    });
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+
+    let term = &written.table;
+    assert!(
+        term.contains("Databases: PostgreSQL 15.18; SQLite (in the app's processes)"),
+        "{term}"
+    );
+    assert!(
+        term.contains("PostgreSQL 15.18; 6050 rows seeded, 120 rows written per run (100–140), "),
+        "{term}"
+    );
+    assert!(
+        term.contains("SQLite (in the app's processes); 6050 rows seeded, 40 rows written\n"),
+        "SQLite has no CPU or memory of its own: {term}"
+    );
+
+    let md = read(&written.markdown);
+    assert!(md.contains("### Database\n"), "{md}");
+    assert!(
+        md.contains("| Server | Load | Database | Rows written per run | DB CPU per request (ms) | DB CPU (cores) | DB memory peak (RSS) | DB processes |"),
+        "two databases: a Database column: {md}"
+    );
+    assert!(
+        md.contains("| thin | 4 conn | SQLite (in the app's processes) | 40 | - | - | - | - |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| SQL p50 (ms) | pool wait p50 / p99 (ms) |"),
+        "SQL and pool wait beside queue, app and GC: {md}"
+    );
+    assert!(
+        md.contains("| 1.00 | 0.30 / 8.00 |"),
+        "SQL p50 1 ms, pool wait p50 0.3 ms p99 8 ms: {md}"
+    );
+    assert!(
+        md.contains(" / 4.00 (0.50, 1.20, "),
+        "the app's mean split into pool wait, SQL and GC: {md}"
+    );
+
+    let csv = read(&written.csv);
+    assert!(
+        csv.lines().next().unwrap().ends_with(
+            ",database,db_rows_seeded,db_rows_written,db_cpu_ms_per_request,db_cpu_cores,db_rss_peak_bytes,db_pss_peak_bytes"
+        ),
+        "{csv}"
+    );
+    let trials = read(&written.trials_csv);
+    assert!(
+        trials.lines().next().unwrap().ends_with(",database,db_rows_seeded,db_rows_written,db_seed_s,db_cpu_s,db_rss_peak_bytes,db_pss_peak_bytes"),
+        "{trials}"
+    );
+
+    let html = read(&written.html);
+    assert!(html.contains("<p id=\"database\">Databases: PostgreSQL 15.18;"));
+    assert!(html.contains("<table class=\"database\">") || html.contains("class=\"database\""));
+    assert!(
+        html.contains("Mean latency: queue, pool wait, SQL, app, GC and the rest"),
+        "the time split has pool wait and SQL"
+    );
+
+    let json: Value = serde_json::from_str(&read(&written.json)).unwrap();
+    common::schema::assert_valid("report-v1", &json, "report.json with a database");
+    let g = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "puma__hello__direct__c4")
+        .unwrap();
+    assert_eq!(g["database"]["kind"], "postgres");
+    assert_eq!(g["database"]["rows_written"]["median"], 120.0);
+    assert_eq!(
+        g["summary"]["telemetry"]["pool_wait_p99_us"]["median"],
+        8000.0
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A study without a database and without ActiveRecord keeps its reports:
+/// no database line, table or column, no SQL or pool-wait column.
+#[test]
+fn no_database_adds_nothing() {
+    let dir = common::scratch("report-no-database");
+    seed(&dir);
+    let written = report::write_all(&dir, None).unwrap();
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    let csv = std::fs::read_to_string(&written.csv).unwrap();
+    assert!(!md.contains("Database") && !md.contains("SQL"), "{md}");
+    assert!(!csv.contains("db_"), "{csv}");
+    assert!(!written.table.contains("Database"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -44,6 +44,21 @@ impl ErrorCounts {
     pub fn total(&self) -> u64 {
         self.connect + self.timeout + self.reset + self.parse + self.status + self.body
     }
+    /// The kinds with any failure, by their field names, in field order.
+    pub fn by_kind(&self) -> Vec<(String, u64)> {
+        [
+            ("connect", self.connect),
+            ("timeout", self.timeout),
+            ("reset", self.reset),
+            ("parse", self.parse),
+            ("status", self.status),
+            ("body", self.body),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| (k.to_string(), n))
+        .collect()
+    }
     pub fn add(&mut self, o: &ErrorCounts) {
         self.connect += o.connect;
         self.timeout += o.timeout;

@@ -142,19 +142,11 @@ impl LoadReport {
             let errors = if x.total() == 0 {
                 "none".to_string()
             } else {
-                [
-                    ("connect", x.connect),
-                    ("timeout", x.timeout),
-                    ("reset", x.reset),
-                    ("parse", x.parse),
-                    ("status", x.status),
-                    ("body", x.body),
-                ]
-                .iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+                x.by_kind()
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             let _ = writeln!(
                 s,

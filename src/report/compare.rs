@@ -28,7 +28,9 @@ fn figure(metric: &str, v: f64) -> String {
         "error_rate" => format!("{:.2}%", v * 100.0),
         "gc_runs_per_1k_requests" => format!("{v:.1}"),
         "gc_time_share" => format!("{:.1}%", v * 100.0),
-        "queue_us_mean" | "app_us_mean" => format!("{v:.0} µs"),
+        "queue_us_mean" | "app_us_mean" | "db_us_mean" | "pool_wait_us_mean" => {
+            format!("{v:.0} µs")
+        }
         _ => format!("{v}"),
     }
 }

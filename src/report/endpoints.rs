@@ -17,7 +17,7 @@ use crate::units::fmt_us;
 use std::fmt::Write;
 
 /// What the tables' columns count, said once above them.
-const NOTE: &str = "Each endpoint of the mix over the group's runs: the requests issued to it and their share of the group's requests, its throughput (OK responses per second), the latency of its OK responses (the median across repeats, the range in brackets), and its failed requests.";
+const NOTE: &str = "Each endpoint of the mix over the group's runs: the requests issued to it and their share of the group's requests, its throughput (OK responses per second), the latency of its OK responses (the median across repeats, the range in brackets), and its failed requests by kind. With telemetry, its time inside the app (App p50) and, for an app with ActiveRecord, its time in SQL and waiting for a database connection from the pool.";
 
 const HEADS: [&str; 8] = [
     "Endpoint",
@@ -29,6 +29,38 @@ const HEADS: [&str; 8] = [
     "p99",
     "Errors",
 ];
+
+/// The columns after HEADS when telemetry timed the group inside the
+/// app, and with ActiveRecord its SQL and pool wait too.
+const INSIDE_HEADS: [&str; 1] = ["App p50"];
+const DATABASE_HEADS: [&str; 2] = ["SQL p50", "Pool wait p50 / p99"];
+
+/// Which of the extra columns a group's table has.
+#[derive(Clone, Copy)]
+struct Extra {
+    inside: bool,
+    database: bool,
+}
+
+impl Extra {
+    fn of(g: &Group) -> Extra {
+        Extra {
+            inside: g.endpoints.iter().any(|e| e.has_inside()),
+            database: g.endpoints.iter().any(|e| e.has_database()),
+        }
+    }
+
+    fn heads(self) -> Vec<&'static str> {
+        let mut h = HEADS.to_vec();
+        if self.inside {
+            h.extend(INSIDE_HEADS);
+        }
+        if self.database {
+            h.extend(DATABASE_HEADS);
+        }
+        h
+    }
+}
 
 /// "1.20ms (1.10ms–1.31ms)", or the median alone for one run; "-" for none.
 fn latency(s: Option<Spread>) -> String {
@@ -54,8 +86,8 @@ fn rps(s: &Spread) -> String {
 }
 
 /// The cells of one endpoint's row.
-fn cells(e: &GroupEndpoint) -> [String; 8] {
-    [
+fn cells(e: &GroupEndpoint, extra: Extra) -> Vec<String> {
+    let mut out = vec![
         format!("{} ({} {})", e.name, e.method, e.path),
         e.requests.to_string(),
         format!("{:.1}%", e.share * 100.0),
@@ -63,8 +95,52 @@ fn cells(e: &GroupEndpoint) -> [String; 8] {
         latency(e.latency_p50_us),
         latency(e.latency_p90_us),
         latency(e.latency_p99_us),
-        e.errors.to_string(),
-    ]
+        errors(e),
+    ];
+    if extra.inside {
+        out.push(latency(e.app_p50_us));
+    }
+    if extra.database {
+        out.push(latency(e.db_p50_us));
+        out.push(match (e.pool_wait_p50_us, e.pool_wait_p99_us) {
+            (Some(a), Some(b)) => format!("{} / {}", fmt_us(a.median), fmt_us(b.median)),
+            _ => "-".into(),
+        });
+    }
+    out
+}
+
+/// "; app p50 4.1ms, SQL p50 1.2ms, pool wait p50 0µs p99 8.0ms": the
+/// terminal's words for what telemetry saw inside; empty without it.
+fn inside(e: &GroupEndpoint) -> String {
+    let mut s = String::new();
+    if let Some(a) = e.app_p50_us {
+        s.push_str(&format!("; app p50 {}", fmt_us(a.median)));
+    }
+    if let Some(d) = e.db_p50_us {
+        s.push_str(&format!(", SQL p50 {}", fmt_us(d.median)));
+    }
+    if let (Some(a), Some(b)) = (e.pool_wait_p50_us, e.pool_wait_p99_us) {
+        s.push_str(&format!(
+            ", pool wait p50 {} p99 {}",
+            fmt_us(a.median),
+            fmt_us(b.median)
+        ));
+    }
+    s
+}
+
+/// "0", or "3 (status 2, timeout 1)".
+fn errors(e: &GroupEndpoint) -> String {
+    if e.errors == 0 || e.errors_by_kind.is_empty() {
+        return e.errors.to_string();
+    }
+    let kinds: Vec<String> = e
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    format!("{} ({})", e.errors, kinds.join(", "))
 }
 
 /// "puma-t5 · c=10": how a group is named above its table.
@@ -113,14 +189,15 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
         for e in &g.endpoints {
             let _ = writeln!(
                 s,
-                "    {:<width$}  {:>5.1}%  {:>8.0} rps  p50 {}  p90 {}  p99 {}  {} errors",
+                "    {:<width$}  {:>5.1}%  {:>8.0} rps  p50 {}  p90 {}  p99 {}  {} errors{}",
                 e.name,
                 e.share * 100.0,
                 e.throughput_rps.median,
                 median_us(e.latency_p50_us),
                 median_us(e.latency_p90_us),
                 median_us(e.latency_p99_us),
-                e.errors
+                errors(e),
+                inside(e)
             );
         }
     }
@@ -133,14 +210,20 @@ pub(super) fn markdown(s: &mut String, groups: &[&Group]) {
     }
     let _ = writeln!(s, "### Endpoints\n\n{NOTE}\n");
     for g in groups.iter().filter(|g| !g.endpoints.is_empty()) {
+        let extra = Extra::of(g);
+        let heads = extra.heads();
         let _ = writeln!(
             s,
-            "**{}**\n\n| {} |\n|:--|--:|--:|--:|--:|--:|--:|--:|",
+            "**{}**\n\n| {} |\n|:--|{}",
             title(g).replace('|', "\\|"),
-            HEADS.join(" | ")
+            heads.join(" | "),
+            "--:|".repeat(heads.len() - 1)
         );
         for e in &g.endpoints {
-            let row: Vec<String> = cells(e).iter().map(|c| c.replace('|', "\\|")).collect();
+            let row: Vec<String> = cells(e, extra)
+                .iter()
+                .map(|c| c.replace('|', "\\|"))
+                .collect();
             let _ = writeln!(s, "| {} |", row.join(" | "));
         }
         s.push('\n');
@@ -160,14 +243,15 @@ pub(super) fn html(s: &mut String, groups: &[&Group], variants: &[String]) {
             "<table class=\"endpoints\"><caption>{}</caption><tr>",
             esc(&title(g))
         );
-        for (i, h) in HEADS.iter().enumerate() {
+        let extra = Extra::of(g);
+        for (i, h) in extra.heads().iter().enumerate() {
             let class = if i == 0 { " class=\"l\"" } else { "" };
             let _ = write!(s, "<th{class}>{}</th>", esc(h));
         }
         s.push_str("</tr>");
         for e in &g.endpoints {
             s.push_str("<tr>");
-            for (i, c) in cells(e).iter().enumerate() {
+            for (i, c) in cells(e, extra).iter().enumerate() {
                 let class = match i {
                     0 => " class=\"l\"",
                     7 if e.errors > 0 => " class=\"bad-text\"",
@@ -259,13 +343,16 @@ fn chart(groups: &[&Group], variants: &[String]) -> String {
 }
 
 /// The columns report.csv gains per endpoint of the study: requests,
-/// share, throughput and p50/p90/p99 (medians, µs) and errors.
+/// share, throughput and p50/p90/p99 (medians, µs) and errors; with
+/// telemetry its app p50, and with ActiveRecord its SQL p50 and pool
+/// wait p50/p99 (µs).
 pub(super) fn csv_heads(report: &Report) -> Vec<String> {
+    let extra = csv_extra(report);
     report
         .endpoint_names()
         .iter()
         .flat_map(|n| {
-            [
+            let mut m = vec![
                 "requests",
                 "share",
                 "throughput_rps",
@@ -273,29 +360,67 @@ pub(super) fn csv_heads(report: &Report) -> Vec<String> {
                 "p90_us",
                 "p99_us",
                 "errors",
-            ]
-            .map(|m| format!("endpoint_{n}_{m}"))
+            ];
+            if extra.inside {
+                m.push("app_p50_us");
+            }
+            if extra.database {
+                m.extend(["db_p50_us", "pool_wait_p50_us", "pool_wait_p99_us"]);
+            }
+            m.into_iter()
+                .map(|m| format!("endpoint_{n}_{m}"))
+                .collect::<Vec<_>>()
         })
         .collect()
 }
 
+/// The extra CSV columns: the study's, so every row has the same.
+fn csv_extra(report: &Report) -> Extra {
+    let all = report.groups.iter().map(Extra::of);
+    all.fold(
+        Extra {
+            inside: false,
+            database: false,
+        },
+        |a, b| Extra {
+            inside: a.inside || b.inside,
+            database: a.database || b.database,
+        },
+    )
+}
+
 /// A group's cells under [`csv_heads`]; empty where it lacks the endpoint.
 pub(super) fn csv_cells(report: &Report, g: &Group) -> Vec<String> {
+    let extra = csv_extra(report);
     let med = |v: Option<Spread>| v.map_or(String::new(), |v| format!("{:.0}", v.median));
+    let width = 7 + usize::from(extra.inside) + 3 * usize::from(extra.database);
     report
         .endpoint_names()
         .iter()
         .flat_map(|n| match g.endpoints.iter().find(|e| &e.name == n) {
-            Some(e) => vec![
-                e.requests.to_string(),
-                format!("{:.4}", e.share),
-                format!("{:.1}", e.throughput_rps.median),
-                med(e.latency_p50_us),
-                med(e.latency_p90_us),
-                med(e.latency_p99_us),
-                e.errors.to_string(),
-            ],
-            None => vec![String::new(); 7],
+            Some(e) => {
+                let mut c = vec![
+                    e.requests.to_string(),
+                    format!("{:.4}", e.share),
+                    format!("{:.1}", e.throughput_rps.median),
+                    med(e.latency_p50_us),
+                    med(e.latency_p90_us),
+                    med(e.latency_p99_us),
+                    e.errors.to_string(),
+                ];
+                if extra.inside {
+                    c.push(med(e.app_p50_us));
+                }
+                if extra.database {
+                    c.extend([
+                        med(e.db_p50_us),
+                        med(e.pool_wait_p50_us),
+                        med(e.pool_wait_p99_us),
+                    ]);
+                }
+                c
+            }
+            None => vec![String::new(); width],
         })
         .collect()
 }

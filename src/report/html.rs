@@ -309,6 +309,7 @@ impl Report {
             s.push_str("</table>");
             super::budget::html(s, self, &groups);
             super::slow::html(s, self, &groups);
+            super::database::html(s, self, &groups);
             super::endpoints::html(s, &groups, variants);
             super::restart::html(s, self, &groups);
         }
@@ -999,7 +1000,7 @@ impl Report {
         if rows.is_empty() {
             return;
         }
-        s.push_str("<section class=\"chart\" id=\"time-split\"><h2>Where the time goes</h2><p class=\"note\">The client's mean latency per trial group (median over its runs), split by the telemetry middleware inside the server: <b>queue</b> is the wait between nginx and the app (nginx's X-Request-Start stamp; behind nginx only), <b>app</b> the app's own time less <b>GC</b> (GC time per request), and the <b>rest</b> is everything outside the app: the server's parsing and writing, nginx, the network and the client; served directly, the rest includes the wait in the kernel's accept queue (see each trial's timeline). Means add up where percentiles do not.</p>");
+        s.push_str("<section class=\"chart\" id=\"time-split\"><h2>Where the time goes</h2><p class=\"note\">The client's mean latency per trial group (median over its runs), split by the telemetry middleware inside the server: <b>queue</b> is the wait between nginx and the app (nginx's X-Request-Start stamp; behind nginx only), <b>app</b> the app's own time less <b>GC</b> (GC time per request) and, for an app with ActiveRecord, less its <b>pool wait</b> (waiting for a database connection) and <b>SQL</b> (in queries; GC during a query counts as SQL), and the <b>rest</b> is everything outside the app: the server's parsing and writing, nginx, the network and the client; served directly, the rest includes the wait in the kernel's accept queue (see each trial's timeline). Means add up where percentiles do not.</p>");
         let total = |v: &super::text::TimeSplit| v.queue_us + v.app_us + v.rest_us;
         let xmax = rows.iter().map(|(_, v)| total(v)).fold(0f64, f64::max);
         let x = Axis::linear(
@@ -1018,12 +1019,17 @@ impl Report {
         let row_h = 24.0;
         let mut p =
             Plot::new(1150.0, 28.0 + 46.0 + row_h * rows.len() as f64, x, y).with_left(330.0);
-        let parts = [
+        // Pool wait and SQL only when an app with ActiveRecord ran.
+        let db = rows.iter().any(|(_, v)| v.db_us > 0.0 || v.pool_us > 0.0);
+        let colors = [
             ("queue", "#4e79a7"),
+            ("pool wait", "#e15759"),
+            ("SQL", "#b07aa1"),
             ("app", "#59a14f"),
             ("GC", "#f28e2b"),
             ("rest", "#bab0ac"),
         ];
+        let color = |name: &str| colors.iter().find(|c| c.0 == name).map_or("#999", |c| c.1);
         for (i, (g, v)) in rows.iter().enumerate() {
             let top = p.plot_top() + row_h * i as f64 + 4.0;
             let label = format!(
@@ -1035,11 +1041,10 @@ impl Report {
             );
             p.text_px(p.plot_left() - 8.0, top + 12.0, &label, "#222", "end");
             let mut at = 0.0;
-            let lens = [v.queue_us, v.app_us - v.gc_us, v.gc_us, v.rest_us];
-            for ((name, c), len) in parts.iter().zip(lens) {
+            for (name, len) in v.parts() {
                 if len > 0.0 {
                     let tip = format!("{label}: {name} {}", fmt_us(len));
-                    p.hspan_px(at, at + len, top, 16.0, c, &tip);
+                    p.hspan_px(at, at + len, top, 16.0, color(name), &tip);
                 }
                 at += len;
             }
@@ -1052,10 +1057,19 @@ impl Report {
                 "start",
             );
         }
-        for (name, c) in parts {
-            p.legend(name, c, false);
+        for (name, c) in colors {
+            if db || !matches!(name, "pool wait" | "SQL") {
+                p.legend(name, c, false);
+            }
         }
-        s.push_str(&p.finish("Mean latency: queue, app, GC and the rest", true));
+        s.push_str(&p.finish(
+            if db {
+                "Mean latency: queue, pool wait, SQL, app, GC and the rest"
+            } else {
+                "Mean latency: queue, app, GC and the rest"
+            },
+            true,
+        ));
         s.push_str("</section>\n");
     }
 
@@ -1478,6 +1492,9 @@ impl Report {
         }
         if let Some(line) = self.slow_line() {
             let _ = write!(s, "<p id=\"slow\">{}</p>", esc(&line));
+        }
+        if let Some(line) = self.database_line() {
+            let _ = write!(s, "<p id=\"database\">{}</p>", esc(&line));
         }
         s.push_str("<h3>Exact commands of each trial</h3><button type=\"button\" onclick=\"setAll('details.cmd', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.cmd', false)\">Collapse all</button>");
         for t in &self.trials {

@@ -136,6 +136,7 @@ pub(super) mod tests {
             budget: None,
             slow: None,
             endpoints: Vec::new(),
+            database: None,
         }
     }
 

@@ -13,6 +13,7 @@
 
 mod budget;
 pub mod compare;
+mod database;
 mod endpoints;
 pub mod fit;
 mod html;
@@ -110,6 +111,9 @@ pub struct Group {
     /// Its figures per endpoint of a mix over its runs
     /// (`store::endpoints`), in the mix's order; empty without a mix.
     pub endpoints: Vec<crate::store::endpoints::GroupEndpoint>,
+    /// The database behind its app over its runs (`store::database`);
+    /// None when none ran with one.
+    pub database: Option<crate::store::database::GroupDatabase>,
 }
 
 impl Group {
@@ -396,6 +400,7 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
                 budget: None,
                 slow: None,
                 endpoints: Vec::new(),
+                database: None,
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -415,24 +420,31 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
             .collect();
         g.runtimes = crate::store::runtime::ran_on(records.iter().copied());
         g.mismatches = crate::store::runtime::mismatches(records.iter().copied());
-        let runs: Vec<(crate::store::budget::TrialBudget, f64)> = records
+        let figs: Vec<TrialFigures> = records.iter().map(|r| TrialFigures::of(r)).collect();
+        let runs: Vec<(crate::store::budget::TrialBudget, f64)> = figs
             .iter()
-            .filter_map(|r| {
-                let f = TrialFigures::of(r);
-                f.budget.map(|b| (b, f.window_s))
-            })
+            .filter_map(|f| f.budget.clone().map(|b| (b, f.window_s)))
             .collect();
         g.budget = crate::store::budget::GroupBudget::of(&runs);
-        let slow: Vec<crate::store::slow::TrialSlow> = records
-            .iter()
-            .filter_map(|r| TrialFigures::of(r).slow)
-            .collect();
+        let slow: Vec<crate::store::slow::TrialSlow> =
+            figs.iter().filter_map(|f| f.slow.clone()).collect();
         g.slow = crate::store::slow::GroupSlow::of(&slow);
-        let endpoints: Vec<Vec<crate::store::endpoints::TrialEndpoint>> = records
-            .iter()
-            .map(|r| TrialFigures::of(r).endpoints)
-            .collect();
+        let endpoints: Vec<Vec<crate::store::endpoints::TrialEndpoint>> =
+            figs.iter().map(|f| f.endpoints.clone()).collect();
         g.endpoints = crate::store::endpoints::GroupEndpoint::of(&endpoints);
+        let databases: Vec<crate::store::database::DatabaseRun> = figs
+            .iter()
+            .filter_map(|f| {
+                f.database
+                    .clone()
+                    .map(|database| crate::store::database::DatabaseRun {
+                        database,
+                        window_s: f.window_s,
+                        requests: f.throughput_rps * f.window_s,
+                    })
+            })
+            .collect();
+        g.database = crate::store::database::GroupDatabase::of(&databases);
     }
     groups
 }
@@ -587,6 +599,10 @@ impl Report {
                 if !g.endpoints.is_empty() {
                     v["endpoints"] = serde_json::json!(g.endpoints);
                 }
+                // Only with a database, likewise.
+                if let Some(d) = &g.database {
+                    v["database"] = serde_json::json!(d);
+                }
                 v
             })
             .collect();
@@ -646,6 +662,10 @@ impl Report {
             doc["slow_settings"] = serde_json::json!(self.slow_settings());
             doc["slow_line"] = serde_json::json!(line);
         }
+        if let Some(line) = self.database_line() {
+            doc["databases"] = serde_json::json!(self.databases());
+            doc["database_line"] = serde_json::json!(line);
+        }
         Ok(serde_json::to_string_pretty(&doc)? + "\n")
     }
 }
@@ -685,6 +705,9 @@ fn trial_json(t: &TrialRow) -> serde_json::Value {
     }
     if let Some(e) = figures.as_ref().filter(|f| !f.endpoints.is_empty()) {
         v["endpoints"] = serde_json::json!(e.endpoints);
+    }
+    if let Some(d) = figures.as_ref().and_then(|f| f.database.as_ref()) {
+        v["database"] = serde_json::json!(d);
     }
     v
 }

@@ -271,6 +271,7 @@ mod tests {
             budget: None,
             slow: None,
             endpoints: Vec::new(),
+            database: None,
         }
     }
 

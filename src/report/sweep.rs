@@ -100,6 +100,15 @@ const MEMORY_HEAD: [&str; 4] = [
     "RSS/worker MiB",
 ];
 
+/// Columns added when the app's SQL was timed (ActiveRecord).
+const DATABASE_HEAD: [&str; 2] = ["SQL ms", "pool wait ms"];
+
+/// Whether some value has SQL time (an app with ActiveRecord, telemetry
+/// on); other sweeps' tables stay as they were.
+fn database(s: &Sweep) -> bool {
+    s.values.iter().any(|r| r.db_us_mean.is_some())
+}
+
 /// Whether some value has memory per worker (records made before the
 /// sampler kept it have none, and their tables stay as they were).
 fn per_worker(s: &Sweep) -> bool {
@@ -110,6 +119,9 @@ fn head(s: &Sweep) -> Vec<&'static str> {
     let mut h = HEAD.to_vec();
     if s.telemetry {
         h.extend(TELEMETRY_HEAD);
+    }
+    if database(s) {
+        h.extend(DATABASE_HEAD);
     }
     if per_worker(s) {
         h.extend(MEMORY_HEAD);
@@ -149,6 +161,9 @@ fn cells(s: &Sweep, r: &ValueRow) -> Vec<String> {
             ms(r.queue_us_mean),
             ms(r.app_us_mean),
         ]);
+    }
+    if database(s) {
+        out.extend([ms(r.db_us_mean), ms(r.pool_wait_us_mean)]);
     }
     if per_worker(s) {
         out.extend([
@@ -425,6 +440,8 @@ mod tests {
             gc_time_share: telemetry.then(|| Spread::of(&[0.031])).flatten(),
             queue_us_mean: None,
             app_us_mean: telemetry.then(|| Spread::of(&[1200.0])).flatten(),
+            db_us_mean: None,
+            pool_wait_us_mean: None,
             workers: None,
             worker_rss_mean_bytes: None,
             worker_pss_mean_bytes: None,

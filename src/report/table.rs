@@ -11,6 +11,12 @@ use super::svg::esc;
 use super::Group;
 use std::fmt::Write;
 
+/// A CSV column: its header and how a row's cell is made. Header and cell
+/// stand on one line, so a column added or moved cannot put a figure
+/// under another's name (the two tables were once a header list and a row
+/// list kept in step by hand, with the count of empty cells written out).
+pub(super) type Column<T> = (&'static str, fn(&T) -> String);
+
 /// How a column's Markdown cells align.
 #[derive(Clone, Copy)]
 pub(super) enum Align {

@@ -1,5 +1,6 @@
 //! The plain-text reports: terminal table, Markdown and CSV.
 
+use super::table::Column;
 use super::{breakpoint_front, load_label, short, Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
@@ -129,29 +130,57 @@ fn f3(v: f64) -> String {
 pub(crate) struct TimeSplit {
     /// Between nginx and the app (0 without nginx).
     pub queue_us: f64,
-    /// The app's own time, GC included.
+    /// The app's own time, GC, SQL and pool wait included.
     pub app_us: f64,
     /// The GC part of `app_us`.
     pub gc_us: f64,
+    /// The parts of `app_us` waiting for a pool connection and in SQL
+    /// (0 for an app without ActiveRecord).
+    pub pool_us: f64,
+    pub db_us: f64,
     /// The rest: the server's parsing and writing, nginx, the network and
     /// the client.
     pub rest_us: f64,
+}
+
+impl TimeSplit {
+    /// The bar's parts in order, each at least 0, adding up to the mean:
+    /// queue, pool wait, SQL, the app's other time, GC, the rest. GC
+    /// during a query is also SQL time; the GC part is what the app time
+    /// has left after the pool wait and SQL, so nothing counts twice.
+    pub fn parts(&self) -> [(&'static str, f64); 6] {
+        let pool = self.pool_us.min(self.app_us);
+        let db = self.db_us.min(self.app_us - pool);
+        let gc = self.gc_us.min(self.app_us - pool - db);
+        [
+            ("queue", self.queue_us),
+            ("pool wait", pool),
+            ("SQL", db),
+            ("app", self.app_us - pool - db - gc),
+            ("GC", gc),
+            ("rest", self.rest_us),
+        ]
+    }
 }
 
 pub(crate) fn time_split(sum: &GroupSummary) -> Option<TimeSplit> {
     let t = sum.telemetry.as_ref()?;
     let queue_us = t.queue_mean_us.map_or(0.0, |q| q.median);
     let app_us = t.app_mean_us.median;
+    let median = |s: Option<crate::stats::spread::Spread>| s.map_or(0.0, |s| s.median);
     Some(TimeSplit {
         queue_us,
         app_us,
-        gc_us: t.gc_mean_us.map_or(0.0, |g| g.median.min(app_us)),
+        gc_us: median(t.gc_mean_us).min(app_us),
+        pool_us: median(t.pool_wait_mean_us),
+        db_us: median(t.db_mean_us),
         rest_us: (sum.latency_mean_us?.median - queue_us - app_us).max(0.0),
     })
 }
 
 /// "Where the time goes" under a section's table, for the groups that had
-/// telemetry on (nothing when none had).
+/// telemetry on (nothing when none had); SQL and pool-wait columns when
+/// one of them ran an app with ActiveRecord.
 fn md_time_split(s: &mut String, groups: &[&Group]) {
     let with: Vec<(&Group, &GroupSummary)> = groups
         .iter()
@@ -164,42 +193,78 @@ fn md_time_split(s: &mut String, groups: &[&Group]) {
     if with.is_empty() {
         return;
     }
+    let db = with.iter().any(|(_, sum)| {
+        sum.telemetry
+            .as_ref()
+            .is_some_and(|t| t.db_mean_us.is_some())
+    });
     let _ = writeln!(
         s,
-        "Where the time goes (telemetry: inside the server; the rest is the server's own parsing and writing, nginx, the network and the client):\n"
+        "Where the time goes (telemetry: inside the server; the rest is the server's own parsing and writing, nginx, the network and the client{}):\n",
+        if db {
+            "; pool wait is the time a request waited for a database connection, SQL its time in queries, both inside the app's time"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(
-        s,
-        "| Server | Load | queue p50 (ms) | app p50 (ms) | GC/1k req | GC time % | Mean: queue / app (GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|:--|"
-    );
-    for (g, sum) in with {
-        let t = sum.telemetry.as_ref().expect("filtered");
-        let TimeSplit {
-            queue_us: queue,
-            app_us: app,
-            gc_us: gc,
-            rest_us: rest,
-        } = time_split(sum).expect("has telemetry");
+    if db {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {:.1} | {} | {} / {} ({}) / {} | {} |",
+            "| Server | Load | queue p50 (ms) | app p50 (ms) | SQL p50 (ms) | pool wait p50 / p99 (ms) | GC/1k req | GC time % | Mean: queue / app (pool wait, SQL, GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "| Server | Load | queue p50 (ms) | app p50 (ms) | GC/1k req | GC time % | Mean: queue / app (GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|:--|"
+        );
+    }
+    let ms = |v: Option<crate::stats::spread::Spread>| v.map_or("-".into(), |v| fmt_ms(v.median));
+    for (g, sum) in with {
+        let t = sum.telemetry.as_ref().expect("filtered");
+        let v = time_split(sum).expect("has telemetry");
+        let mut cells = vec![
             md_cell(&g.planned.variant),
             load_label(&g.planned),
-            t.queue_p50_us.map_or("-".into(), |q| fmt_ms(q.median)),
+            ms(t.queue_p50_us),
             fmt_ms(t.app_p50_us.median),
-            t.gc_runs_per_1k_requests.median,
+        ];
+        if db {
+            cells.push(ms(t.db_p50_us));
+            cells.push(match (t.pool_wait_p50_us, t.pool_wait_p99_us) {
+                (Some(a), Some(b)) => format!("{} / {}", fmt_ms(a.median), fmt_ms(b.median)),
+                _ => "-".into(),
+            });
+        }
+        cells.push(format!("{:.1}", t.gc_runs_per_1k_requests.median));
+        cells.push(
             t.gc_time_share
                 .map_or("-".into(), |g| format!("{:.1}", g.median * 100.0)),
-            if t.queue_mean_us.is_some() {
-                fmt_ms(queue)
-            } else {
-                "-".into()
-            },
-            fmt_ms(app),
-            fmt_ms(gc),
-            fmt_ms(rest),
-            md_cell(&g.short_notes())
         );
+        let queue = if t.queue_mean_us.is_some() {
+            fmt_ms(v.queue_us)
+        } else {
+            "-".into()
+        };
+        let [_, pool, sql, _, gc, _] = v.parts();
+        cells.push(if db {
+            format!(
+                "{queue} / {} ({}, {}, {}) / {}",
+                fmt_ms(v.app_us),
+                fmt_ms(pool.1),
+                fmt_ms(sql.1),
+                fmt_ms(gc.1),
+                fmt_ms(v.rest_us)
+            )
+        } else {
+            format!(
+                "{queue} / {} ({}) / {}",
+                fmt_ms(v.app_us),
+                fmt_ms(v.gc_us),
+                fmt_ms(v.rest_us)
+            )
+        });
+        cells.push(md_cell(&g.short_notes()));
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     s.push('\n');
 }
@@ -215,6 +280,7 @@ impl Report {
         }
         super::budget::terminal(&mut s, self);
         super::slow::terminal(&mut s, self);
+        super::database::terminal(&mut s, self);
         super::endpoints::terminal(&mut s, self);
         super::restart::terminal(&mut s, self);
         super::soak::terminal(&mut s, self);
@@ -427,6 +493,9 @@ impl Report {
         if let Some(line) = self.slow_line() {
             let _ = writeln!(s, "- {line}");
         }
+        if let Some(line) = self.database_line() {
+            let _ = writeln!(s, "- {line}");
+        }
         let counts = self.counts();
         let _ = writeln!(
             s,
@@ -540,6 +609,7 @@ impl Report {
             super::memory::markdown(s, &groups);
             super::budget::markdown(s, self, &groups);
             super::slow::markdown(s, self, &groups);
+            super::database::markdown(s, self, &groups);
             super::endpoints::markdown(s, &groups);
             super::restart::markdown(s, self, &groups);
         }
@@ -713,6 +783,9 @@ impl Report {
         if !self.slow_settings().is_empty() {
             columns.extend_from_slice(GROUP_SLOW_COLUMNS);
         }
+        if !self.databases().is_empty() {
+            columns.extend_from_slice(super::database::GROUP_COLUMNS);
+        }
         if self.has_endpoints() {
             // Columns per endpoint of the mix, after every fixed one.
             let mut head: Vec<String> = columns.iter().map(|(n, _)| n.to_string()).collect();
@@ -740,15 +813,12 @@ impl Report {
         if !self.slow_settings().is_empty() {
             columns.extend_from_slice(TRIAL_SLOW_COLUMNS);
         }
+        if !self.databases().is_empty() {
+            columns.extend_from_slice(super::database::TRIAL_COLUMNS);
+        }
         csv_table(&columns, &self.trials)
     }
 }
-
-/// A CSV column: its header and how a row's cell is made. Header and cell
-/// stand on one line, so a column added or moved cannot put a figure
-/// under another's name (the two tables were once a header list and a row
-/// list kept in step by hand, with the count of empty cells written out).
-type Column<T> = (&'static str, fn(&T) -> String);
 
 /// A header line, then one line per row.
 fn csv_table<T>(columns: &[Column<T>], rows: &[T]) -> String {

@@ -49,6 +49,9 @@ pub const METRICS: &[(&str, &str, bool)] = &[
     ("gc_time_share", "GC time share", false),
     ("queue_us_mean", "queue time", false),
     ("app_us_mean", "app time", false),
+    // ActiveRecord's share of the app time (an app that loads it).
+    ("db_us_mean", "SQL time", false),
+    ("pool_wait_us_mean", "pool wait", false),
 ];
 
 /// The metrics judged per endpoint of a mix, each row named

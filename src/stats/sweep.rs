@@ -54,6 +54,12 @@ pub struct ValueRow {
     pub queue_us_mean: Option<Spread>,
     #[serde(default)]
     pub app_us_mean: Option<Spread>,
+    /// Mean SQL time and pool wait per request (µs), each over repeats;
+    /// null for an app without ActiveRecord or without telemetry.
+    #[serde(default)]
+    pub db_us_mean: Option<Spread>,
+    #[serde(default)]
+    pub pool_wait_us_mean: Option<Spread>,
     /// Memory per worker (`per_worker` of the sampler; of the lone process
     /// for a server without workers), each over repeats: the worker count,
     /// and the mean over workers of each one's mean RSS, PSS and USS in
@@ -256,6 +262,8 @@ pub fn analyse(dir: &Path, spec: &Spec, samples: &Samples, seed: u64) -> Result<
             gc_time_share: spread(f, "gc_time_share"),
             queue_us_mean: spread(f, "queue_us_mean"),
             app_us_mean: spread(f, "app_us_mean"),
+            db_us_mean: spread(f, "db_us_mean"),
+            pool_wait_us_mean: spread(f, "pool_wait_us_mean"),
             workers: spread(f, "workers"),
             worker_rss_mean_bytes: spread(f, "worker_rss_mean_bytes"),
             worker_pss_mean_bytes: spread(f, "worker_pss_mean_bytes"),

@@ -12,7 +12,9 @@
 use crate::load::report::EndpointReport;
 use crate::stats::compare::{endpoint_metric, ENDPOINT_METRICS};
 use crate::stats::spread::Spread;
+use crate::telemetry::EndpointTelemetry;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One endpoint of one trial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,10 +30,23 @@ pub struct TrialEndpoint {
     pub latency_p90_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
     pub errors: u64,
+    /// Failed requests by kind (load-v1's `errors` names: "status",
+    /// "timeout"...), the kinds with any.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Inside the app (telemetry's per-endpoint figures; None without
+    /// telemetry): its app time, and its SQL and pool-wait time with
+    /// ActiveRecord, µs.
+    pub app_p50_us: Option<f64>,
+    pub app_mean_us: Option<f64>,
+    pub db_p50_us: Option<f64>,
+    pub db_mean_us: Option<f64>,
+    pub pool_wait_p50_us: Option<f64>,
+    pub pool_wait_p99_us: Option<f64>,
 }
 
 impl TrialEndpoint {
-    pub fn of(e: &EndpointReport) -> TrialEndpoint {
+    /// From the load's figures for it and, with telemetry, the app's.
+    pub fn of(e: &EndpointReport, inside: Option<&EndpointTelemetry>) -> TrialEndpoint {
         let l = &e.latency_us;
         let lat = |v: u64| l.has_figures().then_some(v as f64);
         TrialEndpoint {
@@ -45,6 +60,13 @@ impl TrialEndpoint {
             latency_p90_us: lat(l.p90),
             latency_p99_us: lat(l.p99),
             errors: e.errors.total(),
+            errors_by_kind: e.errors.by_kind().into_iter().collect(),
+            app_p50_us: inside.filter(|t| t.requests > 0).map(|t| t.app_us.p50),
+            app_mean_us: inside.filter(|t| t.requests > 0).map(|t| t.app_us.mean),
+            db_p50_us: inside.and_then(|t| t.db_us.map(|q| q.p50)),
+            db_mean_us: inside.and_then(|t| t.db_us.map(|q| q.mean)),
+            pool_wait_p50_us: inside.and_then(|t| t.pool_wait_us.map(|q| q.p50)),
+            pool_wait_p99_us: inside.and_then(|t| t.pool_wait_us.map(|q| q.p99)),
         }
     }
 
@@ -92,8 +114,38 @@ pub struct GroupEndpoint {
     pub latency_p50_us: Option<Spread>,
     pub latency_p90_us: Option<Spread>,
     pub latency_p99_us: Option<Spread>,
-    /// Failed requests over its runs.
+    /// Failed requests over its runs, and by kind.
     pub errors: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Inside the app over the runs with telemetry (None without): app
+    /// time, SQL and pool wait (with ActiveRecord), µs.
+    pub app_p50_us: Option<Spread>,
+    pub app_mean_us: Option<Spread>,
+    pub db_p50_us: Option<Spread>,
+    pub db_mean_us: Option<Spread>,
+    pub pool_wait_p50_us: Option<Spread>,
+    pub pool_wait_p99_us: Option<Spread>,
+}
+
+impl GroupEndpoint {
+    /// Whether telemetry timed it inside the app.
+    pub fn has_inside(&self) -> bool {
+        self.app_p50_us.is_some()
+    }
+
+    /// Whether its SQL was timed (an app with ActiveRecord).
+    pub fn has_database(&self) -> bool {
+        self.db_p50_us.is_some()
+    }
+}
+
+/// The kinds' counts summed over runs.
+fn sum_kinds<'a>(runs: impl Iterator<Item = &'a TrialEndpoint>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (k, n) in runs.flat_map(|e| &e.errors_by_kind) {
+        *out.entry(k.clone()).or_insert(0) += n;
+    }
+    out
 }
 
 impl GroupEndpoint {
@@ -134,6 +186,13 @@ impl GroupEndpoint {
                     latency_p90_us: spread(|e| e.latency_p90_us),
                     latency_p99_us: spread(|e| e.latency_p99_us),
                     errors: its.iter().map(|e| e.errors).sum(),
+                    errors_by_kind: sum_kinds(its.iter().copied()),
+                    app_p50_us: spread(|e| e.app_p50_us),
+                    app_mean_us: spread(|e| e.app_mean_us),
+                    db_p50_us: spread(|e| e.db_p50_us),
+                    db_mean_us: spread(|e| e.db_mean_us),
+                    pool_wait_p50_us: spread(|e| e.pool_wait_p50_us),
+                    pool_wait_p99_us: spread(|e| e.pool_wait_p99_us),
                 }
             })
             .collect()
@@ -156,6 +215,13 @@ mod tests {
             latency_p90_us: p99,
             latency_p99_us: p99,
             errors: 1,
+            errors_by_kind: [("status".to_string(), 1)].into(),
+            app_p50_us: None,
+            app_mean_us: None,
+            db_p50_us: None,
+            db_mean_us: None,
+            pool_wait_p50_us: None,
+            pool_wait_p99_us: None,
         }
     }
 
@@ -191,6 +257,65 @@ mod tests {
         assert!(
             GroupEndpoint::of(&[vec![], vec![]]).is_empty(),
             "no mix: nothing"
+        );
+    }
+
+    /// The committed load-v1 sample's endpoint `name`, with `edit`.
+    fn reported(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> EndpointReport {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/contracts/load-v1-mix.json")).unwrap();
+        let mut e = doc["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap()
+            .clone();
+        edit(&mut e);
+        serde_json::from_value(e).unwrap()
+    }
+
+    #[test]
+    fn an_endpoint_carries_its_errors_by_kind_and_what_telemetry_saw_inside() {
+        let e = reported("home", |e| {
+            e["errors"]["status"] = 3.into();
+            e["errors"]["timeout"] = 1.into();
+        });
+        let q = |p50: f64| crate::telemetry::Quantiles {
+            p50,
+            p90: p50 * 2.0,
+            p99: p50 * 4.0,
+            mean: p50 * 1.5,
+        };
+        let inside = EndpointTelemetry {
+            requests: 10,
+            app_us: q(4000.0),
+            db_us: Some(q(1000.0)),
+            pool_wait_us: Some(q(200.0)),
+        };
+        let t = TrialEndpoint::of(&e, Some(&inside));
+        assert_eq!(
+            t.errors_by_kind,
+            BTreeMap::from([("status".to_string(), 3), ("timeout".to_string(), 1)])
+        );
+        assert_eq!((t.app_p50_us, t.db_p50_us), (Some(4000.0), Some(1000.0)));
+        assert_eq!(t.pool_wait_p99_us, Some(800.0));
+        let g = GroupEndpoint::of(&[vec![t.clone()], vec![t]]);
+        assert_eq!(g[0].errors_by_kind["status"], 6, "summed over runs");
+        assert!(g[0].has_inside() && g[0].has_database());
+
+        let bare = TrialEndpoint::of(&e, None);
+        assert_eq!((bare.app_p50_us, bare.db_p50_us), (None, None));
+        let no_ar = EndpointTelemetry {
+            db_us: None,
+            pool_wait_us: None,
+            ..inside
+        };
+        let t = TrialEndpoint::of(&e, Some(&no_ar));
+        assert_eq!(
+            (t.app_p50_us, t.db_p50_us),
+            (Some(4000.0), None),
+            "no ActiveRecord: app time only"
         );
     }
 

@@ -1,8 +1,8 @@
 //! The one list of the figures a trial has, computed in one place from
 //! its typed record: throughput, each latency percentile, RSS/PSS peak,
 //! memory per worker, CPU per request and per core, the error share, the telemetry figures,
-//! the disturbance, the runtime it ran on, its budget, its slow clients
-//! and its figures per endpoint of a mix. The summary, `compare`, the sweep and the reports
+//! the disturbance, the runtime it ran on, its budget, its slow clients,
+//! its figures per endpoint of a mix and its database. The summary, `compare`, the sweep and the reports
 //! all take their numbers from [`TrialFigures::of`], so they cannot
 //! disagree about one; the statistics (`stats`) get them as plain numbers.
 //!
@@ -12,6 +12,7 @@
 //! one). It never reads a file: `store::read` does.
 
 use super::budget::TrialBudget;
+use super::database::TrialDatabase;
 use super::endpoints::TrialEndpoint;
 use super::runtime::RanOn;
 use super::slow::TrialSlow;
@@ -53,6 +54,11 @@ pub struct TrialFigures {
     pub gc_time_share: Option<f64>,
     pub queue_mean_us: Option<f64>,
     pub app_mean_us: Option<f64>,
+    /// Mean time per request in SQL and waiting for a pool connection
+    /// (ActiveRecord's instrumentation), µs; None for an app without
+    /// ActiveRecord or a trial without telemetry.
+    pub db_mean_us: Option<f64>,
+    pub pool_wait_mean_us: Option<f64>,
     /// What the machine did during the run; None in records made before
     /// it was measured.
     pub disturbance: Option<RunDisturbance>,
@@ -68,6 +74,9 @@ pub struct TrialFigures {
     /// Its figures per endpoint of a mix, in the mix's order; empty
     /// without a mix.
     pub endpoints: Vec<TrialEndpoint>,
+    /// The database behind its app (rows seeded and written, the
+    /// database server's CPU and memory); None without one.
+    pub database: Option<TrialDatabase>,
 }
 
 impl TrialFigures {
@@ -99,6 +108,8 @@ impl TrialFigures {
             gc_time_share: tel.and_then(|t| t.gc_time_share),
             queue_mean_us: tel.and_then(|t| t.queue_us.map(|q| q.mean)),
             app_mean_us: tel.map(|t| t.app_us.mean),
+            db_mean_us: tel.and_then(|t| t.db_us.map(|q| q.mean)),
+            pool_wait_mean_us: tel.and_then(|t| t.pool_wait_us.map(|q| q.mean)),
             disturbance: r.disturbance.as_ref().map(|d| RunDisturbance {
                 disturbed: d.disturbed,
                 steal_share: d.steal_share,
@@ -109,7 +120,12 @@ impl TrialFigures {
             runtime: RanOn::of(r),
             budget: r.budget.as_ref().map(TrialBudget::of),
             slow: load.slow_clients.as_ref().map(TrialSlow::of),
-            endpoints: load.endpoints.iter().map(TrialEndpoint::of).collect(),
+            endpoints: load
+                .endpoints
+                .iter()
+                .map(|e| TrialEndpoint::of(e, tel.and_then(|t| t.endpoints.get(&e.name))))
+                .collect(),
+            database: r.database.as_ref().map(TrialDatabase::of),
         }
     }
 
@@ -130,6 +146,8 @@ impl TrialFigures {
             "gc_time_share" => self.gc_time_share,
             "queue_us_mean" => self.queue_mean_us,
             "app_us_mean" => self.app_mean_us,
+            "db_us_mean" => self.db_mean_us,
+            "pool_wait_us_mean" => self.pool_wait_mean_us,
             "cpu_utilization" => self.cpu_utilization(cores),
             _ => None,
         };
@@ -205,6 +223,10 @@ pub(crate) mod tests {
                 serde_json::from_str(include_str!("../../tests/contracts/telemetry-v1.json"))
                     .unwrap();
             t["app_us"]["mean"] = 2.0.into();
+            // An app with ActiveRecord: its SQL and pool-wait figures.
+            let q = serde_json::json!({"p50": 1.0, "p90": 2.0, "p99": 3.0, "mean": 1.5});
+            t["db_us"] = q.clone();
+            t["pool_wait_us"] = q;
             v["trial"]["server_metrics"]["telemetry"] = t;
         });
         let names: Vec<&str> = f.by_metric().iter().map(|m| m.0).collect();

@@ -21,6 +21,7 @@
 //! ```
 
 pub mod budget;
+pub mod database;
 pub mod endpoints;
 pub mod figures;
 pub mod read;

@@ -122,6 +122,19 @@ pub struct TelemetrySummary {
     /// call counts too, so on a tiny app it can exceed 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_time_share: Option<Spread>,
+    /// Time in SQL and waiting for a pool connection per request
+    /// (ActiveRecord's instrumentation), µs: parts of `app_mean_us`.
+    /// Absent for an app without ActiveRecord.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_p50_us: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_mean_us: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_wait_p50_us: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_wait_p99_us: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_wait_mean_us: Option<Spread>,
 }
 
 impl TelemetrySummary {
@@ -151,6 +164,11 @@ impl TelemetrySummary {
             gc_mean_us: spread(&|t| t.gc_time_ms.map(|ms| ms * 1000.0 / t.requests as f64)),
             gc_runs_per_1k_requests: spread(&|t| Some(t.gc_runs_per_1k_requests))?,
             gc_time_share: spread(&|t| t.gc_time_share),
+            db_p50_us: spread(&|t| t.db_us.map(|q| q.p50)),
+            db_mean_us: spread(&|t| t.db_us.map(|q| q.mean)),
+            pool_wait_p50_us: spread(&|t| t.pool_wait_us.map(|q| q.p50)),
+            pool_wait_p99_us: spread(&|t| t.pool_wait_us.map(|q| q.p99)),
+            pool_wait_mean_us: spread(&|t| t.pool_wait_us.map(|q| q.mean)),
         })
     }
 }
