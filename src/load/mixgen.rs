@@ -10,10 +10,13 @@
 //! folded into the nearest kept one (same method, longest common path
 //! prefix) and the file says which.
 //!
-//! This module parses what it is handed (a reader) and returns text; it
-//! never opens a file and never sends a request.
+//! The files are read by replay's readers (`schedule::read_record`,
+//! `schedule::read_nginx_requests`), so a line replay refuses is refused
+//! here with the same words. This module parses what it is handed (a
+//! reader) and returns text; it never opens a file and never sends a
+//! request.
 
-use super::schedule::{parse_combined, read_record, ScheduleError, RECORD_FORMAT};
+use super::schedule::{read_nginx_requests, read_record, Entry, ScheduleError, RECORD_FORMAT};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 
@@ -24,27 +27,14 @@ pub const DEFAULT_MAX_ENDPOINTS: usize = 20;
 /// report's table does).
 const MAX_NAME: usize = 40;
 
-/// One request as recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observed {
-    pub method: String,
-    /// Path and query (origin form).
-    pub target: String,
-    /// The answer's status, when the source has it (nginx logs do,
-    /// records do not).
-    pub status: Option<u16>,
-    /// Header names in lower case.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
 /// What a source file gave: its requests, and how it is named in the
 /// mix's header comment.
 #[derive(Debug, Clone)]
 pub struct Traffic {
     /// "the record r.jsonl", "the nginx log access.log".
     pub source: String,
-    pub requests: Vec<Observed>,
+    /// The requests in the file's order; their times are not used.
+    pub requests: Vec<Entry>,
 }
 
 /// Reads a `rackbench/record-v1` file; a file that is not one (an nginx
@@ -76,64 +66,28 @@ pub fn from_record(mut input: impl BufRead, name: &str) -> Result<Traffic, Sched
     }
     Ok(Traffic {
         source: format!("the record {name}"),
-        requests: entries
-            .into_iter()
-            .map(|e| Observed {
-                method: e.method,
-                target: e.target,
-                status: None,
-                headers: e.headers,
-                body: e.body,
-            })
-            .collect(),
+        requests: entries,
     })
 }
 
-/// Reads an nginx access log in the combined format (as `replay
-/// --nginx-log` does), every method, with each line's status. Bodies are
-/// not in a log.
+/// Reads an nginx access log in the combined format with replay's
+/// reader ([`read_nginx_requests`]), every method, with each line's
+/// status. Bodies are not in a log.
 pub fn from_nginx_log(input: impl BufRead, name: &str) -> Result<Traffic, ScheduleError> {
-    let mut requests = Vec::new();
-    for (i, line) in input.lines().enumerate() {
-        let lineno = i + 1;
-        let line = line.map_err(|err| ScheduleError::Io {
-            what: format!("{name}:{lineno}"),
-            err,
-        })?;
-        if line.trim().is_empty() {
-            continue;
+    let log = read_nginx_requests(input, name, |_| true).map_err(|e| match e {
+        ScheduleError::Bad(m) => {
+            ScheduleError::Bad(format!("{m}; a rackbench record goes with --from-record"))
         }
-        let bad = |why: &str| {
-            ScheduleError::Bad(format!(
-                "{name}:{lineno}: {why}: give an nginx access log in the combined format \
-                 ('$remote_addr - $remote_user [$time_local] \"$request\" $status ...'), or a \
-                 record with --from-record"
-            ))
-        };
-        let p = parse_combined(&line).map_err(bad)?;
-        let (method, target) = match p.request.split(' ').collect::<Vec<_>>()[..] {
-            [m, t, _] | [m, t] => (m, t),
-            _ => return Err(bad("the request field is not 'METHOD TARGET HTTP/x'")),
-        };
-        if !target.starts_with('/') {
-            return Err(bad("the request target does not start with '/'"));
-        }
-        requests.push(Observed {
-            method: method.to_string(),
-            target: target.to_string(),
-            status: p.status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        });
-    }
-    if requests.is_empty() {
+        e => e,
+    })?;
+    if log.entries.is_empty() {
         return Err(ScheduleError::Bad(format!(
             "{name} holds no requests: give an access log with traffic in it"
         )));
     }
     Ok(Traffic {
         source: format!("the nginx log {name}"),
-        requests,
+        requests: log.entries,
     })
 }
 
@@ -165,7 +119,7 @@ fn number(s: &str) -> Option<u64> {
 
 /// A request's shape, and the values of its slots (numbers, then free
 /// query values) in order.
-fn shape_of(r: &Observed) -> (Shape, Vec<u64>, Vec<String>) {
+fn shape_of(r: &Entry) -> (Shape, Vec<u64>, Vec<String>) {
     let (path, query) = r.target.split_once('?').unwrap_or((&r.target, ""));
     let (mut nums, mut free) = (Vec::new(), Vec::new());
     let mut part = |s: &str, free_text: bool| match number(s) {
@@ -220,7 +174,7 @@ struct Group {
 }
 
 impl Group {
-    fn add(&mut self, r: &Observed, nums: &[u64], free: &[String]) {
+    fn add(&mut self, r: &Entry, nums: &[u64], free: &[String]) {
         self.count += 1;
         for (range, &n) in self.ranges.iter_mut().zip(nums) {
             *range = (range.0.min(n), range.1.max(n));
@@ -313,9 +267,11 @@ fn literal(s: &str) -> String {
     s.replace('{', "%7B").replace('}', "%7D")
 }
 
-/// One endpoint of the mix written.
+/// One endpoint of the mix to be written: a shape of recorded traffic,
+/// how often it was seen and what it was answered. (The engine reads the
+/// written file back as [`super::mix::MixEndpoint`]s.)
 #[derive(Debug, Clone, PartialEq)]
-pub struct MixEndpoint {
+pub struct RecordedEndpoint {
     pub name: String,
     pub method: String,
     pub path: String,
@@ -333,7 +289,7 @@ pub struct MixEndpoint {
 
 /// Groups `traffic` into at most `max_endpoints` endpoints, the most
 /// requested first (ties by shape, so the same input gives the same file).
-pub fn endpoints(traffic: &Traffic, max_endpoints: usize) -> Vec<MixEndpoint> {
+pub fn endpoints(traffic: &Traffic, max_endpoints: usize) -> Vec<RecordedEndpoint> {
     let mut groups: BTreeMap<Shape, Group> = BTreeMap::new();
     for r in &traffic.requests {
         let (shape, nums, free) = shape_of(r);
@@ -377,7 +333,7 @@ pub fn endpoints(traffic: &Traffic, max_endpoints: usize) -> Vec<MixEndpoint> {
                 (Some(_), Some(ct)) => vec![("Content-Type".to_string(), ct)],
                 _ => Vec::new(),
             };
-            MixEndpoint {
+            RecordedEndpoint {
                 name,
                 method: g.shape.method.clone(),
                 path: g.path(),
@@ -500,7 +456,7 @@ fn key(s: &str) -> String {
 /// The mix file: a header comment saying where it came from and each
 /// endpoint's share, then one `[[endpoint]]` table each. `command` is
 /// how it was asked for (`rackbench mix --from-record r.jsonl`).
-pub fn render(traffic: &Traffic, endpoints: &[MixEndpoint], command: &str) -> String {
+pub fn render(traffic: &Traffic, endpoints: &[RecordedEndpoint], command: &str) -> String {
     let total: u64 = endpoints.iter().map(|e| e.weight).sum();
     let mut s = format!(
         "# A request mix written by `{command}` (rackbench {}) from {}: \
@@ -575,8 +531,9 @@ pub fn render(traffic: &Traffic, endpoints: &[MixEndpoint], command: &str) -> St
 mod tests {
     use super::*;
 
-    fn get(target: &str, status: Option<u16>) -> Observed {
-        Observed {
+    fn get(target: &str, status: Option<u16>) -> Entry {
+        Entry {
+            t_us: 0,
             method: "GET".into(),
             target: target.into(),
             status,
@@ -585,7 +542,7 @@ mod tests {
         }
     }
 
-    fn traffic(requests: Vec<Observed>) -> Traffic {
+    fn traffic(requests: Vec<Entry>) -> Traffic {
         Traffic {
             source: "the test".into(),
             requests,
@@ -661,7 +618,7 @@ mod tests {
         for (case, reqs, names) in rows {
             let t = traffic(
                 reqs.iter()
-                    .map(|(m, p)| Observed {
+                    .map(|(m, p)| Entry {
                         method: m.to_string(),
                         ..get(p, None)
                     })
@@ -713,7 +670,8 @@ mod tests {
 
     #[test]
     fn expect_is_the_most_common_status_and_bodies_keep_their_content_type() {
-        let post = |body: &[u8]| Observed {
+        let post = |body: &[u8]| Entry {
+            t_us: 0,
             method: "POST".into(),
             target: "/posts/1/comments".into(),
             status: Some(302),
@@ -729,7 +687,7 @@ mod tests {
             get("/a", Some(200)),
             post(b"comment[body]=\"hi\""),
             post(b"other"),
-            Observed {
+            Entry {
                 target: "/bin".into(),
                 ..post(&[0xff, 0xfe])
             },
@@ -770,7 +728,7 @@ mod tests {
     /// order requests arrived in: the same traffic gives the same file.
     #[test]
     fn the_same_traffic_in_another_order_gives_the_same_file() {
-        let mut reqs: Vec<Observed> = (1..=40)
+        let mut reqs: Vec<Entry> = (1..=40)
             .map(|i| match i % 4 {
                 0 => get(&format!("/posts/{i}"), Some(200)),
                 1 => get(&format!("/authors/{i}/posts?page={}", i % 3 + 1), Some(200)),
