@@ -231,6 +231,91 @@ fn a_plans_servers_are_fitted_in_turn_into_one_table() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A plan's `[load] mix` is read beside the plan file, wherever the fit
+/// runs from, and `--mix` (relative to where it runs) takes its place:
+/// each trial's record under --out measures the mix's own endpoints.
+/// Until issue 30's follow-up, `fit PLAN` refused --mix and no trial
+/// record was kept to show what a fit sent.
+#[test]
+fn a_plans_fit_sends_its_mix_and_mix_overrides_it() {
+    let dir = common::work_dir("fit-mix");
+    let plans = dir.join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let plan = format!(
+        "name = \"mixed\"\nservers = [\"t\"]\napps = [\"hello\"]\n\
+         [server_defs.t]\ncommand = \"{}\"\nprocesses = true\n\
+         [load]\nconnections = [2]\nwarmup = \"0s\"\nmix = \"two.toml\"\n\
+         [fit]\nslo = \"p99=1s\"\nrepeats = 1\nmax_workers = 1\n",
+        serve_test_command("--workers {{workers}} --path-delay /slow=5ms")
+    );
+    for (path, text) in [
+        (plans.join("plan.toml"), plan.as_str()),
+        (
+            plans.join("two.toml"),
+            "[[endpoint]]\nname = \"slow\"\npath = \"/slow/{random:1..5}\"\n\n\
+             [[endpoint]]\nname = \"home\"\npath = \"/\"\nweight = 3\n",
+        ),
+        (
+            dir.join("other.toml"),
+            "[[endpoint]]\nname = \"other\"\npath = \"/other\"\n",
+        ),
+    ] {
+        std::fs::write(path, text).unwrap();
+    }
+    // The endpoints each kept trial record measured, and their errors.
+    let fit_with = |extra: &[&str]| -> Vec<Vec<String>> {
+        let out_dir = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out_dir);
+        let out = common::rackbench_cmd()
+            .current_dir(&dir)
+            .args(["fit", "--no-pin", "-d", "1s", "--out", "out"])
+            .arg("plans/plan.toml")
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let trials = out_dir.join("t/trials");
+        let mut records: Vec<_> = std::fs::read_dir(&trials)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        records.sort();
+        assert!(
+            !records.is_empty(),
+            "no trial record in {}",
+            trials.display()
+        );
+        records
+            .iter()
+            .map(|p| {
+                let rec: Value =
+                    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+                assert_valid("trial-v1", &rec, &p.display().to_string());
+                let endpoints = rec["load"]["endpoints"].as_array().expect("endpoints");
+                endpoints
+                    .iter()
+                    .map(|e| {
+                        assert!(e["ok"].as_u64().unwrap() > 0, "{e}");
+                        e["name"].as_str().unwrap().to_string()
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    for names in fit_with(&[]) {
+        assert_eq!(names, ["slow", "home"]);
+    }
+    for names in fit_with(&["--mix", "other.toml"]) {
+        assert_eq!(names, ["other"]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// plans/budget-512.toml in small (1 trial per configuration, up to 2
 /// workers × 2 threads, 1 s windows) on the real servers: a fit of each,
 /// every trial inside the budget, in the plan's order, each server's

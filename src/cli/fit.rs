@@ -58,7 +58,8 @@ pub struct FitArgs {
     /// Write the page (a heatmap of workers × threads) to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
-    /// Keep fit.json, each trial's record and the servers' logs here;
+    /// Keep fit.json, each trial's record (trials/wW-tT-rR.json) and the
+    /// servers' logs here;
     /// with a plan, DIR/SERVER/fit.json and fit.html, and DIR/fits.md and
     /// fits.json.
     #[arg(long)]
@@ -141,7 +142,8 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     with_budget(&mut spec, args.memory(), args.cpus());
     let name = spec.server.name.clone();
     let settings = args.settings(FitSettings::default());
-    let doc = fit_one(&name, spec, &settings, args.json, &interrupt);
+    let keep = args.out.is_some();
+    let doc = fit_one(&name, spec, &settings, (args.json, keep), &interrupt);
     write_outputs(&doc, &args)?;
     Ok(if interrupt.load(Ordering::Relaxed) {
         ExitCode::from(130)
@@ -153,12 +155,13 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
 }
 
 /// One server's search from its base trial (the budget on it), as the
-/// fit-v1 document; `name` is the server as the results name it.
+/// fit-v1 document; `name` is the server as the results name it. With
+/// `keep`, each trial's record is written beside its directory.
 fn fit_one(
     name: &str,
     spec: TrialSpec,
     settings: &FitSettings,
-    quiet: bool,
+    (quiet, keep): (bool, bool),
     interrupt: &Arc<AtomicBool>,
 ) -> FitDocument {
     let (processes, threads) = (spec.server.processes, spec.server.threads);
@@ -186,7 +189,7 @@ fn fit_one(
             settings.repeats
         );
     }
-    let measure = measure(spec, settings.repeats, quiet);
+    let measure = measure(spec, settings.repeats, (quiet, keep));
     let result = fit_until(measure, opts, || interrupt.load(Ordering::Relaxed));
     FitDocument::new(
         (name, &app),
@@ -267,16 +270,9 @@ fn check(args: &FitArgs) -> Result<()> {
 
 /// `rackbench fit PLAN`: each server's search in turn, then one table.
 fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
-    if args.load.mix.is_some() {
-        return Err(usage(
-            "--mix is not taken by a plan's fits yet: fit one server with --server and --mix, \
-             or drop --mix"
-                .into(),
-        ));
-    }
     let (mut plan, text) = Plan::load(path).map_err(|e| usage(e.to_string()))?;
     let file = path.display().to_string();
-    override_plan(args, &mut plan);
+    override_plan(args, &mut plan)?;
     let registry = super::servers::registry(&args.server.servers_file)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     let rig = rig(args, Arc::clone(&interrupt))?;
@@ -313,7 +309,13 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
                 crate::plan::slug(&t.name)
             )),
         };
-        let doc = fit_one(&t.name, t.spec, &settings, args.json, &interrupt);
+        let doc = fit_one(
+            &t.name,
+            t.spec,
+            &settings,
+            (args.json, dir.is_some()),
+            &interrupt,
+        );
         if let Some(d) = &dir {
             write_server(d, &doc)?;
         }
@@ -331,9 +333,9 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
 }
 
 /// Each flag given replaces that part of the plan: --app its apps,
-/// --env adds to its env, --memory and --cpus its budget, -c, -d and
-/// --warmup its load.
-fn override_plan(args: &FitArgs, plan: &mut Plan) {
+/// --env adds to its env, --memory and --cpus its budget, -c, -d,
+/// --warmup and --mix its load.
+fn override_plan(args: &FitArgs, plan: &mut Plan) -> Result<()> {
     if args.given("app") {
         plan.apps = vec![args.server.app.clone()];
     }
@@ -348,6 +350,10 @@ fn override_plan(args: &FitArgs, plan: &mut Plan) {
     if args.given("warmup") {
         plan.load.warmup = format!("{}ms", args.load.warmup.as_millis());
     }
+    if let Some(m) = &args.load.mix {
+        plan.load.mix = Some(super::run::mix_over_plan(m)?);
+    }
+    Ok(())
 }
 
 /// The CPUs for the servers and the load, as `trial` pins them.
@@ -423,8 +429,15 @@ fn write_fits(all: &FitsDocument, args: &FitArgs) -> Result<()> {
 }
 
 /// One candidate's trials: `--repeats` fresh servers at its workers and
-/// threads, each in the budget.
-fn measure(spec: TrialSpec, repeats: usize, quiet: bool) -> impl FnMut(Candidate) -> Outcome {
+/// threads, each in the budget. With `keep` (--out), each trial's
+/// rackbench/trial-v1 record goes beside its directory
+/// (`trials/w2-t4-r1.json`): the fit document keeps only the figures the
+/// search judged, the record keeps the rest (a mix's endpoints among them).
+fn measure(
+    spec: TrialSpec,
+    repeats: usize,
+    (quiet, keep): (bool, bool),
+) -> impl FnMut(Candidate) -> Outcome {
     move |c| {
         let mut out = Outcome::default();
         for r in 1..=repeats {
@@ -432,8 +445,14 @@ fn measure(spec: TrialSpec, repeats: usize, quiet: bool) -> impl FnMut(Candidate
             s.workers = spec.server.processes.then_some(c.workers);
             s.threads = spec.server.threads.then_some(c.threads);
             s.dir = spec.dir.join(format!("w{}-t{}-r{r}", c.workers, c.threads));
+            let path = s.dir.with_extension("json");
             match run_trial(s) {
                 Ok(rec) => {
+                    if keep {
+                        if let Err(e) = crate::store::write_json(&path, &rec) {
+                            eprintln!("  cannot write {}: {e}", path.display());
+                        }
+                    }
                     let (memory_peak_bytes, oom_kills) = budget_figures(&rec);
                     let l = &rec.load.latency_us;
                     out.repeats.push(Repeat {

@@ -1,9 +1,10 @@
 //! `rackbench mix --from-record FILE` / `--from-nginx-log FILE`: a mix
 //! file (docs/MIX_FORMAT.md) that reproduces the recorded proportions,
-//! to standard output or `--out` (see `load::mixgen`).
+//! to standard output or `--out` (see `load::mixgen`, `load::recorded`).
 
 use super::usage;
-use crate::load::mixgen::{self, DEFAULT_MAX_ENDPOINTS};
+use crate::load::mixgen;
+use crate::load::recorded::{self, DEFAULT_MAX_ENDPOINTS};
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
 use std::io::Write;
@@ -49,7 +50,7 @@ pub fn run(args: MixArgs) -> Result<ExitCode> {
         mixgen::from_nginx_log(input, &name)
     }
     .map_err(|e| usage(e.to_string()))?;
-    let endpoints = mixgen::endpoints(&traffic, args.max_endpoints);
+    let endpoints = recorded::endpoints(&traffic, args.max_endpoints);
     let text = mixgen::render(
         &traffic,
         &endpoints,

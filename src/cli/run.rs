@@ -189,6 +189,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     Ok(exit_code(&result, &out, &command))
 }
 
+/// `--mix FILE` in place of a plan's `[load] mix`: checked here, and
+/// made absolute, since the plan reads a relative mix beside the plan
+/// file while the flag is relative to the working directory. (`run`'s
+/// and `fit`'s.)
+pub(super) fn mix_over_plan(m: &std::path::Path) -> Result<String> {
+    let m = std::path::absolute(m).map_err(|e| usage(format!("--mix {}: {e}", m.display())))?;
+    // Its mistakes at the mix file's own line, not at a plan line that
+    // does not hold it.
+    crate::load::mix::Mix::load(&m).map_err(|e| usage(e.to_string()))?;
+    Ok(m.display().to_string())
+}
+
 /// The flags that stand in for the plan's keys: --runtime, --yjit,
 /// --allocator, --malloc-arena-max, --memory, --cpus and --soak (refused
 /// beside a [breakpoint]: a soak is one fixed rate).
@@ -204,12 +216,7 @@ fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
     args.database.override_plan(&mut plan.database);
     args.slow.override_plan(&mut plan.load)?;
     if let Some(m) = &args.mix {
-        // Absolute: the plan reads a relative mix beside the plan file.
-        let m = std::path::absolute(m).map_err(|e| usage(format!("--mix {}: {e}", m.display())))?;
-        // Its mistakes at the mix file's own line, not at a plan line
-        // that does not hold it.
-        crate::load::mix::Mix::load(&m).map_err(|e| usage(e.to_string()))?;
-        plan.load.mix = Some(m.display().to_string());
+        plan.load.mix = Some(mix_over_plan(m)?);
     }
     args.restart.override_plan(&mut plan.restart);
     if args.soak.soak.is_some() && plan.breakpoint.is_some() {

@@ -1,51 +1,17 @@
 //! A request mix (docs/MIX_FORMAT.md) written from recorded traffic:
-//! `rackbench mix --from-record FILE` and `--from-nginx-log FILE`.
+//! `rackbench mix --from-record FILE` and `--from-nginx-log FILE`. This
+//! module reads the sources into [`Traffic`] and writes the mix file's
+//! text; `recorded` groups the traffic into the endpoints written.
 //!
-//! Requests are grouped into endpoints by method and path shape: a path
-//! segment or query value that is a number becomes a slot, written as
-//! `{random:MIN..MAX}` over the values seen (one value seen stays that
-//! value); other query values take the most common one. Each endpoint's
-//! weight is its observed count, so a mix drawn by weight reproduces the
-//! recorded proportions. Past `max_endpoints` shapes, the rarer ones are
-//! folded into the nearest kept one (same method, longest common path
-//! prefix) and the file says which.
-//!
-//! This module parses what it is handed (a reader) and returns text; it
-//! never opens a file and never sends a request.
+//! The files are read by replay's readers (`schedule::read_record`,
+//! `schedule::read_nginx_requests`), so a line replay refuses is refused
+//! here with the same words. This module parses what it is handed (a
+//! reader) and returns text; it never opens a file and never sends a
+//! request.
 
-use super::schedule::{parse_combined, read_record, ScheduleError, RECORD_FORMAT};
-use std::collections::BTreeMap;
+use super::recorded::{RecordedEndpoint, Traffic};
+use super::schedule::{read_nginx_requests, read_record, ScheduleError, RECORD_FORMAT};
 use std::io::{BufRead, Read};
-
-/// Endpoints a generated mix holds unless told otherwise.
-pub const DEFAULT_MAX_ENDPOINTS: usize = 20;
-
-/// The longest endpoint name written (the mix format has no limit; a
-/// report's table does).
-const MAX_NAME: usize = 40;
-
-/// One request as recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Observed {
-    pub method: String,
-    /// Path and query (origin form).
-    pub target: String,
-    /// The answer's status, when the source has it (nginx logs do,
-    /// records do not).
-    pub status: Option<u16>,
-    /// Header names in lower case.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-/// What a source file gave: its requests, and how it is named in the
-/// mix's header comment.
-#[derive(Debug, Clone)]
-pub struct Traffic {
-    /// "the record r.jsonl", "the nginx log access.log".
-    pub source: String,
-    pub requests: Vec<Observed>,
-}
 
 /// Reads a `rackbench/record-v1` file; a file that is not one (an nginx
 /// log given by mistake, an empty file) is refused in one line.
@@ -76,395 +42,29 @@ pub fn from_record(mut input: impl BufRead, name: &str) -> Result<Traffic, Sched
     }
     Ok(Traffic {
         source: format!("the record {name}"),
-        requests: entries
-            .into_iter()
-            .map(|e| Observed {
-                method: e.method,
-                target: e.target,
-                status: None,
-                headers: e.headers,
-                body: e.body,
-            })
-            .collect(),
+        requests: entries,
     })
 }
 
-/// Reads an nginx access log in the combined format (as `replay
-/// --nginx-log` does), every method, with each line's status. Bodies are
-/// not in a log.
+/// Reads an nginx access log in the combined format with replay's
+/// reader ([`read_nginx_requests`]), every method, with each line's
+/// status. Bodies are not in a log.
 pub fn from_nginx_log(input: impl BufRead, name: &str) -> Result<Traffic, ScheduleError> {
-    let mut requests = Vec::new();
-    for (i, line) in input.lines().enumerate() {
-        let lineno = i + 1;
-        let line = line.map_err(|err| ScheduleError::Io {
-            what: format!("{name}:{lineno}"),
-            err,
-        })?;
-        if line.trim().is_empty() {
-            continue;
+    let log = read_nginx_requests(input, name, |_| true).map_err(|e| match e {
+        ScheduleError::Bad(m) => {
+            ScheduleError::Bad(format!("{m}; a rackbench record goes with --from-record"))
         }
-        let bad = |why: &str| {
-            ScheduleError::Bad(format!(
-                "{name}:{lineno}: {why}: give an nginx access log in the combined format \
-                 ('$remote_addr - $remote_user [$time_local] \"$request\" $status ...'), or a \
-                 record with --from-record"
-            ))
-        };
-        let p = parse_combined(&line).map_err(bad)?;
-        let (method, target) = match p.request.split(' ').collect::<Vec<_>>()[..] {
-            [m, t, _] | [m, t] => (m, t),
-            _ => return Err(bad("the request field is not 'METHOD TARGET HTTP/x'")),
-        };
-        if !target.starts_with('/') {
-            return Err(bad("the request target does not start with '/'"));
-        }
-        requests.push(Observed {
-            method: method.to_string(),
-            target: target.to_string(),
-            status: p.status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        });
-    }
-    if requests.is_empty() {
+        e => e,
+    })?;
+    if log.entries.is_empty() {
         return Err(ScheduleError::Bad(format!(
             "{name} holds no requests: give an access log with traffic in it"
         )));
     }
     Ok(Traffic {
         source: format!("the nginx log {name}"),
-        requests,
+        requests: log.entries,
     })
-}
-
-/// A part of a path or a query value: as written, a number slot, or a
-/// free query value (written as the most common one).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Part {
-    Lit(String),
-    Num,
-    Free,
-}
-
-/// What requests of one endpoint share: method, path parts, query keys
-/// (each with a number slot, a free value or none).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Shape {
-    method: String,
-    path: Vec<Part>,
-    /// (key, None when it has no `=`).
-    query: Vec<(String, Option<Part>)>,
-}
-
-/// A number up to 18 digits (so it fits a u64 and a TOML integer).
-fn number(s: &str) -> Option<u64> {
-    (!s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| s.parse().ok())
-        .flatten()
-}
-
-/// A request's shape, and the values of its slots (numbers, then free
-/// query values) in order.
-fn shape_of(r: &Observed) -> (Shape, Vec<u64>, Vec<String>) {
-    let (path, query) = r.target.split_once('?').unwrap_or((&r.target, ""));
-    let (mut nums, mut free) = (Vec::new(), Vec::new());
-    let mut part = |s: &str, free_text: bool| match number(s) {
-        Some(n) => {
-            nums.push(n);
-            Part::Num
-        }
-        None if free_text => {
-            free.push(s.to_string());
-            Part::Free
-        }
-        None => Part::Lit(s.to_string()),
-    };
-    let path = path.split('/').skip(1).map(|s| part(s, false)).collect();
-    let query = query
-        .split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| match kv.split_once('=') {
-            Some((k, v)) => (k.to_string(), Some(part(v, true))),
-            None => (kv.to_string(), None),
-        })
-        .collect();
-    let method = r.method.to_ascii_uppercase();
-    (
-        Shape {
-            method,
-            path,
-            query,
-        },
-        nums,
-        free,
-    )
-}
-
-/// One endpoint being gathered.
-#[derive(Debug, Clone)]
-struct Group {
-    shape: Shape,
-    count: u64,
-    /// Per number slot: (min, max).
-    ranges: Vec<(u64, u64)>,
-    /// Per free query value: how often each was seen.
-    free: Vec<BTreeMap<String, u64>>,
-    statuses: BTreeMap<u16, u64>,
-    content_types: BTreeMap<String, u64>,
-    /// The first body seen, when any request had one.
-    body: Option<Vec<u8>>,
-    /// The target when only one request had this shape.
-    first_target: String,
-    /// Shapes folded into this one past the cap: (method and path, count).
-    folded: Vec<(String, u64)>,
-}
-
-impl Group {
-    fn add(&mut self, r: &Observed, nums: &[u64], free: &[String]) {
-        self.count += 1;
-        for (range, &n) in self.ranges.iter_mut().zip(nums) {
-            *range = (range.0.min(n), range.1.max(n));
-        }
-        for (seen, v) in self.free.iter_mut().zip(free) {
-            *seen.entry(v.clone()).or_default() += 1;
-        }
-        if let Some(s) = r.status {
-            *self.statuses.entry(s).or_default() += 1;
-        }
-        if !r.body.is_empty() {
-            self.body.get_or_insert_with(|| r.body.clone());
-            if let Some((_, ct)) = r
-                .headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-            {
-                *self.content_types.entry(ct.clone()).or_default() += 1;
-            }
-        }
-    }
-
-    /// The path template: number slots as `{random:MIN..MAX}` (or the one
-    /// value seen), free values as the most common one.
-    fn path(&self) -> String {
-        if self.count == 1 && self.folded.is_empty() {
-            return literal(&self.first_target);
-        }
-        let mut ranges = self.ranges.iter();
-        let mut free = self.free.iter();
-        let mut slot = |p: &Part| match p {
-            Part::Num => {
-                let (lo, hi) = *ranges.next().expect("a range per slot");
-                if lo == hi {
-                    lo.to_string()
-                } else {
-                    format!("{{random:{lo}..{hi}}}")
-                }
-            }
-            Part::Free => free
-                .next()
-                .and_then(most_common)
-                .map_or_else(String::new, |v| literal(&v)),
-            Part::Lit(s) => literal(s),
-        };
-        let mut out = String::new();
-        for p in &self.shape.path {
-            out.push('/');
-            out.push_str(&slot(p));
-        }
-        if out.is_empty() {
-            out.push('/');
-        }
-        for (i, (k, v)) in self.shape.query.iter().enumerate() {
-            out.push(if i == 0 { '?' } else { '&' });
-            out.push_str(&literal(k));
-            if let Some(v) = v {
-                out.push('=');
-                out.push_str(&slot(v));
-            }
-        }
-        out
-    }
-
-    /// The method and path shape, as the header comment names it.
-    fn label(&self) -> String {
-        let mut s = format!("{} ", self.shape.method);
-        for p in &self.shape.path {
-            s.push('/');
-            s.push_str(match p {
-                Part::Lit(l) => l,
-                _ => "N",
-            });
-        }
-        if self.shape.path.is_empty() {
-            s.push('/');
-        }
-        s
-    }
-}
-
-/// The most common key; ties go to the smallest.
-fn most_common<K: Clone + Ord>(seen: &BTreeMap<K, u64>) -> Option<K> {
-    let max = seen.values().max()?;
-    seen.iter().find(|(_, n)| *n == max).map(|(k, _)| k.clone())
-}
-
-/// Braces written as `%7B`/`%7D`, so no recorded text reads as a placeholder.
-fn literal(s: &str) -> String {
-    s.replace('{', "%7B").replace('}', "%7D")
-}
-
-/// One endpoint of the mix written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MixEndpoint {
-    pub name: String,
-    pub method: String,
-    pub path: String,
-    /// Requests of this shape seen (with those folded into it).
-    pub weight: u64,
-    /// The most common status seen, when the source has statuses.
-    pub expect_status: Option<u16>,
-    pub headers: Vec<(String, String)>,
-    pub body: Option<String>,
-    /// A body seen that is not UTF-8 text, so not written.
-    pub body_left_out: bool,
-    /// Shapes folded into it past the cap: (method and path, count).
-    pub folded: Vec<(String, u64)>,
-}
-
-/// Groups `traffic` into at most `max_endpoints` endpoints, the most
-/// requested first (ties by shape, so the same input gives the same file).
-pub fn endpoints(traffic: &Traffic, max_endpoints: usize) -> Vec<MixEndpoint> {
-    let mut groups: BTreeMap<Shape, Group> = BTreeMap::new();
-    for r in &traffic.requests {
-        let (shape, nums, free) = shape_of(r);
-        groups
-            .entry(shape.clone())
-            .or_insert_with(|| Group {
-                shape,
-                count: 0,
-                ranges: nums.iter().map(|&n| (n, n)).collect(),
-                free: vec![BTreeMap::new(); free.len()],
-                statuses: BTreeMap::new(),
-                content_types: BTreeMap::new(),
-                body: None,
-                first_target: r.target.clone(),
-                folded: Vec::new(),
-            })
-            .add(r, &nums, &free);
-    }
-    let mut groups: Vec<Group> = groups.into_values().collect();
-    groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.shape.cmp(&b.shape)));
-    let keep = max_endpoints.max(1).min(groups.len());
-    let rest = groups.split_off(keep);
-    for g in rest {
-        let i = nearest(&groups, &g.shape);
-        let into = &mut groups[i];
-        into.count += g.count;
-        into.folded.push((g.label(), g.count));
-        for (s, n) in g.statuses {
-            *into.statuses.entry(s).or_default() += n;
-        }
-    }
-    let mut names: Vec<String> = Vec::new();
-    groups
-        .iter()
-        .map(|g| {
-            let name = unique_name(&g.shape, &names);
-            names.push(name.clone());
-            let text = g.body.as_ref().map(|b| String::from_utf8(b.clone()));
-            let body = text.clone().and_then(Result::ok);
-            let headers = match (&body, most_common(&g.content_types)) {
-                (Some(_), Some(ct)) => vec![("Content-Type".to_string(), ct)],
-                _ => Vec::new(),
-            };
-            MixEndpoint {
-                name,
-                method: g.shape.method.clone(),
-                path: g.path(),
-                weight: g.count,
-                expect_status: most_common(&g.statuses),
-                headers,
-                body,
-                body_left_out: matches!(text, Some(Err(_))),
-                folded: g.folded.clone(),
-            }
-        })
-        .collect()
-}
-
-/// The kept group nearest `shape`: the same method with the longest
-/// common path prefix (the most requested among equals), else the most
-/// requested of all.
-fn nearest(kept: &[Group], shape: &Shape) -> usize {
-    let common = |g: &Group| {
-        g.shape
-            .path
-            .iter()
-            .zip(&shape.path)
-            .take_while(|(a, b)| a == b)
-            .count()
-    };
-    kept.iter()
-        .enumerate()
-        .filter(|(_, g)| g.shape.method == shape.method)
-        .max_by(|(i, a), (j, b)| common(a).cmp(&common(b)).then(j.cmp(i)))
-        .map_or(0, |(i, _)| i)
-}
-
-/// A name from the path: literal segments, `id` for a number, joined by
-/// `_`; the method first unless GET; `root` for `/`. A name taken
-/// already gets its query keys, then a number.
-fn unique_name(shape: &Shape, taken: &[String]) -> String {
-    let mut words: Vec<String> = Vec::new();
-    if shape.method != "GET" {
-        words.push(shape.method.to_ascii_lowercase());
-    }
-    for p in &shape.path {
-        match p {
-            Part::Lit(s) => words.push(s.clone()),
-            _ => words.push("id".into()),
-        }
-    }
-    let base = clean(&words.join("_"));
-    let base = if base.is_empty() || base == clean(&shape.method.to_ascii_lowercase()) {
-        clean(&format!("{} root", words.join("_")))
-    } else {
-        base
-    };
-    let with_query = clean(&format!(
-        "{base}_{}",
-        shape
-            .query
-            .iter()
-            .map(|q| q.0.as_str())
-            .collect::<Vec<_>>()
-            .join("_")
-    ));
-    let free = |n: &String| !taken.contains(n);
-    [base.clone(), with_query]
-        .into_iter()
-        .find(free)
-        .or_else(|| (2..).map(|i| format!("{base}_{i}")).find(free))
-        .expect("a free name")
-}
-
-/// Lower case, `[a-z0-9_-]` only (anything else a `_`), no repeated or
-/// trailing `_`, at most [`MAX_NAME`] characters.
-fn clean(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        let c = c.to_ascii_lowercase();
-        let c = if c.is_ascii_alphanumeric() || c == '-' {
-            c
-        } else {
-            '_'
-        };
-        if !(c == '_' && (out.is_empty() || out.ends_with('_'))) {
-            out.push(c);
-        }
-    }
-    out.truncate(MAX_NAME);
-    out.trim_end_matches('_').to_string()
 }
 
 /// A TOML basic string.
@@ -500,7 +100,7 @@ fn key(s: &str) -> String {
 /// The mix file: a header comment saying where it came from and each
 /// endpoint's share, then one `[[endpoint]]` table each. `command` is
 /// how it was asked for (`rackbench mix --from-record r.jsonl`).
-pub fn render(traffic: &Traffic, endpoints: &[MixEndpoint], command: &str) -> String {
+pub fn render(traffic: &Traffic, endpoints: &[RecordedEndpoint], command: &str) -> String {
     let total: u64 = endpoints.iter().map(|e| e.weight).sum();
     let mut s = format!(
         "# A request mix written by `{command}` (rackbench {}) from {}: \
@@ -574,146 +174,14 @@ pub fn render(traffic: &Traffic, endpoints: &[MixEndpoint], command: &str) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn get(target: &str, status: Option<u16>) -> Observed {
-        Observed {
-            method: "GET".into(),
-            target: target.into(),
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
-    }
-
-    fn traffic(requests: Vec<Observed>) -> Traffic {
-        Traffic {
-            source: "the test".into(),
-            requests,
-        }
-    }
-
-    /// The endpoints' (name, method, path, weight).
-    fn summary(t: &Traffic, max: usize) -> Vec<(String, String, String, u64)> {
-        endpoints(t, max)
-            .into_iter()
-            .map(|e| (e.name, e.method, e.path, e.weight))
-            .collect()
-    }
-
-    #[test]
-    fn numbers_become_ranges_and_a_shape_seen_once_stays_literal() {
-        let mut reqs = Vec::new();
-        for id in [3, 17, 120] {
-            reqs.push(get(&format!("/posts/{id}"), Some(200)));
-        }
-        reqs.push(get("/posts/9/comments?page=2&q=ruby", Some(200)));
-        reqs.push(get("/search?q=ruby&page=1", Some(200)));
-        reqs.push(get("/search?q=rails&page=4", Some(200)));
-        reqs.push(get("/search?q=ruby&page=2", Some(404)));
-        reqs.push(get("/", Some(200)));
-        reqs.push(get("/", Some(200)));
-        let s = summary(&traffic(reqs), 20);
-        let want = [
-            ("posts_id", "/posts/{random:3..120}", 3),
-            ("search", "/search?q=ruby&page={random:1..4}", 3),
-            ("root", "/", 2),
-            ("posts_id_comments", "/posts/9/comments?page=2&q=ruby", 1),
-        ];
-        assert_eq!(s.len(), want.len(), "{s:?}");
-        for (got, (name, path, weight)) in s.iter().zip(want) {
-            assert_eq!(
-                (got.0.as_str(), got.2.as_str(), got.3),
-                (name, path, weight)
-            );
-        }
-    }
-
-    /// (case, targets, the names given)
-    #[test]
-    fn names_are_unique_and_made_of_the_path() {
-        type Row = (
-            &'static str,
-            Vec<(&'static str, &'static str)>,
-            Vec<&'static str>,
-        );
-        let rows: Vec<Row> = vec![
-            (
-                "method first unless GET",
-                vec![("POST", "/posts/1/comments"), ("GET", "/posts/1/comments")],
-                vec!["post_posts_id_comments", "posts_id_comments"],
-            ),
-            (
-                "a clash takes the query keys, then a number",
-                vec![("GET", "/a"), ("GET", "/a?x=1"), ("GET", "/a?x=y&z")],
-                vec!["a", "a_x", "a_x_z"],
-            ),
-            (
-                "a clash with no query gets a number",
-                vec![("GET", "/A.json"), ("GET", "/a_json")],
-                vec!["a_json", "a_json_2"],
-            ),
-            (
-                "characters outside [a-z0-9_-] and the root",
-                vec![("GET", "/Über/Straße%20x"), ("DELETE", "/")],
-                vec!["ber_stra_e_20x", "delete_root"],
-            ),
-        ];
-        for (case, reqs, names) in rows {
-            let t = traffic(
-                reqs.iter()
-                    .map(|(m, p)| Observed {
-                        method: m.to_string(),
-                        ..get(p, None)
-                    })
-                    .collect(),
-            );
-            let got: Vec<String> = endpoints(&t, 20).into_iter().map(|e| e.name).collect();
-            let mut sorted = got.clone();
-            sorted.sort();
-            let mut want: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-            want.sort();
-            assert_eq!(sorted, want, "{case}");
-            for n in got {
-                assert!(
-                    n.bytes().all(|b| b.is_ascii_lowercase()
-                        || b.is_ascii_digit()
-                        || b == b'_'
-                        || b == b'-'),
-                    "{case}: {n}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_cap_folds_rarer_shapes_into_the_nearest_and_keeps_the_total() {
-        let mut reqs = Vec::new();
-        for (target, n) in [
-            ("/posts/1", 50),
-            ("/authors/2", 30),
-            ("/posts/1/edit", 2),
-            ("/about", 1),
-        ] {
-            reqs.extend((0..n).map(|_| get(target, None)));
-        }
-        let e = endpoints(&traffic(reqs), 2);
-        assert_eq!(e.len(), 2);
-        assert_eq!(e.iter().map(|e| e.weight).sum::<u64>(), 83, "nothing lost");
-        assert_eq!(e[0].name, "posts_id");
-        assert_eq!(
-            e[0].folded,
-            vec![
-                ("GET /posts/N/edit".to_string(), 2),
-                ("GET /about".to_string(), 1)
-            ],
-            "/posts/N/edit is nearest /posts/N; /about shares no prefix with either: the most requested"
-        );
-        assert_eq!((e[0].weight, e[1].weight), (53, 30));
-    }
+    use crate::load::recorded::endpoints;
+    use crate::load::recorded::tests::{get, traffic};
+    use crate::load::schedule::Entry;
 
     #[test]
     fn expect_is_the_most_common_status_and_bodies_keep_their_content_type() {
-        let post = |body: &[u8]| Observed {
+        let post = |body: &[u8]| Entry {
+            t_us: 0,
             method: "POST".into(),
             target: "/posts/1/comments".into(),
             status: Some(302),
@@ -729,7 +197,7 @@ mod tests {
             get("/a", Some(200)),
             post(b"comment[body]=\"hi\""),
             post(b"other"),
-            Observed {
+            Entry {
                 target: "/bin".into(),
                 ..post(&[0xff, 0xfe])
             },
@@ -770,7 +238,7 @@ mod tests {
     /// order requests arrived in: the same traffic gives the same file.
     #[test]
     fn the_same_traffic_in_another_order_gives_the_same_file() {
-        let mut reqs: Vec<Observed> = (1..=40)
+        let mut reqs: Vec<Entry> = (1..=40)
             .map(|i| match i % 4 {
                 0 => get(&format!("/posts/{i}"), Some(200)),
                 1 => get(&format!("/authors/{i}/posts?page={}", i % 3 + 1), Some(200)),
@@ -783,12 +251,6 @@ mod tests {
         reqs.reverse();
         let t = traffic(reqs);
         assert_eq!(render(&t, &endpoints(&t, 20), "rackbench mix"), one);
-    }
-
-    #[test]
-    fn braces_in_a_recorded_path_are_never_a_placeholder() {
-        let e = endpoints(&traffic(vec![get("/a/{x}", None)]), 20);
-        assert_eq!(e[0].path, "/a/%7Bx%7D");
     }
 
     #[test]

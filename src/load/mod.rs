@@ -17,6 +17,7 @@ pub mod merge;
 pub mod mix;
 pub mod mixgen;
 mod pacing;
+pub mod recorded;
 pub mod recorder;
 pub mod report;
 pub mod response;

@@ -36,7 +36,8 @@ const REPLACED: &[&str] = &[
     "upgrade",
 ];
 
-/// One request to replay, before rendering.
+/// One recorded request (a record's line, a log's line): what replay
+/// renders and sends, and what `mixgen` groups into a mix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     /// When it arrived, microseconds from any fixed origin.
@@ -44,6 +45,9 @@ pub struct Entry {
     pub method: String,
     /// Path and query (origin form).
     pub target: String,
+    /// The answer's status, when the source has it (nginx logs do,
+    /// records do not); replay never reads it.
+    pub status: Option<u16>,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
@@ -274,6 +278,7 @@ pub fn read_record(input: impl BufRead, name: &str) -> Result<Vec<Entry>, Schedu
             t_us: r.t_us,
             method: r.method,
             target: r.target,
+            status: None,
             headers: r.headers,
             body,
         });
@@ -293,8 +298,23 @@ pub const RECORD_FORMAT: &str = "rackbench/record-v1";
 #[derive(Debug, Default)]
 pub struct NginxLog {
     pub entries: Vec<Entry>,
-    /// Lines that are requests other than GET or HEAD.
+    /// Lines that are requests of a method not kept.
     pub skipped_methods: u64,
+}
+
+/// Reads an nginx access log for replay: only GET and HEAD are kept;
+/// other methods are counted and skipped (their bodies are not in the
+/// log). A log with none to replay is an error. See
+/// [`read_nginx_requests`] for the format.
+pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, ScheduleError> {
+    let log = read_nginx_requests(input, name, |m| m == "GET" || m == "HEAD")?;
+    if log.entries.is_empty() {
+        return Err(ScheduleError::Bad(format!(
+            "{name} holds no GET or HEAD requests to replay ({} other requests skipped)",
+            log.skipped_methods
+        )));
+    }
+    Ok(log)
 }
 
 /// Reads an nginx access log in the `combined` format:
@@ -307,12 +327,17 @@ pub struct NginxLog {
 /// line has one after the user agent, less a `$request_time` (a field like
 /// `0.005`) beside it, since nginx writes `$msec` as the request ends;
 /// else `$time_local` (whole seconds;
-/// the requests of one second are then spread evenly over it, in order).
-/// Only GET and HEAD are kept, with their target and, when not `-`, their
-/// Referer and User-Agent; other methods are counted and skipped (their
-/// bodies are not in the log). A line that is not in this format is an
-/// error naming it.
-pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, ScheduleError> {
+/// the requests kept of one second are then spread evenly over it, in
+/// order). Requests whose method `keep` takes are kept with their target,
+/// their status and, when not `-`, their Referer and User-Agent; the
+/// others are counted and skipped before their target and time are
+/// looked at. A line that is not in this format is an error naming it.
+/// The one reader of nginx logs: replay's and `rackbench mix`'s.
+pub fn read_nginx_requests(
+    input: impl BufRead,
+    name: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<NginxLog, ScheduleError> {
     let mut log = NginxLog::default();
     // Lines of whole-second times, to spread over their second.
     let mut whole: Vec<(usize, u64)> = Vec::new();
@@ -336,7 +361,7 @@ pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, Sched
             [m, t, _] | [m, t] => (m, t),
             _ => return Err(bad("the request field is not 'METHOD TARGET HTTP/x'")),
         };
-        if method != "GET" && method != "HEAD" {
+        if !keep(method) {
             log.skipped_methods += 1;
             continue;
         }
@@ -363,6 +388,7 @@ pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, Sched
             t_us,
             method: method.to_string(),
             target: target.to_string(),
+            status: p.status,
             headers,
             body: Vec::new(),
         });
@@ -377,28 +403,22 @@ pub fn read_nginx_log(input: impl BufRead, name: &str) -> Result<NginxLog, Sched
         }
         j += k;
     }
-    if log.entries.is_empty() {
-        return Err(ScheduleError::Bad(format!(
-            "{name} holds no GET or HEAD requests to replay ({} other requests skipped)",
-            log.skipped_methods
-        )));
-    }
     Ok(log)
 }
 
 /// One line of a combined log, its fields borrowed from the line.
-pub(super) struct Combined<'a> {
+struct Combined<'a> {
     time_local: &'a str,
-    pub(super) request: &'a str,
+    request: &'a str,
     referer: &'a str,
     user_agent: &'a str,
     /// `$status`, when it is a number.
-    pub(super) status: Option<u16>,
+    status: Option<u16>,
     /// `$msec`, as microseconds, when the line has it.
     msec: Option<u64>,
 }
 
-pub(super) fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
+fn parse_combined(line: &str) -> Result<Combined<'_>, &'static str> {
     let open = line.find('[').ok_or("no [$time_local]")?;
     let close = open + line[open..].find(']').ok_or("no [$time_local]")?;
     let time_local = &line[open + 1..close];
@@ -531,6 +551,40 @@ mod tests {
         assert_eq!(e[2].t_us, t0 + 1_000_000);
     }
 
+    /// Replay skips a method before it looks at the line's target or
+    /// time, so a line it skips can never be its error; a reader keeping
+    /// every method (`rackbench mix`) checks them, and keeps the status.
+    #[test]
+    fn a_skipped_method_is_never_checked_and_a_kept_one_has_its_status() {
+        let odd =
+            r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "OPTIONS * HTTP/1.1" 204 0 "-" "-""#;
+        let text = format!("{LOG}{odd}\n");
+        let log = read_nginx_log(text.as_bytes(), "access.log").unwrap();
+        assert_eq!((log.entries.len(), log.skipped_methods), (3, 2));
+        assert!(log.entries.iter().all(|e| e.status.is_some()));
+        let all = read_nginx_requests(LOG.as_bytes(), "access.log", |_| true).unwrap();
+        let got: Vec<(&str, Option<u16>)> = all
+            .entries
+            .iter()
+            .map(|e| (e.method.as_str(), e.status))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("GET", Some(200)),
+                ("POST", Some(302)),
+                ("HEAD", Some(200)),
+                ("GET", Some(404))
+            ]
+        );
+        let err = read_nginx_requests(text.as_bytes(), "access.log", |_| true).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("access.log:6: the request target"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn msec_wins_over_time_local() {
         let line = r#"127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-" 1795428000.250 0.001"#;
@@ -569,6 +623,7 @@ mod tests {
             t_us,
             method: "GET".into(),
             target: target.into(),
+            status: None,
             headers: vec![
                 ("host".into(), "proxy:1".into()),
                 ("x-a".into(), "1".into()),
@@ -600,6 +655,7 @@ mod tests {
                     t_us: i,
                     method: "POST".into(),
                     target: "/".into(),
+                    status: None,
                     headers: Vec::new(),
                     body: vec![b'x'; 1 << 19],
                 })
