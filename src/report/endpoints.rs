@@ -9,7 +9,7 @@
 //! reports byte for byte as before. It never reads a record's JSON: the
 //! figures come from `store::endpoints`, through `Group::endpoints`.
 
-use super::svg::{color, esc, Axis, Plot};
+use super::svg::{color, esc, hbar_rows, Bar, BarRow};
 use super::{load_label, Group, Report};
 use crate::stats::spread::Spread;
 use crate::store::endpoints::GroupEndpoint;
@@ -270,76 +270,36 @@ pub(super) fn html(s: &mut String, groups: &[&Group], variants: &[String]) {
 /// Each endpoint's p50 (solid) and p99 (pale) latency, medians across
 /// repeats with their range as a whisker, a row per group and endpoint.
 fn chart(groups: &[&Group], variants: &[String]) -> String {
-    let rows: Vec<(&Group, &GroupEndpoint)> = groups
+    let spread = |s: Option<Spread>| s.map(|s| (s.median, s.min, s.max));
+    let rows: Vec<BarRow> = groups
         .iter()
         .flat_map(|g| g.endpoints.iter().map(move |e| (*g, e)))
+        .map(|(g, e)| BarRow {
+            label: format!("{} · {}", title(g), e.name),
+            color: color(variants, &g.planned.variant).to_string(),
+            bars: vec![
+                Bar {
+                    name: "p50",
+                    opacity: 1.0,
+                    value: spread(e.latency_p50_us),
+                },
+                Bar {
+                    name: "p99",
+                    opacity: 0.45,
+                    value: spread(e.latency_p99_us),
+                },
+            ],
+            empty: "no OK response".into(),
+            note: (String::new(), ""),
+        })
         .collect();
-    let row_h = 14.0 * 2.0 + 10.0;
-    let h = 28.0 + 46.0 + row_h * rows.len() as f64;
-    let xmax = rows
-        .iter()
-        .flat_map(|(_, e)| [e.latency_p50_us, e.latency_p99_us])
-        .flatten()
-        .map(|v| v.max)
-        .fold(0f64, f64::max);
-    let x = Axis::linear(
-        0.0,
-        if xmax > 0.0 { xmax * 1.05 } else { 1.0 },
+    hbar_rows(
+        &rows,
+        300.0,
+        "Latency per endpoint: p50 and p99",
         "latency",
         &fmt_us,
-    );
-    let y = Axis {
-        min: 0.0,
-        max: rows.len() as f64,
-        log: false,
-        label: String::new(),
-        ticks: Vec::new(),
-    };
-    let mut p = Plot::new(1150.0, h, x, y).with_left(300.0);
-    for (i, (g, e)) in rows.iter().enumerate() {
-        let top = p.plot_top() + row_h * i as f64 + 5.0;
-        let c = color(variants, &g.planned.variant);
-        p.text_px(
-            p.plot_left() - 8.0,
-            top + row_h / 2.0,
-            &format!("{} · {}", title(g), e.name),
-            "#222",
-            "end",
-        );
-        let bars = [
-            ("p50", 1.0, e.latency_p50_us),
-            ("p99", 0.45, e.latency_p99_us),
-        ];
-        for (j, (label, opacity, v)) in bars.into_iter().enumerate() {
-            let Some(v) = v else { continue };
-            let y = top + 14.0 * j as f64;
-            let tip = format!(
-                "{} {}, {label}: median {} (min {}, max {})",
-                title(g),
-                e.name,
-                fmt_us(v.median),
-                fmt_us(v.min),
-                fmt_us(v.max)
-            );
-            p.hbar_px(
-                v.median,
-                y,
-                12.0,
-                &format!("{c}\" fill-opacity=\"{opacity}"),
-                &tip,
-            );
-            p.hwhisker_px(v.min, v.max, y + 6.0, "#333");
-            let xr = p.px(v.max) + 6.0;
-            p.text_px(
-                xr,
-                y + 10.0,
-                &format!("{label} {}", fmt_us(v.median)),
-                "#333",
-                "start",
-            );
-        }
-    }
-    p.finish("Latency per endpoint: p50 and p99", true)
+    )
 }
 
 /// The columns report.csv gains per endpoint of the study: requests,

@@ -1,7 +1,7 @@
 //! The self-contained HTML report: inline CSS, inline SVG charts, a few
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
-use super::svg::{color, esc, Axis, Plot, RED};
+use super::svg::{color, esc, hbar_rows, Axis, Bar, BarRow, Plot, RED};
 use super::{breakpoint_front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
@@ -1085,86 +1085,31 @@ impl Report {
         bars: &[(&str, f64, &dyn Fn(&Group) -> Option<(f64, f64, f64)>)],
         fmt: &dyn Fn(f64) -> String,
     ) -> String {
-        let row_h = 14.0 * bars.len() as f64 + 12.0;
-        let h = 28.0 + 46.0 + row_h * groups.len() as f64;
-        let xmax = groups
+        let rows: Vec<BarRow> = groups
             .iter()
-            .flat_map(|g| bars.iter().filter_map(move |(_, _, f)| f(g).map(|v| v.2)))
-            .fold(0f64, f64::max);
-        let x = Axis::linear(0.0, if xmax > 0.0 { xmax * 1.05 } else { 1.0 }, xlabel, fmt);
-        let y = Axis {
-            min: 0.0,
-            max: groups.len() as f64,
-            log: false,
-            label: String::new(),
-            ticks: Vec::new(),
-        };
-        let mut p = Plot::new(1150.0, h, x, y).with_left(230.0);
-        for (i, g) in groups.iter().enumerate() {
-            let top = p.plot_top() + row_h * i as f64 + 6.0;
-            let c = color(variants, &g.planned.variant);
-            p.text_px(
-                p.plot_left() - 8.0,
-                top + row_h / 2.0,
-                &format!("{} · {}", g.planned.variant, load_label(&g.planned)),
-                "#222",
-                "end",
-            );
-            let mut any = false;
-            for (j, (label, opacity, f)) in bars.iter().enumerate() {
-                let y = top + 14.0 * j as f64;
-                if let Some((med, lo, hi)) = f(g) {
-                    any = true;
-                    let tip = format!(
-                        "{} {}, {}: median {} (min {}, max {})",
-                        g.planned.variant,
-                        load_label(&g.planned),
-                        label,
-                        fmt(med),
-                        fmt(lo),
-                        fmt(hi)
-                    );
-                    let bar = format!("{c}\" fill-opacity=\"{opacity}");
-                    p.hbar_px(med, y, 12.0, &bar, &tip);
-                    p.hwhisker_px(lo, hi, y + 6.0, "#333");
-                    let xr = p.px(hi) + 6.0;
-                    p.text_px(
-                        xr,
-                        y + 10.0,
-                        &format!("{label} {}", fmt(med)),
-                        "#333",
-                        "start",
-                    );
-                }
-            }
-            if !any {
-                let l = p.plot_left();
-                p.text_px(
-                    l + 6.0,
-                    top + row_h / 2.0,
-                    &format!(
-                        "no data ({})",
-                        if g.notes().is_empty() {
-                            "not measured".into()
-                        } else {
-                            g.notes()
-                        }
-                    ),
-                    RED,
-                    "start",
-                );
-            } else if !g.short_notes().is_empty() {
-                let w = p.w;
-                p.text_px(
-                    w - 20.0,
-                    top + row_h / 2.0,
-                    &g.short_notes(),
-                    alarm(g),
-                    "end",
-                );
-            }
-        }
-        p.finish(title, true)
+            .map(|g| BarRow {
+                label: format!("{} · {}", g.planned.variant, load_label(&g.planned)),
+                color: color(variants, &g.planned.variant).to_string(),
+                bars: bars
+                    .iter()
+                    .map(|(name, opacity, f)| Bar {
+                        name,
+                        opacity: *opacity,
+                        value: f(g),
+                    })
+                    .collect(),
+                empty: format!(
+                    "no data ({})",
+                    if g.notes().is_empty() {
+                        "not measured".into()
+                    } else {
+                        g.notes()
+                    }
+                ),
+                note: (g.short_notes(), alarm(g)),
+            })
+            .collect();
+        hbar_rows(&rows, 230.0, title, xlabel, fmt)
     }
 
     fn memory(&self, s: &mut String, variants: &[String]) {

@@ -436,3 +436,91 @@ impl Plot {
         s
     }
 }
+
+/// One bar of a [`BarRow`]: its name, its opacity over the row's colour,
+/// and (median, min, max); None draws nothing.
+pub struct Bar<'a> {
+    pub name: &'a str,
+    pub opacity: f64,
+    pub value: Option<(f64, f64, f64)>,
+}
+
+/// One row of [`hbar_rows`]: its label (left of the plot, and the start
+/// of each bar's tooltip), its colour and bars, what the row says when
+/// none of its bars has a value (in red), and a note at its right end
+/// with the note's colour (empty for none).
+pub struct BarRow<'a> {
+    pub label: String,
+    pub color: String,
+    pub bars: Vec<Bar<'a>>,
+    pub empty: String,
+    pub note: (String, &'a str),
+}
+
+/// A horizontal bar chart with a row per [`BarRow`]: each bar its median,
+/// a whisker from min to max and "name median" beside it; `left` pixels
+/// for the rows' labels.
+pub fn hbar_rows(
+    rows: &[BarRow],
+    left: f64,
+    title: &str,
+    xlabel: &str,
+    fmt: &dyn Fn(f64) -> String,
+) -> String {
+    let per_row = rows.iter().map(|r| r.bars.len()).max().unwrap_or(1);
+    let row_h = 14.0 * per_row as f64 + 12.0;
+    let h = 28.0 + 46.0 + row_h * rows.len() as f64;
+    let xmax = rows
+        .iter()
+        .flat_map(|r| r.bars.iter().filter_map(|b| b.value.map(|v| v.2)))
+        .fold(0f64, f64::max);
+    let x = Axis::linear(0.0, if xmax > 0.0 { xmax * 1.05 } else { 1.0 }, xlabel, fmt);
+    let y = Axis {
+        min: 0.0,
+        max: rows.len() as f64,
+        log: false,
+        label: String::new(),
+        ticks: Vec::new(),
+    };
+    let mut p = Plot::new(1150.0, h, x, y).with_left(left);
+    for (i, r) in rows.iter().enumerate() {
+        let top = p.plot_top() + row_h * i as f64 + 6.0;
+        let middle = top + row_h / 2.0;
+        p.text_px(p.plot_left() - 8.0, middle, &r.label, "#222", "end");
+        let mut any = false;
+        for (j, b) in r.bars.iter().enumerate() {
+            let Some((med, lo, hi)) = b.value else {
+                continue;
+            };
+            any = true;
+            let y = top + 14.0 * j as f64;
+            let tip = format!(
+                "{}, {}: median {} (min {}, max {})",
+                r.label,
+                b.name,
+                fmt(med),
+                fmt(lo),
+                fmt(hi)
+            );
+            let bar = format!("{}\" fill-opacity=\"{}", r.color, b.opacity);
+            p.hbar_px(med, y, 12.0, &bar, &tip);
+            p.hwhisker_px(lo, hi, y + 6.0, "#333");
+            let xr = p.px(hi) + 6.0;
+            p.text_px(
+                xr,
+                y + 10.0,
+                &format!("{} {}", b.name, fmt(med)),
+                "#333",
+                "start",
+            );
+        }
+        if !any {
+            let l = p.plot_left();
+            p.text_px(l + 6.0, middle, &r.empty, RED, "start");
+        } else if !r.note.0.is_empty() {
+            let w = p.w;
+            p.text_px(w - 20.0, middle, &r.note.0, r.note.1, "end");
+        }
+    }
+    p.finish(title, true)
+}
