@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// A plan file in a fresh work directory and where its run writes.
 pub struct Plan {
@@ -27,16 +27,16 @@ impl Plan {
         Plan { dir, file, out }
     }
 
+    /// `rackbench run PLAN --out DIR`, to add arguments to or to spawn.
+    pub fn command(&self) -> Command {
+        let mut c = super::rackbench_cmd();
+        c.arg("run").arg(&self.file).arg("--out").arg(&self.out);
+        c
+    }
+
     /// `rackbench run PLAN --out DIR EXTRA`, run to its end.
     pub fn run(&self, extra: &[&str]) -> Output {
-        super::rackbench_cmd()
-            .arg("run")
-            .arg(&self.file)
-            .arg("--out")
-            .arg(&self.out)
-            .args(extra)
-            .output()
-            .expect("run rackbench")
+        self.command().args(extra).output().expect("run rackbench")
     }
 
     /// [`Plan::run`], asserted to succeed (its stderr the message).
