@@ -230,14 +230,9 @@ fn trial(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// [`trial`]'s record, checked against trial-v1.
 fn record(dir: &Path, args: &[&str], tag: &str) -> Value {
-    let out = trial(dir, args);
-    assert!(
-        out.status.success(),
-        "{tag}: {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = common::stdout_json(&trial(dir, args), &format!("{tag}: {args:?}"));
     assert_valid("trial-v1", &r, tag);
     r
 }
@@ -554,45 +549,24 @@ fn a_plan_names_its_database_and_pool_and_the_runner_starts_them() {
     if !have_rails() || !have_postgres() || !have_server("puma") {
         return;
     }
-    let dir = common::scratch("blog-plan");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let plan = dir.join("plan.toml");
-    std::fs::write(
-        &plan,
+    let plan = common::Plan::write(
+        "blog-plan",
+        "plan.toml",
         "name = \"blog-pg\"\napps = [\"blog\"]\ndatabase = \"postgres\"\n[[server]]\nname = \"puma\"\nthreads = [4]\nsettings = { pool = \"2\" }\n[load]\nconnections = [4]\nduration = \"2s\"\nwarmup = \"1s\"\n",
-    )
-    .unwrap();
-    let out_dir = dir.join("out");
-    let out = common::rackbench_cmd()
-        .args(["run", "--no-pin", "--out"])
-        .arg(&out_dir)
-        .arg(&plan)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
-    let file = std::fs::read_dir(out_dir.join("trials"))
-        .unwrap()
-        .flatten()
-        .next()
-        .expect("one trial")
-        .path();
-    let stored: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    plan.run_ok(&["--no-pin"]);
+    let (_, stored) = plan.docs("trials").into_iter().next().expect("one trial");
     assert_valid("run-trial-v1", &stored, "plan's trial");
     let r = &stored["trial"];
     assert_eq!(r["database"]["kind"], "postgres");
     assert_eq!(r["server"]["env"]["DB_POOL"], "2");
     assert_eq!(r["server"]["settings"]["pool"], "2");
-    let work = std::fs::read_dir(out_dir.join("work"))
+    let work = std::fs::read_dir(plan.out.join("work"))
         .unwrap()
         .flatten()
         .next()
         .unwrap()
         .path();
     assert_nothing_left(&work, "after the plan's trial");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&plan.dir);
 }

@@ -42,13 +42,7 @@ fn breakpoint(url: &str, extra: &[&str]) -> Value {
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    common::stdout_json(&out, "breakpoint")
 }
 
 fn levels(doc: &Value) -> Vec<String> {
@@ -241,12 +235,7 @@ fn lab_breakpoint(extra: &[&str]) -> Value {
         .output()
         .unwrap();
     let _ = std::fs::remove_dir_all(&work);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::stdout_json(&out, "lab breakpoint")
 }
 
 #[test]
@@ -333,12 +322,7 @@ fn a_5xx_nginx_made_itself_is_explained_from_its_error_log() {
         .output()
         .unwrap();
     let _ = std::fs::remove_dir_all(&work);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::stdout_json(&out, "breakpoint behind nginx");
     let failed = doc["steps"]
         .as_array()
         .unwrap()
@@ -362,11 +346,10 @@ fn a_5xx_nginx_made_itself_is_explained_from_its_error_log() {
 
 #[test]
 fn a_plans_break_point_is_found_below_its_start_too() {
-    let dir = common::work_dir("bp-plan");
-    let plan = dir.join("capped.toml");
-    std::fs::write(
-        &plan,
-        format!(
+    let plan = common::Plan::write(
+        "bp-plan",
+        "capped.toml",
+        &format!(
             r#"name = "capped"
 servers = ["capped"]
 apps = ["hello"]
@@ -381,29 +364,9 @@ probe = "500ms"
 "#,
             common::EXE
         ),
-    )
-    .unwrap();
-    let out_dir = dir.join("results");
-    let out = common::rackbench_cmd()
-        .arg("run")
-        .arg(&plan)
-        .arg("--out")
-        .arg(&out_dir)
-        .arg("--no-pin")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
-    let bps: Vec<_> = std::fs::read_dir(out_dir.join("breakpoints"))
-        .unwrap()
-        .flatten()
-        .collect();
-    assert_eq!(bps.len(), 1);
-    let stored: Value =
-        serde_json::from_str(&std::fs::read_to_string(bps[0].path()).unwrap()).unwrap();
+    plan.run_ok(&["--no-pin"]);
+    let stored = plan.only_doc("breakpoints");
     assert_found(&stored["result"], 40.0);
     assert_eq!(stored["connections"], stored["result"]["level"]);
     let first = &stored["result"]["steps"][0];
@@ -412,5 +375,5 @@ probe = "500ms"
         (Some(100.0), Some(false))
     );
     assert_eq!(first["first_failure"]["status"], 503);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&plan.dir);
 }

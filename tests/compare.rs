@@ -8,20 +8,19 @@ mod common;
 
 use common::rackbench_cmd as bin;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A plan with two test servers: `base` (50 ms per request) and `slow`
 /// (57.5 ms, 15% longer), 6 repeats each of a short fixed load. The service
 /// time is long so that the server's fixed overhead (a few hundred µs of
 /// wake-up and parsing, the same on both sides) dilutes the 15% by under a
 /// tenth of a point.
-fn write_plan(dir: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let plan = dir.join("plan.toml");
+fn write_plan(name: &str) -> common::Plan {
     let exe = common::EXE;
-    std::fs::write(
-        &plan,
-        format!(
+    common::Plan::write(
+        name,
+        "plan.toml",
+        &format!(
             r#"name = "service-time"
 repeats = 6
 servers = ["base", "slow"]
@@ -37,8 +36,6 @@ warmup = "150ms"
 "#
         ),
     )
-    .unwrap();
-    plan
 }
 
 /// One plan run at a time in this file. Two runs side by side disturb each
@@ -49,21 +46,11 @@ warmup = "150ms"
 /// "significant" (p = 0.03 adjusted).
 static ONE_RUN_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run(args: &[&str], plan: &Path, out: &Path) -> std::process::Output {
+fn run(args: &[&str], plan: &common::Plan) -> std::process::Output {
     let _one = ONE_RUN_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let o = bin()
-        .arg("run")
-        .arg(plan)
-        .arg("--out")
-        .arg(out)
-        .args(["--no-pin", "--seed", "14"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    o
+    plan.run_ok(&[&["--no-pin", "--seed", "14"][..], args].concat())
 }
 
 fn row<'a>(doc: &'a Value, metric: &str) -> &'a Value {
@@ -77,11 +64,9 @@ fn row<'a>(doc: &'a Value, metric: &str) -> &'a Value {
 
 #[test]
 fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
-    let dir = common::scratch("compare");
-    let _ = std::fs::remove_dir_all(&dir);
-    let plan = write_plan(&dir);
-    let out = dir.join("results");
-    run(&[], &plan, &out);
+    let plan = write_plan("compare");
+    let (dir, out) = (plan.dir.clone(), plan.out.clone());
+    run(&[], &plan);
     let a = format!("{}:server=base", out.display());
     let b = format!("{}:server=slow", out.display());
     let o = bin().args(["compare", &a, &b, "--json"]).output().unwrap();
@@ -182,11 +167,9 @@ fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
 
 #[test]
 fn aa_run_of_one_configuration_finds_no_difference() {
-    let dir = common::scratch("aa");
-    let _ = std::fs::remove_dir_all(&dir);
-    let plan = write_plan(&dir);
-    let out = dir.join("results");
-    let o = run(&["--aa", "--control", "base"], &plan, &out);
+    let plan = write_plan("aa");
+    let (dir, out) = (plan.dir.clone(), plan.out.clone());
+    let o = run(&["--aa", "--control", "base"], &plan);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("A/A comparison"), "{stdout}");
     let doc: Value =
@@ -215,12 +198,10 @@ fn aa_run_of_one_configuration_finds_no_difference() {
 
 #[test]
 fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
-    let dir = common::scratch("aa-dry");
-    let _ = std::fs::remove_dir_all(&dir);
-    let plan = write_plan(&dir);
+    let plan = write_plan("aa-dry");
     let o = bin()
         .arg("run")
-        .arg(&plan)
+        .arg(&plan.file)
         .args(["--aa", "--dry-run"])
         .output()
         .unwrap();
@@ -244,13 +225,13 @@ fn aa_plans_only_the_control_twice_and_refuses_an_unknown_one() {
     );
     let o = bin()
         .arg("run")
-        .arg(&plan)
+        .arg(&plan.file)
         .args(["--aa", "--control", "nope", "--dry-run"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("it has: base, slow"));
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&plan.dir);
 }
 
 /// A results directory written by hand: 5 repeats of one group, every

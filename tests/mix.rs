@@ -223,25 +223,27 @@ fn a_mix_goes_through_trial_and_its_record() {
     )
     .unwrap();
     let command = common::serve_test_command("--path-delay /slow=10ms");
-    let work = dir.join("work");
-    let out = common::rackbench_cmd()
-        .args(["trial", "--server", "t", "--command", &command])
-        .args([
-            "--app", "hello", "--no-pin", "--json", "-c", "4", "-d", "1s",
-        ])
-        .arg("--mix")
-        .arg(&file)
-        .arg("--work-dir")
-        .arg(&work)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let mix = file.to_str().unwrap();
+    let record = common::trial_json(
+        &dir.join("work"),
+        &[
+            "--server",
+            "t",
+            "--command",
+            &command,
+            "--app",
+            "hello",
+            "--no-pin",
+            "-c",
+            "4",
+            "-d",
+            "1s",
+            "--mix",
+            mix,
+        ],
+        "mix",
     );
-    let record: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
     let endpoints = record["load"]["endpoints"].as_array().expect("endpoints");
     let names: Vec<&str> = endpoints
         .iter()
@@ -272,46 +274,29 @@ fn a_mix_goes_through_trial_and_its_record() {
 
 #[test]
 fn a_plan_s_mix_is_read_beside_it_and_each_endpoint_measured() {
-    let dir = common::work_dir("mix-plan");
-    std::fs::write(
-        dir.join("two.toml"),
-        "[[endpoint]]\nname = \"slow\"\npath = \"/slow/{random:1..5}\"\n\n\
-         [[endpoint]]\nname = \"home\"\npath = \"/\"\nweight = 3\n",
-    )
-    .unwrap();
-    let plan = dir.join("plan.toml");
-    std::fs::write(
-        &plan,
-        format!(
+    let plan = common::Plan::write(
+        "mix-plan",
+        "plan.toml",
+        &format!(
             "name = \"mixed\"\nservers = [\"t\"]\napps = [\"hello\"]\n\
              [server_defs.t]\ncommand = \"{}\"\n\
              [load]\nconnections = [2]\nduration = \"1s\"\nwarmup = \"0s\"\nmix = \"two.toml\"\n",
             common::serve_test_command("--path-delay /slow=5ms")
         ),
+    );
+    std::fs::write(
+        plan.dir.join("two.toml"),
+        "[[endpoint]]\nname = \"slow\"\npath = \"/slow/{random:1..5}\"\n\n\
+         [[endpoint]]\nname = \"home\"\npath = \"/\"\nweight = 3\n",
     )
     .unwrap();
-    let out_dir = dir.join("results");
-    let out = common::rackbench_cmd()
-        .arg("run")
-        .arg(&plan)
-        .arg("--out")
-        .arg(&out_dir)
-        .args(["--no-pin", "--seed", "5"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let trial = std::fs::read_dir(out_dir.join("trials"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
+    plan.run_ok(&["--no-pin", "--seed", "5"]);
+    let (_, record) = plan
+        .docs("trials")
+        .into_iter()
+        .next()
         .expect("a trial record");
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&trial).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&plan.dir);
     let load = &record["trial"]["load"];
     let endpoints = load["endpoints"]
         .as_array()
@@ -332,35 +317,29 @@ fn a_plan_s_mix_is_read_beside_it_and_each_endpoint_measured() {
 /// found there (it was read beside the copy once, and refused).
 #[test]
 fn a_sweep_of_a_plan_finds_the_plan_s_mix_beside_the_plan() {
-    let dir = common::work_dir("mix-sweep-plan");
-    std::fs::write(
-        dir.join("one.toml"),
-        "[[endpoint]]\nname = \"home\"\npath = \"/\"\n",
-    )
-    .unwrap();
-    let plan = dir.join("plan.toml");
-    std::fs::write(
-        &plan,
-        format!(
+    let plan = common::Plan::write(
+        "mix-sweep-plan",
+        "plan.toml",
+        &format!(
             "name = \"mixed-sweep\"\nservers = [\"t\"]\napps = [\"hello\"]\n\
              [server_defs.t]\ncommand = \"{}\"\n\
              [load]\nduration = \"1s\"\nwarmup = \"0s\"\nmix = \"one.toml\"\n\
              [sweep]\nvary = \"connections\"\nvalues = [1, 2]\n",
             common::serve_test_command("")
         ),
+    );
+    std::fs::write(
+        plan.dir.join("one.toml"),
+        "[[endpoint]]\nname = \"home\"\npath = \"/\"\n",
     )
     .unwrap();
     let out = common::rackbench_cmd()
         .arg("sweep")
-        .arg(&plan)
+        .arg(&plan.file)
         .arg("--dry-run")
         .current_dir(std::env::temp_dir())
         .output()
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let _ = std::fs::remove_dir_all(&plan.dir);
+    common::assert_ran(&out, "sweep --dry-run");
 }

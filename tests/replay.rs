@@ -310,35 +310,18 @@ fn a_malformed_record_line_is_a_usage_error_naming_it() {
 
 #[test]
 fn a_plan_with_replay_runs_each_trial_on_the_record() {
-    let dir = common::work_dir("replay-plan");
-    synth_record(&dir.join("day.jsonl"), 40, 5000); // 200 ms
     let cmd = format!(
         "{} serve-test --listen {{{{host}}}}:{{{{port}}}}",
         common::EXE
     );
-    let plan = format!(
+    let text = format!(
         "name = \"replay\"\nservers = [\"t\"]\napps = [\"hello\"]\n[load]\nreplay = \"day.jsonl\"\n\
          rate_connections = 4\nwarmup = \"0s\"\n[server_defs.t]\ncommand = \"{cmd}\"\n"
     );
-    let file = dir.join("plan.toml");
-    std::fs::write(&file, &plan).unwrap();
-    let results = dir.join("results");
-    let out = rackbench(&[
-        "run",
-        file.to_str().unwrap(),
-        "--out",
-        results.to_str().unwrap(),
-        "--no-pin",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let trials: Vec<_> = std::fs::read_dir(results.join("trials"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(trials.len(), 1, "{trials:?}");
-    let rec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&trials[0]).unwrap()).unwrap();
+    let plan = common::Plan::write("replay-plan", "plan.toml", &text);
+    synth_record(&plan.dir.join("day.jsonl"), 40, 5000); // 200 ms
+    plan.run_ok(&["--no-pin"]);
+    let rec = plan.only_doc("trials");
     let load = &rec["trial"]["load"];
     // Every recorded request once; /r/<i> is a 404 for the hello app and
     // still an answer, not an error.
@@ -347,13 +330,13 @@ fn a_plan_with_replay_runs_each_trial_on_the_record() {
     assert_eq!(load["schedule"]["sends"], 40, "{load}");
 
     // A missing record file is refused before anything starts, at its line.
-    std::fs::write(&file, plan.replace("day.jsonl", "nope.jsonl")).unwrap();
-    let out = rackbench(&["run", file.to_str().unwrap(), "--dry-run"]);
+    std::fs::write(&plan.file, text.replace("day.jsonl", "nope.jsonl")).unwrap();
+    let out = rackbench(&["run", plan.file.to_str().unwrap(), "--dry-run"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("plan.toml, line 5") && err.contains("nope.jsonl"),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&plan.dir);
 }

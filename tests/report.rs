@@ -273,6 +273,20 @@ fn seed(dir: &Path) {
     );
 }
 
+/// The seeded directory with `edit` applied to each trial's stored record
+/// (the failed one, which has no `trial`, included), each written back
+/// and still a valid rackbench/run-trial-v1 record.
+fn seed_with(dir: &Path, edit: impl Fn(&mut Value)) {
+    seed(dir);
+    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        edit(&mut v);
+        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
+        write(&path, &v);
+    }
+}
+
 fn fixture_dir(name: &str) -> PathBuf {
     let dir = common::scratch(&format!("report-{name}"));
     seed(&dir);
@@ -885,16 +899,11 @@ fn runtime(name: &str, yjit: bool, mismatches: &[&str]) -> Value {
 
 /// The seeded directory with each record's runtime set by `of(id)`.
 fn seed_runtimes(dir: &Path, of: impl Fn(&str) -> Value) {
-    seed(dir);
-    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
-        let path = entry.unwrap().path();
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    seed_with(dir, |v| {
         if v["trial"].is_object() {
             v["trial"]["runtime"] = of(v["id"].as_str().unwrap());
         }
-        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
-        write(&path, &v);
-    }
+    });
 }
 
 /// Issue 27: a study whose trials ran on system's Ruby 3.1 (puma) and
@@ -1012,16 +1021,11 @@ fn a_study_on_one_runtime_shows_it_once_and_adds_no_column() {
 /// The seeded directory with every record run under `budget(id)` (None:
 /// no budget), as `budget::BudgetRecord` writes it.
 fn seed_budgets(dir: &Path, budget: impl Fn(&str) -> Option<Value>) {
-    seed(dir);
-    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
-        let path = entry.unwrap().path();
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    seed_with(dir, |v| {
         if let (true, Some(b)) = (v["trial"].is_object(), budget(v["id"].as_str().unwrap())) {
             v["trial"]["budget"] = b;
         }
-        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
-        write(&path, &v);
-    }
+    });
 }
 
 fn budget_record(memory_mib: u64, kills: u64, events: &[f64]) -> Value {
@@ -1194,16 +1198,11 @@ fn budgets_that_differ_are_a_column_and_no_budget_changes_nothing() {
 /// The seeded directory with every record's load beside the slow clients
 /// `slow(id)` (None: none), as `load::slow` writes them.
 fn seed_slow(dir: &Path, slow: impl Fn(&str) -> Option<Value>) {
-    seed(dir);
-    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
-        let path = entry.unwrap().path();
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    seed_with(dir, |v| {
         if let (true, Some(s)) = (v["trial"].is_object(), slow(v["id"].as_str().unwrap())) {
             v["trial"]["load"]["slow_clients"] = s;
         }
-        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
-        write(&path, &v);
-    }
+    });
 }
 
 /// 4 `headers` slow clients: a server that closed none (all 4 open at
@@ -1392,12 +1391,11 @@ fn a_soak_is_charted_per_worker_and_its_verdicts_are_in_every_report() {
         .map(|w| w["verdict"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(verdicts.len(), 2);
-    seed(&dir);
-    let path = dir.join("trials").join(format!("{soaked}.json"));
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    v["trial"]["soak"] = soak;
-    let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
-    write(&path, &v);
+    seed_with(&dir, |v| {
+        if v["id"] == soaked {
+            v["trial"]["soak"] = soak.clone();
+        }
+    });
 
     let written = report::write_all(&dir, None).unwrap();
     let read = |p: &Path| std::fs::read_to_string(p).unwrap();
@@ -1485,12 +1483,9 @@ fn endpoint_record(
 /// `index` (300 requests, 100 + 10·repeat rps, p50 1 ms × repeat) and
 /// `show` (100 requests, 2 failed, 30 rps, p50 200 µs).
 fn seed_endpoints(dir: &Path) {
-    seed(dir);
-    for entry in std::fs::read_dir(dir.join("trials")).unwrap() {
-        let path = entry.unwrap().path();
-        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    seed_with(dir, |v| {
         if !v["trial"].is_object() {
-            continue;
+            return;
         }
         let r = v["repeat"].as_u64().unwrap();
         v["trial"]["load"]["endpoints"] = json!([
@@ -1511,9 +1506,7 @@ fn seed_endpoints(dir: &Path) {
                 2
             ),
         ]);
-        let _: StoredTrial = serde_json::from_value(v.clone()).expect("fixture parses");
-        write(&path, &v);
-    }
+    });
 }
 
 /// Issue 30: a study whose trials ran a mix shows each group's endpoints

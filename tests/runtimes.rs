@@ -424,19 +424,13 @@ fn puma_on_jruby_answers_a_full_trial_and_says_it_is_jruby() {
 
 /// Each trial record of the results directory `dir`, by file name.
 fn records(dir: &Path) -> Vec<(String, Value)> {
-    let mut out: Vec<(String, Value)> = std::fs::read_dir(dir.join("trials"))
-        .unwrap()
-        .flatten()
-        .map(|e| {
-            let text = std::fs::read_to_string(e.path()).unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                serde_json::from_str(&text).unwrap(),
-            )
+    common::plan::json_docs(&dir.join("trials"))
+        .into_iter()
+        .map(|(path, doc)| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, doc)
         })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+        .collect()
 }
 
 #[test]
@@ -504,26 +498,14 @@ fn a_plan_over_two_runtimes_runs_ruby_3_1_and_3_3_side_by_side() {
     if !(have_debian_13() && have("puma", "apt-get install puma")) {
         return;
     }
-    let dir = common::work_dir("runtimes-plan");
-    let plan = dir.join("two.toml");
-    std::fs::write(
-        &plan,
+    let plan = common::Plan::write(
+        "runtimes-plan",
+        "two.toml",
         "name = \"two\"\nruntimes = [\"system\", \"debian-13\"]\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nconnections = [2]\nduration = \"1s\"\nwarmup = \"200ms\"\n",
-    )
-    .unwrap();
-    let out = dir.join("results");
-    let o = run(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--no-pin",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
     );
+    let o = plan.run(&["--no-pin"]);
     assert!(o.status.success(), "{}", text(&o));
-    let recs = records(&out);
+    let recs = records(&plan.out);
     let got: Vec<(&str, &str, String)> = recs
         .iter()
         .map(|(_, r)| {
@@ -553,30 +535,19 @@ fn a_plan_asking_yjit_of_debian_13_is_refused_at_its_line_before_any_trial() {
     if !have_debian_13() {
         return;
     }
-    let dir = common::work_dir("runtimes-plan-refused");
-    let plan = dir.join("bad.toml");
-    std::fs::write(
-        &plan,
+    let plan = common::Plan::write(
+        "runtimes-plan-refused",
+        "bad.toml",
         "name = \"bad\"\nruntimes = [\"debian-13\"]\nyjit = [true]\nservers = [\"puma\"]\napps = [\"hello\"]\n[load]\nconnections = [2]\n",
-    )
-    .unwrap();
-    let out = dir.join("results");
-    let o = run(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
     );
+    let o = plan.run(&[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let t = text(&o);
     assert!(
         t.contains("bad.toml, line 3: runtime 'debian-13'") && t.contains("has no YJIT"),
         "{t}"
     );
-    assert!(!out.join("trials").exists(), "no trial ran");
+    assert!(!plan.out.join("trials").exists(), "no trial ran");
 }
 
 /// `run --runtime debian-13` on a plan naming a server the root lacks:
@@ -587,26 +558,12 @@ fn a_server_a_runtime_lacks_is_skipped_in_a_plan_with_its_package_named() {
     if !(have_debian_13() && have("puma", "apt-get install puma")) {
         return;
     }
-    let dir = common::work_dir("runtimes-plan-skip");
-    let plan = dir.join("skip.toml");
-    std::fs::write(
-        &plan,
+    let plan = common::Plan::write(
+        "runtimes-plan-skip",
+        "skip.toml",
         "name = \"skip\"\nservers = [\"puma\", \"passenger\"]\napps = [\"hello\"]\n[load]\nconnections = [2]\nduration = \"500ms\"\nwarmup = \"200ms\"\n",
-    )
-    .unwrap();
-    let out = dir.join("results");
-    let o = run(
-        &[
-            "run",
-            plan.to_str().unwrap(),
-            "--runtime",
-            "debian-13",
-            "--no-pin",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
     );
+    let o = plan.run(&["--runtime", "debian-13", "--no-pin"]);
     assert!(o.status.success(), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -614,7 +571,7 @@ fn a_server_a_runtime_lacks_is_skipped_in_a_plan_with_its_package_named() {
             && err.contains("--with passenger"),
         "{err}"
     );
-    let recs = records(&out);
+    let recs = records(&plan.out);
     assert_eq!(recs.len(), 1, "only puma ran");
     assert_eq!(recs[0].1["planned"]["runtime"], "debian-13");
 }

@@ -692,22 +692,14 @@ fn ctrl_c_mid_run_stops_the_server_and_keeps_the_figures() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn plan_file(dir: &Path, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let p = dir.join("plan.toml");
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
 #[test]
 fn a_plan_runs_interleaved_survives_ctrl_c_and_resumes_without_redoing() {
     if !have(&["puma", "thin"]) {
         return;
     }
-    let dir = common::scratch("servers-plan");
-    let _ = std::fs::remove_dir_all(&dir);
-    let plan = plan_file(
-        &dir,
+    let plan = common::Plan::write(
+        "servers-plan",
+        "plan.toml",
         r#"
 name = "resume-test"
 repeats = 2
@@ -719,15 +711,10 @@ duration = "2s"
 warmup = "500ms"
 "#,
     );
-    let out = dir.join("results");
+    let (dir, out) = (plan.dir.clone(), plan.out.clone());
     let run = |resume: bool| {
-        let mut c = common::rackbench_cmd();
-        c.arg("run")
-            .arg(&plan)
-            .arg("--out")
-            .arg(&out)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut c = plan.command();
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
         if resume {
             c.arg("--resume");
         }
@@ -804,26 +791,20 @@ warmup = "500ms"
 
 #[test]
 fn a_plan_with_a_typo_is_refused_before_anything_starts() {
-    let dir = common::scratch("servers-badplan");
-    let plan = plan_file(
-        &dir,
+    let plan = common::Plan::write(
+        "servers-badplan",
+        "plan.toml",
         "name = \"x\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [4]\n",
     );
-    let o = common::rackbench_cmd()
-        .arg("run")
-        .arg(&plan)
-        .arg("--out")
-        .arg(dir.join("r"))
-        .output()
-        .unwrap();
+    let o = plan.run(&[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("plan.toml, line 3") && err.contains("pumma") && err.contains("known servers"),
         "{err}"
     );
-    assert!(!dir.join("r").exists(), "nothing may start");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!plan.out.exists(), "nothing may start");
+    let _ = std::fs::remove_dir_all(&plan.dir);
 }
 
 #[test]

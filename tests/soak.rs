@@ -195,33 +195,18 @@ fn the_leak_app_leaking_nothing_does_not_grow_like_a_leak_and_rackbench_stays_fl
 /// `rackbench run PLAN --out DIR` of the test server (one process) with
 /// `extra` flags; the one trial's record.
 fn run_plan(name: &str, plan_soak: &str, extra: &[&str]) -> Value {
-    let dir = work_dir(name);
     let cmd = common::serve_test_command("");
-    let plan = format!(
-        "name = \"soak\"\nservers = [\"t\"]\napps = [\"hello\"]\n{plan_soak}\n[load]\n\
-         rates = [200]\nwarmup = \"1s\"\n[server_defs.t]\ncommand = \"{cmd}\"\n"
+    let plan = common::Plan::write(
+        name,
+        "plan.toml",
+        &format!(
+            "name = \"soak\"\nservers = [\"t\"]\napps = [\"hello\"]\n{plan_soak}\n[load]\n\
+             rates = [200]\nwarmup = \"1s\"\n[server_defs.t]\ncommand = \"{cmd}\"\n"
+        ),
     );
-    let file = dir.join("plan.toml");
-    std::fs::write(&file, plan).unwrap();
-    let results = dir.join("results");
-    let out = rackbench_cmd()
-        .args(["run", file.to_str().unwrap(), "--no-pin", "--out"])
-        .arg(&results)
-        .args(extra)
-        .output()
-        .expect("run rackbench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let trials: Vec<_> = std::fs::read_dir(results.join("trials"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(trials.len(), 1, "{trials:?}");
-    let rec: Value = serde_json::from_slice(&std::fs::read(&trials[0]).unwrap()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    plan.run_ok(&[&["--no-pin"][..], extra].concat());
+    let rec = plan.only_doc("trials");
+    let _ = std::fs::remove_dir_all(&plan.dir);
     rec
 }
 

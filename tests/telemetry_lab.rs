@@ -26,20 +26,7 @@ fn work_dir(tag: &str) -> PathBuf {
 /// against trial-v1.
 fn trial(tag: &str, args: &[&str]) -> Value {
     let dir = work_dir(tag);
-    let out = common::rackbench_cmd()
-        .arg("trial")
-        .args(args)
-        .arg("--work-dir")
-        .arg(&dir)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{tag}: {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = common::trial_json(&dir, args, tag);
     assert_valid("trial-v1", &r, tag);
     let _ = std::fs::remove_dir_all(&dir);
     r
@@ -290,12 +277,7 @@ fn a_break_point_search_with_telemetry_tells_each_step_where_the_time_went() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = common::stdout_json(&out, "breakpoint --telemetry");
     assert_valid("breakpoint-v1", &r, "breakpoint --telemetry");
     let steps = r["steps"].as_array().unwrap();
     assert!(!steps.is_empty());

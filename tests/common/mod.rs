@@ -4,9 +4,14 @@
 //! only what is its own.
 #![allow(dead_code)]
 
+pub mod plan;
 pub mod schema;
 
+#[allow(unused_imports)] // not every test file runs a plan
+pub use plan::Plan;
+
 use rackbench::testserver::{TestServer, TestServerConfig};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -21,6 +26,41 @@ pub fn rackbench_cmd() -> Command {
 /// `rackbench ARGS`, run to its end.
 pub fn rackbench(args: &[&str]) -> Output {
     rackbench_cmd().args(args).output().expect("run rackbench")
+}
+
+/// Asserts `out` is a success; otherwise fails with `what` and its
+/// stderr.
+pub fn assert_ran(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The JSON document `out` printed, after [`assert_ran`]`(out, what)`.
+pub fn stdout_json(out: &Output, what: &str) -> Value {
+    assert_ran(out, what);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+/// `rackbench trial ARGS --work-dir WORK --json`: its record, after
+/// [`stdout_json`] (`what` names the trial in a failure).
+pub fn trial_json(work: &Path, args: &[&str], what: &str) -> Value {
+    let out = rackbench_cmd()
+        .arg("trial")
+        .args(args)
+        .arg("--work-dir")
+        .arg(work)
+        .arg("--json")
+        .output()
+        .expect("run rackbench");
+    stdout_json(&out, &format!("{what}: trial {args:?}"))
 }
 
 /// `cmd` is on PATH; under RACKBENCH_REQUIRE a missing one fails the test
