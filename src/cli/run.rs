@@ -651,9 +651,10 @@ fn print_progress(p: &Progress) {
 }
 
 /// The summary after a run: what the data shows, the table, and the
-/// restarts' lines (nothing without restarts). What the data shows and
-/// the restarts are rebuilt from disk like every report, so a failure to
-/// read it costs only those lines.
+/// lines of the conditions it ran under (budget, slow clients, database,
+/// endpoints, restarts, soaks; nothing without them). What the data shows
+/// and those lines are rebuilt from disk like every report, so a failure
+/// to read it costs only them.
 fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupSummary]) {
     let report = crate::report::Report::load(out).ok();
     if let Some(report) = &report {
@@ -661,7 +662,7 @@ fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupS
     }
     println!("{}", render_summary(summary));
     if let Some(report) = &report {
-        print!("{}", report.terminal_restarts());
+        print!("{}", report.terminal_conditions());
     }
 }
 

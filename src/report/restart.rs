@@ -142,16 +142,6 @@ impl Report {
     }
 }
 
-impl Report {
-    /// [`terminal`]'s lines on their own, for `run`'s summary (empty
-    /// without restarts).
-    pub fn terminal_restarts(&self) -> String {
-        let mut s = String::new();
-        terminal(&mut s, self);
-        s
-    }
-}
-
 /// One line per group with restarts under the terminal table; nothing
 /// without restarts.
 pub(super) fn terminal(s: &mut String, report: &Report) {

@@ -270,6 +270,21 @@ fn md_time_split(s: &mut String, groups: &[&Group]) {
 }
 
 impl Report {
+    /// The lines under the terminal table for the conditions a study ran
+    /// under (budget, slow clients, database, a mix's endpoints, restarts,
+    /// soaks), each nothing when no trial had it: `report` prints them
+    /// under its table and `run` under its summary.
+    pub fn terminal_conditions(&self) -> String {
+        let mut s = String::new();
+        super::budget::terminal(&mut s, self);
+        super::slow::terminal(&mut s, self);
+        super::database::terminal(&mut s, self);
+        super::endpoints::terminal(&mut s, self);
+        super::restart::terminal(&mut s, self);
+        super::soak::terminal(&mut s, self);
+        s
+    }
+
     /// The table printed on the terminal, then what is missing or failed.
     pub fn terminal(&self) -> String {
         let mut s = String::new();
@@ -278,12 +293,7 @@ impl Report {
         if !self.groups.is_empty() {
             self.terminal_trials(&mut s, width);
         }
-        super::budget::terminal(&mut s, self);
-        super::slow::terminal(&mut s, self);
-        super::database::terminal(&mut s, self);
-        super::endpoints::terminal(&mut s, self);
-        super::restart::terminal(&mut s, self);
-        super::soak::terminal(&mut s, self);
+        s.push_str(&self.terminal_conditions());
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "\nnot completed:");
