@@ -13,7 +13,6 @@ use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::budget::{GroupBudget, TrialBudget};
 use crate::store::figures::TrialFigures;
-use std::fmt::Write;
 
 /// A record's budget, through the store's one reader.
 pub(super) fn of_record(r: &TrialRecord) -> Option<TrialBudget> {
@@ -112,26 +111,17 @@ fn throttled(b: &GroupBudget) -> String {
 /// One line per budgeted group under the terminal table; nothing without
 /// budgets.
 pub(super) fn terminal(s: &mut String, report: &Report) {
-    let Some(line) = report.budget_line() else {
-        return;
-    };
     let varies = report.budget_varies();
-    let _ = writeln!(s, "\n{line}");
-    for g in &report.groups {
-        let Some(b) = &g.budget else { continue };
-        let _ = writeln!(
-            s,
-            "{}{}{}{}",
-            super::table::line_start(g, None),
-            if varies {
-                format!("{}; ", b.label)
-            } else {
-                String::new()
-            },
-            b.figures(),
-            b.kill_note().map_or(String::new(), |n| format!("; {n}"))
-        );
-    }
+    super::table::terminal_lines(s, &report.groups, report.budget_line(), None, |g| {
+        let b = g.budget.as_ref()?;
+        let label = if varies {
+            format!("{}; ", b.label)
+        } else {
+            String::new()
+        };
+        let kill = b.kill_note().map_or(String::new(), |n| format!("; {n}"));
+        Some(format!("{label}{}{kill}", b.figures()))
+    });
 }
 
 const HEADS: [(&str, Align); 3] = [

@@ -17,7 +17,6 @@ use crate::stats::spread::Spread;
 use crate::store::budget::size;
 use crate::store::database::{GroupDatabase, TrialDatabase};
 use crate::store::figures::TrialFigures;
-use std::fmt::Write;
 
 impl Report {
     /// The databases the study's groups ran with, each label once, in
@@ -134,25 +133,16 @@ fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>
 /// One line per group with a database under the terminal table;
 /// nothing without one.
 pub(super) fn terminal(s: &mut String, report: &Report) {
-    let Some(line) = report.database_line() else {
-        return;
-    };
     let varies = report.database_varies();
-    let _ = writeln!(s, "\n{line}");
-    for g in &report.groups {
-        let Some(d) = &g.database else { continue };
-        let _ = writeln!(
-            s,
-            "{}{}{}",
-            super::table::line_start(g, None),
-            if varies {
-                format!("{}; ", d.label)
-            } else {
-                String::new()
-            },
-            d.figures()
-        );
-    }
+    super::table::terminal_lines(s, &report.groups, report.database_line(), None, |g| {
+        let d = g.database.as_ref()?;
+        let label = if varies {
+            format!("{}; ", d.label)
+        } else {
+            String::new()
+        };
+        Some(format!("{label}{}", d.figures()))
+    });
 }
 
 /// The section's database table in Markdown; nothing without one.

@@ -1009,13 +1009,7 @@ impl Report {
             "mean latency per request",
             &fmt_us_short,
         );
-        let y = Axis {
-            min: 0.0,
-            max: rows.len() as f64,
-            log: false,
-            label: String::new(),
-            ticks: Vec::new(),
-        };
+        let y = Axis::rows(rows.len());
         let row_h = 24.0;
         let mut p =
             Plot::new(1150.0, 28.0 + 46.0 + row_h * rows.len() as f64, x, y).with_left(330.0);
@@ -1188,13 +1182,7 @@ impl Report {
                 "throughput (req/s)",
                 &fmt_count,
             );
-            let y = Axis {
-                min: 0.0,
-                max: groups.len() as f64,
-                log: false,
-                label: String::new(),
-                ticks: Vec::new(),
-            };
+            let y = Axis::rows(groups.len());
             let mut p = Plot::new(1150.0, h, x, y).with_left(230.0);
             for (i, g) in groups.iter().enumerate() {
                 let cy = p.plot_top() + row_h * i as f64 + row_h / 2.0;

@@ -15,7 +15,6 @@ use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::figures::TrialFigures;
 use crate::store::slow::{GroupSlow, TrialSlow};
-use std::fmt::Write;
 
 /// A record's slow clients, through the store's one reader.
 pub(super) fn of_record(r: &TrialRecord) -> Option<TrialSlow> {
@@ -112,25 +111,16 @@ const HEADS: [(&str, Align); 4] = [
 /// One line per group with slow clients under the terminal table;
 /// nothing without them.
 pub(super) fn terminal(s: &mut String, report: &Report) {
-    let Some(line) = report.slow_line() else {
-        return;
-    };
     let varies = report.slow_varies();
-    let _ = writeln!(s, "\n{line}");
-    for g in &report.groups {
-        let Some(w) = &g.slow else { continue };
-        let _ = writeln!(
-            s,
-            "{}{}{}",
-            super::table::line_start(g, Some(9)),
-            if varies {
-                format!("{}: ", w.label)
-            } else {
-                String::new()
-            },
-            w.figures(),
-        );
-    }
+    super::table::terminal_lines(s, &report.groups, report.slow_line(), Some(9), |g| {
+        let w = g.slow.as_ref()?;
+        let label = if varies {
+            format!("{}: ", w.label)
+        } else {
+            String::new()
+        };
+        Some(format!("{label}{}", w.figures()))
+    });
 }
 
 /// The section's slow-client table; None when none of its groups ran

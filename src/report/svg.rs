@@ -42,6 +42,18 @@ pub struct Axis {
 }
 
 impl Axis {
+    /// The axis of a chart with a row per item (`n` rows): no ticks and
+    /// no label, the rows label themselves.
+    pub fn rows(n: usize) -> Axis {
+        Axis {
+            min: 0.0,
+            max: n as f64,
+            log: false,
+            label: String::new(),
+            ticks: Vec::new(),
+        }
+    }
+
     /// A linear axis from `min` to a nice max over `max`, with nice ticks.
     pub fn linear(min: f64, max: f64, label: &str, fmt: &dyn Fn(f64) -> String) -> Axis {
         let max = if max > min { max } else { min + 1.0 };
@@ -475,13 +487,7 @@ pub fn hbar_rows(
         .flat_map(|r| r.bars.iter().filter_map(|b| b.value.map(|v| v.2)))
         .fold(0f64, f64::max);
     let x = Axis::linear(0.0, if xmax > 0.0 { xmax * 1.05 } else { 1.0 }, xlabel, fmt);
-    let y = Axis {
-        min: 0.0,
-        max: rows.len() as f64,
-        log: false,
-        label: String::new(),
-        ticks: Vec::new(),
-    };
+    let y = Axis::rows(rows.len());
     let mut p = Plot::new(1150.0, h, x, y).with_left(left);
     for (i, r) in rows.iter().enumerate() {
         let top = p.plot_top() + row_h * i as f64 + 6.0;

@@ -61,6 +61,26 @@ pub(super) struct ConditionTable<'a> {
     pub rows: Vec<ConditionRow<'a>>,
 }
 
+/// A condition's lines under the terminal table: its header `line`, then
+/// for each group `rest` gives words to (its setting when the study's
+/// differ, its figures) a line that starts with the group. Nothing
+/// without a header line.
+pub(super) fn terminal_lines(
+    s: &mut String,
+    groups: &[Group],
+    line: Option<String>,
+    front_width: Option<usize>,
+    rest: impl Fn(&Group) -> Option<String>,
+) {
+    let Some(line) = line else { return };
+    let _ = writeln!(s, "\n{line}");
+    for g in groups {
+        if let Some(r) = rest(g) {
+            let _ = writeln!(s, "{}{r}", line_start(g, front_width));
+        }
+    }
+}
+
 /// One row per group: its label and its cells (None: dashes).
 pub(super) fn rows<'a>(
     groups: &[&'a Group],
