@@ -5,7 +5,9 @@
 //! trial and after Ctrl-C; bad input (PostgreSQL missing, its port in use,
 //! a failing seed); the rows a POST-only load wrote; the pool wait with
 //! more threads than connections, and without; a plan's `database` and
-//! pool through `rackbench run`.
+//! pool through `rackbench run`; the seed on the trial's runtime (a
+//! user's Ruby behind a wrapper that writes down its calls, and the
+//! Debian 13 root, whose Ruby has no Rails).
 //!
 //! Its own test target (`cargo test --test blog`). Rails, PostgreSQL and
 //! each server are asked for with `rackbench::require`: a missing one
@@ -594,5 +596,150 @@ fn a_plan_names_its_database_and_pool_and_the_runner_starts_them() {
         .unwrap()
         .path();
     assert_nothing_left(&work, "after the plan's trial");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A blog trial on `runtime`, with `env` (RACKBENCH_RUNTIMES): its output.
+fn trial_on(runtime: &str, dir: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    let mut c = common::rackbench_cmd();
+    c.args(["trial", "--app", "blog", "--no-pin", "--json", "--work-dir"])
+        .arg(dir)
+        .args(["--server", "puma", "--runtime", runtime])
+        .args(["-c", "1", "-d", "1s", "--warmup", "0s"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// A user's Ruby that is the host's behind a wrapper writing down every
+/// call: the seed must run through it (before, it ran the host's `ruby`
+/// whatever the runtime), and the record names the runtime and the Ruby
+/// the seed process itself reported, the server's Ruby.
+#[test]
+fn the_seed_runs_on_the_trials_runtime_and_the_record_says_which_ruby_seeded() {
+    if !have_rails() || !have_server("puma") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let home = common::work_dir("blog-seed-runtime");
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = home.join("calls.log");
+    let ruby = bin.join("ruby");
+    std::fs::write(
+        &ruby,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec /usr/bin/ruby \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ruby, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = [("RACKBENCH_RUNTIMES", home.as_path())];
+    let add = common::rackbench_cmd()
+        .args(["runtime", "add", "wrapped", "--ruby"])
+        .arg(&ruby)
+        .env("RACKBENCH_RUNTIMES", &home)
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+
+    let out = trial_on("wrapped", &home.join("trial"), &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("trial-v1", &r, "blog on a user's Ruby");
+    let db = &r["database"];
+    assert_eq!(db["seed_runtime"], "wrapped", "{db}");
+    assert_eq!(r["runtime"]["name"], "wrapped");
+    // What the seed process and the server process each said of their Ruby.
+    assert_eq!(db["seed_ruby"], r["runtime"]["ruby_description"], "{r}");
+    assert!(db["seed_activerecord"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("6.")));
+    assert_eq!(db["rows_seeded"], 6050);
+    let called = std::fs::read_to_string(&calls).unwrap();
+    for what in ["seed.rb seed", "seed.rb count"] {
+        assert!(
+            called.lines().any(|l| l.ends_with(what)),
+            "the wrapper never ran `{what}`:\n{called}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// Whether a root has Debian's ActiveRecord.
+fn root_has_activerecord(root: &Path) -> bool {
+    std::fs::read_dir(root.join("usr/share/rubygems-integration/all/gems"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("activerecord-"))
+}
+
+/// The Debian 13 root (Ruby 3.3) against the host (Ruby 3.1 with Rails):
+/// the seed runs inside the root. A root built without ActiveRecord (as
+/// `rackbench runtime add debian-13` builds it) stops the trial at the
+/// seed in one line naming the rebuild with Debian's packages, though the
+/// host has them; one built with them seeds on its own Ruby 3.3.
+#[test]
+fn the_seed_on_a_debian_root_runs_the_roots_ruby_and_a_root_without_rails_names_the_rebuild() {
+    if !have_rails()
+        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+        || !rackbench::require::require(
+            "root (a Debian root's mount namespace)",
+            unsafe { libc::geteuid() } == 0,
+            "run the tests as root",
+        )
+    {
+        return;
+    }
+    let add = common::rackbench(&["runtime", "add", "debian-13"]);
+    if !rackbench::require::require(
+        "the debian-13 runtime",
+        add.status.success(),
+        &format!(
+            "`rackbench runtime add debian-13` failed: {}",
+            String::from_utf8_lossy(&add.stderr)
+        ),
+    ) {
+        return;
+    }
+    let root = rackbench::runtime::runtimes_dir().join("debian-13");
+    let dir = common::work_dir("blog-seed-root");
+    let out = trial_on("debian-13", &dir.join("trial"), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if root_has_activerecord(&root) {
+        assert!(out.status.success(), "{err}");
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["database"]["seed_runtime"], "debian-13");
+        assert!(
+            r["database"]["seed_ruby"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("ruby 3.3")),
+            "{r}"
+        );
+    } else {
+        assert!(!out.status.success(), "the seed ran on the host's Rails");
+        let line = err
+            .lines()
+            .find(|l| l.contains("seed failed"))
+            .unwrap_or_else(|| panic!("no seed failure in:\n{err}"));
+        for want in [
+            "cannot load such file -- active_record",
+            "runtime debian-13",
+            "rackbench runtime remove debian-13 && rackbench runtime add debian-13 --with ruby-rails --with ruby-sqlite3 --with ruby-pg",
+        ] {
+            assert!(line.contains(want), "{want:?} not in {line}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
