@@ -6,8 +6,9 @@
 //! a failing seed); the rows a POST-only load wrote; the pool wait with
 //! more threads than connections, and without; a plan's `database` and
 //! pool through `rackbench run`; the seed on the trial's runtime (a
-//! user's Ruby behind a wrapper that writes down its calls, and the
-//! Debian 13 root, whose Ruby has no Rails).
+//! user's Ruby behind a wrapper that writes down its calls, a Gemfile's
+//! `bundle exec` with Rails and without, and the Debian 13 root, whose
+//! Ruby has no Rails).
 //!
 //! Its own test target (`cargo test --test blog`). Rails, PostgreSQL and
 //! each server are asked for with `rackbench::require`: a missing one
@@ -742,4 +743,85 @@ fn the_seed_on_a_debian_root_runs_the_roots_ruby_and_a_root_without_rails_names_
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Bundler runtime: the seed runs through `bundle exec`, so it loads
+/// the Gemfile's gems and no others. With Rails in the Gemfile it seeds;
+/// without, it stops at the seed naming the Gemfile, though the host
+/// has Rails (the seed used to run the host's `ruby` and succeed).
+#[test]
+fn a_bundler_runtimes_seed_loads_only_its_gemfiles_gems_and_names_the_gemfile_when_rails_is_missing(
+) {
+    if !have_rails()
+        || !have_server("puma")
+        || !common::have("bundle", "apt-get install ruby-bundler")
+    {
+        return;
+    }
+    let home = common::work_dir("blog-seed-bundler");
+    let env = [("RACKBENCH_RUNTIMES", home.as_path())];
+    for (name, gems, seeds) in [
+        (
+            "with-rails",
+            "gem \"rails\"\ngem \"sqlite3\"\ngem \"pg\"\n",
+            true,
+        ),
+        ("without-rails", "", false),
+    ] {
+        let app = home.join(name);
+        std::fs::create_dir_all(&app).unwrap();
+        let gemfile = app.join("Gemfile");
+        std::fs::write(
+            &gemfile,
+            format!("source \"https://rubygems.org\"\ngem \"puma\"\ngem \"rack\"\n{gems}"),
+        )
+        .unwrap();
+        // Debian's gems are installed: Bundler resolves them with no network.
+        let lock = Command::new("bundle")
+            .args(["lock", "--local"])
+            .current_dir(&app)
+            .output()
+            .unwrap();
+        assert!(lock.status.success(), "{name}: {lock:?}");
+        let add = common::rackbench_cmd()
+            .args([
+                "runtime",
+                "add",
+                name,
+                "--ruby",
+                "/usr/bin/ruby",
+                "--gemfile",
+            ])
+            .arg(&gemfile)
+            .env("RACKBENCH_RUNTIMES", &home)
+            .output()
+            .unwrap();
+        assert!(add.status.success(), "{name}: {add:?}");
+        let out = trial_on(name, &app.join("trial"), &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if seeds {
+            assert!(out.status.success(), "{name}: {err}");
+            let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(r["database"]["seed_runtime"], name);
+            assert_eq!(r["database"]["seed_ruby"], r["runtime"]["ruby_description"]);
+            assert!(r["runtime"]["bundler"]
+                .as_str()
+                .is_some_and(|v| !v.is_empty()));
+        } else {
+            assert!(
+                !out.status.success(),
+                "{name}: the seed loaded the host's Rails"
+            );
+            let want = format!(
+                "add gem \"rails\", gem \"sqlite3\", gem \"pg\" to {}",
+                gemfile.display()
+            );
+            assert!(
+                err.contains("cannot load such file -- active_record") && err.contains(&want),
+                "{name}: {err}"
+            );
+            assert_eq!(err.matches("cannot load such file").count(), 1, "{err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&home);
 }
