@@ -7,8 +7,9 @@
 //! more threads than connections, and without; a plan's `database` and
 //! pool through `rackbench run`; the seed on the trial's runtime (a
 //! user's Ruby behind a wrapper that writes down its calls, a Gemfile's
-//! `bundle exec` with Rails and without, and the Debian 13 root, whose
-//! Ruby has no Rails).
+//! `bundle exec` with Rails and without, the Debian 13 root, whose Ruby
+//! has no Rails, and one built with Debian's Rails 7.2 in
+//! `runtimes-rails` beside the default runtimes directory, built once).
 //!
 //! Its own test target (`cargo test --test blog`). Rails, PostgreSQL and
 //! each server are asked for with `rackbench::require`: a missing one
@@ -824,4 +825,84 @@ fn a_bundler_runtimes_seed_loads_only_its_gemfiles_gems_and_names_the_gemfile_wh
         }
     }
     let _ = std::fs::remove_dir_all(&home);
+}
+
+/// The rebuild the seed's message names, done: Debian 13 with Debian's
+/// Rails (7.2) and drivers, in a runtimes directory of its own beside the
+/// default one (built once per machine, reused), seeds on the root's Ruby
+/// 3.3 and ActiveRecord 7.2, not the host's 3.1 and 6.1, and the blog
+/// answers on it.
+#[test]
+fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
+    if !have_rails()
+        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+        || !rackbench::require::require(
+            "root (a Debian root's mount namespace)",
+            unsafe { libc::geteuid() } == 0,
+            "run the tests as root",
+        )
+    {
+        return;
+    }
+    let home = rackbench::runtime::runtimes_dir().with_file_name("runtimes-rails");
+    let env = [("RACKBENCH_RUNTIMES", home.as_path())];
+    let add = common::rackbench_cmd()
+        .args(["runtime", "add", "debian-13"])
+        .args([
+            "--with",
+            "ruby-rails",
+            "--with",
+            "ruby-sqlite3",
+            "--with",
+            "ruby-pg",
+        ])
+        .env("RACKBENCH_RUNTIMES", &home)
+        .output()
+        .unwrap();
+    let built =
+        add.status.success() || String::from_utf8_lossy(&add.stderr).contains("is built already");
+    if !rackbench::require::require(
+        "debian-13 with Rails",
+        built,
+        &format!(
+            "building it failed: {}",
+            String::from_utf8_lossy(&add.stderr)
+        ),
+    ) {
+        return;
+    }
+    assert!(root_has_activerecord(&home.join("debian-13")));
+    let dir = common::work_dir("blog-seed-root-rails");
+    let out = trial_on("debian-13", &dir.join("trial"), &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("trial-v1", &r, "blog on debian-13 with Rails");
+    let db = &r["database"];
+    assert_eq!(db["seed_runtime"], "debian-13");
+    assert!(
+        db["seed_ruby"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("ruby 3.3")),
+        "{db}"
+    );
+    assert_eq!(db["seed_ruby"], r["runtime"]["ruby_description"]);
+    assert!(
+        db["seed_activerecord"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("7.")),
+        "{db}"
+    );
+    assert_eq!(db["rows_seeded"], 6050);
+    let errors: u64 = r["load"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(errors, 0, "{}", r["load"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
