@@ -5,7 +5,11 @@
 //! trial and after Ctrl-C; bad input (PostgreSQL missing, its port in use,
 //! a failing seed); the rows a POST-only load wrote; the pool wait with
 //! more threads than connections, and without; a plan's `database` and
-//! pool through `rackbench run`.
+//! pool through `rackbench run`; the seed on the trial's runtime (a
+//! user's Ruby behind a wrapper that writes down its calls, a Gemfile's
+//! `bundle exec` with Rails and without, the Debian 13 root, whose Ruby
+//! has no Rails, and one built with Debian's Rails 7.2 in
+//! `runtimes-rails` beside the default runtimes directory, built once).
 //!
 //! Its own test target (`cargo test --test blog`). Rails, PostgreSQL and
 //! each server are asked for with `rackbench::require`: a missing one
@@ -569,4 +573,310 @@ fn a_plan_names_its_database_and_pool_and_the_runner_starts_them() {
         .path();
     assert_nothing_left(&work, "after the plan's trial");
     let _ = std::fs::remove_dir_all(&plan.dir);
+}
+
+/// A blog trial on `runtime`, with `env` (RACKBENCH_RUNTIMES): its output.
+fn trial_on(runtime: &str, dir: &Path, env: &[(&str, &Path)]) -> std::process::Output {
+    let mut c = common::rackbench_cmd();
+    c.args(["trial", "--app", "blog", "--no-pin", "--json", "--work-dir"])
+        .arg(dir)
+        .args(["--server", "puma", "--runtime", runtime])
+        .args(["-c", "1", "-d", "1s", "--warmup", "0s"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// A user's Ruby that is the host's behind a wrapper writing down every
+/// call: the seed must run through it (before, it ran the host's `ruby`
+/// whatever the runtime), and the record names the runtime and the Ruby
+/// the seed process itself reported, the server's Ruby.
+#[test]
+fn the_seed_runs_on_the_trials_runtime_and_the_record_says_which_ruby_seeded() {
+    if !have_rails() || !have_server("puma") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let home = common::work_dir("blog-seed-runtime");
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = home.join("calls.log");
+    let ruby = bin.join("ruby");
+    std::fs::write(
+        &ruby,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec /usr/bin/ruby \"$@\"\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ruby, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = [("RACKBENCH_RUNTIMES", home.as_path())];
+    let add = common::rackbench_cmd()
+        .args(["runtime", "add", "wrapped", "--ruby"])
+        .arg(&ruby)
+        .env("RACKBENCH_RUNTIMES", &home)
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+
+    let out = trial_on("wrapped", &home.join("trial"), &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("trial-v1", &r, "blog on a user's Ruby");
+    let db = &r["database"];
+    assert_eq!(db["seed_runtime"], "wrapped", "{db}");
+    assert_eq!(r["runtime"]["name"], "wrapped");
+    // What the seed process and the server process each said of their Ruby.
+    assert_eq!(db["seed_ruby"], r["runtime"]["ruby_description"], "{r}");
+    assert!(db["seed_activerecord"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("6.")));
+    assert_eq!(db["rows_seeded"], 6050);
+    let called = std::fs::read_to_string(&calls).unwrap();
+    for what in ["seed.rb seed", "seed.rb count"] {
+        assert!(
+            called.lines().any(|l| l.ends_with(what)),
+            "the wrapper never ran `{what}`:\n{called}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// Whether a root has Debian's ActiveRecord.
+fn root_has_activerecord(root: &Path) -> bool {
+    std::fs::read_dir(root.join("usr/share/rubygems-integration/all/gems"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("activerecord-"))
+}
+
+/// The Debian 13 root (Ruby 3.3) against the host (Ruby 3.1 with Rails):
+/// the seed runs inside the root. A root built without ActiveRecord (as
+/// `rackbench runtime add debian-13` builds it) stops the trial at the
+/// seed in one line naming the rebuild with Debian's packages, though the
+/// host has them; one built with them seeds on its own Ruby 3.3.
+#[test]
+fn the_seed_on_a_debian_root_runs_the_roots_ruby_and_a_root_without_rails_names_the_rebuild() {
+    if !have_rails()
+        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+        || !rackbench::require::require(
+            "root (a Debian root's mount namespace)",
+            unsafe { libc::geteuid() } == 0,
+            "run the tests as root",
+        )
+    {
+        return;
+    }
+    let add = common::rackbench(&["runtime", "add", "debian-13"]);
+    if !rackbench::require::require(
+        "the debian-13 runtime",
+        add.status.success(),
+        &format!(
+            "`rackbench runtime add debian-13` failed: {}",
+            String::from_utf8_lossy(&add.stderr)
+        ),
+    ) {
+        return;
+    }
+    let root = rackbench::runtime::runtimes_dir().join("debian-13");
+    let dir = common::work_dir("blog-seed-root");
+    let out = trial_on("debian-13", &dir.join("trial"), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if root_has_activerecord(&root) {
+        assert!(out.status.success(), "{err}");
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["database"]["seed_runtime"], "debian-13");
+        assert!(
+            r["database"]["seed_ruby"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("ruby 3.3")),
+            "{r}"
+        );
+    } else {
+        assert!(!out.status.success(), "the seed ran on the host's Rails");
+        let line = err
+            .lines()
+            .find(|l| l.contains("seed failed"))
+            .unwrap_or_else(|| panic!("no seed failure in:\n{err}"));
+        for want in [
+            "cannot load such file -- active_record",
+            "runtime debian-13",
+            "rackbench runtime remove debian-13 && rackbench runtime add debian-13 --with ruby-rails --with ruby-sqlite3 --with ruby-pg",
+        ] {
+            assert!(line.contains(want), "{want:?} not in {line}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Bundler runtime: the seed runs through `bundle exec`, so it loads
+/// the Gemfile's gems and no others. With Rails in the Gemfile it seeds;
+/// without, it stops at the seed naming the Gemfile, though the host
+/// has Rails (the seed used to run the host's `ruby` and succeed).
+#[test]
+fn a_bundler_runtimes_seed_loads_only_its_gemfiles_gems_and_names_the_gemfile_when_rails_is_missing(
+) {
+    if !have_rails()
+        || !have_server("puma")
+        || !common::have("bundle", "apt-get install ruby-bundler")
+    {
+        return;
+    }
+    let home = common::work_dir("blog-seed-bundler");
+    let env = [("RACKBENCH_RUNTIMES", home.as_path())];
+    for (name, gems, seeds) in [
+        (
+            "with-rails",
+            "gem \"rails\"\ngem \"sqlite3\"\ngem \"pg\"\n",
+            true,
+        ),
+        ("without-rails", "", false),
+    ] {
+        let app = home.join(name);
+        std::fs::create_dir_all(&app).unwrap();
+        let gemfile = app.join("Gemfile");
+        std::fs::write(
+            &gemfile,
+            format!("source \"https://rubygems.org\"\ngem \"puma\"\ngem \"rack\"\n{gems}"),
+        )
+        .unwrap();
+        // Debian's gems are installed: Bundler resolves them with no network.
+        let lock = Command::new("bundle")
+            .args(["lock", "--local"])
+            .current_dir(&app)
+            .output()
+            .unwrap();
+        assert!(lock.status.success(), "{name}: {lock:?}");
+        let add = common::rackbench_cmd()
+            .args([
+                "runtime",
+                "add",
+                name,
+                "--ruby",
+                "/usr/bin/ruby",
+                "--gemfile",
+            ])
+            .arg(&gemfile)
+            .env("RACKBENCH_RUNTIMES", &home)
+            .output()
+            .unwrap();
+        assert!(add.status.success(), "{name}: {add:?}");
+        let out = trial_on(name, &app.join("trial"), &env);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if seeds {
+            assert!(out.status.success(), "{name}: {err}");
+            let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(r["database"]["seed_runtime"], name);
+            assert_eq!(r["database"]["seed_ruby"], r["runtime"]["ruby_description"]);
+            assert!(r["runtime"]["bundler"]
+                .as_str()
+                .is_some_and(|v| !v.is_empty()));
+        } else {
+            assert!(
+                !out.status.success(),
+                "{name}: the seed loaded the host's Rails"
+            );
+            let want = format!(
+                "add gem \"rails\", gem \"sqlite3\", gem \"pg\" to {}",
+                gemfile.display()
+            );
+            assert!(
+                err.contains("cannot load such file -- active_record") && err.contains(&want),
+                "{name}: {err}"
+            );
+            assert_eq!(err.matches("cannot load such file").count(), 1, "{err}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// The rebuild the seed's message names, done: Debian 13 with Debian's
+/// Rails (7.2) and drivers, in a runtimes directory of its own beside the
+/// default one (built once per machine, reused), seeds on the root's Ruby
+/// 3.3 and ActiveRecord 7.2, not the host's 3.1 and 6.1, and the blog
+/// answers on it.
+#[test]
+fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
+    if !have_rails()
+        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+        || !rackbench::require::require(
+            "root (a Debian root's mount namespace)",
+            unsafe { libc::geteuid() } == 0,
+            "run the tests as root",
+        )
+    {
+        return;
+    }
+    let home = rackbench::runtime::runtimes_dir().with_file_name("runtimes-rails");
+    let env = [("RACKBENCH_RUNTIMES", home.as_path())];
+    let add = common::rackbench_cmd()
+        .args(["runtime", "add", "debian-13"])
+        .args([
+            "--with",
+            "ruby-rails",
+            "--with",
+            "ruby-sqlite3",
+            "--with",
+            "ruby-pg",
+        ])
+        .env("RACKBENCH_RUNTIMES", &home)
+        .output()
+        .unwrap();
+    let built =
+        add.status.success() || String::from_utf8_lossy(&add.stderr).contains("is built already");
+    if !rackbench::require::require(
+        "debian-13 with Rails",
+        built,
+        &format!(
+            "building it failed: {}",
+            String::from_utf8_lossy(&add.stderr)
+        ),
+    ) {
+        return;
+    }
+    assert!(root_has_activerecord(&home.join("debian-13")));
+    let dir = common::work_dir("blog-seed-root-rails");
+    let out = trial_on("debian-13", &dir.join("trial"), &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid("trial-v1", &r, "blog on debian-13 with Rails");
+    let db = &r["database"];
+    assert_eq!(db["seed_runtime"], "debian-13");
+    assert!(
+        db["seed_ruby"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("ruby 3.3")),
+        "{db}"
+    );
+    assert_eq!(db["seed_ruby"], r["runtime"]["ruby_description"]);
+    assert!(
+        db["seed_activerecord"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("7.")),
+        "{db}"
+    );
+    assert_eq!(db["rows_seeded"], 6050);
+    let errors: u64 = r["load"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(errors, 0, "{}", r["load"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

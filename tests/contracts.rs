@@ -209,6 +209,13 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
         (
             "trial-v1",
             "trial-v1-blog.json",
+            "/database/seed_runtime",
+            Remove,
+            "missing properties 'seed_runtime'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-blog.json",
             "/server_metrics/telemetry/endpoints/index/requests",
             Set(json!(-1)),
             "must be >=0",

@@ -608,6 +608,14 @@ fn database_line(d: &crate::database::DatabaseRecord) -> String {
         d.rows_seeded,
         d.rows_written.map_or("?".into(), |n| n.to_string())
     );
+    // Which Ruby seeded, when it is not the host's.
+    if !d.seed_runtime.is_empty() && d.seed_runtime != crate::runtime::SYSTEM {
+        line.push_str(&format!(
+            " (seeded on {}, ActiveRecord {})",
+            d.seed_runtime,
+            d.seed_activerecord.as_deref().unwrap_or("?")
+        ));
+    }
     if let (Some(u), Some(sys), Some(rss)) = (d.cpu_user_s, d.cpu_sys_s, d.rss_peak_bytes) {
         line.push_str(&format!(
             "; cpu {u:.2}s user + {sys:.2}s sys, RSS peak {}, {} processes",
@@ -715,6 +723,25 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_database_line_names_the_runtime_that_seeded_unless_it_is_the_host() {
+        let blog: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/contracts/trial-v1-blog.json")).unwrap();
+        let mut d: crate::database::DatabaseRecord =
+            serde_json::from_value(blog["database"].clone()).unwrap();
+        assert_eq!(d.seed_runtime, "system");
+        assert!(!database_line(&d).contains("seeded on"));
+        d.seed_runtime = "debian-13".into();
+        d.seed_activerecord = Some("7.2.2.2".into());
+        assert!(
+            database_line(&d).contains(
+                "6050 rows seeded, 0 written (seeded on debian-13, ActiveRecord 7.2.2.2)"
+            ),
+            "{}",
+            database_line(&d)
+        );
+    }
 
     /// A trial with telemetry prints where the time went; one without
     /// says nothing of it (a real record: tests/contracts/trial-v1.json).

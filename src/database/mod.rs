@@ -4,7 +4,9 @@
 //! (`seed.rb seed`, run with the server's environment) before the server
 //! starts, so every trial (each repeat among them) begins from the same
 //! rows; after the load the rows are counted again (`seed.rb count`) and
-//! the difference is what the load wrote.
+//! the difference is what the load wrote. The seed runs on the trial's
+//! runtime ([`SeedRuby`]: its Ruby, its gems, inside its root), the Ruby
+//! the server will run on, and says which Ruby and ActiveRecord it was.
 //!
 //! A started [`Database`] stops its server and removes its data directory
 //! when dropped, so no error path and no Ctrl-C leaves one behind. This
@@ -21,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use setup::{DatabaseError, Kind, Setup, BIN_ENV};
+pub use setup::{DatabaseError, Kind, SeedRuby, Setup, BIN_ENV};
 
 /// A database started and seeded. Dropping it stops its server and
 /// removes its files.
@@ -34,6 +36,9 @@ pub struct Database {
     pub command: Option<String>,
     pub rows_seeded: u64,
     pub seed_s: f64,
+    /// The seed process's `RUBY_DESCRIPTION` and ActiveRecord version.
+    pub seed_ruby: Option<String>,
+    pub seed_activerecord: Option<String>,
     seed: Seeder,
     server: Option<postgres::Server>,
     sqlite_file: Option<PathBuf>,
@@ -54,6 +59,17 @@ pub struct DatabaseRecord {
     /// when they could not be counted.
     pub rows_written: Option<u64>,
     pub seed_s: f64,
+    /// The runtime whose Ruby ran the seed (the trial's: `system`,
+    /// `debian-13`, a user's name).
+    #[serde(default)]
+    pub seed_runtime: String,
+    /// The seed process's own `RUBY_DESCRIPTION`; None from a seed script
+    /// that does not print it.
+    #[serde(default)]
+    pub seed_ruby: Option<String>,
+    /// The ActiveRecord version the seed loaded ("6.1.7.10").
+    #[serde(default)]
+    pub seed_activerecord: Option<String>,
     /// The database server's process tree over the counted window (None
     /// for SQLite, which lives inside the app's processes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +119,8 @@ impl Database {
             command,
             rows_seeded,
             seed_s: t0.elapsed().as_secs_f64(),
+            seed_ruby: parse_line(&out, "ruby "),
+            seed_activerecord: parse_line(&out, "activerecord "),
             seed,
             server,
             sqlite_file,
@@ -132,6 +150,9 @@ impl Database {
             rows_seeded: self.rows_seeded,
             rows_written,
             seed_s: self.seed_s,
+            seed_runtime: self.seed.ruby.runtime.clone(),
+            seed_ruby: self.seed_ruby.clone(),
+            seed_activerecord: self.seed_activerecord.clone(),
             cpu_user_s: samples.map(|s| s.cpu_user_s),
             cpu_sys_s: samples.map(|s| s.cpu_sys_s),
             rss_peak_bytes: samples.map(|s| s.rss_peak_bytes),
@@ -151,12 +172,13 @@ impl Drop for Database {
     }
 }
 
-/// The app's seed script, run with the server's environment.
+/// The app's seed script, run with the server's environment and Ruby.
 struct Seeder {
     script: PathBuf,
     cwd: PathBuf,
     env: BTreeMap<String, String>,
     log: PathBuf,
+    ruby: SeedRuby,
 }
 
 impl Seeder {
@@ -166,25 +188,50 @@ impl Seeder {
             cwd: setup.app_dir.to_path_buf(),
             env: setup.env.clone(),
             log: setup.dir.join("seed.log"),
+            ruby: setup.ruby.clone(),
         }
     }
 
-    /// `ruby seed.rb WHAT` with DATABASE_URL; its standard output, or the
-    /// script's own last words (the database's message) as the error.
-    fn run(&self, what: &str, url: &str) -> Result<String, DatabaseError> {
-        let out = std::process::Command::new("ruby")
+    /// `ruby seed.rb WHAT` with DATABASE_URL, as the runtime runs Ruby
+    /// (its root entered when spawned); not started.
+    fn command(&self, what: &str, url: &str) -> Result<std::process::Command, DatabaseError> {
+        let (program, before) = self
+            .ruby
+            .command
+            .split_first()
+            .ok_or_else(|| self.error("the runtime gave no Ruby command".into()))?;
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(before)
             .arg(&self.script)
             .arg(what)
             .current_dir(&self.cwd)
             .envs(&self.env)
             .env("DATABASE_URL", url)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| DatabaseError::Seed {
-                message: format!("cannot run ruby: {e}; apt-get install ruby"),
-                script: self.script.display().to_string(),
-                log: self.log.display().to_string(),
-            })?;
+            .stdin(std::process::Stdio::null());
+        if let Some(root) = &self.ruby.root {
+            crate::server::rootfs::RootFs::new(root)
+                .map_err(|why| self.error(why))?
+                .apply(&mut cmd);
+        }
+        Ok(cmd)
+    }
+
+    /// The seed run; its standard output, or the script's own last words
+    /// (the database's message) as the error.
+    fn run(&self, what: &str, url: &str) -> Result<String, DatabaseError> {
+        let out = self.command(what, url)?.output().map_err(|e| {
+            let why = match &self.ruby.root {
+                Some(root) => crate::server::rootfs::RootFs::new(root)
+                    .map(|fs| fs.explain(&e))
+                    .unwrap_or_else(|w| w),
+                None => e.to_string(),
+            };
+            self.error(format!(
+                "cannot run {} (runtime {}): {why}",
+                self.ruby.command.join(" "),
+                self.ruby.runtime
+            ))
+        })?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let _ = std::fs::write(&self.log, format!("{stdout}{stderr}"));
@@ -194,19 +241,29 @@ impl Seeder {
         Err(self.failed(&stderr))
     }
 
+    /// The error for a seed that printed `output`: a gem it could not load
+    /// (Ruby's LoadError, or Bundler's), with the runtime's way to add the
+    /// gems, else the script's last line (the database's message). Ruby
+    /// prints the LoadError first and its backtrace after, so it is
+    /// looked for on every line.
     fn failed(&self, output: &str) -> DatabaseError {
-        let last = output
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no output")
-            .trim()
-            .to_string();
-        let message = if last.contains("cannot load such file") {
-            format!("{last} (apt-get install ruby-rails ruby-sqlite3 ruby-pg)")
-        } else {
-            last
-        };
+        const MISSING: &[&str] = &["cannot load such file", "Could not find gem"];
+        let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
+        if let Some(line) = lines().find(|l| MISSING.iter().any(|m| l.contains(m))) {
+            // "<internal:...>:136:in `require': cannot load such file -- x (LoadError)"
+            let what = MISSING
+                .iter()
+                .find_map(|m| line.find(m))
+                .map_or(line, |at| &line[at..]);
+            return self.error(format!(
+                "{what} (the seed ran on runtime {}, which lacks the app's gems: {})",
+                self.ruby.runtime, self.ruby.add_gems
+            ));
+        }
+        self.error(lines().next_back().unwrap_or("no output").to_string())
+    }
+
+    fn error(&self, message: String) -> DatabaseError {
         DatabaseError::Seed {
             message,
             script: self.script.display().to_string(),
@@ -251,13 +308,137 @@ mod tests {
         }
     }
 
+    fn seeder(ruby: SeedRuby) -> Seeder {
+        Seeder {
+            script: PathBuf::from("/app/seed.rb"),
+            cwd: PathBuf::from("/app"),
+            env: BTreeMap::from([("PATH".to_string(), "/opt/ruby/bin:/usr/bin".to_string())]),
+            log: PathBuf::from("/trial/seed.log"),
+            ruby,
+        }
+    }
+
+    #[test]
+    fn the_seed_runs_the_runtimes_ruby_command_with_the_servers_environment() {
+        // A root filesystem as RootFs wants one: its /usr and /etc.
+        let root = std::env::temp_dir().join(format!("rackbench-seed-root-{}", std::process::id()));
+        for d in ["usr/bin", "etc"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let bundled = SeedRuby {
+            runtime: "bundled".into(),
+            command: vec![
+                "/opt/ruby/bin/bundle".into(),
+                "exec".into(),
+                "/opt/ruby/bin/ruby".into(),
+            ],
+            root: None,
+            add_gems: "add gem \"rails\" to /app/Gemfile and run bundle install".into(),
+        };
+        let rooted = SeedRuby {
+            runtime: "debian-13".into(),
+            command: vec!["/usr/bin/ruby".into()],
+            root: Some(root.clone()),
+            add_gems: "rackbench runtime add debian-13 --with ruby-rails".into(),
+        };
+        for (ruby, program, args) in [
+            (SeedRuby::host(), "ruby", vec!["/app/seed.rb", "seed"]),
+            (
+                bundled,
+                "/opt/ruby/bin/bundle",
+                vec!["exec", "/opt/ruby/bin/ruby", "/app/seed.rb", "seed"],
+            ),
+            (
+                rooted.clone(),
+                "/usr/bin/ruby",
+                vec!["/app/seed.rb", "seed"],
+            ),
+        ] {
+            let cmd = seeder(ruby.clone())
+                .command("seed", "sqlite3:/t/blog.sqlite3")
+                .unwrap();
+            assert_eq!(cmd.get_program(), program, "{}", ruby.runtime);
+            let got: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+            assert_eq!(got, args, "{}", ruby.runtime);
+            let env: BTreeMap<_, _> = cmd
+                .get_envs()
+                .map(|(k, v)| (k.to_str().unwrap(), v.and_then(|v| v.to_str())))
+                .collect();
+            assert_eq!(env["DATABASE_URL"], Some("sqlite3:/t/blog.sqlite3"));
+            assert_eq!(env["PATH"], Some("/opt/ruby/bin:/usr/bin"));
+            assert_eq!(cmd.get_current_dir(), Some(std::path::Path::new("/app")));
+        }
+        // A root that is no root filesystem is refused before anything
+        // runs, with the way to rebuild it.
+        let broken = SeedRuby {
+            root: Some(root.join("usr/bin")),
+            ..rooted
+        };
+        let e = seeder(broken).command("seed", "x").unwrap_err().to_string();
+        assert!(e.contains("rackbench runtime add"), "{e}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_seed_without_the_apps_gems_names_its_runtime_and_that_runtimes_way_to_add_them() {
+        let root = SeedRuby {
+            runtime: "debian-13".into(),
+            command: vec!["/usr/bin/ruby".into()],
+            root: None,
+            add_gems: "rebuild the root with them: rackbench runtime remove debian-13 && rackbench runtime add debian-13 --with ruby-rails".into(),
+        };
+        for (ruby, output, want) in [
+            (
+                SeedRuby::host(),
+                "<internal:kernel_require.rb>:85:in `require': cannot load such file -- active_record (LoadError)\n\tfrom <internal:kernel_require.rb>:85:in `require'\n\tfrom /app/seed.rb:8:in `<main>'\n",
+                vec![
+                    "seed failed: cannot load such file -- active_record (LoadError) (the seed ran on runtime system",
+                    "apt-get install ruby-rails ruby-sqlite3 ruby-pg",
+                ],
+            ),
+            (
+                root,
+                "/app/seed.rb:8: cannot load such file -- active_record (LoadError)\n\tfrom /app/seed.rb:8:in `<main>'\n",
+                vec![
+                    "seed failed: cannot load such file -- active_record (LoadError) (the seed ran on runtime debian-13",
+                    "rackbench runtime add debian-13 --with ruby-rails",
+                ],
+            ),
+            (
+                SeedRuby::host(),
+                "blog seed failed: UNIQUE constraint failed\n",
+                vec!["blog seed failed: UNIQUE constraint failed"],
+            ),
+            (
+                SeedRuby::host(),
+                "Could not find gem 'rails' in locally installed gems.\n",
+                vec!["Could not find gem 'rails'", "runtime system"],
+            ),
+        ] {
+            let e = seeder(ruby).failed(output).to_string();
+            for w in want {
+                assert!(e.contains(w), "{e}");
+            }
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let plain = seeder(SeedRuby::host())
+            .failed("blog seed failed: x")
+            .to_string();
+        assert!(!plain.contains("apt-get"), "{plain}");
+    }
+
     #[test]
     fn the_seed_scripts_counts_are_read_from_its_own_lines() {
-        let out = "seeded 6050 rows\ndatabase SQLite 3.40.1\n";
+        let out = "seeded 6050 rows\ndatabase SQLite 3.40.1\nruby ruby 3.3.8 (2025-04-09 revision b200bad6cd) +PRISM [x86_64-linux-gnu]\nactiverecord 6.1.7.10\n";
         assert_eq!(parse_rows(out, "seeded "), Some(6050));
         assert_eq!(
             parse_line(out, "database ").as_deref(),
             Some("SQLite 3.40.1")
+        );
+        assert!(parse_line(out, "ruby ").unwrap().starts_with("ruby 3.3.8 "));
+        assert_eq!(
+            parse_line(out, "activerecord ").as_deref(),
+            Some("6.1.7.10")
         );
         assert_eq!(parse_rows("rows 6061\n", "rows "), Some(6061));
         assert_eq!(parse_rows("nothing\n", "rows "), None);

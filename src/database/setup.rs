@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use thiserror::Error;
@@ -91,8 +91,41 @@ pub struct Setup<'a> {
     /// The server's environment (PATH, the trial's --env): the seed runs
     /// with it.
     pub env: &'a BTreeMap<String, String>,
+    /// The Ruby the seed runs with: the trial's runtime's.
+    pub ruby: &'a SeedRuby,
     /// PostgreSQL's port (`--set db_port`); None for a free one.
     pub port: Option<u16>,
     pub grace: Duration,
     pub interrupt: &'a AtomicBool,
+}
+
+/// The Ruby the seed script runs with: the trial's runtime's own, in its
+/// root and through its `bundle exec`, so the seed loads the Ruby and gems
+/// (ActiveRecord, sqlite3, pg) the server will, never the host's by
+/// accident. Plain data: the lab fills it from the runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeedRuby {
+    /// The runtime's name (`system`, `debian-13`, a user's name).
+    pub runtime: String,
+    /// The program and the arguments before the script: `ruby`,
+    /// `/usr/bin/ruby` (inside a root), `bundle exec /opt/ruby/bin/ruby`.
+    pub command: Vec<String>,
+    /// A root filesystem the seed enters first (a Debian release root).
+    pub root: Option<PathBuf>,
+    /// How to give this runtime the app's gems, for the message of a seed
+    /// that cannot load them.
+    pub add_gems: String,
+}
+
+impl SeedRuby {
+    /// The host's `ruby` with Debian's packages: the seed as it ran before
+    /// runtimes.
+    pub fn host() -> SeedRuby {
+        SeedRuby {
+            runtime: "system".into(),
+            command: vec!["ruby".into()],
+            root: None,
+            add_gems: "apt-get install ruby-rails ruby-sqlite3 ruby-pg".into(),
+        }
+    }
 }

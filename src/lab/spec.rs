@@ -73,8 +73,9 @@ pub enum TrialError {
     /// The restart asked cannot be done by this server or in this window.
     #[error("{0}")]
     Restart(String),
-    /// The database could not be started or seeded.
-    #[error("{0}")]
+    /// The database could not be started or seeded (transparent: the
+    /// message once, not again as its own cause).
+    #[error(transparent)]
     Database(#[from] crate::database::DatabaseError),
     /// A database asked of an app that has none, or a bad app setting.
     #[error("{0}")]

@@ -194,7 +194,17 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     };
     let inner = telemetry.as_ref().map_or(&app_file, |w| &w.rackup);
     let inside = crate::runtime::inside::write_wrapper(inner, &dir).map_err(io_err(&dir))?;
-    let database = start_database(spec, &dir, &app_dir, &run_dir.0, &mut settings, &mut env)?;
+    let database = start_database(
+        spec,
+        &runtime,
+        &Dirs {
+            dir: &dir,
+            app_dir: &app_dir,
+            run_dir: &run_dir.0,
+        },
+        &mut settings,
+        &mut env,
+    )?;
     let group = match &spec.budget {
         Some(b) => Some(crate::budget::cgroup::Group::create(b).map_err(TrialError::Budget)?),
         None => None,
@@ -217,16 +227,22 @@ pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     })
 }
 
+/// A trial's directories, as the database needs them.
+struct Dirs<'a> {
+    dir: &'a Path,
+    app_dir: &'a Path,
+    run_dir: &'a Path,
+}
+
 /// The app's settings into its environment (`--set pool=5` is `DB_POOL=5`),
 /// then its database started and seeded (its URL reaches the server as
-/// `DATABASE_URL` through `launch_env`). The
-/// seed runs with the server's environment (PATH, --env). None for an app
-/// without a database.
+/// `DATABASE_URL` through `launch_env`). The seed runs as the server will:
+/// the trial's runtime's Ruby ([`seed_ruby`]) with the server's
+/// environment (PATH, --env). None for an app without a database.
 fn start_database(
     spec: &TrialSpec,
-    dir: &Path,
-    app_dir: &Path,
-    run_dir: &Path,
+    runtime: &crate::runtime::Runtime,
+    dirs: &Dirs,
     settings: &mut BTreeMap<String, String>,
     env: &mut BTreeMap<String, String>,
 ) -> Result<Option<crate::database::Database>, TrialError> {
@@ -242,20 +258,35 @@ fn start_database(
         return Ok(None);
     };
     let mut seed_env = env.clone();
-    if let Some(path) = spec.runtime().launching().path_var() {
+    if let Some(path) = runtime.launching().path_var() {
         seed_env.insert("PATH".into(), path);
     }
     let db = crate::database::Database::start(&crate::database::Setup {
         kind,
-        dir,
-        run_dir,
-        app_dir,
+        dir: dirs.dir,
+        run_dir: dirs.run_dir,
+        app_dir: dirs.app_dir,
         env: &seed_env,
+        ruby: &seed_ruby(runtime),
         port: settings.get("db_port").and_then(|p| p.parse().ok()),
         grace: spec.grace,
         interrupt: &spec.interrupt,
     })?;
     Ok(Some(db))
+}
+
+/// The Ruby the app's seed runs with: the runtime's, in its root, and the
+/// way to give it the blog's gems (Debian's packages, or gems).
+fn seed_ruby(runtime: &crate::runtime::Runtime) -> crate::database::SeedRuby {
+    crate::database::SeedRuby {
+        runtime: runtime.name.clone(),
+        command: runtime.ruby_command(),
+        root: runtime.launching().root,
+        add_gems: runtime.add_gems(
+            &["ruby-rails", "ruby-sqlite3", "ruby-pg"],
+            &["rails", "sqlite3", "pg"],
+        ),
+    }
 }
 
 /// Every process of a trial, started and answering: the server's copies,

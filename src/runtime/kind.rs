@@ -195,6 +195,62 @@ impl Runtime {
         }
     }
 
+    /// The command that runs a Ruby script as this runtime's servers run
+    /// Ruby: its own `ruby` (inside a root, the root's `/usr/bin/ruby`),
+    /// through `bundle exec` when it has a Gemfile. Run it with
+    /// [`Runtime::setup`] (root, PATH, environment).
+    pub fn ruby_command(&self) -> Vec<String> {
+        let found = |exe: &str| {
+            self.find(exe)
+                .map_or_else(|| exe.to_string(), |p| p.display().to_string())
+        };
+        match &self.kind {
+            // The host's PATH decides, as it does for the servers.
+            Kind::System => vec!["ruby".into()],
+            Kind::Ruby(UserRuby {
+                gemfile: Some(_), ..
+            }) => vec![found("bundle"), "exec".into(), found("ruby")],
+            Kind::Root { .. } | Kind::Ruby(_) | Kind::Jruby { .. } => vec![found("ruby")],
+        }
+    }
+
+    /// How to give this runtime's Ruby what a script needs: Debian's
+    /// `packages` on the host or in a root, `gems` for a user's Ruby or
+    /// its Gemfile.
+    pub fn add_gems(&self, packages: &[&str], gems: &[&str]) -> String {
+        let with = |flag: &str| {
+            packages
+                .iter()
+                .map(|p| format!("{flag}{p}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match &self.kind {
+            Kind::System => format!("apt-get install {}", with("")),
+            Kind::Root { release, .. } => format!(
+                "rebuild the root with them: rackbench runtime remove {n} && rackbench runtime add {n} {}",
+                with("--with "),
+                n = release.name
+            ),
+            Kind::Ruby(UserRuby {
+                gemfile: Some(g), ..
+            }) => format!(
+                "add {} to {} and run bundle install",
+                gems.iter()
+                    .map(|g| format!("gem \"{g}\""))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                g.display()
+            ),
+            Kind::Ruby(_) | Kind::Jruby { .. } => {
+                let gem = self
+                    .find("gem")
+                    .map_or_else(|| "gem".to_string(), |p| p.display().to_string());
+                format!("{gem} install {}", gems.join(" "))
+            }
+        }
+    }
+
     /// Refuses a server whose executables this runtime lacks, naming what
     /// gives them. A Bundler runtime is not checked here: the Gemfile
     /// decides, and `bundle exec` names what is missing.
@@ -242,4 +298,100 @@ fn is_executable(p: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         || p.symlink_metadata()
             .is_ok_and(|m| m.file_type().is_symlink())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory holding executables `exes` under `sub` (`bin`, `usr/bin`).
+    fn with_exes(name: &str, sub: &str, exes: &[&str]) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-kind-{name}-{}", std::process::id()));
+        let bin = dir.join(sub);
+        std::fs::create_dir_all(&bin).unwrap();
+        for exe in exes {
+            let p = bin.join(exe);
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        dir
+    }
+
+    fn runtime(name: &str, kind: Kind, bin_dirs: Vec<PathBuf>) -> Runtime {
+        Runtime {
+            name: name.into(),
+            kind,
+            facts: Facts {
+                bin_dirs,
+                ..Facts::default()
+            },
+        }
+    }
+
+    #[test]
+    fn each_kind_of_runtime_runs_a_script_with_its_own_ruby_and_names_its_way_to_add_gems() {
+        let root = with_exes("root", "usr/bin", &["ruby"]);
+        let mine = with_exes("mine", "bin", &["ruby", "gem", "bundle"]);
+        let bin = mine.join("bin");
+        let user = |gemfile: Option<&str>| {
+            Kind::Ruby(UserRuby {
+                ruby: bin.join("ruby"),
+                gemfile: gemfile.map(PathBuf::from),
+            })
+        };
+        let debian_12 = debian::release("debian-12").unwrap();
+        let ruby = bin.join("ruby").display().to_string();
+        let cases: Vec<(Runtime, Vec<String>, String)> = vec![
+            (
+                runtime(SYSTEM, Kind::System, vec![]),
+                vec!["ruby".into()],
+                "apt-get install ruby-rails ruby-sqlite3".into(),
+            ),
+            (
+                runtime(
+                    "debian-12",
+                    Kind::Root {
+                        release: debian_12,
+                        dir: root.clone(),
+                    },
+                    vec![],
+                ),
+                // As the server sees it, inside the root.
+                vec!["/usr/bin/ruby".into()],
+                "rackbench runtime remove debian-12 && rackbench runtime add debian-12 --with ruby-rails --with ruby-sqlite3".into(),
+            ),
+            (
+                runtime("mine", user(None), vec![bin.clone()]),
+                vec![ruby.clone()],
+                format!("{} install rails sqlite3", bin.join("gem").display()),
+            ),
+            (
+                runtime("bundled", user(Some("/app/Gemfile")), vec![bin.clone()]),
+                vec![bin.join("bundle").display().to_string(), "exec".into(), ruby.clone()],
+                "add gem \"rails\", gem \"sqlite3\" to /app/Gemfile and run bundle install".into(),
+            ),
+            (
+                // A root whose Ruby is not found: left to PATH inside it.
+                runtime(
+                    "debian-12",
+                    Kind::Root {
+                        release: debian_12,
+                        dir: mine.join("no-such-root"),
+                    },
+                    vec![],
+                ),
+                vec!["ruby".into()],
+                "--with ruby-rails".into(),
+            ),
+        ];
+        for (rt, command, fix) in cases {
+            assert_eq!(rt.ruby_command(), command, "{}", rt.name);
+            let got = rt.add_gems(&["ruby-rails", "ruby-sqlite3"], &["rails", "sqlite3"]);
+            assert!(got.contains(&fix), "{}: {got}", rt.name);
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(&mine);
+    }
 }
