@@ -1700,7 +1700,7 @@ fn the_database_and_the_time_in_sql_and_pool_wait_are_in_every_report() {
     );
     let trials = read(&written.trials_csv);
     assert!(
-        trials.lines().next().unwrap().ends_with(",database,db_rows_seeded,db_rows_written,db_seed_s,db_cpu_s,db_rss_peak_bytes,db_pss_peak_bytes"),
+        trials.lines().next().unwrap().ends_with(",database,db_rows_seeded,db_rows_written,db_seed_s,db_seed_runtime,db_cpu_s,db_rss_peak_bytes,db_pss_peak_bytes"),
         "{trials}"
     );
 

@@ -24,6 +24,8 @@ pub struct TrialDatabase {
     /// Rows the load added; None when they could not be counted.
     pub rows_written: Option<u64>,
     pub seed_s: f64,
+    /// The runtime whose Ruby seeded it ("system": the host's).
+    pub seed_runtime: String,
     /// The database server's CPU (user + system) over the counted window,
     /// seconds; None for SQLite.
     pub cpu_s: Option<f64>,
@@ -40,6 +42,7 @@ impl TrialDatabase {
             rows_seeded: d.rows_seeded,
             rows_written: d.rows_written,
             seed_s: d.seed_s,
+            seed_runtime: d.seed_runtime.clone(),
             cpu_s: match (d.cpu_user_s, d.cpu_sys_s) {
                 (Some(u), Some(s)) => Some(u + s),
                 (u, s) => u.or(s),
@@ -182,6 +185,9 @@ mod tests {
             rows_seeded: 6050,
             rows_written: written,
             seed_s: 0.5,
+            seed_runtime: "system".into(),
+            seed_ruby: None,
+            seed_activerecord: None,
             cpu_user_s: cpu.map(|c| c.0),
             cpu_sys_s: cpu.map(|c| c.1),
             rss_peak_bytes: cpu.map(|_| 100 << 20),
