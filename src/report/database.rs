@@ -209,7 +209,9 @@ pub(super) const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     }),
     ("db_rows_written", |t| of_trial(t, |d| opt(d.rows_written))),
     ("db_seed_s", |t| of_trial(t, |d| format!("{:.3}", d.seed_s))),
-    ("db_seed_runtime", |t| of_trial(t, |d| d.seed_runtime.clone())),
+    ("db_seed_runtime", |t| {
+        of_trial(t, |d| d.seed_runtime.clone())
+    }),
     ("db_cpu_s", |t| {
         of_trial(t, |d| opt(d.cpu_s.map(|c| format!("{c:.3}"))))
     }),

@@ -13,6 +13,7 @@
 
 mod budget;
 pub mod compare;
+mod csv;
 mod database;
 mod endpoints;
 pub mod fit;

@@ -1,0 +1,410 @@
+//! report.csv and trials.csv: a row per trial group (medians, ranges,
+//! run counts) and a row per planned trial run (the missing and failed
+//! included), each column a header and its cell on one line; the
+//! conditions' columns (runtime, budget, slow clients, database, a mix's
+//! endpoints) last, only when a study ran under them, so a study without
+//! them reads as before.
+//!
+//! It never reads a file: the figures come from the Report.
+
+use super::table::Column;
+use super::{Group, Report, TrialRow};
+use crate::lab::trial::TrialRecord;
+use crate::store::summary::GroupSummary;
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv_row(fields: &[String]) -> String {
+    let mut line = fields
+        .iter()
+        .map(|f| csv_field(f))
+        .collect::<Vec<_>>()
+        .join(",");
+    line.push('\n');
+    line
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn f1(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+fn f3(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+impl Report {
+    /// One row per trial group: medians, ranges and run counts.
+    pub fn csv(&self) -> String {
+        let mut columns = GROUP_COLUMNS.to_vec();
+        if self.runtime_varies() {
+            columns.extend_from_slice(GROUP_RUNTIME_COLUMNS);
+        }
+        if !self.budgets().is_empty() {
+            columns.extend_from_slice(GROUP_BUDGET_COLUMNS);
+        }
+        if !self.slow_settings().is_empty() {
+            columns.extend_from_slice(GROUP_SLOW_COLUMNS);
+        }
+        if !self.databases().is_empty() {
+            columns.extend_from_slice(super::database::GROUP_COLUMNS);
+        }
+        if self.has_endpoints() {
+            // Columns per endpoint of the mix, after every fixed one.
+            let mut head: Vec<String> = columns.iter().map(|(n, _)| n.to_string()).collect();
+            head.extend(super::endpoints::csv_heads(self));
+            let mut s = csv_row(&head);
+            for g in &self.groups {
+                let mut cells: Vec<String> = columns.iter().map(|(_, cell)| cell(g)).collect();
+                cells.extend(super::endpoints::csv_cells(self, g));
+                s.push_str(&csv_row(&cells));
+            }
+            return s;
+        }
+        csv_table(&columns, &self.groups)
+    }
+
+    /// One row per planned trial run, the missing and failed included.
+    pub fn trials_csv(&self) -> String {
+        let mut columns = TRIAL_COLUMNS.to_vec();
+        if self.runtime_varies() {
+            columns.extend_from_slice(TRIAL_RUNTIME_COLUMNS);
+        }
+        if !self.budgets().is_empty() {
+            columns.extend_from_slice(TRIAL_BUDGET_COLUMNS);
+        }
+        if !self.slow_settings().is_empty() {
+            columns.extend_from_slice(TRIAL_SLOW_COLUMNS);
+        }
+        if !self.databases().is_empty() {
+            columns.extend_from_slice(super::database::TRIAL_COLUMNS);
+        }
+        csv_table(&columns, &self.trials)
+    }
+}
+
+/// A header line, then one line per row.
+fn csv_table<T>(columns: &[Column<T>], rows: &[T]) -> String {
+    let head: Vec<String> = columns.iter().map(|(name, _)| name.to_string()).collect();
+    let mut s = csv_row(&head);
+    for r in rows {
+        let cells: Vec<String> = columns.iter().map(|(_, cell)| cell(r)).collect();
+        s.push_str(&csv_row(&cells));
+    }
+    s
+}
+
+/// A figure of a group's good runs; empty when it has none.
+fn good(g: &Group, figure: impl Fn(&GroupSummary) -> String) -> String {
+    g.good().map_or(String::new(), figure)
+}
+
+/// A figure of a trial's record; empty when it has none (failed, missing).
+fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
+    t.record.as_ref().map_or(String::new(), figure)
+}
+
+/// A latency figure of a trial's headline; empty when it has none (no
+/// record, or every request refused or failed: never 0).
+fn measured(
+    t: &TrialRow,
+    figure: impl Fn(&crate::load::report::LatencySummary) -> String,
+) -> String {
+    t.record
+        .as_ref()
+        .map(|r| &r.load.latency_us)
+        .filter(|l| l.has_figures())
+        .map_or(String::new(), figure)
+}
+
+/// A telemetry figure of a group's good runs; empty without telemetry.
+fn told(g: &Group, figure: impl Fn(&crate::store::summary::TelemetrySummary) -> String) -> String {
+    g.good()
+        .and_then(|m| m.telemetry.as_ref())
+        .map_or(String::new(), figure)
+}
+
+/// A telemetry figure of a trial's record; empty without telemetry.
+fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String) -> String {
+    t.record
+        .as_ref()
+        .and_then(|r| r.server_metrics.telemetry.as_ref())
+        .map_or(String::new(), figure)
+}
+
+/// A disturbance figure of a trial's record; empty without one.
+fn machine(t: &TrialRow, figure: impl Fn(&crate::sampler::Disturbance) -> String) -> String {
+    t.record
+        .as_ref()
+        .and_then(|r| r.disturbance.as_ref())
+        .map_or(String::new(), figure)
+}
+
+/// `summary.csv`: a group's plan, run counts, then the medians and ranges
+/// of its good runs.
+const GROUP_COLUMNS: &[Column<Group>] = &[
+    ("group", |g| g.group.clone()),
+    ("server", |g| g.planned.server.clone()),
+    ("variant", |g| g.planned.variant.clone()),
+    ("app", |g| g.planned.app.clone()),
+    ("behind", |g| g.planned.behind.clone()),
+    ("nginx_workers", |g| g.planned.nginx_workers.to_string()),
+    ("connections", |g| g.planned.shape.connections.to_string()),
+    ("rate", |g| opt(g.planned.shape.rate)),
+    ("planned_runs", |g| g.planned_runs.to_string()),
+    ("ok", |g| g.ok.to_string()),
+    ("failed", |g| g.failed.to_string()),
+    ("interrupted", |g| g.interrupted.to_string()),
+    ("missing", |g| g.missing.to_string()),
+    ("throughput_rps_median", |g| {
+        good(g, |m| f1(m.throughput_rps.median))
+    }),
+    ("throughput_rps_min", |g| {
+        good(g, |m| f1(m.throughput_rps.min))
+    }),
+    ("throughput_rps_max", |g| {
+        good(g, |m| f1(m.throughput_rps.max))
+    }),
+    ("latency_mean_us", |g| {
+        good(g, |m| opt(m.latency_mean_us.map(|v| f1(v.median))))
+    }),
+    ("latency_stdev_us", |g| {
+        good(g, |m| opt(m.latency_stdev_us.map(|v| f1(v.median))))
+    }),
+    ("latency_p50_us", |g| {
+        good(g, |m| opt(m.latency_p50_us.map(|v| f1(v.median))))
+    }),
+    ("latency_p99_us", |g| {
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.median))))
+    }),
+    ("latency_p99_us_min", |g| {
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.min))))
+    }),
+    ("latency_p99_us_max", |g| {
+        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.max))))
+    }),
+    ("latency_max_us", |g| {
+        good(g, |m| opt(m.latency_max_us.map(|v| f1(v.median))))
+    }),
+    ("rss_peak_bytes", |g| {
+        good(g, |m| f1(m.rss_peak_bytes.median))
+    }),
+    ("rss_peak_bytes_min", |g| {
+        good(g, |m| f1(m.rss_peak_bytes.min))
+    }),
+    ("rss_peak_bytes_max", |g| {
+        good(g, |m| f1(m.rss_peak_bytes.max))
+    }),
+    ("pss_peak_bytes", |g| {
+        good(g, |m| opt(m.pss_peak_bytes.map(|p| f1(p.median))))
+    }),
+    ("cpu_ms_per_request", |g| {
+        good(g, |m| opt(m.cpu_ms_per_request.map(|c| f3(c.median))))
+    }),
+    ("errors", |g| good(g, |m| m.errors.to_string())),
+    ("latency_lower_bound", |g| {
+        good(g, |m| m.caveats.lower_bound.to_string())
+    }),
+    ("notes", |g| g.all_notes()),
+    // Telemetry (issue 15), after the older columns so readers by position
+    // keep working; empty for groups that ran without it.
+    ("queue_p50_us", |g| {
+        told(g, |t| opt(t.queue_p50_us.map(|q| f1(q.median))))
+    }),
+    ("app_p50_us", |g| told(g, |t| f1(t.app_p50_us.median))),
+    ("gc_runs_per_1k_requests", |g| {
+        told(g, |t| f1(t.gc_runs_per_1k_requests.median))
+    }),
+    ("gc_time_pct", |g| {
+        told(g, |t| opt(t.gc_time_share.map(|s| f1(s.median * 100.0))))
+    }),
+    // The machine (sampler::disturbance): good runs it disturbed.
+    ("disturbed_runs", |g| {
+        good(g, |m| m.disturbance.disturbed.to_string())
+    }),
+];
+
+/// The runtime of a group's runs, last, only when a study ran on more
+/// than one (`report::runtime`).
+const GROUP_RUNTIME_COLUMNS: &[Column<Group>] = &[("runtime", |g| g.runtime_label())];
+
+/// The runtime of a trial, last, only when a study ran on more than one.
+const TRIAL_RUNTIME_COLUMNS: &[Column<TrialRow>] = &[("runtime", |t| {
+    super::runtime::trial_label(t).unwrap_or_else(|| "unknown".into())
+})];
+
+/// A group's budget (`store::budget`), last, only when a study ran with
+/// budgets; empty for a group that ran without one.
+const GROUP_BUDGET_COLUMNS: &[Column<Group>] = &[
+    ("budget", |g| budgeted(g, |b| b.label.clone())),
+    ("memory_limit_bytes", |g| {
+        budgeted(g, |b| opt(b.memory_limit_bytes))
+    }),
+    ("memory_peak_bytes", |g| {
+        budgeted(g, |b| opt(b.memory_peak_bytes))
+    }),
+    ("memory_peak_share", |g| {
+        budgeted(g, |b| opt(b.memory_peak_share.map(f3)))
+    }),
+    ("cpus", |g| budgeted(g, |b| opt(b.cpus))),
+    ("cpu_throttled_s_per_s", |g| {
+        budgeted(g, |b| opt(b.cpu_throttled_s_per_s.map(f3)))
+    }),
+    ("oom_kills", |g| budgeted(g, |b| b.oom_kills.to_string())),
+];
+
+/// A trial's budget, last, only when a study ran with budgets.
+const TRIAL_BUDGET_COLUMNS: &[Column<TrialRow>] = &[
+    ("memory_limit_bytes", |t| {
+        budget_of(t, |b| opt(b.memory_limit_bytes))
+    }),
+    ("memory_peak_bytes", |t| {
+        budget_of(t, |b| opt(b.memory_peak_bytes))
+    }),
+    ("cpus", |t| budget_of(t, |b| opt(b.cpus))),
+    ("cpu_throttled_s", |t| {
+        budget_of(t, |b| f3(b.cpu_throttled_s))
+    }),
+    ("oom_kills", |t| budget_of(t, |b| b.oom_kills.to_string())),
+];
+
+/// A group's slow clients (`store::slow`), last, only when a study ran
+/// with them; "none" and empty figures for a group that ran without.
+const GROUP_SLOW_COLUMNS: &[Column<Group>] = &[
+    ("slow", |g| {
+        g.slow
+            .as_ref()
+            .map_or_else(|| "none".into(), |w| w.label.clone())
+    }),
+    ("slow_accepted", |g| slowed(g, |w| w.accepted.to_string())),
+    ("slow_closed_by_server", |g| {
+        slowed(g, |w| w.closed_by_server.to_string())
+    }),
+    ("slow_held_p50_s", |g| {
+        slowed(g, |w| opt(w.held_p50_s.map(f3)))
+    }),
+    ("slow_open_at_end", |g| {
+        slowed(g, |w| w.open_at_end.to_string())
+    }),
+    ("slow_open_at_end_min_s", |g| {
+        slowed(g, |w| opt(w.open_at_end_min_s.map(f3)))
+    }),
+];
+
+/// A trial's slow clients, last, only when a study ran with them.
+const TRIAL_SLOW_COLUMNS: &[Column<TrialRow>] = &[
+    ("slow", |t| {
+        super::slow::of_trial(t).map_or_else(|| "none".into(), |w| w.label())
+    }),
+    ("slow_accepted", |t| slow_of(t, |w| w.accepted.to_string())),
+    ("slow_closed_by_server", |t| {
+        slow_of(t, |w| w.closed_by_server.to_string())
+    }),
+    ("slow_held_p50_s", |t| {
+        slow_of(t, |w| opt(w.held_p50_s.map(f3)))
+    }),
+    ("slow_open_at_end", |t| {
+        slow_of(t, |w| w.open_at_end.to_string())
+    }),
+    ("slow_open_at_end_min_s", |t| {
+        slow_of(t, |w| f3(w.open_at_end_min_s))
+    }),
+];
+
+/// A figure of a group's slow clients; empty without them.
+fn slowed(g: &Group, figure: impl Fn(&crate::store::slow::GroupSlow) -> String) -> String {
+    g.slow.as_ref().map_or(String::new(), figure)
+}
+
+/// A figure of a trial's slow clients; empty without them.
+fn slow_of(t: &TrialRow, figure: impl Fn(&crate::store::slow::TrialSlow) -> String) -> String {
+    super::slow::of_trial(t).map_or(String::new(), |w| figure(&w))
+}
+
+/// A figure of a group's budget; empty without one.
+fn budgeted(g: &Group, figure: impl Fn(&crate::store::budget::GroupBudget) -> String) -> String {
+    g.budget.as_ref().map_or(String::new(), figure)
+}
+
+/// A figure of a trial's budget; empty without one.
+fn budget_of(
+    t: &TrialRow,
+    figure: impl Fn(&crate::store::budget::TrialBudget) -> String,
+) -> String {
+    t.record
+        .as_ref()
+        .and_then(super::budget::of_record)
+        .map_or(String::new(), |b| figure(&b))
+}
+
+/// `trials.csv`: a trial's plan and status, then its record's figures.
+const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
+    ("id", |t| t.planned.id.clone()),
+    ("group", |t| t.planned.group.clone()),
+    ("repeat", |t| t.planned.repeat.to_string()),
+    ("server", |t| t.planned.server.clone()),
+    ("variant", |t| t.planned.variant.clone()),
+    ("app", |t| t.planned.app.clone()),
+    ("behind", |t| t.planned.behind.clone()),
+    ("connections", |t| t.planned.shape.connections.to_string()),
+    ("rate", |t| opt(t.planned.shape.rate)),
+    ("status", |t| t.status.label().to_string()),
+    ("error", |t| t.reason.clone().unwrap_or_default()),
+    ("throughput_rps", |t| {
+        recorded(t, |r| f1(r.load.throughput_rps))
+    }),
+    ("requests_ok", |t| {
+        recorded(t, |r| r.load.requests.ok.to_string())
+    }),
+    ("errors", |t| {
+        recorded(t, |r| r.load.errors.total().to_string())
+    }),
+    ("latency_mean_us", |t| measured(t, |l| f1(l.mean))),
+    ("latency_stdev_us", |t| measured(t, |l| f1(l.stdev))),
+    ("latency_p50_us", |t| measured(t, |l| l.p50.to_string())),
+    ("latency_p90_us", |t| measured(t, |l| l.p90.to_string())),
+    ("latency_p99_us", |t| measured(t, |l| l.p99.to_string())),
+    ("latency_p999_us", |t| measured(t, |l| l.p999.to_string())),
+    ("latency_max_us", |t| measured(t, |l| l.max.to_string())),
+    ("rss_peak_bytes", |t| {
+        recorded(t, |r| r.server_metrics.rss_peak_bytes.to_string())
+    }),
+    ("pss_peak_bytes", |t| {
+        recorded(t, |r| opt(r.server_metrics.pss_peak_bytes))
+    }),
+    ("cpu_ms_per_request", |t| {
+        recorded(t, |r| opt(r.server_metrics.cpu_ms_per_request.map(f3)))
+    }),
+    ("latency_lower_bound", |t| {
+        recorded(t, |r| r.load.latency_lower_bound.to_string())
+    }),
+    ("notes", |t| {
+        recorded(t, |r| super::runtime::record_notes(r).join("; "))
+    }),
+    ("queue_p50_us", |t| {
+        inside(t, |x| opt(x.queue_us.map(|q| f1(q.p50))))
+    }),
+    ("app_p50_us", |t| inside(t, |x| f1(x.app_us.p50))),
+    ("gc_runs_per_1k_requests", |t| {
+        inside(t, |x| f1(x.gc_runs_per_1k_requests))
+    }),
+    ("gc_time_pct", |t| {
+        inside(t, |x| opt(x.gc_time_share.map(|s| f1(s * 100.0))))
+    }),
+    // The machine during the window (sampler::disturbance); empty for
+    // records made before it was measured.
+    ("disturbed", |t| machine(t, |d| d.disturbed.to_string())),
+    ("steal_share", |t| machine(t, |d| f3(d.steal_share))),
+    ("foreign_cpu_share", |t| {
+        machine(t, |d| f3(d.foreign_cpu_share))
+    }),
+];
