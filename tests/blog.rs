@@ -22,7 +22,7 @@ use rackbench::database::Kind;
 use rackbench::lab::apps::AppSpec;
 use rackbench::lab::trial::{start_server, Topology, TrialSpec};
 use rackbench::load::{Endpoint, LoadConfig};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -878,5 +878,47 @@ fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert_eq!(errors, 0, "{}", r["load"]);
+
+    // PostgreSQL runs on the host; the seed inside the root reaches it
+    // (the root shares the network and /tmp), and nothing is left.
+    if have_postgres() {
+        let pg = dir.join("trial-pg");
+        let out = common::rackbench_cmd()
+            .args(["trial", "--app", "blog", "--no-pin", "--json", "--work-dir"])
+            .arg(&pg)
+            .args(["--server", "puma", "--runtime", "debian-13"])
+            .args([
+                "--database",
+                "postgres",
+                "-c",
+                "1",
+                "-d",
+                "1s",
+                "--warmup",
+                "0s",
+            ])
+            .env("RACKBENCH_RUNTIMES", &home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let db = &r["database"];
+        assert_eq!(
+            (&db["kind"], &db["seed_runtime"]),
+            (&json!("postgres"), &json!("debian-13"))
+        );
+        assert!(
+            db["seed_activerecord"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("7.")),
+            "{db}"
+        );
+        assert_eq!(db["rows_seeded"], 6050);
+        assert_nothing_left(&pg, "a postgres trial on debian-13");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
