@@ -83,12 +83,14 @@ fn a_15_percent_longer_service_time_is_found_and_gates_ci() {
     // The servers' service times differ by exactly 15% (50 ms against
     // 57.5 ms); what the client measures adds a fixed overhead o (parsing,
     // loopback, the loop) to both, so the true change of its latency is
-    // (57.5 + o) / (50 + o) - 1: 15% at o = 0, 14.7% at o = 1 ms (a loaded
-    // machine). The interval must reach into that band, whose width the
-    // test cannot narrow further without knowing o.
+    // (57.5 + o) / (50 + o) - 1: 15% at o = 0, 14.7% at o = 1 ms, 13.6% at
+    // o = 5 ms (a machine loaded to a load average of 6: a run beside
+    // other builds once gave an interval whose top was under 14.5%). The
+    // interval must reach into that band, whose width the test cannot
+    // narrow further without knowing o; 10% or 20% stay far outside it.
     assert!(
-        lo <= 15.0 && hi >= 14.5,
-        "p50 interval {lo}..{hi} misses the true change (14.5% to 15%): {p50}"
+        lo <= 15.0 && hi >= 13.5,
+        "p50 interval {lo}..{hi} misses the true change (13.5% to 15%): {p50}"
     );
     assert_eq!(p50["n_a"], 6);
     // The trial records keep their latency histograms; merged, they agree.
