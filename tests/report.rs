@@ -1583,6 +1583,10 @@ fn a_mix_gives_a_table_per_group_and_latency_per_endpoint_in_every_report() {
         "a chart row per group and endpoint"
     );
     assert!(
+        html.contains("<td class=\"l\">index<br><small>GET /posts</small></td>"),
+        "the request under the endpoint's name"
+    );
+    assert!(
         html.contains("<td class=\"bad-text\">4 (status 4)</td>"),
         "show's errors marked"
     );

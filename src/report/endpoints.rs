@@ -257,7 +257,19 @@ pub(super) fn html(s: &mut String, groups: &[&Group], variants: &[String]) {
                     7 if e.errors > 0 => " class=\"bad-text\"",
                     _ => "",
                 };
-                let _ = write!(s, "<td{class}>{}</td>", esc(c));
+                if i == 0 {
+                    // The request under the name, so long paths do not
+                    // widen the table past the page.
+                    let _ = write!(
+                        s,
+                        "<td{class}>{}<br><small>{} {}</small></td>",
+                        esc(&e.name),
+                        esc(&e.method),
+                        esc(&e.path)
+                    );
+                } else {
+                    let _ = write!(s, "<td{class}>{}</td>", esc(c));
+                }
             }
             s.push_str("</tr>");
         }
