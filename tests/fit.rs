@@ -20,12 +20,7 @@ fn fit(name: &str, args: &[&str]) -> Value {
         .output()
         .unwrap();
     let _ = std::fs::remove_dir_all(&work);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::stdout_json(&out, &format!("fit {name}"));
     assert_valid("fit-v1", &doc, name);
     doc
 }

@@ -42,12 +42,7 @@ fn trial(name: &str, window: &str, args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = common::stdout_json(&out, name);
     assert_valid("trial-v1", &doc, name);
     assert!(
         doc["server_exit"].is_null(),

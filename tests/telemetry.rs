@@ -627,11 +627,7 @@ fn a_forked_child_reports_its_own_requests_and_not_its_parents() {
         .envs(w.env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ran(&out, "the forking script");
     let child: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     let t = telemetry::read(&w.data_dir, ReadOptions::default()).unwrap();
     let by_pid: Vec<(u32, u64, bool)> = t
