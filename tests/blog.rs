@@ -619,18 +619,10 @@ fn the_seed_runs_on_the_trials_runtime_and_the_record_says_which_ruby_seeded() {
         .env("RACKBENCH_RUNTIMES", &home)
         .output()
         .unwrap();
-    assert!(
-        add.status.success(),
-        "{}",
-        String::from_utf8_lossy(&add.stderr)
-    );
+    common::assert_ran(&add, "add");
 
     let out = trial_on("wrapped", &home.join("trial"), &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ran(&out, "out");
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_valid("trial-v1", &r, "blog on a user's Ruby");
     let db = &r["database"];
@@ -653,6 +645,18 @@ fn the_seed_runs_on_the_trials_runtime_and_the_record_says_which_ruby_seeded() {
 }
 
 /// Whether a root has Debian's ActiveRecord.
+/// Rails on the host, mmdebstrap and root (a Debian root's mount
+/// namespace): what building and entering a Debian root needs.
+fn can_build_roots() -> bool {
+    have_rails()
+        && common::have("mmdebstrap", "apt-get install mmdebstrap")
+        && rackbench::require::require(
+            "root (a Debian root's mount namespace)",
+            unsafe { libc::geteuid() } == 0,
+            "run the tests as root",
+        )
+}
+
 fn root_has_activerecord(root: &Path) -> bool {
     std::fs::read_dir(root.join("usr/share/rubygems-integration/all/gems"))
         .into_iter()
@@ -668,14 +672,7 @@ fn root_has_activerecord(root: &Path) -> bool {
 /// host has them; one built with them seeds on its own Ruby 3.3.
 #[test]
 fn the_seed_on_a_debian_root_runs_the_roots_ruby_and_a_root_without_rails_names_the_rebuild() {
-    if !have_rails()
-        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
-        || !rackbench::require::require(
-            "root (a Debian root's mount namespace)",
-            unsafe { libc::geteuid() } == 0,
-            "run the tests as root",
-        )
-    {
+    if !can_build_roots() {
         return;
     }
     let add = common::rackbench(&["runtime", "add", "debian-13"]);
@@ -808,14 +805,7 @@ fn a_bundler_runtimes_seed_loads_only_its_gemfiles_gems_and_names_the_gemfile_wh
 /// answers on it.
 #[test]
 fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
-    if !have_rails()
-        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
-        || !rackbench::require::require(
-            "root (a Debian root's mount namespace)",
-            unsafe { libc::geteuid() } == 0,
-            "run the tests as root",
-        )
-    {
+    if !can_build_roots() {
         return;
     }
     let home = rackbench::runtime::runtimes_dir().with_file_name("runtimes-rails");
@@ -848,11 +838,7 @@ fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
     assert!(root_has_activerecord(&home.join("debian-13")));
     let dir = common::work_dir("blog-seed-root-rails");
     let out = trial_on("debian-13", &dir.join("trial"), &env);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ran(&out, "out");
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_valid("trial-v1", &r, "blog on debian-13 with Rails");
     let db = &r["database"];
@@ -900,11 +886,7 @@ fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
             .env("RACKBENCH_RUNTIMES", &home)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_ran(&out, "out");
         let r: Value = serde_json::from_slice(&out.stdout).unwrap();
         let db = &r["database"];
         assert_eq!(

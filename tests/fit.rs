@@ -268,11 +268,7 @@ fn a_plans_fit_sends_its_mix_and_mix_overrides_it() {
             .args(extra)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_ran(&out, "out");
         let trials = out_dir.join("t/trials");
         let mut records: Vec<_> = std::fs::read_dir(&trials)
             .unwrap()
