@@ -1,6 +1,7 @@
 //! What a trial is asked to do ([`TrialSpec`]), the checks that refuse what
 //! cannot work before anything starts ([`validate`]), and everything that
-//! can go wrong on the way ([`TrialError`]). Starts nothing.
+//! can go wrong on the way ([`TrialError`], with `io_err` and
+//! `template_err` that build its I/O and template kinds). Starts nothing.
 
 // A failed trial's error carries the log tail and the answer seen; it is
 // built once per failure, so its size does not matter.
@@ -14,7 +15,7 @@ use crate::server::spec::{Missing, ServerSpec};
 use crate::server::supervisor::StartError;
 use crate::server::template;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +81,24 @@ pub enum TrialError {
     /// A database asked of an app that has none, or a bad app setting.
     #[error("{0}")]
     App(String),
+}
+
+/// An I/O error in `dir`, as a trial's error naming the directory.
+pub(super) fn io_err(dir: &Path) -> impl Fn(std::io::Error) -> TrialError + '_ {
+    move |e| TrialError::Io {
+        dir: dir.display().to_string(),
+        source: e,
+    }
+}
+
+/// A template that would not render, as a trial's error naming the server.
+pub(super) fn template_err(
+    spec: &TrialSpec,
+) -> impl Fn(template::TemplateError) -> TrialError + '_ {
+    |e| TrialError::Template {
+        server: spec.server.name.clone(),
+        source: e,
+    }
 }
 
 /// Everything one trial needs.

@@ -3,8 +3,10 @@
 //! sample the server's process tree, stop everything, and return a
 //! `rackbench/trial-v1` record. [`run_trial`] reads as those steps; each
 //! lives in a file of its own: what a trial is asked and its checks
-//! (`spec.rs`), start-up and stop (`start.rs`), the watching threads
-//! (`watch.rs`), the record's types (`record.rs`).
+//! (`spec.rs`), what the server starts with (`prepare.rs`), start-up and
+//! stop (`start.rs`, the copies in `instances.rs`, each answer checked in
+//! `verify.rs`), the telemetry read back (`readback.rs`), the watching
+//! threads (`watch.rs`), the record's types (`record.rs`).
 //!
 //! Every process a trial starts is stopped before `run_trial` returns, on
 //! success, on failure and on Ctrl-C: servers are held by
@@ -15,9 +17,10 @@
 #![allow(clippy::result_large_err)]
 
 use super::environment::Environment;
+use super::prepare::{prepare, Prepared};
 use super::restart::{self, Restarter};
 use super::spec::validate;
-use super::start::{prepare, start_servers, Prepared, Servers};
+use super::start::{start_servers, Servers};
 use super::watch::{Seen, Watchers};
 use crate::host::utc_now;
 use crate::load::{self, Endpoint, LoadConfig, LoadReport};

@@ -7,16 +7,21 @@
 //! unicorn) are skipped and listed, not failed.
 //!
 //! The rooms: `schema` is what a plan file may say, `check` refuses what
-//! it must not, `expand` turns a checked plan into trials, `sweep` is the
-//! one-variable form folded into the fields, `fit` reads a plan's `[fit]`
-//! as one base trial per server for `rackbench fit`, `runtimes` resolves and
-//! checks the runtimes the trials name, `runner` runs the trials.
+//! it must not, `expand` turns a checked plan into trials (its flavours in
+//! `flavour`, its apps × fronts × shapes in `fronts`, every name a trial
+//! carries in `naming`), `sweep` is the one-variable form folded into the
+//! fields, `fit` reads a plan's `[fit]` as one base trial per server for
+//! `rackbench fit`, `runtimes` resolves and checks the runtimes the trials
+//! name, `runner` runs the trials.
 //! This file only joins them: read, check, expand.
 
 mod check;
 mod error;
 mod expand;
 pub mod fit;
+mod flavour;
+mod fronts;
+mod naming;
 pub mod runner;
 pub mod runtimes;
 mod schema;
@@ -24,7 +29,8 @@ pub mod sweep;
 
 pub use crate::store::records::{PlannedTrial, Shape};
 pub use error::PlanError;
-pub use expand::{slug, Expanded};
+pub use expand::Expanded;
+pub use naming::slug;
 pub use schema::{
     BreakpointSection, BudgetSection, FitSection, LoadSection, Plan, RestartSection, ServerEntry,
 };
@@ -81,6 +87,17 @@ pub(crate) mod tests {
 
     pub(crate) fn expand(text: &str) -> Result<Expanded, PlanError> {
         Plan::parse(text, "t.toml")?.expand(text, "t.toml", &Registry::builtin())
+    }
+
+    /// A plan of the hello app at 10 connections with `head` and
+    /// `servers` in it, expanded with every server installed.
+    pub(crate) fn expand_hello(head: &str, servers: &str) -> Expanded {
+        let text = format!(
+            "name = \"t\"\napps = [\"hello\"]\n{head}\n{servers}\n[load]\nconnections = [10]\n"
+        );
+        Plan::parse(&text, "t.toml")
+            .and_then(|p| p.expand(&text, "t.toml", &all_installed()))
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
     }
 
     /// Every built-in server counts as installed, so the seeds' matrices
