@@ -1,6 +1,7 @@
 //! The self-contained HTML report: inline CSS, inline SVG charts, a few
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
+use super::html_marks::{alarm, status_cell, GREY};
 use super::svg::{color, esc, hbar_rows, Axis, Bar, BarRow, Plot, RED};
 use super::{breakpoint_front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
@@ -12,7 +13,6 @@ use crate::units::{fmt_count, fmt_us_short, mib, num};
 use std::fmt::Write;
 
 const GREEN: &str = "#2ca02c";
-const GREY: &str = "#888";
 
 const STYLE: &str = r#"
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;background:#fafafa;line-height:1.45}
@@ -54,7 +54,6 @@ function setAll(sel, open) {
 }
 "#;
 
-/// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
 /// A throughput's min–max across repeats under its median, small (the
 /// notes column keeps the room a column of its own took); nothing for
 /// one run.
@@ -66,21 +65,9 @@ fn range(t: &Spread) -> String {
     }
 }
 
-/// Red for a row that is not a result, grey for a quiet mark ("≥", "†").
-fn alarm(g: &Group) -> &'static str {
-    if g.is_result() {
-        GREY
-    } else {
-        RED
-    }
-}
-
+/// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
 fn nines(p: f64) -> f64 {
     (1.0 / (1.0 - p / 100.0)).log10()
-}
-
-fn status_cell(s: Status) -> String {
-    format!("<span class=\"status-{0}\">{0}</span>", s.label())
 }
 
 impl Report {
@@ -575,8 +562,6 @@ impl Report {
     }
 }
 
-/// The load level a group sits at on the throughput chart's x axis: the
-/// offered rate in open loop, the connection count in closed loop.
 /// The machine's caveat on a group (`Group::disturbed_note`), quiet: a
 /// note beside the figures, not the red of a failure.
 fn disturbed_mark(s: &mut String, g: &Group) {
@@ -589,6 +574,8 @@ fn disturbed_mark(s: &mut String, g: &Group) {
     }
 }
 
+/// The load level a group sits at on the throughput chart's x axis: the
+/// offered rate in open loop, the connection count in closed loop.
 fn level(g: &Group) -> f64 {
     g.planned
         .shape

@@ -18,6 +18,7 @@ mod database;
 mod endpoints;
 pub mod fit;
 mod html;
+mod html_marks;
 mod memory;
 pub mod mirror;
 mod restart;
