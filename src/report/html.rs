@@ -2,13 +2,13 @@
 //! lines of inline JS for expanding and collapsing; nothing fetched.
 
 use super::html_marks::{alarm, status_cell, GREY};
+use super::html_summary;
 use super::svg::{color, esc, hbar_rows, Axis, Bar, BarRow, Plot, RED};
 use super::{breakpoint_front, load_label, short, Group, Report, Status, TrialRow};
 use crate::lab::trial::Topology;
 use crate::load::caveats::Caveats;
-use crate::stats::spread::Spread;
 use crate::store::records::StoredBreakpoint;
-use crate::units::{fmt_bytes, fmt_us};
+use crate::units::fmt_us;
 use crate::units::{fmt_count, fmt_us_short, mib, num};
 use std::fmt::Write;
 
@@ -54,17 +54,6 @@ function setAll(sel, open) {
 }
 "#;
 
-/// A throughput's min–max across repeats under its median, small (the
-/// notes column keeps the room a column of its own took); nothing for
-/// one run.
-fn range(t: &Spread) -> String {
-    if t.n > 1 {
-        format!("<br><small>{:.0}–{:.0}</small>", t.min, t.max)
-    } else {
-        String::new()
-    }
-}
-
 /// log10(1 / (1 - p)), p in percent: 0 → 0, 90 → 1, 99 → 2, 99.9 → 3.
 fn nines(p: f64) -> f64 {
     (1.0 / (1.0 - p / 100.0)).log10()
@@ -109,7 +98,7 @@ impl Report {
         self.shows(&mut s);
         self.header(&mut s);
         if has_trials {
-            self.summary_table(&mut s, &variants);
+            html_summary::section(&mut s, self, &variants);
             self.throughput(&mut s, &variants);
             self.latency(&mut s, &variants);
             self.time_split(&mut s);
@@ -220,87 +209,6 @@ impl Report {
             }
             s.push_str("</div>\n");
         }
-    }
-
-    fn summary_table(&self, s: &mut String, variants: &[String]) {
-        s.push_str("<section id=\"summary\"><h2>Summary</h2>");
-        for ((app, fr), groups) in self.sections() {
-            let _ = write!(s, "<h3>{}, {}</h3>", esc(&app), esc(&fr));
-            let varies = self.runtime_varies();
-            s.push_str("<table><tr><th class=\"l\">Server</th>");
-            if varies {
-                s.push_str("<th class=\"l\">Runtime</th>");
-            }
-            s.push_str("<th>Load</th><th>Runs</th><th>Throughput (req/s), min–max</th><th>Latency avg</th><th>stdev</th><th>max</th><th>p99</th><th>RSS peak</th><th>PSS peak</th><th>CPU (ms/req)</th><th>Errors</th><th class=\"l\">Notes</th></tr>");
-            for g in &groups {
-                let p = &g.planned;
-                let cls = if g.is_result() { "" } else { " class=\"bad\"" };
-                let runtime = if varies {
-                    format!("<td class=\"l\">{}</td>", esc(&g.runtime_label()))
-                } else {
-                    String::new()
-                };
-                let _ = write!(
-                    s,
-                    "<tr{cls}><td class=\"l\"><span style=\"color:{}\">■</span> {}</td>{runtime}<td>{}</td><td>{}/{}</td>",
-                    color(variants, &p.variant),
-                    esc(&p.variant),
-                    esc(&load_label(p)),
-                    g.ok,
-                    g.planned_runs
-                );
-                match g.good() {
-                    Some(m) => {
-                        let c = g.caveats();
-                        // No latency figure (every request refused or
-                        // failed) is a dash, never 0.
-                        let bound = |v: Option<Spread>| {
-                            v.map_or("–".into(), |v| {
-                                if c.lower_bound {
-                                    format!("≥ {}", fmt_us(v.median))
-                                } else {
-                                    fmt_us(v.median)
-                                }
-                            })
-                        };
-                        let _ = write!(
-                            s,
-                            "<td><b>{}</b>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td>",
-                            esc(&c.mark_throughput(format!("{:.0}", m.throughput_rps.median))),
-                            range(&m.throughput_rps),
-                            esc(&bound(m.latency_mean_us)),
-                            m.latency_stdev_us.map_or("–".into(), |v| fmt_us(v.median)),
-                            esc(&bound(m.latency_max_us)),
-                            esc(&m.latency_p99_us.map_or("–".into(), |v| c
-                                .mark_latency(0.99, fmt_us(v.median)))),
-                            fmt_bytes(m.rss_peak_bytes.median as u64),
-                            m.pss_peak_bytes
-                                .map_or("–".into(), |p| fmt_bytes(p.median as u64)),
-                            m.cpu_ms_per_request
-                                .map_or("–".into(), |c| format!("{:.3}", c.median)),
-                            if m.errors > 0 { " class=\"bad-text\"" } else { "" },
-                            m.errors
-                        );
-                    }
-                    None => s.push_str("<td colspan=\"9\" class=\"bad-text\">no data</td>"),
-                }
-                let _ = write!(
-                    s,
-                    "<td class=\"l notes{}\">{}",
-                    if g.is_result() { "" } else { " bad-text" },
-                    esc(&g.notes())
-                );
-                disturbed_mark(s, g);
-                s.push_str("</td></tr>");
-            }
-            s.push_str("</table>");
-            super::budget::html(s, self, &groups);
-            super::slow::html(s, self, &groups);
-            super::database::html(s, self, &groups);
-            super::endpoints::html(s, &groups, variants);
-            super::restart::html(s, self, &groups);
-        }
-        s.push_str("</section>\n");
     }
 
     fn throughput(&self, s: &mut String, variants: &[String]) {
@@ -559,18 +467,6 @@ impl Report {
         server_timeline(s, r, x, &t.planned.id);
         s.push_str("</div>");
         true
-    }
-}
-
-/// The machine's caveat on a group (`Group::disturbed_note`), quiet: a
-/// note beside the figures, not the red of a failure.
-fn disturbed_mark(s: &mut String, g: &Group) {
-    if let Some(n) = g.disturbed_note() {
-        let _ = write!(
-            s,
-            " <span class=\"note\" title=\"steal or other processes' CPU on the server's and the generator's CPUs passed its threshold (docs/STATISTICS.md)\">⚠ {}</span>",
-            esc(&n)
-        );
     }
 }
 

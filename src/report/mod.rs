@@ -19,6 +19,7 @@ mod endpoints;
 pub mod fit;
 mod html;
 mod html_marks;
+mod html_summary;
 mod memory;
 pub mod mirror;
 mod restart;
