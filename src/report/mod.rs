@@ -20,6 +20,7 @@ pub mod fit;
 mod html;
 mod html_marks;
 mod html_summary;
+mod html_throughput;
 mod memory;
 pub mod mirror;
 mod restart;
