@@ -18,6 +18,7 @@ mod database;
 mod endpoints;
 pub mod fit;
 mod html;
+mod html_bars;
 mod html_latency;
 mod html_marks;
 mod html_summary;
