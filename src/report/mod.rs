@@ -23,6 +23,7 @@ mod html_latency;
 mod html_marks;
 mod html_summary;
 mod html_throughput;
+mod html_timeline;
 mod memory;
 pub mod mirror;
 mod restart;
