@@ -19,6 +19,7 @@ mod endpoints;
 pub mod fit;
 mod html;
 mod html_bars;
+mod html_breakpoints;
 mod html_latency;
 mod html_marks;
 mod html_summary;
