@@ -1,17 +1,17 @@
-//! The self-contained HTML report: inline CSS, inline SVG charts, a few
-//! lines of inline JS for expanding and collapsing; nothing fetched.
+//! The self-contained HTML report: the page's head with its inline CSS and
+//! the few lines of inline JS for expanding and collapsing, the navigation,
+//! the title, "what this shows" and the header (plan, trial counts, the
+//! box of incomplete results), then the sections in their order, each
+//! written by the file that holds it: html_summary.rs, html_throughput.rs,
+//! html_latency.rs, html_bars.rs (time split, memory, CPU, repeats),
+//! html_timeline.rs, soak.rs, html_breakpoints.rs, html_runs.rs (errors,
+//! environment). This file draws no chart and writes no section's body;
+//! nothing on the page is fetched.
 
-use super::html_bars;
-use super::html_breakpoints;
-use super::html_latency;
 use super::html_marks::status_cell;
-use super::html_summary;
-use super::html_throughput;
-use super::html_timeline;
 use super::svg::esc;
-use super::{short, Report, Status};
-use crate::load::caveats::Caveats;
-use crate::units::fmt_us;
+use super::{html_bars, html_breakpoints, html_latency, html_runs, html_summary};
+use super::{html_throughput, html_timeline, Report, Status};
 use std::fmt::Write;
 
 const STYLE: &str = r#"
@@ -55,7 +55,7 @@ function setAll(sel, open) {
 "#;
 
 impl Report {
-    /// The whole HTML document.
+    /// The whole HTML document: its sections' order is decided here.
     pub fn html(&self) -> String {
         let variants = self.variants();
         let mut s = String::new();
@@ -106,8 +106,8 @@ impl Report {
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             html_breakpoints::section(&mut s, self, &variants);
         }
-        self.errors(&mut s);
-        self.environment(&mut s);
+        html_runs::errors(&mut s, self);
+        html_runs::environment(&mut s, self);
         s.push_str("</main></body></html>\n");
         s
     }
@@ -147,6 +147,8 @@ impl Report {
         );
     }
 
+    /// The plan line, the trial counts (or the break-point searches), and
+    /// the box of incomplete results when a trial, search or warning needs it.
     fn header(&self, s: &mut String) {
         let _ = write!(s, "<p>");
         if let Some(m) = &self.manifest {
@@ -204,141 +206,5 @@ impl Report {
             }
             s.push_str("</div>\n");
         }
-    }
-}
-
-impl Report {
-    fn errors(&self, s: &mut String) {
-        s.push_str("<section id=\"errors\"><h2>Errors by trial</h2><p class=\"note\">Every run, by kind of error. Requests unfinished at the end and connections never answered are shown too, and the latency of the failed requests (kept out of the headline figures, so fast error answers never pass for fast service).</p>");
-        s.push_str("<table><tr><th class=\"l\">Trial</th><th class=\"l\">Status</th><th>OK</th><th>Errors</th><th>connect</th><th>timeout</th><th>reset</th><th>parse</th><th>status</th><th>body</th><th>unfinished</th><th>never answered</th><th>failed p50 / p99</th><th class=\"l\">Seconds with errors</th></tr>");
-        for t in &self.trials {
-            // Red only for a run that is not a result (a few errors are
-            // counted in their column, not alarmed about).
-            let bad = t.status != Status::Ok
-                || t.record
-                    .as_ref()
-                    .is_some_and(|r| Caveats::of(&r.load).not_a_result());
-            let _ = write!(
-                s,
-                "<tr{}><td class=\"l\">{}</td><td class=\"l\">{}</td>",
-                if bad { " class=\"bad\"" } else { "" },
-                esc(&t.planned.id),
-                status_cell(t.status)
-            );
-            match &t.record {
-                Some(r) => {
-                    let e = &r.load.errors;
-                    let _ = write!(
-                        s,
-                        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l wrap\">{}</td></tr>",
-                        r.load.requests.ok,
-                        e.total(),
-                        e.connect,
-                        e.timeout,
-                        e.reset,
-                        e.parse,
-                        e.status,
-                        e.body,
-                        r.load.requests.unfinished,
-                        r.load.connections.never_answered,
-                        r.load.latency_failed_us.as_ref().map_or("–".into(), |f| format!(
-                            "{} / {}",
-                            fmt_us(f.p50 as f64),
-                            fmt_us(f.p99 as f64)
-                        )),
-                        esc(&super::error_seconds(&r.load))
-                    );
-                }
-                None => {
-                    let _ = write!(
-                        s,
-                        "<td colspan=\"12\" class=\"l wrap bad-text\">{}</td></tr>",
-                        esc(&short(t.reason.as_deref().unwrap_or("no record"), 200))
-                    );
-                }
-            }
-        }
-        s.push_str("</table></section>\n");
-    }
-
-    fn environment(&self, s: &mut String) {
-        s.push_str("<section id=\"environment\"><h2>Environment and commands</h2>");
-        if let Some(m) = &self.manifest {
-            let e = &m.environment;
-            let _ = write!(
-                s,
-                "<table><tr><th class=\"l\">CPU</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Cores</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Kernel</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Ruby</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">rackbench</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Host</th><td class=\"l\">{}</td></tr><tr><th class=\"l\">Started</th><td class=\"l\">{}</td></tr></table>",
-                esc(&e.cpu_model),
-                e.cores,
-                esc(&e.kernel),
-                esc(e.ruby_version.as_deref().unwrap_or("unknown")),
-                esc(&e.rackbench_version),
-                esc(&e.hostname),
-                esc(&m.started_at)
-            );
-            let _ = write!(
-                s,
-                "<h3>The command that reproduces this run</h3><pre>{}</pre>",
-                esc(&m.command)
-            );
-            if !m.skipped.is_empty() {
-                s.push_str("<h3>Combinations skipped by the plan</h3><ul>");
-                for k in &m.skipped {
-                    let _ = write!(s, "<li>{}</li>", esc(k));
-                }
-                s.push_str("</ul>");
-            }
-        } else {
-            s.push_str("<p class=\"bad-text\">manifest.json is missing: the environment of the run is unknown.</p>");
-        }
-        super::runtime::html(s, &self.runtimes());
-        if let Some(line) = self.budget_line() {
-            let _ = write!(s, "<p id=\"budget\">{}</p>", esc(&line));
-        }
-        if let Some(line) = self.slow_line() {
-            let _ = write!(s, "<p id=\"slow\">{}</p>", esc(&line));
-        }
-        if let Some(line) = self.database_line() {
-            let _ = write!(s, "<p id=\"database\">{}</p>", esc(&line));
-        }
-        s.push_str("<h3>Exact commands of each trial</h3><button type=\"button\" onclick=\"setAll('details.cmd', true)\">Expand all</button><button type=\"button\" onclick=\"setAll('details.cmd', false)\">Collapse all</button>");
-        for t in &self.trials {
-            let _ = write!(
-                s,
-                "<details class=\"cmd\"><summary>{} {}</summary>",
-                esc(&t.planned.id),
-                if t.status == Status::Ok {
-                    String::new()
-                } else {
-                    status_cell(t.status)
-                }
-            );
-            match &t.record {
-                Some(r) => {
-                    let _ = write!(
-                        s,
-                        "<p>{} ({}), {} workers × {} threads; started {}</p><pre>{}</pre>",
-                        esc(&r.server.name),
-                        esc(r.server.version.as_deref().unwrap_or("version unknown")),
-                        r.server.workers,
-                        r.server.threads,
-                        esc(&r.started_at),
-                        esc(&r.environment.commands.join("\n"))
-                    );
-                    if let Some(cfg) = &r.server.config_file {
-                        let _ = write!(s, "<p>Config file:</p><pre>{}</pre>", esc(cfg));
-                    }
-                }
-                None => {
-                    let _ = write!(
-                        s,
-                        "<p class=\"bad-text\">No record: {}</p>",
-                        esc(t.reason.as_deref().unwrap_or(""))
-                    );
-                }
-            }
-            s.push_str("</details>");
-        }
-        s.push_str("</section>\n");
     }
 }

@@ -22,6 +22,7 @@ mod html_bars;
 mod html_breakpoints;
 mod html_latency;
 mod html_marks;
+mod html_runs;
 mod html_summary;
 mod html_throughput;
 mod html_timeline;
