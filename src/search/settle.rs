@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn the_kernel_shows_an_accepted_connection_until_it_is_closed() {
-        let listener = listener();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let open = || server_side_connections(addr).map(|c| c.len());
         assert_eq!(open(), Some(0));
@@ -289,20 +289,6 @@ mod tests {
             || false,
         );
         assert!(closed.drained, "{closed:?}");
-    }
-
-    /// A loopback listener on a port below the kernel's ephemeral range
-    /// (32768 up by default). These tests count every connection whose
-    /// local end is the listener's address; on an ephemeral port, a
-    /// parallel test's client socket that had the same number, still
-    /// closing, counted as the server's (CI failed so, twice).
-    fn listener() -> std::net::TcpListener {
-        static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-        let start = 20_000 + (std::process::id() % 5_000) as u16;
-        (0..2_000)
-            .map(|_| start + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 7_000)
-            .find_map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
-            .expect("a free port between 20000 and 32000 on 127.0.0.1")
     }
 
     /// A search's view of a loopback server at `addr` with no reference
@@ -337,13 +323,14 @@ mod tests {
         // When those (a previous run's, still being worked off) closed,
         // as many of the search's own leftovers passed for them: capacity
         // 60 was reported as 9.
-        let listener = listener();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let earlier = std::net::TcpStream::connect(addr).unwrap();
         let (earlier_served, _) = listener.accept().unwrap();
         let t = target(addr);
         // The earlier connection is in the baseline. (Not "the only one":
-        // the baseline is the machine's, whatever else shares the port.)
+        // the port is ephemeral, and a parallel test's socket that used the
+        // same number may still be closing, in FIN_WAIT or LAST_ACK.)
         let earlier_peer = earlier.local_addr().unwrap();
         assert!(
             t.baseline_connections
@@ -373,7 +360,7 @@ mod tests {
         // working on: its client has gone (CLOSE_WAIT), the server holds
         // the socket until the work is done. A client still there is
         // someone else's and is not waited for.
-        let listener = listener();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let other = std::net::TcpStream::connect(addr).unwrap();
         let (_other_served, _) = listener.accept().unwrap();
