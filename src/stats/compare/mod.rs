@@ -10,6 +10,11 @@
 //! directories and hands it each group's figures per repeat (the one list
 //! of `store::figures`). It never reads a file and never runs anything:
 //! `rackbench run --aa` runs, then compares.
+//!
+//! Its parts: the metrics' names and words (`metrics`), a row before
+//! judgement (`row`), the judgement and each row's verdict (`judge`), the
+//! per-pair and overall lines (`summary`), and `--fail-if` (`fail_if`);
+//! the sides and the pairing of their groups are here.
 
 mod fail_if;
 mod judge;
