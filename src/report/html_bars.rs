@@ -2,7 +2,7 @@
 //! (the mean latency as stacked parts, with telemetry), peak memory (RSS
 //! and PSS bars), CPU per request, and the spread of throughput across
 //! repeats (a dot per run). The figures come from the groups and
-//! text.rs's TimeSplit; this file only draws them.
+//! time_split.rs's TimeSplit; this file only draws them.
 
 use super::html_marks::alarm;
 use super::svg::{color, esc, hbar_rows, Axis, Bar, BarRow, Plot, RED};
@@ -24,16 +24,20 @@ impl Report {
 /// less GC, GC, and the rest. Means, because they add up: p50s of
 /// parts do not make the p50 of the whole.
 pub(super) fn time_split(s: &mut String, report: &Report) {
-    let rows: Vec<(&Group, super::text::TimeSplit)> = report
+    let rows: Vec<(&Group, super::time_split::TimeSplit)> = report
         .groups
         .iter()
-        .filter_map(|g| g.good().and_then(super::text::time_split).map(|v| (g, v)))
+        .filter_map(|g| {
+            g.good()
+                .and_then(super::time_split::time_split)
+                .map(|v| (g, v))
+        })
         .collect();
     if rows.is_empty() {
         return;
     }
     s.push_str("<section class=\"chart\" id=\"time-split\"><h2>Where the time goes</h2><p class=\"note\">The client's mean latency per trial group (median over its runs), split by the telemetry middleware inside the server: <b>queue</b> is the wait between nginx and the app (nginx's X-Request-Start stamp; behind nginx only), <b>app</b> the app's own time less <b>GC</b> (GC time per request) and, for an app with ActiveRecord, less its <b>pool wait</b> (waiting for a database connection) and <b>SQL</b> (in queries; GC during a query counts as SQL), and the <b>rest</b> is everything outside the app: the server's parsing and writing, nginx, the network and the client; served directly, the rest includes the wait in the kernel's accept queue (see each trial's timeline). Means add up where percentiles do not.</p>");
-    let total = |v: &super::text::TimeSplit| v.queue_us + v.app_us + v.rest_us;
+    let total = |v: &super::time_split::TimeSplit| v.queue_us + v.app_us + v.rest_us;
     let xmax = rows.iter().map(|(_, v)| total(v)).fold(0f64, f64::max);
     let x = Axis::linear(
         0.0,

@@ -26,6 +26,7 @@ mod html_runs;
 mod html_summary;
 mod html_throughput;
 mod html_timeline;
+mod markdown;
 mod memory;
 pub mod mirror;
 mod restart;
@@ -37,6 +38,7 @@ pub(crate) mod svg;
 pub mod sweep;
 mod table;
 mod text;
+mod time_split;
 
 pub use text::{render_summary, table_width};
 
