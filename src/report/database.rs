@@ -5,7 +5,7 @@
 //! its CPU per request, its cores and its memory peak; columns in
 //! report.csv and trials.csv; `database` per group in report.json. The
 //! time the app spent in SQL and waiting for the pool is telemetry's, in
-//! "Where the time goes" (`text::md_time_split`, `html::time_split`).
+//! "Where the time goes" (`markdown::md_time_split`, `html_bars::time_split`).
 //!
 //! A study without a database gets nothing from here: no line, no
 //! column, its reports byte for byte as before. It never reads a
