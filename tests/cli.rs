@@ -1056,3 +1056,33 @@ fn mix_from_a_record_reproduces_its_proportions() {
     assert_eq!(err.lines().count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 36: a server that exits during start-up, or never answers, was
+/// reported with its message and log excerpt twice (the second time after
+/// "caused by:"). Each is said once.
+#[test]
+fn a_start_up_failure_is_printed_once_with_its_log() {
+    let dir = common::work_dir("cli-start-once");
+    let cases = [
+        (
+            "sh -c 'echo boom-no-such-gem >&2; exit 3' {{port}}",
+            "exited during start-up",
+            "boom-no-such-gem",
+        ),
+        ("sleep 30 # {{port}}", "did not answer", "--start-timeout"),
+    ];
+    for (command, what, detail) in cases {
+        let out = common::rackbench_cmd()
+            .args(["trial", "--server", "broken", "--command", command])
+            .args(["--start-timeout", "1s", "-d", "1s", "--work-dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(err.matches(what).count(), 1, "{what} once:\n{err}");
+        assert_eq!(err.matches(detail).count(), 1, "{detail} once:\n{err}");
+        assert!(!err.contains("caused by"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
