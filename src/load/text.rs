@@ -27,9 +27,12 @@ impl LoadReport {
     fn write_outcome(&self, s: &mut String) {
         use std::fmt::Write;
         let c = &self.config;
-        let shape = match c.rate_rps {
-            Some(r) => format!("open loop at {r} req/s"),
-            None => "closed loop".to_string(),
+        // A replay has no rate but keeps a schedule: it is an open loop
+        // too (issue 36: its header said "closed loop").
+        let shape = match (c.rate_rps, &self.schedule) {
+            (Some(r), _) => format!("open loop at {r} req/s"),
+            (None, Some(_)) => "open loop on the recorded schedule".to_string(),
+            (None, None) => "closed loop".to_string(),
         };
         let _ = writeln!(
             s,
@@ -299,6 +302,34 @@ mod tests {
             },
             errors,
             latency_histogram: None,
+        }
+    }
+
+    /// Issue 36: `replay` printed "closed loop" in its header, while the
+    /// same output said latency counts from each request's scheduled start.
+    #[test]
+    fn the_header_names_the_loop_a_run_had() {
+        use super::super::report::ScheduleStats;
+        let schedule = ScheduleStats {
+            late_sends: 0,
+            max_lag_us: 0,
+            sends: Some(0),
+            within_1ms_share: None,
+            slack_us: None,
+        };
+        // (rate, schedule kept, header says)
+        let cases = [
+            (None, false, "closed loop"),
+            (Some(100.0), true, "open loop at 100 req/s"),
+            (None, true, "open loop on the recorded schedule"),
+        ];
+        for (rate, kept, want) in cases {
+            let mut r = empty_report();
+            r.config.rate_rps = rate;
+            r.schedule = kept.then(|| schedule.clone());
+            let text = r.render_text();
+            let header = text.lines().next().unwrap();
+            assert!(header.ends_with(want), "{header}");
         }
     }
 
