@@ -215,7 +215,7 @@ pub struct LatencySummary {
 /// figures are null (no figure), so a script never reads "0 ms" for a run
 /// where nothing completed; read back, null is 0 with `count` 0, which
 /// every reader takes as no figure (`LatencySummary::has_figures`).
-mod no_figure_is_null {
+pub(crate) mod no_figure_is_null {
     use super::LatencySummary;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
