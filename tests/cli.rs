@@ -1086,3 +1086,71 @@ fn a_start_up_failure_is_printed_once_with_its_log() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 36: every answer of 200 to `--expect-status 404` gave a headline
+/// of "≥ 110us (ages of unanswered requests, too few responses came
+/// back)". What happened is said in words, and the answers' latency is
+/// the failed one.
+#[test]
+fn answers_that_all_fail_the_status_check_are_said_in_words() {
+    let s = common::plain_test_server();
+    let args = [
+        "load",
+        &s.url(),
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--expect-status",
+        "404",
+    ];
+    let out = rackbench(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("answers, none with the expected status: got 200, expected 404"),
+        "{text}"
+    );
+    assert!(text.contains("  latency      none\n"), "{text}");
+    assert!(text.contains("  failed       min "), "{text}");
+    assert!(!text.contains('≥'), "no lower bound: {text}");
+    let json = common::rackbench_cmd()
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["latency_us"]["count"], 0, "{doc}");
+    assert_eq!(doc["latency_lower_bound"], false, "{doc}");
+    assert!(
+        doc["latency_failed_us"]["count"].as_u64().unwrap() > 0,
+        "{doc}"
+    );
+}
+
+/// Issue 36: a server that never answers within the window: stdout said
+/// "errors: none" while stderr said "see the errors above", and the
+/// headline "mean ≥ 996.61ms ± 0us". "no answer in the window" is said
+/// once on each stream, nothing contradicts it.
+#[test]
+fn a_server_that_never_answers_is_said_to_give_no_answer_once() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    // Accepts, reads nothing, answers nothing; the sockets are held until
+    // the test process ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.extend(conn.ok());
+        }
+    });
+    let out = rackbench(&["load", &url, "-c", "2", "-d", "1s"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert_eq!(text.matches("no answer in the window").count(), 1, "{text}");
+    assert!(!text.contains("errors:      none"), "{text}");
+    assert!(!text.contains('±'), "{text}");
+    assert!(err.contains("error: no answer in the window"), "{err}");
+    assert!(!err.contains("see the errors above"), "{err}");
+}

@@ -513,6 +513,15 @@ pub(crate) fn exit_code(
     let checks_met = print_checks(&checks::evaluate_all(checks, report), json);
     if report.interrupted {
         ExitCode::from(130)
+    } else if report.answered_nothing() {
+        // The summary said it in these words: the same, not "see the
+        // errors above" when it counted none (issue 36).
+        eprintln!(
+            "error: {} ({} requests counted)",
+            crate::load::report::NO_ANSWER,
+            report.requests.total
+        );
+        ExitCode::from(1)
     } else if report.requests.ok == 0 {
         eprintln!(
             "error: no request succeeded ({} counted); see the errors above",
