@@ -1154,3 +1154,84 @@ fn a_server_that_never_answers_is_said_to_give_no_answer_once() {
     assert!(err.contains("error: no answer in the window"), "{err}");
     assert!(!err.contains("see the errors above"), "{err}");
 }
+
+/// Issue 36: after Ctrl-C the summary showed the trials that never ran
+/// as 0 req/s and "RSS peak 0.0 KiB", and the trial cut short mid-load
+/// printed its figures like a finished one's. The one says "interrupted"
+/// on its progress line; every group without a finished run is "-" and
+/// "not run".
+#[test]
+fn after_ctrl_c_the_summary_shows_what_did_not_run() {
+    use std::io::{BufRead, BufReader};
+    let dir = common::work_dir("cli-ctrl-c");
+    let cmd = test_server_command();
+    let plan = format!(
+        r#"name = "ctrlc"
+servers = ["first", "second"]
+apps = ["hello"]
+[load]
+connections = [2]
+duration = "60s"
+warmup = "0s"
+[server_defs.first]
+command = "{cmd}"
+[server_defs.second]
+command = "{cmd}"
+"#
+    );
+    std::fs::write(dir.join("plan.toml"), plan).unwrap();
+    let results = dir.join("results");
+    let mut child = common::rackbench_cmd()
+        .arg("run")
+        .arg(dir.join("plan.toml"))
+        .arg("--out")
+        .arg(&results)
+        .args(["--no-pin", "--seed", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut progress = String::new();
+    while !progress.contains("[1/2]") {
+        assert!(err.read_line(&mut progress).unwrap() > 0, "{progress}");
+    }
+    // The load is on once the server listens (its log names its URL)
+    // and the trial's one verifying request has been answered.
+    let listening = || {
+        std::fs::read_dir(results.join("work"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("server.log"))
+                    .is_ok_and(|log| log.contains("http://"))
+            })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !listening() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{progress}{rest}");
+    assert!(
+        rest.contains("        interrupted after "),
+        "the progress line: {progress}{rest}"
+    );
+    let rows: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("first ") || l.starts_with("second "))
+        .collect();
+    assert_eq!(rows.len(), 2, "a row per planned group: {summary}");
+    for row in rows {
+        assert!(row.ends_with("-  not run"), "{row}\n{summary}");
+        assert!(!row.contains("KiB"), "{row}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
