@@ -684,7 +684,13 @@ fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupS
 fn progress_line(rec: &TrialRecord) -> String {
     use crate::units::{fmt_bytes, fmt_us};
     let c = Caveats::of(&rec.load);
-    let notes = c.notes();
+    // In the load summary's words, once, rather than as ≥, † and "no OK
+    // response" notes.
+    let notes = if rec.load.answered_nothing() {
+        vec![format!("{}: not a result", crate::load::report::NO_ANSWER)]
+    } else {
+        c.notes()
+    };
     format!(
         "{}{} req/s, p99 {}, errors {}, RSS peak {}{}",
         if rec.interrupted || rec.load.interrupted {
@@ -731,6 +737,23 @@ mod tests {
         let line = progress_line(&rec);
         assert!(
             line.starts_with("interrupted after 2.3s of load: "),
+            "{line}"
+        );
+    }
+
+    /// Issue 36: a trial with no answer in its window says it in the load
+    /// summary's words, once, not as three notes.
+    #[test]
+    fn no_answer_in_the_window_is_one_note_on_the_progress_line() {
+        let sample = include_str!("../../tests/contracts/trial-v1.json");
+        let mut rec: TrialRecord = serde_json::from_str(sample).unwrap();
+        let l = &mut rec.load;
+        (l.requests.ok, l.requests.unfinished, l.throughput_rps) = (0, 4, 0.0);
+        l.errors = Default::default();
+        l.latency_lower_bound = true;
+        let line = progress_line(&rec);
+        assert!(
+            line.ends_with("  (no answer in the window: not a result)"),
             "{line}"
         );
     }
