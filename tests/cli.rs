@@ -1056,3 +1056,182 @@ fn mix_from_a_record_reproduces_its_proportions() {
     assert_eq!(err.lines().count(), 1, "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 36: a server that exits during start-up, or never answers, was
+/// reported with its message and log excerpt twice (the second time after
+/// "caused by:"). Each is said once.
+#[test]
+fn a_start_up_failure_is_printed_once_with_its_log() {
+    let dir = common::work_dir("cli-start-once");
+    let cases = [
+        (
+            "sh -c 'echo boom-no-such-gem >&2; exit 3' {{port}}",
+            "exited during start-up",
+            "boom-no-such-gem",
+        ),
+        ("sleep 30 # {{port}}", "did not answer", "--start-timeout"),
+    ];
+    for (command, what, detail) in cases {
+        let out = common::rackbench_cmd()
+            .args(["trial", "--server", "broken", "--command", command])
+            .args(["--start-timeout", "1s", "-d", "1s", "--work-dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(err.matches(what).count(), 1, "{what} once:\n{err}");
+        assert_eq!(err.matches(detail).count(), 1, "{detail} once:\n{err}");
+        assert!(!err.contains("caused by"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 36: every answer of 200 to `--expect-status 404` gave a headline
+/// of "≥ 110us (ages of unanswered requests, too few responses came
+/// back)". What happened is said in words, and the answers' latency is
+/// the failed one.
+#[test]
+fn answers_that_all_fail_the_status_check_are_said_in_words() {
+    let s = common::plain_test_server();
+    let args = [
+        "load",
+        &s.url(),
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--expect-status",
+        "404",
+    ];
+    let out = rackbench(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("answers, none with the expected status: got 200, expected 404"),
+        "{text}"
+    );
+    assert!(text.contains("  latency      none\n"), "{text}");
+    assert!(text.contains("  failed       min "), "{text}");
+    assert!(!text.contains('≥'), "no lower bound: {text}");
+    let json = common::rackbench_cmd()
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["latency_us"]["count"], 0, "{doc}");
+    assert_eq!(doc["latency_lower_bound"], false, "{doc}");
+    assert!(
+        doc["latency_failed_us"]["count"].as_u64().unwrap() > 0,
+        "{doc}"
+    );
+}
+
+/// Issue 36: a server that never answers within the window: stdout said
+/// "errors: none" while stderr said "see the errors above", and the
+/// headline "mean ≥ 996.61ms ± 0us". "no answer in the window" is said
+/// once on each stream, nothing contradicts it.
+#[test]
+fn a_server_that_never_answers_is_said_to_give_no_answer_once() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    // Accepts, reads nothing, answers nothing; the sockets are held until
+    // the test process ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.extend(conn.ok());
+        }
+    });
+    let out = rackbench(&["load", &url, "-c", "2", "-d", "1s"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}{err}");
+    assert_eq!(text.matches("no answer in the window").count(), 1, "{text}");
+    assert!(!text.contains("errors:      none"), "{text}");
+    assert!(!text.contains('±'), "{text}");
+    assert!(err.contains("error: no answer in the window"), "{err}");
+    assert!(!err.contains("see the errors above"), "{err}");
+}
+
+/// Issue 36: after Ctrl-C the summary showed the trials that never ran
+/// as 0 req/s and "RSS peak 0.0 KiB", and the trial cut short mid-load
+/// printed its figures like a finished one's. The one says "interrupted"
+/// on its progress line; every group without a finished run is "-" and
+/// "not run".
+#[test]
+fn after_ctrl_c_the_summary_shows_what_did_not_run() {
+    use std::io::{BufRead, BufReader};
+    let dir = common::work_dir("cli-ctrl-c");
+    let cmd = test_server_command();
+    let plan = format!(
+        r#"name = "ctrlc"
+servers = ["first", "second"]
+apps = ["hello"]
+[load]
+connections = [2]
+duration = "60s"
+warmup = "0s"
+[server_defs.first]
+command = "{cmd}"
+[server_defs.second]
+command = "{cmd}"
+"#
+    );
+    std::fs::write(dir.join("plan.toml"), plan).unwrap();
+    let results = dir.join("results");
+    let mut child = common::rackbench_cmd()
+        .arg("run")
+        .arg(dir.join("plan.toml"))
+        .arg("--out")
+        .arg(&results)
+        .args(["--no-pin", "--seed", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut progress = String::new();
+    while !progress.contains("[1/2]") {
+        assert!(err.read_line(&mut progress).unwrap() > 0, "{progress}");
+    }
+    // The load is on once the server listens (its log names its URL)
+    // and the trial's one verifying request has been answered.
+    let listening = || {
+        std::fs::read_dir(results.join("work"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("server.log"))
+                    .is_ok_and(|log| log.contains("http://"))
+            })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !listening() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{progress}{rest}");
+    assert!(
+        rest.contains("        interrupted after "),
+        "the progress line: {progress}{rest}"
+    );
+    let rows: Vec<&str> = summary
+        .lines()
+        .filter(|l| l.starts_with("first ") || l.starts_with("second "))
+        .collect();
+    assert_eq!(rows.len(), 2, "a row per planned group: {summary}");
+    for row in rows {
+        assert!(row.ends_with("-  not run"), "{row}\n{summary}");
+        assert!(!row.contains("KiB"), "{row}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -912,3 +912,53 @@ fn copies_go_once_the_client_is_answered_or_at_arrival_when_asked() {
         assert_eq!(doc.config.shadow_send, send.name());
     }
 }
+
+/// Issue 36: `record` and `mirror` with no request proxied printed
+/// "primary p50 0µs p99 0µs" and wrote zeros in `latency_us`: a
+/// measurement of nothing. The figures are null (as in load-v1) and the
+/// line says "no requests".
+#[test]
+fn no_request_proxied_is_said_in_words_and_written_null() {
+    let primary = common::plain_test_server();
+    let shadow = common::plain_test_server();
+    let dir = common::work_dir("mirror-nothing");
+    let record = dir.join("rec.jsonl");
+    let shadow_arg = format!("s={}", shadow.url());
+    let cases: [&[&str]; 2] = [&["record"], &["mirror", "--shadow", &shadow_arg]];
+    for command in cases {
+        let out = common::rackbench_cmd()
+            .args(command)
+            .args(["--listen", "127.0.0.1:0", "--primary", &primary.url()])
+            .args(["-d", "1s", "--json", "--record"])
+            .arg(&record)
+            .output()
+            .unwrap();
+        let what = format!("{command:?} with no request");
+        let doc = common::stdout_json(&out, &what);
+        common::schema::assert_valid("mirror-v1", &doc, &what);
+        let mut latencies = vec![&doc["primary"]["latency_us"]];
+        latencies.extend(
+            doc["shadows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| &s["latency_us"]),
+        );
+        assert_eq!(
+            latencies.len(),
+            1 + command.len() / 2,
+            "one per shadow: {doc}"
+        );
+        for l in latencies {
+            assert_eq!(l["count"], 0, "{l}");
+            for f in ["min", "mean", "p50", "p99", "max"] {
+                assert!(l[f].is_null(), "{what}: {f}: {l}");
+            }
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| l.contains("requests")).unwrap();
+        assert!(last.contains("primary no requests"), "{what}: {err}");
+        assert!(!err.contains("0µs"), "{what}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -201,7 +201,16 @@ fn merged_segments_count_what_the_server_answered_and_read_percentiles_off_one_h
     };
     let ok_hist = sum("ok");
     assert_eq!(ok_hist.len(), ok);
-    let (all, _) = headline(&ok_hist, &sum("censored"), &sum("unanswered"));
+    let failed_answers = ["status", "body"]
+        .iter()
+        .map(|k| u(&merged["errors"][k]))
+        .sum();
+    let (all, _) = headline(
+        &ok_hist,
+        &sum("censored"),
+        &sum("unanswered"),
+        failed_answers,
+    );
     let lat = &merged["latency_us"];
     for (field, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999)] {
         assert_eq!(u(&lat[field]), all.value_at_quantile(q), "{field}");

@@ -514,15 +514,30 @@ pub(crate) fn exit_code(
     if report.interrupted {
         ExitCode::from(130)
     } else if report.requests.ok == 0 {
-        eprintln!(
-            "error: no request succeeded ({} counted); see the errors above",
-            report.requests.total
-        );
+        eprintln!("{}", nothing_succeeded(report));
         ExitCode::from(1)
     } else if !checks_met {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The error line of a run where no request succeeded: "no answer in the
+/// window" where the summary said so (issue 36: it said "see the errors
+/// above" when the summary counted none), else a pointer to the errors.
+pub(crate) fn nothing_succeeded(report: &crate::load::LoadReport) -> String {
+    if report.answered_nothing() {
+        format!(
+            "error: {} ({} requests counted)",
+            crate::load::report::NO_ANSWER,
+            report.requests.total
+        )
+    } else {
+        format!(
+            "error: no request succeeded ({} counted); see the errors above",
+            report.requests.total
+        )
     }
 }
 

@@ -151,11 +151,79 @@ fn dispatch(cli: Cli) -> ExitCode {
                 eprintln!("error: {usage}");
                 return ExitCode::from(2);
             }
-            eprintln!("error: {err}");
-            for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+            for line in error_lines(&err) {
+                eprintln!("{line}");
             }
             ExitCode::from(1)
+        }
+    }
+}
+
+/// The lines an error prints: "error: " and its message, then each cause
+/// that says something not said yet. A wrapper that shows its source in
+/// its own message (`#[error("{0}")]` over a `#[from]`) would otherwise
+/// print the same words, log excerpt and all, again after "caused by:".
+fn error_lines(err: &anyhow::Error) -> Vec<String> {
+    let mut said: Vec<String> = vec![err.to_string()];
+    let mut lines = vec![format!("error: {err}")];
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if said.iter().any(|s| s.contains(&text)) {
+            continue;
+        }
+        lines.push(format!("  caused by: {text}"));
+        said.push(text);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_lines;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Inner {
+        #[error("puma exited during start-up (exit status: 3); last lines of its log:\n  | boom")]
+        Exited,
+        #[error("connection refused")]
+        Refused,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        /// Shows its source: the cause says nothing new.
+        #[error("{0}")]
+        Shown(#[from] Inner),
+        /// Names its source's kind only: the cause is news.
+        #[error("load run failed")]
+        Hidden(#[source] Inner),
+    }
+
+    /// Issue 36: every "exited during start-up" / "did not answer" error
+    /// printed its message and log excerpt twice, the second time after
+    /// "caused by:". A cause is printed only when it says something new.
+    #[test]
+    fn a_cause_already_in_the_message_is_not_printed_again() {
+        let cases: Vec<(anyhow::Error, Vec<&str>)> = vec![
+            (
+                Outer::Shown(Inner::Exited).into(),
+                vec!["error: puma exited during start-up (exit status: 3); last lines of its log:\n  | boom"],
+            ),
+            (
+                Outer::Hidden(Inner::Refused).into(),
+                vec!["error: load run failed", "  caused by: connection refused"],
+            ),
+            (
+                anyhow::Error::from(Outer::Shown(Inner::Refused)).context("trial puma failed"),
+                vec!["error: trial puma failed", "  caused by: connection refused"],
+            ),
+            (
+                anyhow::anyhow!("plain"),
+                vec!["error: plain"],
+            ),
+        ];
+        for (err, want) in cases {
+            assert_eq!(error_lines(&err), want, "{err:?}");
         }
     }
 }

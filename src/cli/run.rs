@@ -656,11 +656,21 @@ fn print_progress(p: &Progress) {
 /// and those lines are rebuilt from disk like every report, so a failure
 /// to read it costs only them.
 fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupSummary]) {
+    use crate::store::summary::GroupSummary;
     let report = crate::report::Report::load(out).ok();
     if let Some(report) = &report {
         print!("{}", report.terminal_shows(crate::report::table_width()));
     }
-    println!("{}", render_summary(summary));
+    // The planned groups an interruption kept from running have no record:
+    // a row each, "not run", so the table shows the whole plan.
+    let mut rows = summary.to_vec();
+    for g in report.iter().flat_map(|r| &r.groups) {
+        if !rows.iter().any(|s| s.group == g.group) {
+            rows.push(GroupSummary::not_run(&g.planned));
+        }
+    }
+    rows.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
+    println!("{}", render_summary(&rows));
     if let Some(report) = &report {
         print!("{}", report.terminal_conditions());
     }
@@ -668,13 +678,29 @@ fn print_summary(out: &std::path::Path, summary: &[crate::store::summary::GroupS
 
 /// One trial's figures for the progress output, with the same marks and
 /// notes as every report (seed 001 printed "19 req/s, p99 18.46ms,
-/// errors 347494" for a server answering 503 at once).
+/// errors 347494" for a server answering 503 at once). A trial Ctrl-C
+/// cut short mid-load says so first (issue 36: its figures read as a
+/// whole trial's).
 fn progress_line(rec: &TrialRecord) -> String {
     use crate::units::{fmt_bytes, fmt_us};
     let c = Caveats::of(&rec.load);
-    let notes = c.notes();
+    // In the load summary's words, once, rather than as ≥, † and "no OK
+    // response" notes.
+    let notes = if rec.load.answered_nothing() {
+        vec![format!("{}: not a result", crate::load::report::NO_ANSWER)]
+    } else {
+        c.notes()
+    };
     format!(
-        "{} req/s, p99 {}, errors {}, RSS peak {}{}",
+        "{}{} req/s, p99 {}, errors {}, RSS peak {}{}",
+        if rec.interrupted || rec.load.interrupted {
+            format!(
+                "interrupted after {:.1}s of load: ",
+                rec.load.load_seconds()
+            )
+        } else {
+            String::new()
+        },
         c.mark_throughput(format!("{:.0}", rec.load.throughput_rps)),
         if rec.load.latency_us.has_figures() {
             c.mark_latency(0.99, fmt_us(rec.load.latency_us.p99 as f64))
@@ -693,7 +719,44 @@ fn progress_line(rec: &TrialRecord) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::first_difference;
+    use super::{first_difference, progress_line};
+    use crate::lab::record::TrialRecord;
+
+    /// Issue 36: a trial Ctrl-C interrupted mid-load printed its figures
+    /// on its progress line like any finished trial's.
+    #[test]
+    fn an_interrupted_trial_says_so_on_its_progress_line() {
+        let sample = include_str!("../../tests/contracts/trial-v1.json");
+        let mut rec: TrialRecord = serde_json::from_str(sample).unwrap();
+        rec.interrupted = false;
+        rec.load.interrupted = false;
+        assert!(!progress_line(&rec).contains("interrupted"));
+        rec.interrupted = true;
+        rec.load.interrupted = true;
+        rec.load.elapsed_s = 2.34;
+        let line = progress_line(&rec);
+        assert!(
+            line.starts_with("interrupted after 2.3s of load: "),
+            "{line}"
+        );
+    }
+
+    /// Issue 36: a trial with no answer in its window says it in the load
+    /// summary's words, once, not as three notes.
+    #[test]
+    fn no_answer_in_the_window_is_one_note_on_the_progress_line() {
+        let sample = include_str!("../../tests/contracts/trial-v1.json");
+        let mut rec: TrialRecord = serde_json::from_str(sample).unwrap();
+        let l = &mut rec.load;
+        (l.requests.ok, l.requests.unfinished, l.throughput_rps) = (0, 4, 0.0);
+        l.errors = Default::default();
+        l.latency_lower_bound = true;
+        let line = progress_line(&rec);
+        assert!(
+            line.ends_with("  (no answer in the window: not a result)"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn the_first_differing_line_is_named() {

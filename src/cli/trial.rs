@@ -708,10 +708,7 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     } else if record.interrupted {
         ExitCode::from(130)
     } else if record.load.requests.ok == 0 {
-        eprintln!(
-            "error: no request succeeded ({} counted); see the errors above",
-            record.load.requests.total
-        );
+        eprintln!("{}", super::load::nothing_succeeded(&record.load));
         ExitCode::from(1)
     } else if !checks_met {
         ExitCode::from(1)

@@ -182,7 +182,8 @@ impl Caveats {
             .filter(|(q, _)| self.thin(*q))
             .map(|(_, n)| *n)
             .collect();
-        if !thin.is_empty() {
+        // With no latency at all there is no figure to mark ("-").
+        if !thin.is_empty() && self.latency_count > 0 {
             v.push(format!(
                 "†: {} from {} latencies, fewer than {} beyond",
                 thin.join("/"),

@@ -142,7 +142,12 @@ pub fn run_observed_seconds(
     let duration_s = window_stop
         .saturating_duration_since(window_start)
         .as_secs_f64();
-    let (headline, lower_bound) = report::headline(&sum.latency, &sum.censored, &sum.unanswered);
+    let (headline, lower_bound) = report::headline(
+        &sum.latency,
+        &sum.censored,
+        &sum.unanswered,
+        sum.errors.status + sum.errors.body,
+    );
     let summary = |h: &Histogram<u64>| (!h.is_empty()).then(|| LatencySummary::from_histogram(h));
     let (segment, histograms) = if config.keep_histograms {
         let info = clock.info(&config, window_start);

@@ -7,7 +7,7 @@
 //! report: a circle between two files). It never computes a figure.
 
 use super::caveats::Caveats;
-use super::report::{LatencySummary, LoadReport};
+use super::report::{unfinished_warning, LatencySummary, LoadReport, NO_ANSWER};
 use crate::units::{fmt_bytes, fmt_us};
 
 impl LoadReport {
@@ -27,9 +27,12 @@ impl LoadReport {
     fn write_outcome(&self, s: &mut String) {
         use std::fmt::Write;
         let c = &self.config;
-        let shape = match c.rate_rps {
-            Some(r) => format!("open loop at {r} req/s"),
-            None => "closed loop".to_string(),
+        // A replay has no rate but keeps a schedule: it is an open loop
+        // too (issue 36: its header said "closed loop").
+        let shape = match (c.rate_rps, &self.schedule) {
+            (Some(r), _) => format!("open loop at {r} req/s"),
+            (None, Some(_)) => "open loop on the recorded schedule".to_string(),
+            (None, None) => "closed loop".to_string(),
         };
         let _ = writeln!(
             s,
@@ -59,7 +62,18 @@ impl LoadReport {
             self.throughput_rps
         );
         let e = &self.errors;
-        if e.total() > 0 {
+        if self.answered_nothing() {
+            let mut parts: Vec<String> = e
+                .by_kind()
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let waiting = self.requests.unfinished + self.requests.unsent;
+            if waiting > 0 {
+                parts.push(format!("{waiting} still waiting at the end"));
+            }
+            let _ = writeln!(s, "  errors:      {NO_ANSWER} ({})", parts.join(", "));
+        } else if e.total() > 0 {
             let _ = writeln!(
                 s,
                 "  errors:      connect {} timeout {} reset {} parse {} status {} body {}",
@@ -82,21 +96,12 @@ impl LoadReport {
     fn write_latencies(&self, s: &mut String) {
         use std::fmt::Write;
         let caveats = Caveats::of(self);
-        write_latency_line(s, "latency", &self.latency_us, Some(&caveats));
-        if self.latency_lower_bound {
-            let _ = writeln!(
-                s,
-                "  {:<12} (≥: ages of unanswered requests, too few responses came back)",
-                ""
-            );
-        } else if self.latency_uncorrected_us.is_some() {
-            let _ = writeln!(
-                s,
-                "  {:<12} (OK responses, from each request's scheduled start)",
-                ""
-            );
+        let nothing = self.answered_nothing();
+        if nothing {
+            write_waited_line(s, &self.latency_us);
         } else {
-            let _ = writeln!(s, "  {:<12} (OK responses)", "");
+            write_latency_line(s, "latency", &self.latency_us, Some(&caveats));
+            let _ = writeln!(s, "  {:<12} ({})", "", self.headline_says());
         }
         if let Some(u) = &self.latency_uncorrected_us {
             write_latency_line(s, "uncorrected", u, None);
@@ -104,9 +109,32 @@ impl LoadReport {
         if let Some(f) = &self.latency_failed_us {
             write_latency_line(s, "failed", f, None);
         }
+        if nothing {
+            // The errors line said why; the caveats' notes (≥, †, no OK
+            // response) would say it three more ways.
+            let _ = writeln!(s, "  flag:        not a result");
+            return;
+        }
         let shown = [(0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9")];
         for note in caveats.notes_for(&shown) {
             let _ = writeln!(s, "  flag:        {note}");
+        }
+    }
+
+    /// What the headline latency counts, under it.
+    fn headline_says(&self) -> &'static str {
+        if !self.latency_us.has_figures() {
+            if self.errors.status + self.errors.body > 0 {
+                "no answer had the expected status or body: their latency is the failed line"
+            } else {
+                "no OK response"
+            }
+        } else if self.latency_lower_bound {
+            "≥: ages of unanswered requests, too few responses came back"
+        } else if self.latency_uncorrected_us.is_some() {
+            "OK responses, from each request's scheduled start"
+        } else {
+            "OK responses"
         }
     }
 
@@ -226,7 +254,12 @@ impl LoadReport {
         if self.stopped_on_error {
             let _ = writeln!(s, "  stopped at the first error, as asked");
         }
-        for w in &self.warnings {
+        // With no answer in the window the errors line said how many
+        // were still waiting.
+        let said = self
+            .answered_nothing()
+            .then(|| unfinished_warning(self.requests.unfinished));
+        for w in self.warnings.iter().filter(|w| Some(*w) != said.as_ref()) {
             let _ = writeln!(s, "  warning: {w}");
         }
     }
@@ -260,6 +293,25 @@ fn write_latency_line(s: &mut String, label: &str, l: &LatencySummary, caveats: 
         pct(0.99, l.p99),
         pct(0.999, l.p999),
         bound(l.max as f64),
+    );
+}
+
+/// The headline of a run with no answer in the window: how long the
+/// unanswered requests had waited when it ended, a lower bound of each
+/// one's latency. No mean ± stdev: ages are not a measured distribution
+/// (issue 36 showed "mean ≥ 996.61ms ± 0us").
+fn write_waited_line(s: &mut String, l: &LatencySummary) {
+    use std::fmt::Write;
+    if !l.has_figures() {
+        let _ = writeln!(s, "  {:<12} none", "latency");
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  {:<12} ≥ {} (how long the unanswered requests had waited, up to {})",
+        "latency",
+        fmt_us(l.min as f64),
+        fmt_us(l.max as f64)
     );
 }
 
@@ -300,6 +352,85 @@ mod tests {
             errors,
             latency_histogram: None,
         }
+    }
+
+    /// Issue 36: `replay` printed "closed loop" in its header, while the
+    /// same output said latency counts from each request's scheduled start.
+    #[test]
+    fn the_header_names_the_loop_a_run_had() {
+        use super::super::report::ScheduleStats;
+        let schedule = ScheduleStats {
+            late_sends: 0,
+            max_lag_us: 0,
+            sends: Some(0),
+            within_1ms_share: None,
+            slack_us: None,
+        };
+        // (rate, schedule kept, header says)
+        let cases = [
+            (None, false, "closed loop"),
+            (Some(100.0), true, "open loop at 100 req/s"),
+            (None, true, "open loop on the recorded schedule"),
+        ];
+        for (rate, kept, want) in cases {
+            let mut r = empty_report();
+            r.config.rate_rps = rate;
+            r.schedule = kept.then(|| schedule.clone());
+            let text = r.render_text();
+            let header = text.lines().next().unwrap();
+            assert!(header.ends_with(want), "{header}");
+        }
+    }
+
+    /// Issue 36: a server that never answered in the window printed
+    /// "errors: none" (while stderr said "see the errors above"), a mean
+    /// ± stdev of the requests' ages, and the same fact as three flags and
+    /// a warning. It is said once, in the same words.
+    #[test]
+    fn no_answer_in_the_window_is_said_once() {
+        let mut r = empty_report();
+        r.requests.total = 4;
+        r.requests.unfinished = 4;
+        r.latency_lower_bound = true;
+        r.latency_us = LatencySummary {
+            count: 4,
+            min: 997_380,
+            mean: 997_630.0,
+            stdev: 0.0,
+            p50: 997_890,
+            p90: 997_890,
+            p99: 997_890,
+            p999: 997_890,
+            max: 997_890,
+        };
+        r.warnings = vec![super::unfinished_warning(4)];
+        assert!(r.answered_nothing());
+        let text = r.render_text();
+        assert_eq!(text.matches(super::NO_ANSWER).count(), 1, "{text}");
+        assert!(
+            text.contains("errors:      no answer in the window (4 still waiting at the end)"),
+            "{text}"
+        );
+        assert!(text.contains("latency      ≥ 997.38ms (how long"), "{text}");
+        for never in [
+            "errors:      none",
+            "±",
+            "unanswered when the run ended",
+            "†",
+        ] {
+            assert!(!text.contains(never), "{never}: {text}");
+        }
+        assert_eq!(text.matches("flag:").count(), 1, "{text}");
+        // Timeouts are errors, still no answer: counted by kind beside it.
+        r.errors.timeout = 4;
+        let text = r.render_text();
+        assert!(
+            text.contains("no answer in the window (timeout 4, 4 still waiting at the end)"),
+            "{text}"
+        );
+        // One answer with a wrong status is an answer.
+        r.errors.status = 1;
+        assert!(!r.answered_nothing());
     }
 
     #[test]

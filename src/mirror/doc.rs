@@ -60,6 +60,8 @@ pub struct PrimaryDoc {
     pub errors: u64,
     pub timeouts: u64,
     /// From the request head's arrival to the primary's response head.
+    /// With no answer (`count` 0) its figures are null, never 0 µs.
+    #[serde(with = "crate::load::report::no_figure_is_null")]
     pub latency_us: LatencySummary,
 }
 
@@ -93,7 +95,9 @@ pub struct ShadowDoc {
     pub body_mismatches: u64,
     pub body_noise: u64,
     pub body_unchecked: u64,
-    /// From sending the copy to the shadow's response head.
+    /// From sending the copy to the shadow's response head. With no
+    /// answer (`count` 0) its figures are null, never 0 µs.
+    #[serde(with = "crate::load::report::no_figure_is_null")]
     pub latency_us: LatencySummary,
     pub paired: PairedDoc,
     pub mismatches_by_path: Vec<PathMismatches>,
@@ -118,6 +122,19 @@ pub struct ShadowServerDoc {
     /// shadow's app over the mirror's run (added field; docs/TELEMETRY.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::telemetry::Telemetry>,
+}
+
+/// The primary's latency on the live line: "p50 812µs p99 2104µs", or in
+/// words when there is none (issue 36: a record with no request proxied
+/// printed "p50 0µs p99 0µs", which reads as a measurement).
+fn primary_latency(requests: u64, l: &LatencySummary) -> String {
+    if l.has_figures() {
+        format!("p50 {}µs p99 {}µs", l.p50, l.p99)
+    } else if requests == 0 {
+        "no requests".into()
+    } else {
+        "p50 - p99 - (no answer)".into()
+    }
 }
 
 /// Shadow − primary latency per request both answered.
@@ -298,11 +315,10 @@ impl MirrorDoc {
     /// One line for the live summary.
     pub fn summary_line(&self) -> String {
         let mut s = format!(
-            "{:>6.0}s  requests {}  primary p50 {}µs p99 {}µs errors {}",
+            "{:>6.0}s  requests {}  primary {} errors {}",
             self.elapsed_s,
             self.requests,
-            self.primary.latency_us.p50,
-            self.primary.latency_us.p99,
+            primary_latency(self.requests, &self.primary.latency_us),
             self.primary.errors
         );
         for sh in &self.shadows {

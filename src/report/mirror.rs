@@ -5,9 +5,20 @@
 //! reports (not in `mirror`) so the proxy never imports the report layer.
 
 use super::svg::{esc, Axis, Plot, PALETTE};
+use crate::load::report::LatencySummary;
 use crate::mirror::doc::MirrorDoc;
 use crate::units::fmt_us_short;
 use std::fmt::Write;
+
+/// A latency figure, or "-" when there is none (nothing answered): never
+/// "0 µs".
+fn figure(l: &LatencySummary, at: fn(&LatencySummary) -> u64) -> String {
+    if l.has_figures() {
+        fmt_us_short(at(l) as f64)
+    } else {
+        "-".into()
+    }
+}
 
 /// The `<section>` for one mirror-v1 document.
 pub fn section(doc: &MirrorDoc) -> String {
@@ -20,8 +31,8 @@ pub fn section(doc: &MirrorDoc) -> String {
         doc.mirrored,
         esc(&doc.config.mirror_methods.join(", ")),
         esc(&doc.primary.url),
-        fmt_us_short(doc.primary.latency_us.p50 as f64),
-        fmt_us_short(doc.primary.latency_us.p99 as f64),
+        figure(&doc.primary.latency_us, |l| l.p50),
+        figure(&doc.primary.latency_us, |l| l.p99),
         doc.primary.errors
     );
     s.push_str("<table><thead><tr><th>shadow</th><th>sent</th><th>answered</th><th>dropped</th><th>of which backed off</th><th>timeouts</th><th>errors</th><th>status mismatches</th><th>body mismatches</th><th>p50</th><th>p99</th><th>paired median (95% CI)</th></tr></thead><tbody>");
@@ -47,8 +58,8 @@ pub fn section(doc: &MirrorDoc) -> String {
             sh.errors,
             sh.status_mismatches,
             sh.body_mismatches,
-            fmt_us_short(sh.latency_us.p50 as f64),
-            fmt_us_short(sh.latency_us.p99 as f64),
+            figure(&sh.latency_us, |l| l.p50),
+            figure(&sh.latency_us, |l| l.p99),
             esc(&paired)
         );
     }

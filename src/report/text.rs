@@ -291,12 +291,34 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
     let width = table_width();
     for g in groups {
         let tp = g.throughput_rps;
-        let c = if g.runs > 0 { g.caveats } else { Caveats::NONE };
+        if g.runs == 0 {
+            // Nothing ran (or nothing ran to its end): no figure, never 0
+            // req/s and "RSS peak 0.0 KiB" (issue 36, after Ctrl-C).
+            let row = format!(
+                "{:<28} {:<7} {:<8} {:>6} {:>20} {:>10} {:>10} {:>10} {:>10} {:>6}",
+                g.variant,
+                g.app,
+                front_of(&g.behind),
+                shape_of(g),
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-"
+            );
+            let note = if g.failed > 0 {
+                format!("({} failed)", g.failed)
+            } else {
+                "not run".into()
+            };
+            push_row(&mut s, &row, &note, width);
+            continue;
+        }
+        let c = g.caveats;
         let mut notes = Vec::new();
         if g.failed > 0 {
             notes.push(format!("({} failed)", g.failed));
-        } else if g.runs == 0 {
-            notes.push("(no run)".into());
         }
         notes.push(c.notes().join("; "));
         if let Some(n) = g.disturbance.note() {
@@ -307,8 +329,7 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
             g.variant,
             g.app,
             front_of(&g.behind),
-            g.rate
-                .map_or(g.connections.to_string(), |r| format!("{r}/s")),
+            shape_of(g),
             c.mark_throughput(if g.runs > 1 {
                 format!("{:.0} ({:.0}-{:.0})", tp.median, tp.min, tp.max)
             } else {
@@ -327,9 +348,46 @@ pub fn render_summary(groups: &[GroupSummary]) -> String {
     s
 }
 
+/// A group's load in the summary: "16" connections or "500/s".
+fn shape_of(g: &GroupSummary) -> String {
+    g.rate
+        .map_or(g.connections.to_string(), |r| format!("{r}/s"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 36: after Ctrl-C, trials that never ran showed 0 req/s and
+    /// "RSS peak 0.0 KiB" in the summary (PSS showed "-"): every figure of
+    /// a group with no run is "-", and its note says "not run".
+    #[test]
+    fn a_group_that_did_not_run_shows_no_figure() {
+        let planned: crate::store::records::PlannedTrial =
+            serde_json::from_value(serde_json::json!({
+                "id": "puma__hello__direct__c16__rep1", "group": "puma__hello__direct__c16",
+                "server": "puma", "variant": "puma", "settings": {}, "env": {},
+                "app": "hello", "behind": "none", "nginx_workers": 0,
+                "shape": { "connections": 16 }, "repeat": 1
+            }))
+            .unwrap();
+        let mut g = GroupSummary::not_run(&planned);
+        let text = render_summary(std::slice::from_ref(&g));
+        let row = text.lines().nth(1).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells,
+            ["puma", "hello", "direct", "16", "-", "-", "-", "-", "-", "-", "not", "run"],
+            "{text}"
+        );
+        g.failed = 2;
+        let text = render_summary(&[g]);
+        assert!(
+            text.lines().nth(1).unwrap().ends_with("-  (2 failed)"),
+            "{text}"
+        );
+        assert!(!text.contains("KiB") && !text.contains("not run"), "{text}");
+    }
 
     #[test]
     fn notes_wrap_at_spaces_within_the_width() {

@@ -3,7 +3,7 @@
 
 use super::figures::TrialFigures;
 use super::read::group_by;
-use super::records::{Outcome, StoredTrial};
+use super::records::{Outcome, PlannedTrial, StoredTrial};
 use super::ResultsDir;
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
@@ -183,15 +183,31 @@ pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
 /// The summary of `trials`, grouped by their `group`.
 pub fn summarize_trials(trials: &[StoredTrial]) -> Vec<GroupSummary> {
     let groups = group_by(trials, |p| Some(p.group.clone()));
-    let mut out = Vec::new();
-    for (group, trials) in groups {
+    let mut out: Vec<GroupSummary> = groups
+        .into_iter()
+        .map(|(group, trials)| GroupSummary::of(group, &trials[0].planned, &trials))
+        .collect();
+    // "puma__hello__direct__c2" before "…__c16", as every report orders.
+    out.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
+    out
+}
+
+impl GroupSummary {
+    /// A group no trial of which has a record (a run interrupted before
+    /// it): no run, every figure absent or zero; reports show "-" and "not
+    /// run", never 0 req/s.
+    pub fn not_run(p: &PlannedTrial) -> GroupSummary {
+        GroupSummary::of(p.group.clone(), p, &[])
+    }
+
+    /// The summary of one group's `trials` (planned as `p`).
+    fn of(group: String, p: &PlannedTrial, trials: &[&StoredTrial]) -> GroupSummary {
         let ok: Vec<&TrialRecord> = trials
             .iter()
             .filter(|t| t.outcome == Outcome::Ok)
             .filter_map(|t| t.trial.as_ref())
             .collect();
         let figs: Vec<TrialFigures> = ok.iter().map(|r| TrialFigures::of(r)).collect();
-        let p = &trials[0].planned;
         let f = |get: &dyn Fn(&TrialFigures) -> Option<f64>| {
             Spread::of(&figs.iter().filter_map(get).collect::<Vec<_>>())
         };
@@ -205,7 +221,7 @@ pub fn summarize_trials(trials: &[StoredTrial]) -> Vec<GroupSummary> {
         for fig in &figs {
             disturbance.add(fig.disturbance.as_ref());
         }
-        out.push(GroupSummary {
+        GroupSummary {
             group,
             server: p.server.clone(),
             variant: p.variant.clone(),
@@ -237,9 +253,6 @@ pub fn summarize_trials(trials: &[StoredTrial]) -> Vec<GroupSummary> {
             telemetry: TelemetrySummary::of(&ok),
             disturbance,
             per_worker: PerWorkerSummary::of(&figs),
-        });
+        }
     }
-    // "puma__hello__direct__c2" before "…__c16", as every report orders.
-    out.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
-    out
 }

@@ -76,7 +76,12 @@ pub fn merge_reports(sources: &[(String, LoadReport)]) -> Result<Merged, MergeEr
         }
     }
     let hist = MergedHistograms::of(sources)?;
-    let (headline, lower_bound) = report::headline(&hist.ok, &hist.censored, &hist.unanswered);
+    let failed_answers = sources
+        .iter()
+        .map(|(_, r)| r.errors.status + r.errors.body)
+        .sum();
+    let (headline, lower_bound) =
+        report::headline(&hist.ok, &hist.censored, &hist.unanswered, failed_answers);
     let t0_ms = sources
         .iter()
         .map(|(_, r)| seg_of(r).run_start_unix_ms)

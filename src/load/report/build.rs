@@ -12,7 +12,7 @@ use super::{
 };
 use crate::load::recorder::{ErrorCounts, FirstFailure};
 use crate::load::segment::{Histograms, SegmentInfo};
-use crate::load::{LoadConfig, Pacing};
+use crate::load::{ExpectStatus, LoadConfig, Pacing};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -61,22 +61,34 @@ pub const FEW_RESPONSES: u64 = 10;
 /// The headline latency histogram and whether it is a lower bound.
 ///
 /// Normally the OK responses plus the `censored` ages (unfinished requests
-/// older than the OK median). When fewer than [`FEW_RESPONSES`] OK
-/// responses came back, or fewer than the requests left unanswered
-/// (`unanswered`: still waiting at the end, or timed out, at their age),
-/// the OK latencies describe the lucky few: the unanswered requests' ages
-/// join them and every figure is a lower bound. A server that answered
-/// nothing in its window thus shows "≥ 1.50s", never 0.
+/// older than the OK median). When fewer than [`FEW_RESPONSES`] answers
+/// came back, or fewer than the requests left unanswered (`unanswered`:
+/// still waiting at the end, or timed out, at their age), the OK
+/// latencies describe the lucky few: the unanswered requests' ages join
+/// them and every figure is a lower bound. A server that answered nothing
+/// in its window thus shows "≥ 1.50s", never 0.
+///
+/// Answers that failed a check (`failed_answers`: a status or body not the
+/// expected one) came back too: a server that answers every request 200
+/// to `--expect-status 404` is not one that answers too few, and the ages
+/// of the few requests in flight at the end say nothing of it (issue 36).
+/// With no OK answer among them the headline is empty (their latency is
+/// the failed one).
 pub fn headline(
     ok: &Histogram<u64>,
     censored: &Histogram<u64>,
     unanswered: &Histogram<u64>,
+    failed_answers: u64,
 ) -> (Histogram<u64>, bool) {
     let mut h = ok.clone();
-    let few = ok.len() < FEW_RESPONSES || ok.len() < unanswered.len();
+    let answered = ok.len() + failed_answers;
+    let few = answered < FEW_RESPONSES || answered < unanswered.len();
     let lower_bound = few && !unanswered.is_empty();
-    let extra = if lower_bound { unanswered } else { censored };
-    h.add(extra).expect("same histogram bounds");
+    if lower_bound {
+        h.add(unanswered).expect("same histogram bounds");
+    } else if !ok.is_empty() {
+        h.add(censored).expect("same histogram bounds");
+    }
     (h, lower_bound)
 }
 
@@ -131,12 +143,73 @@ fn warnings(p: &Parts<'_>, total: u64) -> Vec<String> {
         warnings.push(late_warning(seg));
     }
     if p.unfinished > 0 && p.unfinished * 100 > total.max(1) {
-        warnings.push(format!(
-            "{} request(s) were still unanswered when the run ended; their age so far is in the latency figures",
-            p.unfinished
-        ));
+        warnings.push(unfinished_warning(p.unfinished));
+    }
+    if p.ok == 0 && p.ok_in_window == 0 && p.errors.status > 0 {
+        warnings.push(status_warning(p));
     }
     warnings
+}
+
+/// The warning of requests still unanswered at the end (the terminal
+/// leaves it out where it already said "no answer in the window").
+pub(crate) fn unfinished_warning(unfinished: u64) -> String {
+    format!(
+        "{unfinished} request(s) were still unanswered when the run ended; their age so far is in the latency figures"
+    )
+}
+
+/// What happened when every answer failed the status check, in words
+/// (issue 36: 110,536 answers of 200 to `--expect-status 404` read as "≥
+/// 110us, too few responses came back").
+fn status_warning(p: &Parts<'_>) -> String {
+    let got = match p.status_codes.len() {
+        0 => "other statuses".to_string(),
+        1 => p.status_codes.keys().map(u16::to_string).collect(),
+        _ => p
+            .status_codes
+            .iter()
+            .map(|(code, n)| format!("{code} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let expected = if p.config.mix.is_some() {
+        "each endpoint's own".to_string()
+    } else {
+        expected_words(&p.config.expect_status)
+    };
+    format!(
+        "{} answers, none with the expected status: got {got}, expected {expected}; their latency is the failed one",
+        p.errors.status
+    )
+}
+
+/// The statuses a check expects, in words: "2xx or 3xx", "404",
+/// "200 or 204", "100-599".
+fn expected_words(e: &ExpectStatus) -> String {
+    let ExpectStatus::Codes(codes) = e else {
+        return "2xx or 3xx".into();
+    };
+    let mut codes = codes.clone();
+    codes.sort_unstable();
+    codes.dedup();
+    let mut runs: Vec<(u16, u16)> = Vec::new();
+    for c in codes {
+        match runs.last_mut() {
+            Some((_, hi)) if *hi + 1 == c => *hi = c,
+            _ => runs.push((c, c)),
+        }
+    }
+    runs.iter()
+        .map(|&(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 pub(crate) fn build(p: Parts<'_>) -> LoadReport {
@@ -242,6 +315,57 @@ pub fn late_warning(seg: &SegmentInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 36: 110,536 answers of 200 to `--expect-status 404` made a
+    /// headline of "≥ 110us" from the few requests in flight at the end,
+    /// "too few responses came back". Answers that failed a check came
+    /// back: they are no reason for a lower bound.
+    #[test]
+    fn answers_that_failed_a_check_are_no_reason_for_a_lower_bound() {
+        let hist = |values: &[u64]| {
+            let mut h = Histogram::<u64>::new(3).unwrap();
+            for v in values {
+                h.record(*v).unwrap();
+            }
+            h
+        };
+        let in_flight = hist(&[110, 111, 112]);
+        // (OK latencies, failed answers, headline count, lower bound)
+        let cases: &[(&[u64], u64, u64, bool)] = &[
+            // Nothing came back: the ages, a lower bound (as before).
+            (&[], 0, 3, true),
+            // Every answer failed the status check: no headline at all.
+            (&[], 110_536, 0, false),
+            // Fewer failed answers than requests in flight: still too few.
+            (&[], 2, 3, true),
+            // A few OK among many failed answers: the OK ones, and the
+            // in-flight ages above their median.
+            (&[100, 100, 100], 50_000, 6, false),
+            // Few OK answers and nothing else: a lower bound (as before).
+            (&[100, 100, 100], 0, 6, true),
+        ];
+        for (ok, failed, count, bound) in cases {
+            let (h, lower) = headline(&hist(ok), &in_flight, &in_flight, *failed);
+            assert_eq!((h.len(), lower), (*count, *bound), "{ok:?} {failed}");
+        }
+    }
+
+    #[test]
+    fn the_expected_statuses_are_said_in_words() {
+        let cases: &[(ExpectStatus, &str)] = &[
+            (ExpectStatus::Success, "2xx or 3xx"),
+            (ExpectStatus::Codes(vec![404]), "404"),
+            (ExpectStatus::Codes(vec![204, 200]), "200 or 204"),
+            (ExpectStatus::Codes((100..600).collect()), "100-599"),
+            (
+                ExpectStatus::Codes(vec![200, 201, 202, 404]),
+                "200-202 or 404",
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(expected_words(e), *want, "{e:?}");
+        }
+    }
 
     #[test]
     fn a_saturated_load_thread_is_warned_about_with_the_fix() {

@@ -11,7 +11,7 @@ mod build;
 mod generator;
 mod timeline;
 
-pub(crate) use build::{build, Parts};
+pub(crate) use build::{build, unfinished_warning, Parts};
 pub use build::{headline, late_warning, FEW_RESPONSES};
 pub(crate) use generator::process_usage;
 pub use generator::GeneratorCost;
@@ -25,6 +25,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const SCHEMA: &str = "rackbench/load-v1";
+
+/// What every terminal line says of a run where no response came back
+/// ([`LoadReport::answered_nothing`]), in these words only.
+pub const NO_ANSWER: &str = "no answer in the window";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadReport {
@@ -215,7 +219,7 @@ pub struct LatencySummary {
 /// figures are null (no figure), so a script never reads "0 ms" for a run
 /// where nothing completed; read back, null is 0 with `count` 0, which
 /// every reader takes as no figure (`LatencySummary::has_figures`).
-mod no_figure_is_null {
+pub(crate) mod no_figure_is_null {
     use super::LatencySummary;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -335,6 +339,20 @@ impl LoadReport {
     /// 1.6 s queue: 30 answers, 0 of them to requests sent in the window).
     pub fn ok_in_window(&self) -> u64 {
         (self.throughput_rps * self.duration_s).round() as u64
+    }
+
+    /// No response came back at all: no OK answer (in the window or to a
+    /// request sent in it), none with a wrong status or body, none
+    /// unreadable, while requests waited (unanswered at the end, or given
+    /// up at the timeout). Said as [`NO_ANSWER`], once (issue 36: stdout
+    /// said "errors: none" and stderr "see the errors above").
+    pub fn answered_nothing(&self) -> bool {
+        let e = &self.errors;
+        let waited = self.requests.unfinished + self.requests.unsent + e.timeout;
+        self.requests.ok == 0
+            && self.ok_in_window() == 0
+            && e.status + e.body + e.parse == 0
+            && waited > 0
     }
 
     /// Seconds of load this run applied, warm-up included.
