@@ -3,15 +3,17 @@
 //!
 //! A thing's name (or its claim) carries its maker's PID. The maker is
 //! gone when no process has that PID, or when the process that has it now
-//! started after the thing was made: a PID is held by one live process at
-//! a time, and the maker was alive when it made the thing, so a holder
-//! that started later is another process that got the PID again. A holder
-//! that started before is the maker itself, whatever its name: the
-//! rackbench binary, or a test binary that runs the same library code
-//! under another name, so the executable's name is shown but never
-//! decides. Start times are read to the clock tick and the made time is a
-//! file's time, so a holder that started within [`SLACK`] after it counts
-//! as the maker (kept, never removed wrongly). Reads /proc; changes
+//! is not rackbench (its executable's name, or `comm`) and started after
+//! the thing was made: a PID is held by one live process at a time, and
+//! the maker was alive when it made the thing, so a holder that started
+//! later is another process that got the PID again. Both must hold, so
+//! each guards the other: a holder that started before is the maker
+//! whatever its name (a test binary runs the same library code under
+//! another name), and a rackbench holder is kept whatever the clocks say
+//! (a wrong clock never removes a living run's things; a reused PID's
+//! leftovers wait for the next sweep). Start times are read to the clock
+//! tick and the made time is a file's time, so a holder that started
+//! within [`SLACK`] after it counts as the maker. Reads /proc; changes
 //! nothing.
 
 use std::path::Path;
@@ -50,12 +52,22 @@ pub struct Holder {
     pub name: String,
 }
 
+impl Holder {
+    /// Whether it runs rackbench: the binary, or the library's own unit
+    /// tests (`rackbench-HASH`).
+    pub fn is_rackbench(&self) -> bool {
+        self.name == "rackbench" || self.name.starts_with("rackbench-")
+    }
+}
+
 /// Whether the maker of a thing made at `made` is gone, given the PID's
 /// holder now (None: no process has it).
 pub fn judge(made: SystemTime, holder: Option<&Holder>) -> Option<Gone> {
     match holder {
         None => Some(Gone::Exited),
-        Some(h) if h.started > made + SLACK => Some(Gone::Reused { by: h.name.clone() }),
+        Some(h) if h.started > made + SLACK && !h.is_rackbench() => {
+            Some(Gone::Reused { by: h.name.clone() })
+        }
         Some(_) => None,
     }
 }
@@ -91,6 +103,8 @@ pub fn holder(pid: u32) -> Option<Holder> {
     let name = std::fs::read_link(dir.join("exe"))
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        // A binary rebuilt while it runs (cargo) reads "rackbench (deleted)".
+        .map(|n| n.trim_end_matches(" (deleted)").to_string())
         .or_else(|| {
             std::fs::read_to_string(dir.join("comm"))
                 .ok()
@@ -153,11 +167,15 @@ mod tests {
                 Some(Gone::Reused { by: "sleep".into() }),
             ),
             (
-                Some(holder(3_600_000, "rackbench")),
+                Some(holder(3_600_000, "budget-3f2a")),
                 Some(Gone::Reused {
-                    by: "rackbench".into(),
+                    by: "budget-3f2a".into(),
                 }),
             ),
+            // A rackbench holder is kept whatever the clocks say: a reused
+            // PID's leftovers wait for the next sweep.
+            (Some(holder(3_600_000, "rackbench")), None),
+            (Some(holder(3_600_000, "rackbench-0c7c6947dc317446")), None),
         ];
         for (h, want) in rows {
             assert_eq!(judge(made, h.as_ref()), *want, "{h:?}");
@@ -177,6 +195,30 @@ mod tests {
         }
         assert_eq!(start_ticks("77 (x) S 1 2"), None);
         assert_eq!(start_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn a_process_start_is_read_on_the_wall_clock_within_the_slack() {
+        // Were the clocks' conversion off, a living maker would look like
+        // a later process; this is what the judgement stands on.
+        let before = SystemTime::now();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let after = SystemTime::now();
+        let h = holder(child.id()).expect("a child that runs");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            h.started + SLACK / 2 >= before && h.started <= after + SLACK / 2,
+            "started {:?} not within {:?}..{:?}",
+            h.started,
+            before,
+            after
+        );
+        assert_eq!(h.name, "sleep");
+        assert!(!h.is_rackbench());
     }
 
     #[test]
