@@ -32,6 +32,10 @@
 //! - [`database`]: the database behind an app that needs one: SQLite (a
 //!   file) or PostgreSQL (a server started, seeded and stopped per trial),
 //!   the rows seeded and written; starts no app server, drives no load.
+//! - [`leftovers`]: what a killed rackbench process left (its control
+//!   groups, PostgreSQL's data directory, its run dir), found when its
+//!   maker is gone and removed by the next command that starts servers;
+//!   listed by `doctor`; never kills a process.
 //! - [`search`]: the break-point search over a closure that runs one step.
 //! - [`checks`]: `--check` thresholds on a load's figures.
 //! - [`server`]: server adapters as data, command templates, the
@@ -65,6 +69,7 @@ pub mod doctor;
 pub mod host;
 pub mod k8s;
 pub mod lab;
+pub mod leftovers;
 pub mod load;
 pub mod mirror;
 pub mod plan;

@@ -11,7 +11,10 @@
 //! an error naming what is missing and how to get it. Never writes to a
 //! group it did not make, except to enable v2 controllers in its own
 //! group's `cgroup.subtree_control`. `doctor` reads the machine with the
-//! same parsing.
+//! same parsing. A group's name carries its maker's PID
+//! ([`group_name`], read back by [`group_owner`]) and [`group_parents`]
+//! says where they are made, so `leftovers` can find the groups of a
+//! rackbench process killed before its drop ran.
 
 use super::{Budget, BudgetRecord};
 use std::collections::BTreeMap;
@@ -24,6 +27,72 @@ use std::time::{Duration, Instant};
 
 /// The controllers a budget needs.
 pub const WANTED: &[&str] = &["memory", "cpu"];
+
+/// The start of every trial group's name: `rackbench-PID-N`.
+pub const GROUP_PREFIX: &str = "rackbench-";
+
+/// A trial group's name: `rackbench-PID-N`, N counting the groups process
+/// `pid` made.
+pub fn group_name(pid: u32, n: u64) -> String {
+    format!("{GROUP_PREFIX}{pid}-{n}")
+}
+
+/// The PID in a name [`group_name`] makes; None for any other name
+/// (doctor's `rackbench-doctor-PID`, the tests' `rackbench-test-v1-PID`,
+/// anything not made by rackbench).
+pub fn group_owner(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix(GROUP_PREFIX)?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || !digits(n) {
+        return None;
+    }
+    n.parse::<u64>().ok()?;
+    pid.parse().ok().filter(|&p| p > 0)
+}
+
+/// Every directory a trial group may be made in here, with its hierarchy
+/// in words ("v2", "memory", "cpu"): this process's own v2 group when
+/// cgroup2 is mounted, and its own group in each v1 hierarchy with the
+/// memory or the cpu controller. [`choose`] picks one of them; a group
+/// made by a process that chose otherwise is still found.
+pub fn group_parents(
+    mounts: &Mounts,
+    own: &(Option<String>, BTreeMap<String, String>),
+) -> Vec<(PathBuf, String)> {
+    let mut found: Vec<(PathBuf, String)> = Vec::new();
+    if let (Some(at), Some(rel)) = (&mounts.v2, &own.0) {
+        found.push((join(at, rel), "v2".into()));
+    }
+    for c in WANTED {
+        for (at, ctl) in &mounts.v1 {
+            if ctl.iter().any(|x| x == c) {
+                let dir = join(at, own.1.get(*c).map_or("/", String::as_str));
+                if !found.iter().any(|(d, _)| *d == dir) {
+                    found.push((dir, ctl.join(",")));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// [`group_parents`] of this machine, read from /proc.
+pub fn group_parents_here() -> Vec<(PathBuf, String)> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    group_parents(
+        &parse_mounts(&read("/proc/mounts")),
+        &parse_own(&read("/proc/self/cgroup")),
+    )
+}
+
+/// The processes in the group at `dir` (its `cgroup.procs`).
+pub fn group_processes(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
 
 /// cgroup v1 controllers, to tell them from mount options.
 pub const V1_CONTROLLERS: &[&str] = &[
@@ -281,11 +350,7 @@ impl Group {
     /// A group for `budget` on this machine, limited and watched.
     pub fn create(budget: &Budget) -> Result<Group, String> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let name = format!(
-            "rackbench-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
+        let name = group_name(std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         Group::create_at(&place_here()?, &name, budget)
     }
 
@@ -486,13 +551,7 @@ impl Drop for Group {
 /// Waits for `dir`'s processes to go (their trial has stopped them),
 /// kills any left after a second, and removes the group.
 fn remove_group(dir: &Path) {
-    let procs = || -> Vec<i32> {
-        std::fs::read_to_string(dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect()
-    };
+    let procs = || group_processes(dir);
     let deadline = Instant::now() + Duration::from_secs(3);
     let kill_at = Instant::now() + Duration::from_secs(1);
     loop {
@@ -657,6 +716,72 @@ cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n";
                 }
                 (want, got) => panic!("{mounts}: want {want:?}, got {got:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn only_names_rackbench_pid_n_carry_an_owner() {
+        // (name, the PID it carries)
+        let rows: &[(&str, Option<u32>)] = &[
+            ("rackbench-4242-0", Some(4242)),
+            ("rackbench-1-17", Some(1)),
+            ("rackbench-doctor-4242", None),
+            ("rackbench-test-v1-4242", None),
+            ("rackbench-4242", None),
+            ("rackbench-4242-", None),
+            ("rackbench--0", None),
+            ("rackbench-0-0", None),
+            ("rackbench-+42-0", None),
+            ("rackbench-42-0x", None),
+            ("rackbench-42-0-1", None),
+            ("rackbench-99999999999-0", None),
+            ("rb-4242-0", None),
+            ("xrackbench-4242-0", None),
+        ];
+        for (name, want) in rows {
+            assert_eq!(group_owner(name), *want, "{name}");
+        }
+        assert_eq!(group_owner(&group_name(31337, 2)), Some(31337));
+    }
+
+    #[test]
+    fn groups_are_looked_for_in_the_own_group_of_every_hierarchy_with_memory_or_cpu() {
+        /// (mounts, /proc/self/cgroup, want: each (dir, hierarchy))
+        type Row<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+        let rows: &[Row] = &[
+            (
+                HYBRID,
+                SELF_HYBRID,
+                &[
+                    ("/sys/fs/cgroup/unified", "v2"),
+                    ("/sys/fs/cgroup/memory/process_api/abc", "memory"),
+                    ("/sys/fs/cgroup/cpu", "cpu"),
+                ],
+            ),
+            (V2, SELF_V2, &[("/sys/fs/cgroup/user.slice/u.scope", "v2")]),
+            (
+                V1_COMOUNTED,
+                "2:cpu,cpuacct:/a\n1:memory:/b\n",
+                &[
+                    ("/sys/fs/cgroup/memory/b", "memory"),
+                    ("/sys/fs/cgroup/cpu,cpuacct/a", "cpu,cpuacct"),
+                ],
+            ),
+            (
+                "cgroup /sys/fs/cgroup/mc cgroup rw,memory,cpu 0 0\n",
+                "1:memory,cpu:/x\n",
+                &[("/sys/fs/cgroup/mc/x", "memory,cpu")],
+            ),
+            ("", "", &[]),
+        ];
+        for (mounts, own, want) in rows {
+            let got = group_parents(&parse_mounts(mounts), &parse_own(own));
+            let got: Vec<(String, &str)> = got
+                .iter()
+                .map(|(d, h)| (d.display().to_string(), h.as_str()))
+                .collect();
+            let want: Vec<(String, &str)> = want.iter().map(|(d, h)| (d.to_string(), *h)).collect();
+            assert_eq!(got, want, "{mounts}");
         }
     }
 

@@ -11,7 +11,9 @@
 //! [`Server`] is held by a `supervisor::Running` with SIGINT as its stop
 //! signal (PostgreSQL's fast shutdown: clients cut, a clean checkpoint),
 //! then SIGKILL of the group after the grace; dropping it stops the tree
-//! and removes the data directory.
+//! and removes the data directory. The data directory is claimed
+//! (`leftovers::Claim`) before it is made, so when rackbench is killed
+//! before its drop runs, the next command finds it and removes it.
 
 use super::setup::{DatabaseError, Setup, BIN_ENV};
 use crate::server::supervisor::{self, Launch, Running};
@@ -32,6 +34,8 @@ pub(super) struct Server {
     pub(super) url: String,
     pub(super) version: String,
     pub(super) command: String,
+    /// The data directory's claim, dropped after `drop` removed it.
+    _claim: crate::leftovers::Claim,
 }
 
 impl Server {
@@ -57,6 +61,7 @@ impl Server {
             dir: setup.dir.display().to_string(),
             source: e,
         };
+        let claim = crate::leftovers::Claim::new(&data_dir);
         let _ = std::fs::remove_dir_all(&data_dir);
         for d in [&data_dir, &socket_dir] {
             std::fs::create_dir_all(d).map_err(io)?;
@@ -120,6 +125,7 @@ impl Server {
             url: format!("postgres://postgres@127.0.0.1:{port}/{DB_NAME}"),
             version: version(&bin),
             command,
+            _claim: claim,
         };
         server.wait_ready(&bin, port, &log, setup)?;
         let createdb = format!(

@@ -12,12 +12,14 @@
 //!
 //! It reads and probes; it never changes a setting of the machine (the
 //! fixes are for the user to apply), and the one thing it creates, a test
-//! cgroup, it removes before it returns.
+//! cgroup, it removes before it returns. What killed rackbench processes
+//! left it lists, and leaves to the next command that starts servers.
 
 mod cgroups;
 mod cpu;
 mod finding;
 mod kernel;
+mod leftovers;
 mod software;
 
 pub use finding::{Finding, Status};
@@ -40,6 +42,7 @@ pub const CHECKS: &[&str] = &[
     "open-files",
     "io-uring",
     "cgroups",
+    "leftovers",
     "perf-counters",
     "ruby",
     "servers",
@@ -115,6 +118,7 @@ pub fn examine(window: Duration) -> Examination {
     findings.extend(cpu::frequency_findings());
     findings.extend(kernel::findings());
     findings.push(cgroups::finding());
+    findings.push(leftovers::finding());
     findings.push(kernel::perf_finding());
     findings.extend(software::findings(env.ruby_version.as_deref()));
     findings.sort_by_key(|f| CHECKS.iter().position(|c| *c == f.check));

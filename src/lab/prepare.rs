@@ -200,6 +200,10 @@ impl Prepared {
 pub(super) fn prepare(spec: &TrialSpec) -> Result<Prepared, TrialError> {
     let s = &spec.server;
     supervisor::become_subreaper();
+    // What a killed rackbench left, removed before this one makes its own.
+    if let Some(line) = crate::leftovers::sweep_once() {
+        eprintln!("{line}");
+    }
     let dir = &spec.dir;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let dir = dir.canonicalize().map_err(io_err(dir))?;
