@@ -115,7 +115,9 @@ fn assert_replaced(name: &str, doc: &Value) {
         old.is_disjoint(&after),
         "{name}: an old worker outlived done: {r}"
     );
-    assert_eq!(new.len(), old.len(), "{name}: {r}");
+    // At least as many: a passenger process that had not answered before
+    // the restart is not among the old, yet its replacement may answer.
+    assert!(new.len() >= old.len(), "{name}: {r}");
     assert!(
         new.is_disjoint(&before) && new.is_subset(&after),
         "{name}: {r}"
