@@ -5,7 +5,9 @@
 //! replaced), the load was not ended as a server death, and nothing the
 //! trial started is left running; a restart that cannot happen (a signal
 //! the server ignores, a command that fails) is reported as failed; one
-//! behind nginx; and the refusals before anything starts.
+//! behind nginx; and the refusals before anything starts. A restart is
+//! done only when every old worker has exited and as many new ones have
+//! answered (`old_workers`, `new_workers`): held with the workers' pids.
 
 mod common;
 
@@ -20,16 +22,21 @@ fn installed(server: &str) -> bool {
 /// `rackbench trial --json` with a short window and the restart 2 s into
 /// it; the record, checked against its schema, once the command has
 /// ended. The windows leave a restart several seconds to complete: on a
-/// busy 2-CPU machine a phased restart or a re-exec took over 2 s.
+/// busy 2-CPU machine a phased restart or a re-exec took over 2 s. Four
+/// connections unless `args` say `-c`.
 fn trial(name: &str, window: &str, args: &[&str]) -> Value {
     let work = common::work_dir(&format!("restart-{name}"));
+    let connections: &[&str] = if args.contains(&"-c") {
+        &[]
+    } else {
+        &["-c", "4"]
+    };
     let out = common::rackbench_cmd()
+        .arg("trial")
+        .args(connections)
         .args([
-            "trial",
             "--no-pin",
             "--json",
-            "-c",
-            "4",
             "-d",
             window,
             "--warmup",
@@ -91,6 +98,33 @@ fn assert_nothing_left(name: &str, doc: &Value, work: &std::path::Path) {
     assert!(left.is_empty(), "{name}: left running: {left:?}");
 }
 
+fn pid_list(doc: &Value, key: &str) -> BTreeSet<u64> {
+    pids(doc, key)
+}
+
+/// What "done" means, held with the workers' pids: every old worker gone
+/// from `pids_after`, as many new ones (none of them there before), each
+/// seen answering. (A master or a preloader may be replaced too.)
+fn assert_replaced(name: &str, doc: &Value) {
+    let r = &doc["restart"];
+    let (before, after) = (pids(doc, "pids_before"), pids(doc, "pids_after"));
+    let (old, new) = (pid_list(doc, "old_workers"), pid_list(doc, "new_workers"));
+    assert!(!old.is_empty(), "{name}: no old worker named: {r}");
+    assert!(old.is_subset(&before), "{name}: {r}");
+    assert!(
+        old.is_disjoint(&after),
+        "{name}: an old worker outlived done: {r}"
+    );
+    // At least as many: a passenger process that had not answered before
+    // the restart is not among the old, yet its replacement may answer.
+    assert!(new.len() >= old.len(), "{name}: {r}");
+    assert!(
+        new.is_disjoint(&before) && new.is_subset(&after),
+        "{name}: {r}"
+    );
+    assert_eq!(r["new_workers_answered"], true, "{name}: {r}");
+}
+
 fn restart(doc: &Value) -> &Value {
     let r = &doc["restart"];
     assert_eq!(r["outcome"], "done", "{r}");
@@ -126,11 +160,13 @@ fn puma_phased_and_hot_restarts_keep_the_master_and_replace_every_worker() {
                 "2",
                 "--threads",
                 "2",
+                "--no-keepalive",
                 "--restart",
                 kind,
             ],
         );
         restart(&doc);
+        assert_replaced(&format!("puma-{kind}"), &doc);
         let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
         let kept: Vec<_> = before.intersection(&after).collect();
         assert_eq!(
@@ -142,6 +178,114 @@ fn puma_phased_and_hot_restarts_keep_the_master_and_replace_every_worker() {
             (before.len(), after.len()),
             (3, 3),
             "{kind}: {before:?} -> {after:?}"
+        );
+    }
+}
+
+/// A rackup whose every worker takes a second to boot, in a directory of
+/// its own.
+fn slow_boot_app(name: &str) -> (std::path::PathBuf, String) {
+    let dir = common::work_dir(name);
+    let app = dir.join("slow-boot.ru");
+    std::fs::write(
+        &app,
+        "sleep 1 # each worker, as it boots\n\
+         run ->(env) { [200, { \"content-type\" => \"text/plain\" }, [\"ok\\n\"]] }\n",
+    )
+    .unwrap();
+    let path = app.display().to_string();
+    (dir, path)
+}
+
+/// Regression: a puma phased restart's record once listed the same three
+/// pids before and after with "recovered after 998 ms": it was judged
+/// before any worker was replaced. With 3 workers that each take a second
+/// to boot, puma replaces them one after another, so the restart cannot
+/// be done in less than 3 s: `took_ms` runs until the third new worker has
+/// answered (it stopped at the third one's fork before, about 2 s), only
+/// the master is in both pid lists, and recovery counts from done.
+#[test]
+fn puma_phased_restart_is_done_when_every_old_worker_has_exited_and_as_many_new_ones_answered() {
+    if !installed("puma") {
+        return;
+    }
+    let (dir, app) = slow_boot_app("restart-slow-boot");
+    let doc = trial(
+        "puma-phased-3",
+        "16s",
+        &[
+            "--server",
+            "puma",
+            "--app",
+            &app,
+            "--workers",
+            "3",
+            "--threads",
+            "2",
+            "--no-keepalive",
+            "--restart",
+            "phased",
+        ],
+    );
+    let r = restart(&doc);
+    assert_replaced("puma-phased-3", &doc);
+    let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
+    let shared: Vec<_> = before.intersection(&after).collect();
+    assert_eq!(shared.len(), 1, "only the master stays: {r}");
+    assert_eq!(pid_list(&doc, "new_workers").len(), 3, "{r}");
+    let took = r["took_ms"].as_u64().unwrap();
+    assert!(took >= 3000, "three workers booted one after another: {r}");
+    if let Some(rec) = r["recovered_after_ms"].as_u64() {
+        assert!(rec + 1 >= took, "recovery counts from done: {r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same restart under a closed loop's kept-alive connections, more
+/// than puma's threads: puma 5's old workers keep serving the connections
+/// they hold, so the restart may not be done by the window's end. Either
+/// way the record must not say more than happened: done only with every
+/// old worker gone and as many new ones answering; failed with no time
+/// taken, no recovery and the old worker still running named.
+#[test]
+fn puma_phased_restart_under_kept_alive_load_is_never_judged_before_it_is_done() {
+    if !installed("puma") {
+        return;
+    }
+    let doc = trial(
+        "puma-phased-keepalive",
+        "8s",
+        &[
+            "--server",
+            "puma",
+            "-c",
+            "8",
+            "--workers",
+            "3",
+            "--threads",
+            "2",
+            "--restart",
+            "phased",
+        ],
+    );
+    let r = &doc["restart"];
+    let (old, after) = (pid_list(&doc, "old_workers"), pids(&doc, "pids_after"));
+    assert_eq!(old.len(), 3, "{r}");
+    if r["outcome"] == "done" {
+        assert_replaced("puma-phased-keepalive", &doc);
+        return;
+    }
+    assert!(r["took_ms"].is_null(), "{r}");
+    assert!(
+        r["recovered_after_ms"].is_null(),
+        "a restart never done never recovered: {r}"
+    );
+    assert_eq!(r["zero_downtime"], false, "{r}");
+    let why = r["why"].as_str().unwrap();
+    for pid in old.intersection(&after) {
+        assert!(
+            why.contains(&pid.to_string()),
+            "{pid} still running, unnamed: {why}"
         );
     }
 }
@@ -166,6 +310,7 @@ fn unicorn_reexec_replaces_the_master_and_the_load_follows_it() {
         ],
     );
     restart(&doc);
+    assert_replaced("unicorn-reexec", &doc);
     let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
     assert!(before.is_disjoint(&after), "{before:?} -> {after:?}");
     assert_eq!(
@@ -223,6 +368,8 @@ fn kill_worker_replaces_exactly_one_worker_on_unicorn_and_puma() {
             ],
         );
         restart(&doc);
+        assert_replaced(&format!("{server}-kill"), &doc);
+        assert_eq!(pid_list(&doc, "old_workers").len(), 1, "{server}");
         let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
         assert_eq!(
             before.difference(&after).count(),
@@ -256,6 +403,7 @@ fn passenger_restart_replaces_its_app_processes() {
         ],
     );
     restart(&doc);
+    assert_replaced("passenger-restart", &doc);
     let (before, after) = (pids(&doc, "pids_before"), pids(&doc, "pids_after"));
     assert!(
         after.difference(&before).count() >= 2,

@@ -5,7 +5,10 @@
 # the server ran, not what the host's `ruby -v` says. When the server's
 # version is not known yet (rackup loads WEBrick after this file), it is
 # written again at the first request, by a middleware that then only
-# checks one flag. Placeholders: {{dir}} and {{app}} (the inner rackup).
+# checks one flag. That first request also leaves {{dir}}/answered-PID, an
+# empty file: a restart is done only once its new workers have answered,
+# not merely booted (src/lab/restart.rs). Placeholders: {{dir}} and
+# {{app}} (the inner rackup).
 module RackbenchRuntime
   DIR = {{dir}}
 
@@ -64,16 +67,26 @@ module RackbenchRuntime
     nil
   end
 
+  # The mark of this process's first answer. A worker forked after its
+  # parent loaded the app (preload) gets a flag of its own, still false.
+  def self.answered
+    File.write(File.join(DIR, "answered-#{Process.pid}"), "")
+  rescue StandardError # never stop the server over a mark
+    nil
+  end
+
   class Once
-    def initialize(app)
+    def initialize(app, rewrite)
       @app = app
+      @rewrite = rewrite
       @done = false
     end
 
     def call(env)
       unless @done
         @done = true
-        RackbenchRuntime.write
+        RackbenchRuntime.write if @rewrite
+        RackbenchRuntime.answered
       end
       @app.call(env)
     end
@@ -81,6 +94,6 @@ module RackbenchRuntime
 end
 
 RackbenchRuntime.write
-use RackbenchRuntime::Once unless RackbenchRuntime.server_version
+use RackbenchRuntime::Once, RackbenchRuntime.server_version.nil?
 inner = Rack::Builder.parse_file({{app}})
 run(inner.is_a?(Array) ? inner.first : inner) # rack 2 returns [app, options]

@@ -301,7 +301,7 @@ fn announce(plan: &Plan, expanded: &crate::plan::Expanded) {
         0
     };
     eprintln!(
-        "plan {}{}: {} trials{}, about {} min",
+        "plan {}{}: {} trials{}, about {}",
         plan.name,
         plan.follows
             .as_deref()
@@ -312,11 +312,26 @@ fn announce(plan: &Plan, expanded: &crate::plan::Expanded) {
         } else {
             String::new()
         },
-        eta.as_secs().div_ceil(60)
+        about(eta)
     );
     for s in &expanded.skipped {
         eprintln!("  skipped: {s}");
     }
+}
+
+/// A plan's length as its announcement says it: "4 s" under a minute
+/// (a 1 s trial once read "about 1 min"), "3 min" under an hour, "2 h 5
+/// min" beyond.
+fn about(d: std::time::Duration) -> String {
+    let secs = d.as_secs_f64().ceil().max(1.0) as u64;
+    if secs < 60 {
+        return format!("{secs} s");
+    }
+    let min = (secs + 30) / 60;
+    if min < 60 {
+        return format!("{min} min");
+    }
+    format!("{} h {} min", min / 60, min % 60)
 }
 
 /// The command that replays this run (kept in the manifest, and printed
@@ -719,8 +734,9 @@ fn progress_line(rec: &TrialRecord) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{first_difference, progress_line};
+    use super::{about, first_difference, progress_line};
     use crate::lab::record::TrialRecord;
+    use std::time::Duration;
 
     /// Issue 36: a trial Ctrl-C interrupted mid-load printed its figures
     /// on its progress line like any finished trial's.
@@ -756,6 +772,26 @@ mod tests {
             line.ends_with("  (no answer in the window: not a result)"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_plans_length_is_said_in_the_unit_that_fits() {
+        let rows = [
+            (0.0, "1 s"),
+            (3.6, "4 s"),
+            (4.75, "5 s"),
+            (59.0, "59 s"),
+            (59.2, "1 min"),
+            (60.0, "1 min"),
+            (89.0, "1 min"),
+            (90.0, "2 min"),
+            (3569.0, "59 min"),
+            (3570.0, "1 h 0 min"),
+            (7500.0, "2 h 5 min"),
+        ];
+        for (secs, want) in rows {
+            assert_eq!(about(Duration::from_secs_f64(secs)), want, "{secs}");
+        }
     }
 
     #[test]

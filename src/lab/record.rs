@@ -262,8 +262,9 @@ pub struct RestartRecord {
     pub outcome: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
-    /// From the signal (or the command's start) until it was seen
-    /// complete; absent when it failed.
+    /// From the signal (or the command's start) until it was done: every
+    /// old worker exited and as many new ones answering; absent when it
+    /// failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub took_ms: Option<u64>,
     /// Failed requests in the seconds from the restart until recovery
@@ -285,15 +286,33 @@ pub struct RestartRecord {
     /// [start of the second the restart began in, end of the last second
     /// before recovery].
     pub during_s: Option<[f64; 2]>,
-    /// From the restart until the first second with no errors, throughput
-    /// within 10% of the baseline's and p99 within 10% of it; null when
-    /// that never came within the window.
+    /// From the restart until the first second that starts once it was
+    /// done, with no errors, throughput within 10% of the baseline's and
+    /// p99 within 10% of it; null when that never came within the window
+    /// or the restart failed.
     pub recovered_after_ms: Option<u64>,
     /// The resolution of `recovered_after_ms`: the timeline's second.
     pub resolution_ms: u64,
-    /// The server's processes just before and once complete (sorted).
+    /// The server's processes just before and once done (sorted): for a
+    /// phased restart only the master is in both.
     pub pids_before: Vec<u32>,
     pub pids_after: Vec<u32>,
+    /// The workers the restart replaces, as they were when it began: the
+    /// master's children (a signal), the one killed (kill-worker), the old
+    /// master's (reexec), the processes that had answered (a command);
+    /// sorted. Absent in records made before.
+    #[serde(default)]
+    pub old_workers: Vec<u32>,
+    /// The processes that replaced them: the restart is done only once
+    /// every old worker has exited and as many of these have answered a
+    /// request (sorted; empty when it failed).
+    #[serde(default)]
+    pub new_workers: Vec<u32>,
+    /// Each new worker was seen answering (the runtime wrapper marks a
+    /// process's first answer); false when the server marks none (its
+    /// command ignores `{{app}}`), so a new one counted once alive.
+    #[serde(default)]
+    pub new_workers_answered: bool,
     /// Done with no error in the seconds judged.
     pub zero_downtime: bool,
     /// In words: "zero-downtime: 0 errors, p99 rose from 4 ms to 310 ms

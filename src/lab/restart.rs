@@ -5,6 +5,15 @@
 //! while the load goes on; then what the load saw around that instant is
 //! summed up as the record's `restart` with a verdict in words.
 //!
+//! A restart is done when it is done: every old worker has exited and as
+//! many new ones have answered a request (each marks its first answer,
+//! `ruby/runtime/inside.ru`; while one is silent the restart asks the
+//! server once in a while, since a closed loop's kept-alive connections
+//! may all sit on the other workers). `pids_after` is taken then,
+//! `took_ms` runs until then, and recovery is looked for only from then:
+//! a phased restart once read "recovered after 998 ms" with the same pids
+//! before and after, judged before any worker was replaced.
+//!
 //! Only processes of the server rackbench started are ever signalled: the
 //! master the trial's watcher follows, or a child of it, each found in the
 //! server's own scope. A restart that did not happen (nothing changed, the
@@ -16,7 +25,9 @@ use crate::load::report::{LatencySummary, TimelineRow};
 use crate::load::window::Window;
 use crate::sampler::Scope;
 use crate::server::spec::{RestartKind, QUIT_OLD_MASTER};
+use crate::server::supervisor::{is_alive, Probe};
 use hdrhistogram::Histogram;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,6 +60,11 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// How often the restart looks at the server's processes while waiting.
 const POLL: Duration = Duration::from_millis(20);
 
+/// How often it asks the server while a new worker has not answered: a
+/// few requests a second beside the load, enough for an idle worker to
+/// win one accept.
+const NUDGE: Duration = Duration::from_millis(100);
+
 /// Everything the restart thread needs, found by the trial.
 pub(super) struct Plan {
     pub(super) kind: RestartKind,
@@ -64,6 +80,56 @@ pub(super) struct Plan {
     /// The command, rendered, with the server's environment and where it
     /// runs and logs (a command kind).
     pub(super) command: Option<RestartCommand>,
+    pub(super) answers: Answers,
+}
+
+/// Where a new worker's first answer shows, and how to ask for one.
+pub(super) struct Answers {
+    /// The runtime wrapper's directory: each process of the server leaves
+    /// `answered-PID` there at its first request.
+    pub(super) dir: PathBuf,
+    /// One request to the restarted instance (`Connection: close`).
+    pub(super) probe: Probe,
+}
+
+impl Answers {
+    /// The instance at `endpoint`, asked for the app's `path`; its
+    /// processes mark answers in `dir`.
+    pub(super) fn new(
+        dir: &std::path::Path,
+        endpoint: &crate::load::Endpoint,
+        host: &str,
+        path: &str,
+    ) -> Answers {
+        Answers {
+            dir: dir.to_path_buf(),
+            probe: Probe {
+                endpoint: endpoint.clone(),
+                host: host.into(),
+                path: path.into(),
+                timeout: Duration::from_secs(1),
+            },
+        }
+    }
+
+    fn answered(&self, pid: u32) -> bool {
+        self.dir.join(format!("answered-{pid}")).exists()
+    }
+
+    /// Whether any process has marked an answer: not when the server's
+    /// command ignores `{{app}}` (no wrapper, no marks).
+    fn marked(&self) -> bool {
+        std::fs::read_dir(&self.dir).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("answered-"))
+        })
+    }
+
+    /// One request, its answer unread: what counts is the mark it leaves.
+    fn ask(&self) {
+        let p = &self.probe;
+        let _ = crate::server::probe::get(&p.endpoint, &p.host, &p.path, p.timeout);
+    }
 }
 
 /// What the restart thread did.
@@ -76,6 +142,18 @@ pub(super) struct Performed {
     pub(super) why_failed: Option<String>,
     pub(super) pids_before: Vec<u32>,
     pub(super) pids_after: Vec<u32>,
+    /// The workers replaced and those that replaced them (answered).
+    pub(super) workers: Workers,
+}
+
+/// The workers a restart replaces, and the new ones seen answering.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Workers {
+    pub(super) old: Vec<u32>,
+    pub(super) new: Vec<u32>,
+    /// The new ones were seen answering (false: the server marks no
+    /// answer, so they counted once alive).
+    pub(super) answered: bool,
 }
 
 /// The restart's thread, started with the load.
@@ -104,8 +182,8 @@ impl Restarter {
 }
 
 /// Waits for the window's start plus `at`, snapshots the server's
-/// processes, performs the kind, waits (bounded) for it to complete and
-/// snapshots again.
+/// processes, performs the kind, waits (bounded) for it to be done (every
+/// old worker gone, as many new ones answering) and snapshots again.
 fn run(plan: &Plan, stop: &AtomicBool) -> Performed {
     let mut done = Performed::default();
     loop {
@@ -130,7 +208,8 @@ fn run(plan: &Plan, stop: &AtomicBool) -> Performed {
     done.started = Some(Instant::now());
     let deadline = Instant::now() + Duration::from_secs_f64(plan.kind.timeout_s);
     let waited = Waited { deadline, stop };
-    match perform(plan, &done.pids_before, &waited) {
+    done.workers.answered = plan.answers.marked();
+    match perform(plan, &done.pids_before, &waited, &mut done.workers) {
         Ok(()) => done.done = Some(Instant::now()),
         Err(why) => done.why_failed = Some(why),
     }
@@ -169,80 +248,225 @@ impl Waited<'_> {
     }
 }
 
-/// Performs the kind and waits for it to complete: its workers replaced,
-/// the new master up and the old one gone, or the command finished and
-/// the server's processes changed.
-fn perform(plan: &Plan, before: &[u32], waited: &Waited) -> Result<(), String> {
+/// The old workers and their replacements as one look saw them.
+#[derive(Debug, Default, PartialEq)]
+struct Look {
+    /// Old workers still alive.
+    running: Vec<u32>,
+    /// New processes among the candidates (alive, not there before).
+    new: Vec<u32>,
+    /// Those of them that have answered.
+    answered: Vec<u32>,
+}
+
+impl Look {
+    /// What a restart still waits for, in words: "7 still running; 1 of 2
+    /// new workers answered".
+    fn missing(&self, old: usize) -> String {
+        let mut parts = Vec::new();
+        if !self.running.is_empty() {
+            parts.push(format!("{} still running", list(&self.running)));
+        }
+        if self.answered.len() < old {
+            let silent = self.new.len() - self.answered.len();
+            parts.push(format!(
+                "{} of {old} new workers answered{}",
+                self.answered.len(),
+                if silent > 0 {
+                    format!(", {silent} up and silent")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+/// A replacement waited on: done when every old worker has exited and as
+/// many new processes (not among the pids before) have answered.
+struct Replacing<'a> {
+    old: Vec<u32>,
+    before: &'a [u32],
+    answers: &'a Answers,
+    /// The server marks answers; when not, a new process counts once alive.
+    marked: bool,
+    last_ask: Cell<Option<Instant>>,
+}
+
+impl<'a> Replacing<'a> {
+    fn new(old: Vec<u32>, before: &'a [u32], answers: &'a Answers, marked: bool) -> Self {
+        Replacing {
+            old,
+            before,
+            answers,
+            marked,
+            last_ask: Cell::new(None),
+        }
+    }
+
+    fn look(&self, candidates: &[u32]) -> Look {
+        let running = self.old.iter().copied().filter(|&p| is_alive(p)).collect();
+        let new: Vec<u32> = candidates
+            .iter()
+            .copied()
+            .filter(|p| !self.before.contains(p) && is_alive(*p))
+            .collect();
+        let answered = new
+            .iter()
+            .copied()
+            .filter(|&p| !self.marked || self.answers.answered(p))
+            .collect();
+        Look {
+            running,
+            new,
+            answered,
+        }
+    }
+
+    fn done(&self, look: &Look) -> bool {
+        look.running.is_empty() && look.answered.len() >= self.old.len()
+    }
+
+    /// Asks the server once (at most every [`NUDGE`]) while a new worker
+    /// is up and silent after the old ones have gone: under a closed
+    /// loop's kept-alive connections nothing else may ever reach it.
+    fn nudge(&self, look: &Look) {
+        let silent = look.new.len() > look.answered.len();
+        let due = self.last_ask.get().is_none_or(|t| t.elapsed() >= NUDGE);
+        if self.marked && look.running.is_empty() && silent && due {
+            self.last_ask.set(Some(Instant::now()));
+            self.answers.ask();
+        }
+    }
+
+    /// Waits until done, `also` holding too; the new workers that answered,
+    /// or why not with what was missing.
+    fn wait(
+        &self,
+        what: &str,
+        waited: &Waited,
+        mut candidates: impl FnMut() -> Vec<u32>,
+        mut also: impl FnMut(&[u32]) -> bool,
+    ) -> Result<Vec<u32>, String> {
+        let mut last = Look::default();
+        let r = waited.until(what, || {
+            let now = sorted(candidates());
+            last = self.look(&now);
+            let also = also(&now);
+            if self.done(&last) && also {
+                return true;
+            }
+            self.nudge(&last);
+            false
+        });
+        match r {
+            Ok(()) => Ok(last.answered),
+            Err(why) if self.done(&last) => Err(why),
+            Err(why) => Err(format!("{why} ({})", last.missing(self.old.len()))),
+        }
+    }
+}
+
+/// Performs the kind and waits for it to be done: the old workers gone
+/// and as many new ones answering, the new master up and the old one
+/// gone, or the command finished and the server's processes changed.
+fn perform(
+    plan: &Plan,
+    before: &[u32],
+    waited: &Waited,
+    workers: &mut Workers,
+) -> Result<(), String> {
     let master = plan.masters.lock().expect("not poisoned")[0];
-    let workers = sorted(crate::sampler::direct_children(master));
-    let changed = || {
-        let now = sorted(plan.scope.pids());
-        now.len() >= before.len() && now != before
-    };
+    let children = sorted(crate::sampler::direct_children(master));
+    let marked = workers.answered;
     if let Some(cmd) = &plan.command {
         run_command(cmd, waited)?;
-        // A command's restart goes on after it returns (passenger's old
-        // processes leave, new ones are spawned): done once the server's
-        // processes have changed and then held still for a second.
-        let mut last = (sorted(plan.scope.pids()), Instant::now());
-        return waited.until(
-            "the server's processes to change and settle after the command",
-            || {
-                let now = sorted(plan.scope.pids());
-                if now != last.0 {
-                    last = (now, Instant::now());
-                    return false;
-                }
-                changed() && last.1.elapsed() >= SETTLE
-            },
-        );
+        // The app's processes: those that had answered.
+        workers.old = before
+            .iter()
+            .copied()
+            .filter(|&p| marked && plan.answers.answered(p))
+            .collect();
+        let r = Replacing::new(workers.old.clone(), before, &plan.answers, marked);
+        workers.new = after_command(plan, before, &r, waited)?;
+        return Ok(());
     }
     let signal_name = plan.kind.signal.as_deref().unwrap_or("TERM");
     let signal = RestartKind::signal_number(signal_name).expect("checked when parsed");
     if signal == libc::SIGKILL {
-        return kill_one_worker(master, &workers, waited);
+        let Some(&victim) = children.first() else {
+            return Err(format!(
+                "no worker to kill: the main process {master} has no child process"
+            ));
+        };
+        workers.old = vec![victim];
+        send(victim, libc::SIGKILL)?;
+        let r = Replacing::new(workers.old.clone(), before, &plan.answers, marked);
+        let what = format!("a worker to replace {victim} and answer");
+        let children = || crate::sampler::direct_children(master);
+        workers.new = r.wait(&what, waited, children, |_| true)?;
+        return Ok(());
     }
     send(master, signal)?;
+    workers.old = children.clone();
+    let r = Replacing::new(children.clone(), before, &plan.answers, marked);
     if plan.kind.then.as_deref() == Some(QUIT_OLD_MASTER) {
-        return quit_old_master(plan, master, workers.len(), waited);
+        let new = quit_old_master(plan, master, children.len(), waited)?;
+        let what = format!("the new master {new}'s workers to answer");
+        let children = || crate::sampler::direct_children(new);
+        workers.new = r.wait(&what, waited, children, |_| true)?;
+        return Ok(());
     }
-    if workers.is_empty() {
+    if children.is_empty() {
         // Nothing to watch being replaced: some process must change.
+        let changed = || {
+            let now = sorted(plan.scope.pids());
+            now.len() >= before.len() && now != before
+        };
         return waited.until("a process of the server to change", changed);
     }
-    waited.until(
-        &format!(
-            "workers {} to be replaced after SIG{}",
-            list(&workers),
-            signal_name.trim_start_matches("SIG")
-        ),
-        || {
-            let now = crate::sampler::direct_children(master);
-            now.len() >= workers.len() && workers.iter().all(|w| !now.contains(w))
-        },
-    )
+    let what = format!(
+        "workers {} to be replaced after SIG{}",
+        list(&children),
+        signal_name.trim_start_matches("SIG")
+    );
+    let children = || crate::sampler::direct_children(master);
+    workers.new = r.wait(&what, waited, children, |_| true)?;
+    Ok(())
 }
 
-/// kill-worker: SIGKILL to one worker (the oldest), then waits for the
-/// master to fork its replacement.
-fn kill_one_worker(master: u32, workers: &[u32], waited: &Waited) -> Result<(), String> {
-    let Some(&victim) = workers.first() else {
-        return Err(format!(
-            "no worker to kill: the main process {master} has no child process"
-        ));
-    };
-    send(victim, libc::SIGKILL)?;
-    waited.until(&format!("a worker to replace {victim}"), || {
-        let now = crate::sampler::direct_children(master);
-        !now.contains(&victim) && now.len() >= workers.len()
-    })
+/// A command's restart goes on after it returns (passenger's old
+/// processes leave, new ones are spawned): done once the server's
+/// processes have changed, the old app processes are gone and as many
+/// new ones answer, and the processes have then held still for a second.
+fn after_command(
+    plan: &Plan,
+    before: &[u32],
+    r: &Replacing,
+    waited: &Waited,
+) -> Result<Vec<u32>, String> {
+    let mut last = (sorted(plan.scope.pids()), Instant::now());
+    r.wait(
+        "the server's processes to change and settle after the command",
+        waited,
+        || plan.scope.pids(),
+        |now| {
+            if now != last.0 {
+                last = (now.to_vec(), Instant::now());
+                return false;
+            }
+            now.len() >= before.len() && now != before && last.1.elapsed() >= SETTLE
+        },
+    )
 }
 
 /// unicorn's sequence: after USR2, the new master writes the pid file
 /// (the old one's becomes `.oldbin`) and forks its workers; then the old
 /// master gets QUIT. The trial's watcher follows the new master from
 /// before the QUIT, so the old one's exit is not taken for a death.
-fn quit_old_master(plan: &Plan, old: u32, workers: usize, waited: &Waited) -> Result<(), String> {
+/// Returns the new master.
+fn quit_old_master(plan: &Plan, old: u32, workers: usize, waited: &Waited) -> Result<u32, String> {
     let mut new = None;
     waited.until(
         &format!(
@@ -253,7 +477,7 @@ fn quit_old_master(plan: &Plan, old: u32, workers: usize, waited: &Waited) -> Re
             let pid = std::fs::read_to_string(&plan.pidfile)
                 .ok()
                 .and_then(|t| t.trim().parse::<u32>().ok())
-                .filter(|&p| p != old && crate::server::supervisor::is_alive(p))
+                .filter(|&p| p != old && is_alive(p))
                 // Ours: born of the old master, so in the server's scope.
                 .filter(|p| plan.scope.pids().contains(p));
             new = pid;
@@ -268,8 +492,9 @@ fn quit_old_master(plan: &Plan, old: u32, workers: usize, waited: &Waited) -> Re
     }
     send(old, libc::SIGQUIT)?;
     waited.until(&format!("the old master {old} to exit after QUIT"), || {
-        !crate::server::supervisor::is_alive(old)
-    })
+        !is_alive(old)
+    })?;
+    Ok(new)
 }
 
 /// Runs a command kind with the server's environment, its output in a log
@@ -331,7 +556,7 @@ fn send(pid: u32, signal: i32) -> Result<(), String> {
 /// The live ones (a master that just exited stays a zombie until reaped),
 /// sorted.
 fn sorted(mut pids: Vec<u32>) -> Vec<u32> {
-    pids.retain(|&p| crate::server::supervisor::is_alive(p));
+    pids.retain(|&p| is_alive(p));
     pids.sort_unstable();
     pids.dedup();
     pids
@@ -411,13 +636,15 @@ pub(super) fn summarize(o: Outcome) -> RestartRecord {
         resolution_ms: RESOLUTION_MS,
         pids_before: p.pids_before.clone(),
         pids_after: p.pids_after.clone(),
+        old_workers: p.workers.old.clone(),
+        new_workers: p.workers.new.clone(),
+        new_workers_answered: p.workers.answered && !p.workers.new.is_empty(),
         zero_downtime: false,
         verdict: String::new(),
     };
     if p.started.is_some() {
         let at = o.warmup_s + started_s;
-        let until = at + took_s.unwrap_or(0.0);
-        let s = around(o.timeline, at, until);
+        let s = around(o.timeline, at, took_s.map(|t| at + t));
         rec.p99_before_us = s.p99_before_us;
         rec.rps_before = s.rps_before.map(|r| (r * 10.0).round() / 10.0);
         rec.recovered_after_ms = s.recovered_after_ms;
@@ -460,7 +687,7 @@ fn round3(x: f64) -> f64 {
 #[derive(Debug, PartialEq)]
 struct Around {
     /// The second the restart began in, and the last before recovery (or
-    /// the timeline's last).
+    /// the timeline's last: a restart never done never recovered).
     from: u64,
     to: u64,
     rps_before: Option<f64>,
@@ -471,17 +698,17 @@ struct Around {
 /// How many full seconds before the restart make its baseline.
 const BEFORE: usize = 5;
 
-/// The seconds around a restart that began `at` and completed `until`
-/// (seconds since the load's start): the baseline is the mean throughput
-/// and median p99 of up to five full counted seconds before the one it
-/// began in (warm-up seconds ramp up, so they are left out);
-/// recovery is the first full second after it began, and not before the
-/// one it completed in, with no errors, throughput at least 90% of the
-/// baseline's and p99 at most 110% of it. Recovery time is from the
-/// restart to that second's start (resolution: one second).
-fn around(timeline: &[TimelineRow], at: f64, until: f64) -> Around {
+/// The seconds around a restart that began `at` and was done `until`
+/// (seconds since the load's start; None: never): the baseline is the
+/// mean throughput and median p99 of up to five full counted seconds
+/// before the one it began in (warm-up seconds ramp up, so they are left
+/// out); recovery is the first full second that starts once it was done
+/// (a second with old workers still serving in it is not one), with no
+/// errors, throughput at least 90% of the baseline's and p99 at most 110%
+/// of it. Recovery time is from the restart to that second's start
+/// (resolution: one second).
+fn around(timeline: &[TimelineRow], at: f64, until: Option<f64>) -> Around {
     let from = at.floor().max(0.0) as u64;
-    let done = until.floor().max(0.0) as u64;
     let before: Vec<&TimelineRow> = timeline
         .iter()
         .filter(|r| r.t_s < from && r.span_s >= 0.999 && !r.warmup)
@@ -495,10 +722,10 @@ fn around(timeline: &[TimelineRow], at: f64, until: f64) -> Around {
         p[p.len() / 2]
     });
     let last = timeline.last().map_or(from, |r| r.t_s.max(from));
-    let recovered = match (rps_before, p99_before_us) {
-        (Some(rps), Some(p99)) => timeline.iter().find(|r| {
+    let recovered = match (rps_before, p99_before_us, until) {
+        (Some(rps), Some(p99), Some(done)) => timeline.iter().find(|r| {
             r.t_s > from
-                && r.t_s >= done
+                && r.t_s as f64 >= done
                 && r.span_s >= 0.999
                 && r.errors == 0
                 && r.rps >= rps * (1.0 - WITHIN)
@@ -630,29 +857,37 @@ mod tests {
             .collect()
     }
 
-    /// Table: the restart at 4.3 s (since the load's start), complete
-    /// `took` later, over a timeline whose seconds from 4 on are `bad`.
+    /// Table: the restart at 4.3 s (since the load's start), done `took`
+    /// later (None: never), over a timeline whose seconds from 4 on are
+    /// `bad`.
     #[test]
     fn recovery_is_the_first_clean_second_within_ten_percent_after_the_restart() {
         // (bad seconds (p99, errors) from 4, took s, from, to, recovered ms)
-        let rows: &[(Bad, f64, u64, u64, Option<u64>)] = &[
+        type Row = (Bad, Option<f64>, u64, u64, Option<u64>);
+        let rows: &[Row] = &[
             // Untouched: back at once, in the next second.
-            (&[], 0.1, 4, 4, Some(700)),
+            (&[], Some(0.1), 4, 4, Some(700)),
             // p99 310 ms for two seconds: back at 6.
-            (&[(310_000, 0), (310_000, 0)], 0.2, 4, 5, Some(1700)),
+            (&[(310_000, 0), (310_000, 0)], Some(0.2), 4, 5, Some(1700)),
             // Within 10% (4.4 ms) counts as back; 4.5 ms does not.
-            (&[(4_400, 0)], 0.1, 4, 4, Some(700)),
-            (&[(4_500, 0), (4_500, 0)], 0.1, 4, 5, Some(1700)),
+            (&[(4_400, 0)], Some(0.1), 4, 4, Some(700)),
+            (&[(4_500, 0), (4_500, 0)], Some(0.1), 4, 5, Some(1700)),
             // Errors keep a second out even with a good p99.
-            (&[(4_000, 3), (4_000, 1)], 0.1, 4, 5, Some(1700)),
-            // Completed in second 7: recovery no earlier.
-            (&[], 3.0, 4, 6, Some(2700)),
+            (&[(4_000, 3), (4_000, 1)], Some(0.1), 4, 5, Some(1700)),
+            // Done at 7.3 s: second 7 still had old workers in it, so
+            // recovery is second 8, the first that starts once done.
+            (&[], Some(3.0), 4, 7, Some(3700)),
+            // Done exactly as second 6 starts: second 6 counts.
+            (&[], Some(1.7), 4, 5, Some(1700)),
             // Never back: to the timeline's end.
-            (&[(9_000, 0); 6], 0.1, 4, 9, None),
+            (&[(9_000, 0); 6], Some(0.1), 4, 9, None),
+            // Never done (a phased restart whose old workers kept serving
+            // to the end): clean seconds are no recovery.
+            (&[], None, 4, 9, None),
         ];
         for (i, (bad, took, from, to, rec)) in rows.iter().enumerate() {
             let tl: Vec<TimelineRow> = timeline(bad);
-            let a = around(&tl, 4.3, 4.3 + took);
+            let a = around(&tl, 4.3, took.map(|t| 4.3 + t));
             assert_eq!(
                 (a.from, a.to, a.recovered_after_ms),
                 (*from, *to, *rec),
@@ -662,7 +897,7 @@ mod tests {
             assert_eq!(a.p99_before_us, Some(4000), "row {i}");
         }
         // A restart in the first second has no baseline: no recovery.
-        let a = around(&timeline(&[]), 0.2, 0.3);
+        let a = around(&timeline(&[]), 0.2, Some(0.3));
         assert_eq!((a.rps_before, a.recovered_after_ms), (None, None));
     }
 
@@ -701,6 +936,11 @@ mod tests {
                 .then(|| "timed out waiting for workers 7, 8 to be replaced after SIGUSR1".into()),
             pids_before: vec![1, 7, 8],
             pids_after: if ok { vec![1, 9, 10] } else { vec![1, 7, 8] },
+            workers: Workers {
+                old: vec![7, 8],
+                new: if ok { vec![9, 10] } else { Vec::new() },
+                answered: true,
+            },
         }
     }
 
@@ -754,8 +994,73 @@ mod tests {
             if *ok {
                 assert_eq!(rec.during_s.unwrap()[0], 3.0);
                 assert_eq!(rec.errors_during.refused, bad.first().map_or(0, |b| b.1));
+                assert_eq!(
+                    (rec.old_workers, rec.new_workers),
+                    (vec![7, 8], vec![9, 10])
+                );
             }
         }
+    }
+
+    /// The phased restart whose record listed the same pids before and
+    /// after with "recovered after 998 ms": its old workers still served
+    /// when the load ended, so it has no time taken, no recovery, and its
+    /// seconds run to the window's end, whatever those seconds looked like.
+    #[test]
+    fn a_restart_never_done_has_no_recovery_and_is_judged_to_the_end() {
+        let tl = timeline(&[]);
+        let kept = kept_of(&tl);
+        let p = performed(false);
+        let w = p.started.unwrap() - Duration::from_millis(3300);
+        let rec = summarize(Outcome {
+            kind: "phased",
+            at: Duration::from_secs(3),
+            performed: p,
+            window_start: Some(w),
+            warmup_s: 1.0,
+            timeline: &tl,
+            seconds: &kept,
+        });
+        assert_eq!(rec.outcome, "failed");
+        assert_eq!((rec.took_ms, rec.recovered_after_ms), (None, None));
+        assert_eq!(rec.during_s, Some([3.0, 9.0]));
+        assert_eq!(rec.pids_before, rec.pids_after);
+        assert!(rec.new_workers.is_empty() && !rec.new_workers_answered);
+        assert!(!rec.zero_downtime);
+    }
+
+    #[test]
+    fn what_a_restart_still_waits_for_is_said_in_words() {
+        let look = |running: &[u32], new: &[u32], answered: &[u32]| Look {
+            running: running.to_vec(),
+            new: new.to_vec(),
+            answered: answered.to_vec(),
+        };
+        let rows = [
+            (
+                look(&[7], &[9], &[9]),
+                2,
+                "7 still running; 1 of 2 new workers answered",
+            ),
+            (
+                look(&[], &[9, 10], &[9]),
+                2,
+                "1 of 2 new workers answered, 1 up and silent",
+            ),
+            (
+                look(&[7, 8], &[], &[]),
+                2,
+                "7, 8 still running; 0 of 2 new workers answered",
+            ),
+            (look(&[], &[9, 10], &[9, 10]), 2, ""),
+        ];
+        for (l, old, want) in rows {
+            assert_eq!(l.missing(old), want, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn throughput_that_fell_with_p99_unmoved_is_said_with_its_length() {
         // Throughput halved for a second, p99 unmoved.
         let mut tl = timeline(&[]);
         tl[4].rps = 500.0;

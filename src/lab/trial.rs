@@ -145,6 +145,12 @@ fn load_while_watching(
             masters: watchers.masters(),
             pidfile,
             command,
+            answers: restart::Answers::new(
+                &prep.inside.data_dir,
+                &servers.started.endpoints[0],
+                &prep.host,
+                &spec.app.path,
+            ),
         };
         Restarter::start(plan)
     });

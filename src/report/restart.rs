@@ -275,6 +275,9 @@ mod tests {
             resolution_ms: 1000,
             pids_before: vec![1, 2],
             pids_after: vec![3, 4],
+            old_workers: vec![2],
+            new_workers: vec![4],
+            new_workers_answered: true,
             zero_downtime: zero,
             verdict: String::new(),
         }

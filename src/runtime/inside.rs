@@ -2,7 +2,9 @@
 //! wrapper (`ruby/runtime/inside.ru`) that every trial's server loads
 //! writes its Ruby, YJIT state, malloc and its server's version to a
 //! file per process, and [`read`] turns those files into the record's
-//! `runtime` object. The host's `ruby -v` never stands in for it.
+//! `runtime` object. The host's `ruby -v` never stands in for it. The
+//! `answered-PID` marks beside them (a process's first request) are read
+//! by a restart under load (`lab::restart`), not here.
 
 use super::kind::{Kind, Runtime};
 use super::switches::Switches;
