@@ -7,7 +7,7 @@
 //! src/load/response.rs.
 //!
 //! Each property runs [`CASES`] cases, a fixed number, so that CI does the
-//! same work every run; the whole target takes about 10 s in a debug
+//! same work every run; the whole target takes about 14 s in a debug
 //! build on the 2-core test machine. A case that fails becomes a named
 //! regression test here, never a file of seeds.
 

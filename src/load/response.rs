@@ -690,7 +690,7 @@ mod properties {
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestRunner};
 
-    /// Cases each property runs in CI: about 2 s for all of them in a
+    /// Cases each property runs in CI: about 6 s for all of them in a
     /// debug build on the 2-core test machine.
     const CASES: u32 = 1_000;
 
