@@ -52,12 +52,28 @@ fn headers_mode_trickles_heads_the_server_never_sees_finished() {
     assert!(slow.open_at_end_min_s >= 2.9, "{slow:?}");
     // The normal clients' figures are theirs alone: every OK the load
     // counted is an answer the server wrote, and no slow head was one.
-    assert_eq!(
-        seen.answered,
-        r.requests.ok + r.requests.unfinished,
-        "{r:?}"
+    assert_eq!(r.errors.total(), 0, "{r:?}");
+    assert_answers_are_the_loads(seen.answered, &r, 2);
+}
+
+/// Regression: this test once asserted `answered == ok + unfinished` and
+/// failed with 277,508 answers against 277,509 (a request counted
+/// unfinished that had not reached the server: a send queued in the
+/// loop's last turn on io_uring, now handed to the kernel before the run
+/// ends). Even so, equality is more than the test can know: a request the
+/// load counted unfinished may be answered after the server's count is
+/// read, or never (on its way when the client closed). What it can know:
+/// the server counts an answer before writing it, so every OK is among
+/// its answers; every answer went to a request the load counted, OK or
+/// unfinished; and a closed loop of `connections` has at most one request
+/// each unfinished.
+fn assert_answers_are_the_loads(answered: u64, r: &LoadReport, connections: u64) {
+    let (ok, unfinished) = (r.requests.ok, r.requests.unfinished);
+    assert!(unfinished <= connections, "{unfinished} unfinished: {r:?}");
+    assert!(
+        (ok..=ok + unfinished).contains(&answered),
+        "the server answered {answered}; the load counted {ok} OK and {unfinished} unfinished"
     );
-    assert_eq!(r.errors.total(), 0);
 }
 
 #[test]

@@ -127,6 +127,17 @@ impl Io {
         }
     }
 
+    /// Hands the entries queued since the last wait to the kernel: at the
+    /// end of a run, so that a send the loop queued (and counted as sent)
+    /// leaves before its socket closes. epoll's sends were calls made at
+    /// once, so it has nothing queued.
+    pub(super) fn hand_over(&mut self) -> io::Result<()> {
+        match self {
+            Io::Uring(u) => u.flush(),
+            Io::Epoll { .. } => Ok(()),
+        }
+    }
+
     /// Sets the timer to fire `after` from now. Returns false when there is
     /// none (an open loop on epoll sleeps by its waits' timeouts).
     pub(super) fn arm_timer(&mut self, after: Duration) -> io::Result<bool> {

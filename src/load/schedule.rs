@@ -468,7 +468,11 @@ fn msec_us(f: &str) -> Option<u64> {
     if s.len() < 9 || ms.len() != 3 || !s.bytes().chain(ms.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(s.parse::<u64>().ok()? * 1_000_000 + ms.parse::<u64>().ok()? * 1000)
+    // Checked: 17 digits of seconds parse, but overflow as microseconds.
+    s.parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000)?
+        .checked_add(ms.parse::<u64>().ok()? * 1000)
 }
 
 /// `$request_time`: seconds with exactly three decimals, under a day (so
@@ -497,6 +501,16 @@ fn time_local_secs(t: &str) -> Option<u64> {
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     let [h, mi, se] = hms[..] else { return None };
+    // Only dates nginx writes: larger numbers overflowed the arithmetic
+    // below (a panic found by tests/properties.rs).
+    let sane = (1..=31).contains(&day)
+        && (1970..=9999).contains(&year)
+        && (0..24).contains(&h)
+        && (0..60).contains(&mi)
+        && (0..=60).contains(&se);
+    if !sane {
+        return None;
+    }
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
@@ -510,7 +524,8 @@ fn time_local_secs(t: &str) -> Option<u64> {
     let days = era * 146_097 + doe - 719_468;
     let sign = if zone.starts_with('-') { -1 } else { 1 };
     let z = zone.trim_start_matches(['+', '-']);
-    if z.len() != 4 {
+    // Four ASCII digits: "a€" is four bytes too, and slicing it at 2 panicked.
+    if z.len() != 4 || !z.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     let off = sign * (z[..2].parse::<i64>().ok()? * 3600 + z[2..].parse::<i64>().ok()? * 60);

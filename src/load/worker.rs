@@ -1057,7 +1057,16 @@ impl Worker {
 
     /// The run is over: whatever is still waiting is recorded as unfinished
     /// (or, under `--rate`, unsent) with its age so far.
+    ///
+    /// On io_uring the sends queued since the last wait go to the kernel
+    /// first: `push_writes` stamped them sent, and an unfinished request
+    /// is one that left. Dropping the ring with them still queued kept
+    /// them from the server while the report counted them in flight
+    /// (tests/slow_clients.rs once saw 277,509 requests OK or unfinished
+    /// against the server's 277,508 answers). A ring too broken to take
+    /// them sent none of them either; they stay counted as they were.
     fn finish(&mut self, now: Instant) {
+        let _ = self.io.hand_over();
         for i in 0..self.conns.len() {
             let c = &mut self.conns[i];
             // A connect still pending after the kernel's first SYN
@@ -1184,6 +1193,78 @@ mod tests {
         let name = &name[..len as usize];
         let name = name.split(|&b| b == 0).next().unwrap();
         assert_eq!(name, b"reno");
+    }
+
+    /// Regression: a closed loop on io_uring queued its next send in the
+    /// last turn before the deadline, and the run ended without a wait to
+    /// submit it. The report counted the request unfinished (in flight);
+    /// the server never saw it. Here the loop's turns are taken by hand,
+    /// and the run ends right after the turn that queued the first send.
+    #[test]
+    fn a_send_queued_in_the_last_turn_reaches_the_server() {
+        use super::super::window::Window;
+        use std::io::Read;
+        use std::sync::atomic::AtomicUsize;
+        let ring = crate::load::io_uring_available();
+        let how = format!(
+            "{}; a kernel of 6.1 or later with /proc/sys/kernel/io_uring_disabled at 0",
+            ring.as_ref().err().map_or("", String::as_str)
+        );
+        if !crate::require::require("io_uring", ring.is_ok(), &how) {
+            return;
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let mut cfg = LoadConfig::get(&url).unwrap();
+        cfg.connections = 1;
+        cfg.io = super::super::IoMode::Uring;
+        let request = cfg.request.clone();
+        let t0 = Instant::now();
+        let window = Arc::new(Window::fixed(
+            t0,
+            Duration::ZERO,
+            Some(Duration::from_secs(60)),
+        ));
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let rec = Recorder::new(0, t0, Arc::clone(&window), false, 0, tx);
+        let plan = ThreadPlan {
+            config: Arc::new(cfg),
+            connections: 1,
+            pacing: Pacing::Closed,
+            requests: None,
+            lane: (0, 1),
+            phase: Duration::ZERO,
+            ramp_left: Arc::new(AtomicUsize::new(1)),
+        };
+        let mut w = Worker::new(plan, rec, t0, window).unwrap();
+        w.start_connect(0, Instant::now());
+        let (mut server, _) = listener.accept().unwrap();
+        // The connect's poll completes: the connection opens and queues
+        // the send of its first request (stamped sent), unsubmitted.
+        let waited = Instant::now();
+        while w.conns[0].state != State::Open {
+            assert!(waited.elapsed() < Duration::from_secs(5), "never opened");
+            let n = w.io.wait_for_event(Duration::from_millis(100)).unwrap();
+            for e in 0..n {
+                if let Happened::Done(ev) = w.io.event(e) {
+                    w.on_completion(ev, Instant::now()).unwrap();
+                }
+            }
+        }
+        let first = w.conns[0].queue.front().expect("a request queued");
+        assert!(first.sent.is_some(), "the request counts as sent");
+        w.finish(Instant::now());
+        drop(w);
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = server.read_to_end(&mut got);
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&request),
+            "what the server received of the request counted unfinished"
+        );
     }
 
     #[test]
