@@ -520,7 +520,7 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [1]\n", "t.toml, line 3: unknown server 'pumma'"),
             ("name = \"t\"\napps = [\"helo\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\n", "t.toml, line 2"),
-            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "unknown field `conections`"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "[load] has no key `conections`: its keys are connections,"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nprimary_metric = \"speed\"\n[load]\nconnections = [1]\n", "t.toml, line 4: primary_metric \"speed\" is not a metric: use one of throughput, p50"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nduration = \"5x\"\n", "line 6: duration"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),

@@ -228,21 +228,41 @@ fn cpu_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Err
     Ok(v)
 }
 
-/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
+/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`. A
+/// visitor rather than an untagged enum, so a wrong entry is refused at
+/// its own span (plan::keys names its line), not the whole table's.
 fn checks_list_or_table<'de, D>(d: D) -> Result<Vec<crate::checks::Check>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Form {
-        List(Vec<String>),
-        Table(BTreeMap<String, String>),
+    struct Form;
+    impl<'de> serde::de::Visitor<'de> for Form {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of thresholds or a table of them")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut s: A,
+        ) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(t) = s.next_element::<String>()? {
+                out.push(t);
+            }
+            Ok(out)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some((k, v)) = m.next_entry::<String, String>()? {
+                out.push(format!("{k}{v}"));
+            }
+            Ok(out)
+        }
     }
-    let texts = match Form::deserialize(d)? {
-        Form::List(l) => l,
-        Form::Table(t) => t.into_iter().map(|(k, v)| format!("{k}{v}")).collect(),
-    };
+    let texts = d.deserialize_any(Form)?;
     texts
         .iter()
         .map(|t| crate::checks::Check::parse(t).map_err(serde::de::Error::custom))
