@@ -489,6 +489,7 @@ pub(super) const KEYS: &[Key] = &[
         "replay_speed = 2.0",
     ),
     key("load.replay_loop", "true or false", "replay_loop = true"),
+    key("load.replay_max_gap", TIME, "replay_max_gap = \"10s\""),
     key(
         "load.mix",
         "a mix file's path, in quotes",

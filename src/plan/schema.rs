@@ -344,6 +344,11 @@ pub struct LoadSection {
     /// trial sends the record once.
     #[serde(default)]
     pub replay_loop: bool,
+    /// Cut every gap between two recorded requests longer than this down
+    /// to it, e.g. "10s" (`rackbench replay --max-gap`): a replay longer
+    /// than a day is refused without it or a faster `replay_speed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_max_gap: Option<String>,
     /// A request mix file (docs/MIX_FORMAT.md, relative to the plan):
     /// every trial's requests are drawn from it, each judged by its
     /// endpoint, instead of the app's one request.
@@ -418,6 +423,7 @@ impl Default for LoadSection {
             replay: None,
             replay_speed: 1.0,
             replay_loop: false,
+            replay_max_gap: None,
             mix: None,
             slack: None,
             slow_clients: Vec::new(),
