@@ -228,11 +228,11 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
         // Issue 36: clap answered these with a tip to write `-- -1`.
         (
             &["load", "http://127.0.0.1:8080/", "-d", "-1s"],
-            "error: -d -1s is negative: -d takes DURATION of 0 or more, e.g. -d 1s",
+            "error: -d -1s is negative: -d takes DURATION, never below zero, e.g. -d 1s",
         ),
         (
             &["load", "http://127.0.0.1:8080/", "--rate", "-5"],
-            "error: --rate -5 is negative: --rate takes RATE of 0 or more, e.g. --rate 5",
+            "error: --rate -5 is negative: --rate takes RATE, never below zero, e.g. --rate 5",
         ),
         (
             &["trial", "--server", "puma", "--memory", "-512M"],

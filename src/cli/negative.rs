@@ -73,14 +73,14 @@ pub fn first_negative(numeric: &[clap::Arg], rest: &[String]) -> Option<String> 
     None
 }
 
-/// `--rate -5 is negative: --rate takes a RATE of 0 or more, e.g. --rate 5`.
+/// `--rate -5 is negative: --rate takes a RATE, never below zero, e.g. --rate 5`.
 fn in_words(arg: &clap::Arg, flag: &str, value: &str) -> String {
     let what = arg
         .get_value_names()
         .and_then(|v| v.first())
         .map_or_else(|| "a value".to_string(), |n| format!("{n}"));
     format!(
-        "{flag} {value} is negative: {flag} takes {what} of 0 or more, e.g. {flag} {}",
+        "{flag} {value} is negative: {flag} takes {what}, never below zero, e.g. {flag} {}",
         &value[1..]
     )
 }
@@ -177,14 +177,16 @@ mod tests {
         let cases: &[(&str, Option<&str>)] = &[
             (
                 "t go --rate -5",
-                Some("--rate -5 is negative: --rate takes a value of 0 or more, e.g. --rate 5"),
+                Some(
+                    "--rate -5 is negative: --rate takes a value, never below zero, e.g. --rate 5",
+                ),
             ),
             ("t go --rate=-5", Some("--rate -5 is negative")),
             ("t go -n -3", Some("-n -3 is negative")),
             ("t go --count=-.5", Some("--count -.5 is negative")),
             (
                 "t go -d -1s",
-                Some("-d -1s is negative: -d takes DURATION of 0 or more, e.g. -d 1s"),
+                Some("-d -1s is negative: -d takes DURATION, never below zero, e.g. -d 1s"),
             ),
             ("t go --header -1", None),
             ("t go --json -1", None),
