@@ -614,7 +614,7 @@ pub(super) fn refusal(text: &str, file: &str, e: &toml::de::Error) -> PlanError 
         return PlanError::Invalid {
             file: file.to_string(),
             message: format!(
-                "the plan is empty: a plan needs a name, its apps and a load shape; the smallest that runs (on every installed server):\n\n{}",
+                "the plan is empty: a plan needs a name, its servers, its apps and a load shape; the smallest that runs (on every installed server):\n\n{}",
                 SMALLEST_PLAN.trim_end()
             ),
         };
