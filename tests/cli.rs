@@ -225,6 +225,19 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             ],
             "--slow-every must be at least 10ms, e.g. 1s",
         ),
+        // Issue 36: clap answered these with a tip to write `-- -1`.
+        (
+            &["load", "http://127.0.0.1:8080/", "-d", "-1s"],
+            "error: -d -1s is negative: -d takes DURATION, never below zero, e.g. -d 1s",
+        ),
+        (
+            &["load", "http://127.0.0.1:8080/", "--rate", "-5"],
+            "error: --rate -5 is negative: --rate takes RATE, never below zero, e.g. --rate 5",
+        ),
+        (
+            &["trial", "--server", "puma", "--memory", "-512M"],
+            "error: --memory -512M is negative",
+        ),
     ];
     for (args, hint) in cases {
         let out = rackbench(args);
@@ -235,6 +248,86 @@ fn bad_input_is_a_one_line_error_naming_the_fix() {
             "{args:?} should mention '{hint}', said: {err}"
         );
         assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+/// Issue 36's other half: every flag that takes a number, a duration or a
+/// size, in every subcommand, refuses a negative value with its reason,
+/// by each of its spellings and in both forms (`--flag -1`, `--flag=-1`);
+/// the flags are found from clap's own command, so one added later is
+/// held too.
+#[test]
+fn every_number_flag_of_every_subcommand_refuses_a_negative_value() {
+    use clap::CommandFactory;
+    use rackbench::cli::negative::{first_negative, names, numeric_flags, refusal};
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, seen: &mut usize) {
+        let numeric = numeric_flags(cmd);
+        for arg in &numeric {
+            for name in names(arg) {
+                for line in [vec![name.clone(), "-1".into()], vec![format!("{name}=-1")]] {
+                    let got = first_negative(&numeric, &line);
+                    let want = format!("{name} -1 is negative: {name} takes ");
+                    assert!(
+                        got.as_deref().is_some_and(|g| g.starts_with(&want)),
+                        "rackbench {} {}: {got:?}",
+                        path.join(" "),
+                        line.join(" ")
+                    );
+                    *seen += 1;
+                }
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, seen);
+            path.pop();
+        }
+    }
+    let cli = rackbench::cli::Cli::command();
+    let mut seen = 0;
+    walk(&cli, &mut Vec::new(), &mut seen);
+    assert!(seen > 200, "only {seen} flag spellings held");
+    // The subcommand is found from the line (a nested one too), and the
+    // flags of one are not taken for another's.
+    let line = |l: &str| -> Vec<String> { l.split_whitespace().map(String::from).collect() };
+    let cases: &[(&str, Option<&str>)] = &[
+        (
+            "rackbench trial --server puma --cpus -1.5",
+            Some("--cpus -1.5 is negative"),
+        ),
+        (
+            "rackbench k8s job --segments -2",
+            Some("--segments -2 is negative"),
+        ),
+        ("rackbench runtime add x --ruby /r --gemfile -1", None),
+        ("rackbench load http://127.0.0.1:9/ --header -1", None),
+        ("rackbench k8s run -- load -d -1s", None),
+    ];
+    for &(l, want) in cases {
+        let got = refusal(&cli, &line(l));
+        match (got.as_deref(), want) {
+            (None, None) => {}
+            (Some(got), Some(want)) => assert!(got.starts_with(want), "{l}: {got}"),
+            (got, want) => panic!("{l}: got {got:?}, want {want:?}"),
+        }
+    }
+    let load = cli.find_subcommand("load").unwrap();
+    let load: Vec<String> = numeric_flags(load)
+        .iter()
+        .map(|a| a.get_long().unwrap().to_string())
+        .collect();
+    for f in [
+        "rate",
+        "duration",
+        "connections",
+        "requests",
+        "warmup",
+        "timeout",
+    ] {
+        assert!(load.contains(&f.to_string()), "{f}: {load:?}");
+    }
+    for f in ["header", "method", "body", "unix-socket", "io"] {
+        assert!(!load.contains(&f.to_string()), "{f}: {load:?}");
     }
 }
 

@@ -275,6 +275,11 @@ fn bad_job_input_is_one_line_naming_the_fix() {
             &["--segments", "0", "--", "load", "http://web/"],
             "--segments must be at least 1",
         ),
+        // Issue 36: the load's own negative values, with their reason.
+        (
+            &["--segments", "2", "--", "load", "http://web/", "-d", "-1s"],
+            "the load after '--': -d -1s is negative: -d takes DURATION",
+        ),
         (
             &[
                 "--segments",

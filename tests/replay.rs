@@ -290,6 +290,64 @@ fn the_cli_replays_a_record_and_an_nginx_log() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 36: a record whose clock jumped (a `t_us` of 10^15) made
+/// `replay` wait silently until killed. Now the length is said before
+/// the start, a schedule longer than a day is refused naming the way out,
+/// and --max-gap (or a faster --speed) replays it.
+#[test]
+fn a_schedule_of_years_is_refused_and_max_gap_replays_it_after_saying_its_length() {
+    let dir = common::work_dir("replay-gap");
+    let file = dir.join("rec.jsonl");
+    synth_record(&file, 2, 1_000_000_000_000_000);
+    let started = Instant::now();
+    let out = rackbench(&["replay", file.to_str().unwrap(), "http://127.0.0.1:9/"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the schedule lasts 31.7 years at this speed, longer than a day")
+            && err.contains("--max-gap 10s"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "refused at once"
+    );
+    let server = common::plain_test_server();
+    for flags in [["--max-gap", "10ms"], ["--speed", "1e12"]] {
+        let out = rackbench(&[
+            "replay",
+            file.to_str().unwrap(),
+            &server.url(),
+            flags[0],
+            flags[1],
+            "--json",
+        ]);
+        common::assert_ran(&out, "replay");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("replaying 2 requests over "),
+            "{flags:?}: {err}"
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["requests"]["ok"], 2, "{flags:?}");
+    }
+    let out = rackbench(&[
+        "replay",
+        file.to_str().unwrap(),
+        &server.url(),
+        "--max-gap",
+        "10ms",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1 gap(s) between recorded requests cut to 10.00ms")
+            && err.contains("replaying 2 requests over 10.00ms"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_malformed_record_line_is_a_usage_error_naming_it() {
     let dir = common::work_dir("replay-bad");

@@ -146,6 +146,9 @@ impl JobOptions {
 fn check_load_flags(load: &[String]) -> Result<()> {
     use clap::Args as _;
     let cmd = super::load::LoadArgs::augment_args(clap::Command::new("load"));
+    if let Some(why) = super::negative::check(load, || cmd.clone()) {
+        return Err(usage(format!("the load after '--': {why}")));
+    }
     let matches = cmd.try_get_matches_from(load).map_err(|e| {
         let text = e.to_string();
         let first = text

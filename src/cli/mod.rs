@@ -15,6 +15,7 @@ mod load;
 mod merge;
 mod mirror;
 mod mix;
+pub mod negative;
 mod parse;
 mod replay;
 mod report;
@@ -83,6 +84,13 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(why) = negative::check(&args, <Cli as clap::CommandFactory>::command) {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let mut cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
         .map_err(|e| e.format(&mut <Cli as clap::CommandFactory>::command()))

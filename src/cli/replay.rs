@@ -30,6 +30,11 @@ pub struct ReplayArgs {
     /// Divide every recorded offset by this: 2 sends the same requests in half the time.
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
+    /// Cut every gap between two recorded requests longer than this down
+    /// to it (idle hours, a clock that jumped), e.g. 10s. A replay longer
+    /// than a day is refused without it or a faster --speed.
+    #[arg(long, value_parser = parse::duration, value_name = "DURATION")]
+    pub max_gap: Option<Duration>,
     /// Start the schedule again at its end until --duration ends.
     #[arg(long = "loop", requires = "duration")]
     pub repeat: bool,
@@ -130,7 +135,21 @@ impl ReplayArgs {
             load::cpus::check(cpus, "--load-cpus").map_err(usage)?;
         }
         let parsed = Url::parse(&url).map_err(|e| usage(e.to_string()))?;
-        let entries = read_entries(&file, nginx).map_err(|e| usage(e.to_string()))?;
+        let mut entries = read_entries(&file, nginx).map_err(|e| usage(e.to_string()))?;
+        if let Some(gap) = self.max_gap {
+            if gap.is_zero() {
+                return Err(usage(
+                    "--max-gap must be longer than zero, e.g. --max-gap 10s".into(),
+                ));
+            }
+            let cut = schedule::cap_gaps(&mut entries, gap);
+            if cut > 0 {
+                eprintln!(
+                    "note: {cut} gap(s) between recorded requests cut to {} (--max-gap)",
+                    schedule::fmt_length(gap)
+                );
+            }
+        }
         let schedule = Schedule::build(
             entries,
             &parsed,
@@ -138,7 +157,12 @@ impl ReplayArgs {
             self.repeat,
             !self.no_keepalive,
         )
-        .map_err(|e| usage(e.to_string()))?;
+        .map_err(|e| match e {
+            schedule::ScheduleError::TooLong { .. } => usage(format!(
+                "{e}: replay it faster (--speed), cut its idle gaps (e.g. --max-gap 10s), or replay a part of the file"
+            )),
+            e => usage(e.to_string()),
+        })?;
         let mut cfg = LoadConfig::get(&url).map_err(|e| usage(e.to_string()))?;
         if let Some(p) = &self.unix_socket {
             cfg.endpoint = Endpoint::Unix(p.clone());
@@ -158,8 +182,31 @@ impl ReplayArgs {
     }
 }
 
+/// What the replay will take, said before it starts (issue 36: a record
+/// with a gap of years waited silently until killed).
+fn length_line(schedule: &Schedule, args: &ReplayArgs) -> String {
+    let span = schedule::fmt_length(schedule.span());
+    let speed = if args.speed == 1.0 {
+        String::new()
+    } else {
+        format!(" at --speed {}", args.speed)
+    };
+    match args.duration.filter(|_| schedule.repeats()) {
+        Some(d) => format!(
+            "replaying {} requests a pass over {span}{speed}, looped for {}",
+            schedule.len(),
+            schedule::fmt_length(d)
+        ),
+        None => format!("replaying {} requests over {span}{speed}", schedule.len()),
+    }
+}
+
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let config = args.to_config()?;
+    eprintln!(
+        "{}",
+        length_line(config.schedule.as_ref().expect("a replay"), &args)
+    );
     super::load::announce_start(&config);
     crate::load::raise_open_files_limit();
     stop_on_signals(&config.interrupt, true);

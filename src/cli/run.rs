@@ -11,7 +11,7 @@ use crate::store::records::Outcome;
 use crate::store::ResultsDir;
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -118,6 +118,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| default_out(&plan.name, &crate::host::utc_now()));
+    if args.resume {
+        resumable(&out).map_err(usage)?;
+    }
     if !args.resume && ResultsDir::new(&out).holds_run() {
         return Err(usage(format!(
             "{} already holds a run: add --resume to continue it, or choose another --out",
@@ -408,6 +411,73 @@ fn exit_code(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Refuses `--resume` into a directory that holds no run (issue 36: one
+/// that did not exist silently began a new run), naming it and the fix:
+/// drop `--resume`, or the run directory nearby it probably meant.
+fn resumable(out: &Path) -> std::result::Result<(), String> {
+    if ResultsDir::new(out).holds_run() {
+        return Ok(());
+    }
+    let what = if out.exists() {
+        format!("{} holds no run (no manifest.json)", out.display())
+    } else {
+        format!("{} does not exist", out.display())
+    };
+    let fix = match nearby_run(out) {
+        Some(near) => format!(
+            "did you mean --out {}? Or drop --resume to start a new run in {}",
+            near.display(),
+            out.display()
+        ),
+        None => format!("drop --resume to start a new run in {}", out.display()),
+    };
+    Err(format!("cannot resume: {what}; {fix}"))
+}
+
+/// The run directory whose name is nearest `out`'s, among its siblings
+/// and under `results/` (where runs go by default), if one is near
+/// enough to be a slip of the keyboard or a path given without its
+/// folder.
+fn nearby_run(out: &Path) -> Option<PathBuf> {
+    let name = out.file_name()?.to_string_lossy().to_string();
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+    let mut folders = vec![parent.map_or(PathBuf::from("."), PathBuf::from)];
+    if !out.starts_with("results") && out.is_relative() {
+        folders.push(parent.map_or(PathBuf::from("results"), |p| Path::new("results").join(p)));
+    }
+    let near_enough = (name.chars().count() / 3).max(2);
+    folders
+        .iter()
+        .filter_map(|f| std::fs::read_dir(f).ok())
+        .flat_map(|d| d.flatten())
+        .map(|e| e.path())
+        .filter(|p| p != out && ResultsDir::new(p).holds_run())
+        .filter_map(|p| {
+            let d = edit_distance(&name, &p.file_name()?.to_string_lossy());
+            (d <= near_enough).then_some((d, p))
+        })
+        .min()
+        .map(|(_, p)| p.strip_prefix("./").map(PathBuf::from).unwrap_or(p))
+}
+
+/// Levenshtein's distance between two names, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (prev + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            prev = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }
 
 /// Refuses to resume a run whose plan or servers files changed since it
@@ -734,7 +804,7 @@ fn progress_line(rec: &TrialRecord) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{about, first_difference, progress_line};
+    use super::{about, first_difference, progress_line, resumable};
     use crate::lab::record::TrialRecord;
     use std::time::Duration;
 
@@ -792,6 +862,43 @@ mod tests {
         for (secs, want) in rows {
             assert_eq!(about(Duration::from_secs_f64(secs)), want, "{secs}");
         }
+    }
+
+    #[test]
+    fn issue_36_resume_into_a_directory_that_holds_no_run_is_refused_with_the_fix() {
+        let root = std::env::temp_dir().join(format!("rb-resume-{}", std::process::id()));
+        let run = root.join("hello-20261128-101500");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("manifest.json"), "{}").unwrap();
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+        let at = |name: &str| root.join(name);
+        let cases: &[(&str, Option<&str>)] = &[
+            ("hello-20261128-101500", None),
+            (
+                "hello-20261128-101550",
+                Some("does not exist; did you mean --out ROOT/hello-20261128-101500? Or drop --resume to start a new run in ROOT/hello-20261128-101550"),
+            ),
+            (
+                "elsewhere",
+                Some("cannot resume: ROOT/elsewhere does not exist; drop --resume to start a new run in ROOT/elsewhere"),
+            ),
+            (
+                "empty",
+                Some("cannot resume: ROOT/empty holds no run (no manifest.json); drop --resume"),
+            ),
+        ];
+        for &(name, want) in cases {
+            let got = resumable(&at(name)).err();
+            let want = want.map(|w| w.replace("ROOT", &root.display().to_string()));
+            match (got, want) {
+                (None, None) => {}
+                (Some(got), Some(want)) => {
+                    assert!(got.contains(&want), "{name}: want {want:?} in {got:?}")
+                }
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

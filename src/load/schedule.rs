@@ -22,6 +22,13 @@ use std::time::Duration;
 /// The most request bytes a schedule holds in memory.
 pub const MAX_BYTES: usize = 512 * 1024 * 1024;
 
+/// The longest pass a schedule may take at its speed: a day. A record
+/// whose clock jumped (a `t_us` of 10^15 after one of 10^3) once made a
+/// replay wait silently for years; past this the build is refused with
+/// the length and its longest gap, and the caller names the way out
+/// (a faster speed, the idle gaps cut to a bound: [`cap_gaps`]).
+pub const MAX_SPAN: Duration = Duration::from_secs(24 * 3600);
+
 /// Headers the replayer sets itself (framing, connection handling) or
 /// replaces (Host names the URL given, not the proxy that recorded it).
 const REPLACED: &[&str] = &[
@@ -76,6 +83,52 @@ pub enum ScheduleError {
     Bad(String),
     #[error("cannot read {what}: {err}")]
     Io { what: String, err: std::io::Error },
+    /// Longer than [`MAX_SPAN`] at the speed given.
+    #[error(
+        "the schedule lasts {} at this speed, longer than a day: its longest gap is {} (before the request at t_us {gap_before_t_us})",
+        fmt_length(*length),
+        fmt_length(*gap)
+    )]
+    TooLong {
+        length: Duration,
+        /// The longest gap between two requests, at the speed given.
+        gap: Duration,
+        gap_before_t_us: u64,
+    },
+}
+
+/// A replay's length as people read it, from microseconds to years
+/// ("1.50s", "12.0 min", "3.5 h", "31.7 years").
+pub fn fmt_length(d: Duration) -> String {
+    const DAY: f64 = 86_400.0;
+    let s = d.as_secs_f64();
+    match s {
+        s if s < 120.0 => crate::units::fmt_us(s * 1e6),
+        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        s if s < 2.0 * DAY => format!("{:.1} h", s / 3600.0),
+        s if s < 730.0 * DAY => format!("{:.1} days", s / DAY),
+        s => format!("{:.1} years", s / (365.25 * DAY)),
+    }
+}
+
+/// Cuts every gap between two requests (in arrival order) longer than
+/// `max_gap` down to it, so idle hours in a record (or a clock that
+/// jumped) replay as `max_gap` of quiet; returns how many were cut.
+pub fn cap_gaps(entries: &mut [Entry], max_gap: Duration) -> usize {
+    let max_us = u64::try_from(max_gap.as_micros()).unwrap_or(u64::MAX);
+    entries.sort_by_key(|e| e.t_us);
+    let (mut cut, mut shift) = (0, 0u64);
+    let mut prev = entries.first().map_or(0, |e| e.t_us);
+    for e in entries.iter_mut() {
+        let gap = e.t_us - prev;
+        prev = e.t_us;
+        if gap > max_us {
+            cut += 1;
+            shift += gap - max_us;
+        }
+        e.t_us -= shift;
+    }
+    cut
 }
 
 impl Schedule {
@@ -121,6 +174,7 @@ impl Schedule {
             period_ns: 0,
             repeat,
         };
+        let times: Vec<u64> = entries.iter().map(|e| e.t_us).collect();
         for e in entries {
             let mut u = url.clone();
             u.path = e.target;
@@ -151,6 +205,9 @@ impl Schedule {
         }
         let n = s.offsets_ns.len() as u64;
         let span = *s.offsets_ns.last().expect("not empty");
+        if Duration::from_nanos(span) > MAX_SPAN {
+            return Err(s.too_long(&times));
+        }
         // A repeat begins one mean gap after the last request, so the seam
         // between two passes looks like the rest of the schedule.
         s.period_ns = if n > 1 {
@@ -160,6 +217,23 @@ impl Schedule {
         }
         .max(1);
         Ok(s)
+    }
+
+    /// The refusal of a schedule longer than [`MAX_SPAN`]: its length and
+    /// its longest gap (`times`: the entries' t_us, sorted).
+    fn too_long(&self, times: &[u64]) -> ScheduleError {
+        let (i, gap_ns) = self
+            .offsets_ns
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .enumerate()
+            .max_by_key(|&(_, g)| g)
+            .unwrap_or((0, 0));
+        ScheduleError::TooLong {
+            length: self.span(),
+            gap: Duration::from_nanos(gap_ns),
+            gap_before_t_us: times.get(i + 1).copied().unwrap_or(0),
+        }
     }
 
     /// Requests in one pass.
@@ -659,6 +733,84 @@ mod tests {
         let once = Schedule::build(entries, &url, 1.0, false, true).unwrap();
         assert_eq!(once.due_offset(2), Some(Duration::from_micros(4000)));
         assert_eq!(once.due_offset(3), None);
+    }
+
+    fn at(t_us: u64) -> Entry {
+        Entry {
+            t_us,
+            method: "GET".into(),
+            target: "/".into(),
+            status: None,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn issue_36_a_schedule_longer_than_a_day_is_refused_with_its_length_and_gap() {
+        let url = Url::parse("http://127.0.0.1:9/").unwrap();
+        let years = vec![at(1_000), at(2_000), at(1_000_000_000_000_000)];
+        let err = Schedule::build(years.clone(), &url, 1.0, false, true).unwrap_err();
+        let ScheduleError::TooLong {
+            length,
+            gap,
+            gap_before_t_us,
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert!(*length > Duration::from_secs(3600 * 24 * 365 * 31), "{err}");
+        assert_eq!(*gap_before_t_us, 1_000_000_000_000_000);
+        assert_eq!(length.as_micros() - gap.as_micros(), 1_000);
+        assert!(err.to_string().contains("longer than a day"), "{err}");
+        // A day exactly is allowed; faster, the same record fits.
+        let day = vec![at(0), at(24 * 3600 * 1_000_000)];
+        assert!(Schedule::build(day, &url, 1.0, false, true).is_ok());
+        let fast = Schedule::build(years.clone(), &url, 1e12, false, true).unwrap();
+        assert!(fast.span() < Duration::from_millis(2));
+        // Or with its gaps cut to a bound.
+        let mut cut = years;
+        assert_eq!(cap_gaps(&mut cut, Duration::from_millis(10)), 1);
+        let times: Vec<u64> = cut.iter().map(|e| e.t_us).collect();
+        assert_eq!(times, [1_000, 2_000, 12_000]);
+        let s = Schedule::build(cut, &url, 1.0, false, true).unwrap();
+        assert_eq!(s.span(), Duration::from_micros(11_000));
+    }
+
+    #[test]
+    fn lengths_read_from_microseconds_to_years() {
+        let cases: &[(f64, &str)] = &[
+            (0.0015, "1.50ms"),
+            (90.0, "90.00s"),
+            (720.0, "12.0 min"),
+            (12_600.0, "3.5 h"),
+            (3.0 * 86_400.0, "3.0 days"),
+            (1e9, "31.7 years"),
+        ];
+        for &(secs, want) in cases {
+            assert_eq!(fmt_length(Duration::from_secs_f64(secs)), want);
+        }
+    }
+
+    #[test]
+    fn cap_gaps_cuts_only_the_gaps_past_the_bound_and_keeps_the_order() {
+        let cases: &[(&[u64], u64, &[u64], usize)] = &[
+            (&[0, 5, 100], 10, &[0, 5, 15], 1),
+            (&[100, 0, 5], 10, &[0, 5, 15], 1),
+            (&[0, 50, 100, 101], 10, &[0, 10, 20, 21], 2),
+            (&[7, 8], 10, &[7, 8], 0),
+            (&[], 10, &[], 0),
+        ];
+        for &(times, max_us, want, cuts) in cases {
+            let mut e: Vec<Entry> = times.iter().map(|&t| at(t)).collect();
+            assert_eq!(
+                cap_gaps(&mut e, Duration::from_micros(max_us)),
+                cuts,
+                "{times:?}"
+            );
+            let got: Vec<u64> = e.iter().map(|e| e.t_us).collect();
+            assert_eq!(got, want, "{times:?}");
+        }
     }
 
     #[test]

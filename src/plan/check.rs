@@ -495,6 +495,19 @@ impl Plan {
             &path.display().to_string(),
         )
         .map_err(|e| at("replay =", format!("replay = \"{name}\": {e}")))?;
+        let mut entries = entries;
+        if let Some(gap) = &self.load.replay_max_gap {
+            let max = crate::units::duration(gap)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    at(
+                        "replay_max_gap",
+                        format!("replay_max_gap \"{gap}\": give a duration longer than zero, e.g. replay_max_gap = \"10s\""),
+                    )
+                })?;
+            crate::load::schedule::cap_gaps(&mut entries, max);
+        }
         // The Host a lab server sees; the port is the trial's.
         let url = crate::load::Url::parse("http://localhost/").expect("static URL");
         let schedule = Schedule::build(
@@ -504,7 +517,15 @@ impl Plan {
             self.load.replay_loop,
             self.load.keep_alive,
         )
-        .map_err(|e| at("replay =", format!("replay = \"{name}\": {e}")))?;
+        .map_err(|e| {
+            let fix = match e {
+                crate::load::schedule::ScheduleError::TooLong { .. } => {
+                    ": set replay_speed, or cut its idle gaps with replay_max_gap = \"10s\""
+                }
+                _ => "",
+            };
+            at("replay =", format!("replay = \"{name}\": {e}{fix}"))
+        })?;
         Ok(Some(std::sync::Arc::new(schedule)))
     }
 }
@@ -520,7 +541,7 @@ mod tests {
         let cases: &[(&str, &str)] = &[
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"pumma\"]\n[load]\nconnections = [1]\n", "t.toml, line 3: unknown server 'pumma'"),
             ("name = \"t\"\napps = [\"helo\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\n", "t.toml, line 2"),
-            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "unknown field `conections`"),
+            ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconections = [1]\n", "[load] has no key `conections`: its keys are connections,"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\nprimary_metric = \"speed\"\n[load]\nconnections = [1]\n", "t.toml, line 4: primary_metric \"speed\" is not a metric: use one of throughput, p50"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [1]\nduration = \"5x\"\n", "line 6: duration"),
             ("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n", "no load shape"),
@@ -617,6 +638,47 @@ mod tests {
             err.contains("line 5: replay = \"day.jsonl\": cannot open"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn issue_36_a_replay_longer_than_a_day_is_refused_unless_its_gaps_are_cut_or_it_is_faster() {
+        let dir = std::env::temp_dir().join(format!("rackbench-plan-gap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = |t: u64| {
+            format!("{{\"t_us\":{t},\"method\":\"GET\",\"target\":\"/\",\"headers\":[]}}\n")
+        };
+        std::fs::write(
+            dir.join("years.jsonl"),
+            format!(
+                "{{\"format\":\"rackbench/record-v1\"}}\n{}{}",
+                line(1_000),
+                line(1_000_000_000_000_000)
+            ),
+        )
+        .unwrap();
+        let plan_file = dir.join("p.toml").display().to_string();
+        let expand_with = |extra: &str| {
+            let t = format!("name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nreplay = \"years.jsonl\"\n{extra}");
+            Plan::parse(&t, &plan_file).and_then(|p| p.expand(&t, &plan_file, &all_installed()))
+        };
+        let err = expand_with("").unwrap_err().to_string();
+        assert!(
+            err.contains("line 5: replay = \"years.jsonl\": the schedule lasts 31.7 years")
+                && err.contains("replay_max_gap = \"10s\""),
+            "{err}"
+        );
+        let cut = expand_with("replay_max_gap = \"10ms\"\n").unwrap();
+        let span = cut.replay.as_ref().map(|s| s.span());
+        assert_eq!(span, Some(Duration::from_millis(10)));
+        assert!(expand_with("replay_speed = 1e12\n").is_ok());
+        let err = expand_with("replay_max_gap = \"0s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 6: replay_max_gap \"0s\": give a duration longer than zero"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -16,6 +16,14 @@ pub enum PlanError {
         line: usize,
         message: String,
     },
+    /// Text that is not TOML: the place is all there is to name.
+    #[error("{file}, line {line}, column {column}: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("cannot read plan {file}: {source}")]
     Read {
         file: String,

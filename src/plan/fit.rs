@@ -271,7 +271,7 @@ mod tests {
             ("[fit]\nslo = \"p90=1s\"\n", "p99"),
             ("[fit]\nheadroom = \"150%\"\n", "under 100%"),
             ("[fit]\nrepeats = 0\n", "1 or more"),
-            ("[fit]\nbogus = 1\n", "unknown field"),
+            ("[fit]\nbogus = 1\n", "[fit] has no key `bogus`"),
             ("[breakpoint]\nslo = \"p99=1s\"\n", "not two"),
         ];
         for (tail, want) in rows {

@@ -6,7 +6,8 @@
 //! file, the line and the fix. Combinations a server cannot do (threads on
 //! unicorn) are skipped and listed, not failed.
 //!
-//! The rooms: `schema` is what a plan file may say, `check` refuses what
+//! The rooms: `schema` is what a plan file may say (`keys` says it in
+//! words when a file gets it wrong), `check` refuses what
 //! it must not, `expand` turns a checked plan into trials (its flavours in
 //! `flavour`, its apps × fronts × shapes in `fronts`, every name a trial
 //! carries in `naming`), `sweep` is the one-variable form folded into the
@@ -21,6 +22,7 @@ mod expand;
 pub mod fit;
 mod flavour;
 mod fronts;
+mod keys;
 mod naming;
 pub mod runner;
 pub mod runtimes;
@@ -42,10 +44,7 @@ pub const DEFAULT_PLAN: &str = include_str!("../../plans/default.toml");
 
 impl Plan {
     pub fn parse(text: &str, file: &str) -> Result<Plan, PlanError> {
-        let mut plan: Plan = toml::from_str(text).map_err(|e| PlanError::Invalid {
-            file: file.to_string(),
-            message: e.to_string(),
-        })?;
+        let mut plan: Plan = toml::from_str(text).map_err(|e| keys::refusal(text, file, &e))?;
         plan.check_parsed(text, file)?;
         plan.apply_sweep(text, file)?;
         Ok(plan)

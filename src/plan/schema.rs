@@ -228,21 +228,41 @@ fn cpu_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Err
     Ok(v)
 }
 
-/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`.
+/// `checks = ["p99<200ms"]` or `[checks]` with `p99 = "<200ms"`. A
+/// visitor rather than an untagged enum, so a wrong entry is refused at
+/// its own span (plan::keys names its line), not the whole table's.
 fn checks_list_or_table<'de, D>(d: D) -> Result<Vec<crate::checks::Check>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Form {
-        List(Vec<String>),
-        Table(BTreeMap<String, String>),
+    struct Form;
+    impl<'de> serde::de::Visitor<'de> for Form {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of thresholds or a table of them")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut s: A,
+        ) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(t) = s.next_element::<String>()? {
+                out.push(t);
+            }
+            Ok(out)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Vec<String>, A::Error> {
+            let mut out = Vec::new();
+            while let Some((k, v)) = m.next_entry::<String, String>()? {
+                out.push(format!("{k}{v}"));
+            }
+            Ok(out)
+        }
     }
-    let texts = match Form::deserialize(d)? {
-        Form::List(l) => l,
-        Form::Table(t) => t.into_iter().map(|(k, v)| format!("{k}{v}")).collect(),
-    };
+    let texts = d.deserialize_any(Form)?;
     texts
         .iter()
         .map(|t| crate::checks::Check::parse(t).map_err(serde::de::Error::custom))
@@ -324,6 +344,11 @@ pub struct LoadSection {
     /// trial sends the record once.
     #[serde(default)]
     pub replay_loop: bool,
+    /// Cut every gap between two recorded requests longer than this down
+    /// to it, e.g. "10s" (`rackbench replay --max-gap`): a replay longer
+    /// than a day is refused without it or a faster `replay_speed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_max_gap: Option<String>,
     /// A request mix file (docs/MIX_FORMAT.md, relative to the plan):
     /// every trial's requests are drawn from it, each judged by its
     /// endpoint, instead of the app's one request.
@@ -398,6 +423,7 @@ impl Default for LoadSection {
             replay: None,
             replay_speed: 1.0,
             replay_loop: false,
+            replay_max_gap: None,
             mix: None,
             slack: None,
             slow_clients: Vec::new(),

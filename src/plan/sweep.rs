@@ -494,7 +494,7 @@ mod tests {
             ),
             (
                 "[sweep]\nvary = \"workers\"\nvalues = [1, 2]\nstep = 1\n",
-                "unknown field",
+                "[sweep] has no key `step`: its keys are vary, values",
             ),
             (
                 "[sweep]\nvary = \"connections\"\nvalues = [1, 2]\n",
