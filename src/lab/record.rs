@@ -212,6 +212,11 @@ pub struct TrialRecord {
     /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<crate::database::DatabaseRecord>,
+    /// Faults of the server the trial counted: workers that died while
+    /// it went on, workers seen stopped (`lab::faults`). Empty lists when
+    /// none; absent in records made before issue 36.
+    #[serde(default)]
+    pub faults: super::faults::Faults,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a
