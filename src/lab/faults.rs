@@ -86,9 +86,11 @@ pub(super) struct Sources<'a> {
 
 const PASSENGER_APP: &str = "Passenger RubyApp";
 
-/// Whether a process that came or went was a worker (see the module doc).
-fn is_worker(was_top: bool, ppid: u32, top: Option<u32>, cmdline: &str) -> bool {
-    if cmdline.starts_with("Passenger") {
+/// Whether a process that came or went was a worker (see the module
+/// doc); in Passenger's tree only its app processes are (not its agents,
+/// nor the `tail` its front runs).
+fn is_worker(passenger: bool, was_top: bool, ppid: u32, top: Option<u32>, cmdline: &str) -> bool {
+    if passenger || cmdline.starts_with("Passenger") {
         return cmdline.starts_with(PASSENGER_APP);
     }
     !was_top && top.is_none_or(|t| t == ppid)
@@ -97,13 +99,14 @@ fn is_worker(was_top: bool, ppid: u32, top: Option<u32>, cmdline: &str) -> bool 
 impl Faults {
     pub(super) fn of(s: &Sources) -> Faults {
         let origin = s.window_ms.unwrap_or(0);
+        let pg = s.lifecycle.passenger;
         let secs = |ms: u64| round3((ms as f64 - origin as f64) / 1000.0);
         let mut claimed: Vec<u32> = Vec::new();
         let mut worker_deaths = Vec::new();
         for d in &s.lifecycle.departures {
             let alive = s.lifecycle.tops_alive.contains(&d.top);
             if !alive
-                || !is_worker(d.was_top, d.ppid, Some(d.top), &d.cmdline)
+                || !is_worker(pg, d.was_top, d.ppid, Some(d.top), &d.cmdline)
                 || s.deliberate.contains(&d.pid)
             {
                 continue;
@@ -135,7 +138,7 @@ impl Faults {
             });
         }
         let hung_workers = (s.lifecycle.stops.iter())
-            .filter(|h| is_worker(h.was_top, 0, None, &h.cmdline))
+            .filter(|h| is_worker(pg, h.was_top, 0, None, &h.cmdline))
             .map(|h| HungWorker {
                 pid: h.pid,
                 from_s: secs(h.from_ms),
@@ -244,7 +247,7 @@ fn replacement(seen: &Lifecycle, d: &Departure, claimed: &[u32]) -> Option<(u32,
             a.ppid == d.ppid
                 && a.first_seen_ms > d.last_seen_ms
                 && !claimed.contains(&a.pid)
-                && is_worker(false, a.ppid, None, &a.cmdline)
+                && is_worker(seen.passenger, false, a.ppid, None, &a.cmdline)
         })
         .map(|a| (a.pid, a.first_seen_ms))
 }
@@ -485,9 +488,23 @@ mod tests {
                 vec![],
                 vec![],
             ),
+            (
+                "nor, in passenger's tree, the tail its front runs",
+                vec![
+                    departure(7, 5, 5, "tail -f -n 0 passenger.log", 1800, 2000),
+                    departure(8, 7, 5, "Passenger RubyApp: /app", 1800, 2000),
+                ],
+                vec![5],
+                vec![],
+                vec![],
+                vec![(8, None, None, 1.0)],
+            ),
         ];
         for (case, departures, tops_alive, deliberate, exits, want) in rows {
             let lifecycle = Lifecycle {
+                passenger: departures
+                    .iter()
+                    .any(|d| d.cmdline.starts_with("Passenger")),
                 departures,
                 tops_alive,
                 ..Default::default()

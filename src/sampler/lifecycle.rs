@@ -87,6 +87,10 @@ pub struct Lifecycle {
     pub dropped: u64,
     /// The instant every `_ms` here counts from (the sampler's start).
     pub origin: Option<Instant>,
+    /// Whether the tree is Passenger's (a process titled `Passenger ...`
+    /// was seen): its workers are then told by their titles, not by
+    /// their place in the tree.
+    pub passenger: bool,
 }
 
 #[derive(Debug)]
@@ -211,6 +215,9 @@ impl LifecycleTracker {
         tops.sort_unstable();
         let mut seen = self.seen.clone();
         seen.tops_alive = tops;
+        let passenger = |c: &str| c.starts_with("Passenger");
+        seen.passenger = self.alive.values().any(|l| passenger(&l.cmdline))
+            || seen.departures.iter().any(|d| passenger(&d.cmdline));
         seen.departures.sort_by_key(|d| (d.missed_ms, d.pid));
         seen.arrivals.sort_by_key(|a| (a.first_seen_ms, a.pid));
         seen
