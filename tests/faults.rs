@@ -3,7 +3,8 @@
 //! counted window (the test finds it in the trial's process tree and
 //! sends SIGKILL itself; no `--restart`), is one entry of the record's
 //! `faults.worker_deaths` with that pid, signal 9 where the kernel's exit
-//! events can be read (root; null otherwise, never guessed) and the pid
+//! events can be read (root in the initial network namespace; null
+//! otherwise, never guessed) and the pid
 //! the master replaced it with, on puma (cluster), unicorn and Passenger;
 //! the terminal says it in words; `per_worker` counts the workers the
 //! server ran, naming the one that left. A worker stopped (SIGSTOP) for
@@ -22,9 +23,27 @@ fn installed(server: &str) -> bool {
     common::have(server, &format!("apt-get install {server}"))
 }
 
-fn root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+/// Whether the kernel hands rackbench exit events here (root, in the
+/// initial network namespace): a child killed with SIGKILL is seen so.
+/// Without them a death's cause must read as unknown.
+fn exit_events() -> bool {
+    use rackbench::sampler::{ExitCause, ExitWatch};
+    static SEEN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SEEN.get_or_init(|| {
+        let Some(watch) = ExitWatch::start() else {
+            return false;
+        };
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = child.kill();
+        let _ = child.wait();
+        std::thread::sleep(Duration::from_millis(300));
+        (watch.finish().iter()).any(|e| e.pid == pid && e.cause == ExitCause::Signal(9))
+    })
 }
 
 /// Every process below `root` with its command line.
@@ -70,9 +89,9 @@ fn descendants(root: u32) -> Vec<(u32, String)> {
 }
 
 /// `rackbench trial` with `args`, 2 workers, a 1 s warm-up and a 6 s
-/// window; once two workers titled `title` are in its tree, 3 s later
-/// (about 2 s into the window) `act` gets the first one's pid. The
-/// trial's output and that pid.
+/// window; once two workers titled `title` are in its tree and the load
+/// holds its connections, 3 s later (about 2 s into the window) `act`
+/// gets the first worker's pid. The trial's output and that pid.
 fn trial_with(name: &str, args: &[&str], title: &str, act: impl FnOnce(u32)) -> (Output, u32) {
     let work = common::work_dir(&format!("faults-{name}"));
     let child = common::rackbench_cmd()
@@ -117,12 +136,29 @@ fn trial_with(name: &str, args: &[&str], title: &str, act: impl FnOnce(u32)) -> 
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    std::thread::sleep(Duration::from_secs(3));
+    // The load has started when the trial holds its 8 connections; the
+    // sampler watches from before then, so a death from here on is seen.
+    while sockets(child.id()) < 8 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(3000));
     act(victim);
     let out = child.wait_with_output().unwrap();
     assert_nothing_left(name, &work);
     let _ = std::fs::remove_dir_all(&work);
     (out, victim)
+}
+
+/// How many sockets `pid` holds open.
+fn sockets(pid: u32) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    fds.flatten()
+        .filter(|f| {
+            std::fs::read_link(f.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+        })
+        .count()
 }
 
 fn kill(pid: u32, signal: i32) {
@@ -146,13 +182,13 @@ fn assert_nothing_left(name: &str, work: &Path) {
 
 /// The one death in `doc`, checked: the victim's pid, signal 9 as root
 /// (null, the cause unknown, otherwise), a replacement, the resets
-/// counted, within the load's time.
-fn assert_one_death(name: &str, doc: &Value, victim: u32) {
+/// counted, within the load's time; a replacement when `replaces`.
+fn assert_one_death(name: &str, doc: &Value, victim: u32, replaces: bool) {
     let deaths = doc["faults"]["worker_deaths"].as_array().unwrap();
     assert_eq!(deaths.len(), 1, "{name}: {}", doc["faults"]);
     let d = &deaths[0];
     assert_eq!(d["pid"], victim, "{name}: {d}");
-    if root() {
+    if exit_events() {
         assert_eq!(d["signal"], 9, "{name}: {d}");
     } else {
         assert!(d["signal"].is_null(), "{name}: guessed a cause: {d}");
@@ -160,19 +196,26 @@ fn assert_one_death(name: &str, doc: &Value, victim: u32) {
     assert!(d["exit_status"].is_null(), "{name}: {d}");
     let at = d["at_s"].as_f64().unwrap();
     assert!((-1.0..=6.5).contains(&at), "{name}: at {at} s: {d}");
-    let by = d["replaced_by"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{name}: not replaced: {d}"));
-    assert_ne!(by, u64::from(victim), "{name}");
-    assert!(d["replaced_after_ms"].is_u64(), "{name}: {d}");
+    // Passenger spawns an app process when its pool wants one, which a
+    // short load may not ask for; puma's and unicorn's masters always do.
+    match d["replaced_by"].as_u64() {
+        Some(by) => {
+            assert_ne!(by, u64::from(victim), "{name}");
+            assert!(d["replaced_after_ms"].is_u64(), "{name}: {d}");
+        }
+        None => assert!(!replaces, "{name}: not replaced: {d}"),
+    }
     assert!(d["connections_reset"].is_u64(), "{name}: {d}");
+    // Counted per pid that lived: a replaced worker once, and named.
     let w = &doc["server_metrics"]["samples"]["per_worker"];
     assert_eq!(w["workers"], 2, "{name}: a 2-worker server: {w}");
-    assert_eq!(
-        w["departed_pids"],
-        serde_json::json!([victim]),
-        "{name}: {w}"
-    );
+    if d["replaced_by"].is_u64() {
+        assert_eq!(
+            w["replaced_pids"],
+            serde_json::json!([victim]),
+            "{name}: {w}"
+        );
+    }
     assert!(doc["server_exit"].is_null(), "{name}: the master lived on");
     assert!(
         doc["faults"]["hung_workers"].as_array().unwrap().is_empty(),
@@ -185,10 +228,10 @@ fn assert_one_death(name: &str, doc: &Value, victim: u32) {
 /// clean run with `per_worker.workers` 3 for a 2-worker server.
 #[test]
 fn a_worker_killed_by_pid_mid_load_is_a_counted_death_on_every_preforking_server() {
-    for (server, title, extra) in [
-        ("puma", "cluster worker", &["--threads", "2"][..]),
-        ("unicorn", "worker[", &[][..]),
-        ("passenger", "Passenger RubyApp", &[][..]),
+    for (server, title, replaces, extra) in [
+        ("puma", "cluster worker", true, &["--threads", "2"][..]),
+        ("unicorn", "worker[", true, &[][..]),
+        ("passenger", "Passenger RubyApp", false, &[][..]),
     ] {
         if !installed(server) {
             continue;
@@ -198,7 +241,7 @@ fn a_worker_killed_by_pid_mid_load_is_a_counted_death_on_every_preforking_server
         let (out, victim) = trial_with(server, &args, title, |pid| kill(pid, libc::SIGKILL));
         let doc = common::stdout_json(&out, server);
         assert_valid("trial-v1", &doc, server);
-        assert_one_death(server, &doc, victim);
+        assert_one_death(server, &doc, victim, replaces);
         let warnings = doc["load"]["warnings"].to_string();
         assert!(
             !warnings.contains("too few workers"),
@@ -222,7 +265,7 @@ fn the_terminal_says_a_workers_death_in_words() {
         .lines()
         .find(|l| l.contains("FAULT:"))
         .unwrap_or_else(|| panic!("no FAULT line:\n{text}"));
-    let cause = if root() {
+    let cause = if exit_events() {
         "(signal 9)"
     } else {
         "(cause unknown)"

@@ -501,39 +501,50 @@ mod tests {
             ),
         ];
         for (case, departures, tops_alive, deliberate, exits, want) in rows {
-            let lifecycle = Lifecycle {
-                passenger: departures
-                    .iter()
-                    .any(|d| d.cmdline.starts_with("Passenger")),
-                departures,
-                tops_alive,
-                ..Default::default()
-            };
-            let now = Instant::now();
-            let exits: Vec<Exit> = exits
-                .into_iter()
-                .map(|(pid, cause)| Exit {
-                    pid,
-                    ppid: 10,
-                    at: now,
-                    cause,
-                })
-                .collect();
-            let s = Sources {
-                lifecycle: &lifecycle,
-                exits: &exits,
-                window_ms: Some(1000),
-                timeline: &[],
-                warmup_s: 1.0,
-                deliberate: &deliberate,
-            };
-            let got: Vec<Death> = Faults::of(&s)
-                .worker_deaths
-                .iter()
-                .map(|d| (d.pid, d.signal, d.exit_status, d.at_s))
-                .collect();
+            let got = deaths(departures, tops_alive, &deliberate, exits);
             assert_eq!(got, want, "{case}");
         }
+    }
+
+    /// The deaths `Faults::of` finds, as (pid, signal, exit status, at_s),
+    /// in a window opened 1000 ms into the sampling.
+    fn deaths(
+        departures: Vec<Departure>,
+        tops_alive: Vec<u32>,
+        deliberate: &[u32],
+        exits: Vec<(u32, ExitCause)>,
+    ) -> Vec<(u32, Option<i32>, Option<i32>, f64)> {
+        let lifecycle = Lifecycle {
+            passenger: departures
+                .iter()
+                .any(|d| d.cmdline.starts_with("Passenger")),
+            departures,
+            tops_alive,
+            ..Default::default()
+        };
+        let now = Instant::now();
+        let exits: Vec<Exit> = exits
+            .into_iter()
+            .map(|(pid, cause)| Exit {
+                pid,
+                ppid: 10,
+                at: now,
+                cause,
+            })
+            .collect();
+        let s = Sources {
+            lifecycle: &lifecycle,
+            exits: &exits,
+            window_ms: Some(1000),
+            timeline: &[],
+            warmup_s: 1.0,
+            deliberate,
+        };
+        Faults::of(&s)
+            .worker_deaths
+            .iter()
+            .map(|d| (d.pid, d.signal, d.exit_status, d.at_s))
+            .collect()
     }
 
     /// A worker stopped for two seconds is named, with how long; one still

@@ -200,10 +200,13 @@ fn descends_from(mut pid: u32, ancestor: u32) -> bool {
         if pid <= 1 {
             return false;
         }
-        let Some(p) = super::read_process(pid) else {
+        // The stat line only: never smaps_rollup, which walks the
+        // process's memory under its lock.
+        let stat = std::fs::read(format!("/proc/{pid}/stat")).ok();
+        let Some(st) = stat.and_then(super::parse_stat) else {
             return false;
         };
-        pid = p.ppid;
+        pid = st.ppid;
     }
     false
 }

@@ -400,7 +400,7 @@ impl State {
         let window_start_ms = self
             .marked_at
             .map(|t| t.saturating_duration_since(self.started).as_millis() as u64);
-        let departed = departed_workers(&lifecycle, window_start_ms.unwrap_or(0));
+        let replaced = replaced_workers(&lifecycle, window_start_ms.unwrap_or(0));
         SamplerReport {
             cpu_user_s: cpu.user as f64 / tck,
             cpu_sys_s: cpu.sys as f64 / tck,
@@ -416,7 +416,7 @@ impl State {
             window_start_ms,
             interval_ms: interval.as_millis() as u64,
             timeline: self.timeline.clone(),
-            per_worker: PerWorker::of(&per_process).map(|w| w.less(&per_process, &departed)),
+            per_worker: PerWorker::of(&per_process).map(|w| w.less(&per_process, &replaced)),
             soak: self.soak_step_ms.map(|step_ms| SoakSamples {
                 step_ms,
                 processes: self.processes.series(),
@@ -434,14 +434,25 @@ impl State {
 }
 
 /// The pids that left the tree from `since_ms` on while the top of their
-/// tree lived on: workers that died or were replaced, not a server that
-/// stopped.
-fn departed_workers(seen: &Lifecycle, since_ms: u64) -> Vec<u32> {
-    seen.departures
-        .iter()
-        .filter(|d| !d.was_top && d.missed_ms >= since_ms && seen.tops_alive.contains(&d.top))
-        .map(|d| d.pid)
-        .collect()
+/// tree lived on, and that a process which came in later under the same
+/// parent replaced (each newcomer replaces one): workers replaced, not a
+/// server that stopped, nor a worker nothing took the place of.
+fn replaced_workers(seen: &Lifecycle, since_ms: u64) -> Vec<u32> {
+    let mut taken: Vec<u32> = Vec::new();
+    let mut replaced = Vec::new();
+    for d in &seen.departures {
+        if d.was_top || d.missed_ms < since_ms || !seen.tops_alive.contains(&d.top) {
+            continue;
+        }
+        let newcomer = seen.arrivals.iter().find(|a| {
+            a.ppid == d.ppid && a.first_seen_ms > d.last_seen_ms && !taken.contains(&a.pid)
+        });
+        if let Some(a) = newcomer {
+            taken.push(a.pid);
+            replaced.push(d.pid);
+        }
+    }
+    replaced
 }
 
 /// Two neighbouring timeline rows as one: the later one's time and CPU,

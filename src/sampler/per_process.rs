@@ -112,20 +112,19 @@ pub struct MasterMemory {
 /// a per-worker figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerWorker {
-    /// Worker processes in the window, less those that left it while
-    /// their server went on (a worker killed and replaced counts once:
-    /// 2 for a 2-worker server, whatever died). Records made before issue
-    /// 36 counted every pid seen.
+    /// Worker processes in the window, less those another replaced (a
+    /// worker killed and replaced counts once: 2 for a 2-worker server).
+    /// Records made before issue 36 counted every pid seen.
     pub workers: u32,
-    /// Every worker pid seen in the window, those that left included
+    /// Every worker pid seen in the window, replaced ones included
     /// (absent in older records).
     #[serde(default)]
     pub workers_seen: u32,
     /// The workers that left the tree in the window while their server
-    /// went on (died, or were replaced): their memory is in the figures
-    /// above, their count is not in `workers`.
+    /// went on and that another took the place of: their memory is in
+    /// the figures below, their count is not in `workers`.
     #[serde(default)]
-    pub departed_pids: Vec<u32>,
+    pub replaced_pids: Vec<u32>,
     /// `worker`, or `single` for a server without workers.
     pub role: Role,
     #[serde(flatten)]
@@ -146,7 +145,7 @@ impl PerWorker {
         Some(PerWorker {
             workers: workers.len() as u32,
             workers_seen: workers.len() as u32,
-            departed_pids: Vec::new(),
+            replaced_pids: Vec::new(),
             role,
             memory: RoleMemory::of(&workers),
             master: (!masters.is_empty()).then(|| MasterMemory {
@@ -158,12 +157,12 @@ impl PerWorker {
 }
 
 impl PerWorker {
-    /// This summary with the workers of `procs` among `departed` (pids
-    /// that left while their server went on) named and counted apart.
-    pub fn less(mut self, procs: &[ProcessMemory], departed: &[u32]) -> PerWorker {
+    /// This summary with the workers of `procs` among `replaced` named
+    /// and counted once with their replacements.
+    pub fn less(mut self, procs: &[ProcessMemory], replaced: &[u32]) -> PerWorker {
         let mut gone: Vec<u32> = procs
             .iter()
-            .filter(|p| p.role == self.role && departed.contains(&p.pid))
+            .filter(|p| p.role == self.role && replaced.contains(&p.pid))
             .map(|p| p.pid)
             .collect();
         gone.sort_unstable();
@@ -171,7 +170,7 @@ impl PerWorker {
         // A lone process that left is the server itself: never less.
         if self.role == Role::Worker {
             self.workers = self.workers_seen.saturating_sub(gone.len() as u32).max(1);
-            self.departed_pids = gone;
+            self.replaced_pids = gone;
         }
         self
     }
@@ -519,12 +518,12 @@ mod tests {
         ];
         let s = PerWorker::of(&procs).unwrap().less(&procs, &[3, 1, 99]);
         assert_eq!(
-            (s.workers, s.workers_seen, s.departed_pids),
+            (s.workers, s.workers_seen, s.replaced_pids),
             (2, 3, vec![3])
         );
         let lone = [w(7, Role::Single)];
         let s = PerWorker::of(&lone).unwrap().less(&lone, &[7]);
-        assert_eq!((s.workers, s.departed_pids.len()), (1, 0));
+        assert_eq!((s.workers, s.replaced_pids.len()), (1, 0));
     }
 
     #[test]

@@ -430,3 +430,40 @@ fn the_timeline_of_a_day_long_soak_stays_within_its_cap() {
     assert_eq!(st.timeline.last().unwrap().t_ms, day_ms - 200);
     assert!(st.timeline.windows(2).all(|w| w[0].t_ms < w[1].t_ms));
 }
+
+/// Issue 36: a worker counts as replaced only when a newcomer took its
+/// place under the same parent, after it was last seen; each newcomer
+/// replaces one; a worker of a server that stopped, or one that left
+/// before the window, is not.
+#[test]
+fn a_worker_is_replaced_by_a_later_newcomer_under_its_parent() {
+    let gone = |pid, last, top| Departure {
+        pid,
+        ppid: 10,
+        top,
+        was_top: false,
+        cmdline: String::new(),
+        last_seen_ms: last,
+        missed_ms: last + 200,
+        first_seen_ms: 0,
+    };
+    let came = |pid, ppid, at| Arrival {
+        pid,
+        ppid,
+        cmdline: String::new(),
+        first_seen_ms: at,
+    };
+    let seen = Lifecycle {
+        departures: vec![
+            gone(11, 2000, 10),
+            gone(12, 2000, 10),
+            gone(13, 400, 10),
+            gone(14, 3000, 99),
+        ],
+        arrivals: vec![came(20, 99, 2400), came(21, 10, 1000), came(22, 10, 2400)],
+        tops_alive: vec![10],
+        ..Lifecycle::default()
+    };
+    assert_eq!(replaced_workers(&seen, 1000), vec![11]);
+    assert_eq!(replaced_workers(&seen, 0), vec![11, 13]);
+}
