@@ -376,6 +376,21 @@ mod tests {
         assert!(old.disturbance.is_none());
     }
 
+    /// A record's faults read back; records made before issue 36 read as
+    /// none.
+    #[test]
+    fn a_records_faults_read_back_and_an_older_record_has_none() {
+        let text = include_str!("../../tests/contracts/trial-v1-fault.json");
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let with: TrialRecord = serde_json::from_value(doc.clone()).unwrap();
+        let d = &with.faults.worker_deaths;
+        assert_eq!((d.len(), d[0].signal), (1, Some(9)));
+        assert!(d[0].replaced_by.is_some());
+        doc.as_object_mut().unwrap().remove("faults");
+        let old: TrialRecord = serde_json::from_value(doc).unwrap();
+        assert!(!old.faults.any());
+    }
+
     /// Readers accept records made before memory per process existed.
     #[test]
     fn a_record_without_memory_per_process_reads_with_none() {
