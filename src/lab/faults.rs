@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 pub struct Faults {
     /// Workers that died while their server went on.
     pub worker_deaths: Vec<WorkerDeath>,
-    /// Workers seen stopped (SIGSTOP): they held their connections and
-    /// answered nothing until continued.
+    /// Workers seen stopped (SIGSTOP, or a debugger): they answered
+    /// nothing until continued.
     pub hung_workers: Vec<HungWorker>,
 }
 
@@ -181,7 +181,7 @@ impl Faults {
         });
         let hung = self.hung_workers.iter().map(|h| {
             format!(
-                "worker {} stopped answering at {:.1} s ({}): stopped (SIGSTOP), holding its connections",
+                "worker {} was stopped (SIGSTOP, or a debugger) at {:.1} s {}: it answered nothing meanwhile",
                 h.pid,
                 h.from_s,
                 h.for_s.map_or("until the end of the load".into(), |s| format!(
@@ -202,6 +202,7 @@ impl Faults {
             let mut causes: Vec<String> = (self.worker_deaths.iter())
                 .map(|d| cause_words(d.signal, d.exit_status))
                 .collect();
+            causes.sort();
             causes.dedup();
             parts.push(format!(
                 "{n} worker{} died ({})",
@@ -575,8 +576,8 @@ mod tests {
         assert_eq!(
             f.sentences(),
             vec![
-                "worker 12 stopped answering at 2.2 s (for 2.0 s): stopped (SIGSTOP), holding its connections",
-                "worker 13 stopped answering at 2.2 s (until the end of the load): stopped (SIGSTOP), holding its connections",
+                "worker 12 was stopped (SIGSTOP, or a debugger) at 2.2 s for 2.0 s: it answered nothing meanwhile",
+                "worker 13 was stopped (SIGSTOP, or a debugger) at 2.2 s until the end of the load: it answered nothing meanwhile",
             ]
         );
         assert_eq!(f.note().as_deref(), Some("fault: 2 workers hung"));
