@@ -467,3 +467,50 @@ fn a_worker_is_replaced_by_a_later_newcomer_under_its_parent() {
     assert_eq!(replaced_workers(&seen, 1000), vec![11]);
     assert_eq!(replaced_workers(&seen, 0), vec![11, 13]);
 }
+
+/// Issue 36, against real processes: a child stopped with SIGSTOP is seen
+/// stopped until it is continued; one killed is a departure while its
+/// parent lives on, with its command line; neither was an arrival.
+#[test]
+fn a_stopped_then_killed_child_is_a_stop_and_a_departure() {
+    let g = Group::spawn("sleep 30 & sleep 31 & wait");
+    let root = g.pid();
+    assert!(
+        wait_for(5, || tree_pids(root).len() == 3),
+        "sh and two sleeps"
+    );
+    let kids = direct_children(root);
+    let (stopped, killed) = (kids[0], kids[1]);
+    let s = Sampler::start(root, MIN_INTERVAL);
+    s.mark();
+    std::thread::sleep(Duration::from_millis(250));
+    let signal = |pid: u32, sig| {
+        // SAFETY: a signal to a child of our own test group.
+        unsafe { libc::kill(pid as i32, sig) };
+    };
+    signal(stopped, libc::SIGSTOP);
+    // Eight sample intervals: a busy machine may delay one or two.
+    std::thread::sleep(Duration::from_millis(800));
+    signal(stopped, libc::SIGCONT);
+    signal(killed, libc::SIGKILL);
+    std::thread::sleep(Duration::from_millis(450));
+    let seen = s.stop().lifecycle;
+    let stops: Vec<(u32, bool)> = seen
+        .stops
+        .iter()
+        .map(|s| (s.pid, s.until_ms.is_some()))
+        .collect();
+    assert_eq!(stops, vec![(stopped, true)], "{seen:?}");
+    let gone: Vec<(u32, u32, bool)> = seen
+        .departures
+        .iter()
+        .map(|d| (d.pid, d.ppid, d.was_top))
+        .collect();
+    assert_eq!(gone, vec![(killed, root, false)], "{seen:?}");
+    assert!(
+        seen.departures[0].cmdline.starts_with("sleep 3"),
+        "{seen:?}"
+    );
+    assert!(seen.arrivals.is_empty(), "{seen:?}");
+    assert_eq!(seen.tops_alive, vec![root]);
+}
