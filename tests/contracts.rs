@@ -16,7 +16,10 @@
 //! --server puma --app blog --database postgres --no-pin -c 4 -d 2s
 //! --warmup 1s --telemetry -H "X-Rackbench-Endpoint: index" --json`, with
 //! its `database`, its endpoint and the
-//! telemetry's SQL and pool-wait times; report-v1-blog.json:
+//! telemetry's SQL and pool-wait times; trial-v1-fault.json from
+//! `rackbench trial --server puma --workers 2 --threads 2 -c 4 -d 6s
+//! --warmup 1s --json` with one worker killed (`kill -9` by pid) about 2 s
+//! into the window, as root: its `faults.worker_deaths`; report-v1-blog.json:
 //! `rackbench report` of plans/blog-threads.toml's
 //! committed run (bench/runs/2026-11-26-blog-threads) with only the
 //! threads=10 group's two trials kept, the others missing: a mix's
@@ -72,6 +75,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
             "trial-v1-restart.json",
             "trial-v1-soak.json",
             "trial-v1-blog.json",
+            "trial-v1-fault.json",
         ],
     ),
     (
@@ -184,6 +188,20 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/restart/verdict",
             Remove,
             "missing properties 'verdict'",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-fault.json",
+            "/faults/worker_deaths/0/connections_reset",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "trial-v1",
+            "trial-v1-fault.json",
+            "/faults/worker_deaths/0/replaced_by",
+            Remove,
+            "missing properties 'replaced_by'",
         ),
         (
             "trial-v1",

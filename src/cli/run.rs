@@ -689,6 +689,9 @@ fn print_progress(p: &Progress) {
                     if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
                         eprintln!("        {n}");
                     }
+                    for f in rec.faults.sentences() {
+                        eprintln!("        FAULT: {f}");
+                    }
                     if let Some(soak) = &rec.soak {
                         for w in &soak.workers {
                             eprintln!("        soak: {}", w.verdict);

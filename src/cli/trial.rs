@@ -592,6 +592,9 @@ pub fn render_trial(r: &TrialRecord) -> String {
             x.pids_before, x.pids_after
         );
     }
+    for f in r.faults.sentences() {
+        let _ = writeln!(s, "  FAULT:       {f}");
+    }
     if let Some(e) = &r.server_exit {
         let _ = writeln!(s, "  SERVER DIED: {e}");
     }

@@ -4,6 +4,7 @@
 pub mod apps;
 pub mod environment;
 pub mod failure;
+pub mod faults;
 pub mod front;
 mod instances;
 mod prepare;

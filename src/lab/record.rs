@@ -212,6 +212,11 @@ pub struct TrialRecord {
     /// one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database: Option<crate::database::DatabaseRecord>,
+    /// Faults of the server the trial counted: workers that died while
+    /// it went on, workers seen stopped (`lab::faults`). Empty lists when
+    /// none; absent in records made before issue 36.
+    #[serde(default)]
+    pub faults: super::faults::Faults,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a
@@ -388,6 +393,21 @@ mod tests {
         doc.as_object_mut().unwrap().remove("disturbance");
         let old: TrialRecord = serde_json::from_value(doc).unwrap();
         assert!(old.disturbance.is_none());
+    }
+
+    /// A record's faults read back; records made before issue 36 read as
+    /// none.
+    #[test]
+    fn a_records_faults_read_back_and_an_older_record_has_none() {
+        let text = include_str!("../../tests/contracts/trial-v1-fault.json");
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let with: TrialRecord = serde_json::from_value(doc.clone()).unwrap();
+        let d = &with.faults.worker_deaths;
+        assert_eq!((d.len(), d[0].signal), (1, Some(9)));
+        assert!(d[0].replaced_by.is_some());
+        doc.as_object_mut().unwrap().remove("faults");
+        let old: TrialRecord = serde_json::from_value(doc).unwrap();
+        assert!(!old.faults.any());
     }
 
     /// Readers accept records made before memory per process existed.

@@ -112,6 +112,7 @@ struct Watched {
     telemetry: Option<Telemetry>,
     restart: Option<super::record::RestartRecord>,
     database: Option<crate::database::DatabaseRecord>,
+    faults: super::faults::Faults,
 }
 
 /// Runs the load while the watchers sample the server (and nginx), mark
@@ -201,6 +202,8 @@ fn load_while_watching(
             seconds: &kept,
         })
     });
+    let faults = faults(&seen, &report, restart.as_ref());
+    faults.explain_unanswered(&mut report.warnings, report.connections.never_answered);
     Ok(Watched {
         report,
         seen,
@@ -209,6 +212,25 @@ fn load_while_watching(
         telemetry,
         restart,
         database,
+        faults,
+    })
+}
+
+/// The faults the watchers saw (`lab::faults`): the workers a restart
+/// replaced are the restart's.
+fn faults(
+    seen: &Seen,
+    report: &LoadReport,
+    restart: Option<&super::record::RestartRecord>,
+) -> super::faults::Faults {
+    let samples = &seen.samples;
+    super::faults::Faults::of(&super::faults::Sources {
+        lifecycle: &samples.lifecycle,
+        exits: &seen.exits,
+        window_ms: samples.window_start_ms,
+        timeline: &report.timeline,
+        warmup_s: report.config.warmup_s,
+        deliberate: restart.map_or(&[], |r| &r.pids_before),
     })
 }
 
@@ -300,6 +322,7 @@ fn record(
         telemetry,
         restart,
         database,
+        faults,
     } = watched;
     let disturbance = seen.disturbance.take();
     let budget = match (&prep.group, &spec.budget) {
@@ -358,6 +381,7 @@ fn record(
         restart,
         soak,
         database,
+        faults,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

@@ -12,7 +12,7 @@ use super::spec::TrialSpec;
 use super::start::Servers;
 use crate::load::window::Window;
 use crate::load::{self, Endpoint};
-use crate::sampler::{Disturbance, DisturbanceWatch, Sampler, SamplerReport};
+use crate::sampler::{Disturbance, DisturbanceWatch, Exit, ExitWatch, Sampler, SamplerReport};
 use crate::server::spec::ServerSpec;
 use crate::server::supervisor;
 use crate::telemetry::{AcceptQueue, AcceptQueueRecorder};
@@ -177,6 +177,9 @@ pub(super) struct Watchers {
     disturbance: Arc<OnceLock<DisturbanceWatch>>,
     /// The main processes the watcher follows (see [`Watchers::masters`]).
     masters: Arc<Mutex<Vec<u32>>>,
+    /// The kernel's exit events, for why a worker died (None where the
+    /// kernel gives none: not root).
+    exits: Option<ExitWatch>,
 }
 
 /// What the watchers saw, once the load is over.
@@ -191,6 +194,8 @@ pub(super) struct Seen {
     pub(super) server_died: bool,
     /// The counted window's start, when the load opened it.
     pub(super) window_start: Option<Instant>,
+    /// The exits of rackbench's descendants the kernel reported.
+    pub(super) exits: Vec<Exit>,
 }
 
 impl Watchers {
@@ -203,6 +208,8 @@ impl Watchers {
         load_cpus: &[usize],
         load_interrupt: Arc<AtomicBool>,
     ) -> Watchers {
+        // Listening before the first sample, so no worker's exit is missed.
+        let exits = ExitWatch::start();
         let sampler = Arc::new(Sampler::start_soak(
             servers.server_scope(),
             spec.sample_interval,
@@ -248,6 +255,7 @@ impl Watchers {
             window,
             disturbance,
             masters,
+            exits,
         }
     }
 
@@ -291,6 +299,7 @@ impl Watchers {
             disturbance,
             server_died,
             window_start,
+            exits: self.exits.map(ExitWatch::finish).unwrap_or_default(),
         }
     }
 }

@@ -91,6 +91,9 @@ fn trial_timeline(s: &mut String, t: &TrialRow) -> bool {
     if let Some(n) = super::budget::trial_kill_note(t) {
         let _ = write!(s, "<p class=\"bad-text\">{}</p>", esc(&n));
     }
+    for f in r.faults.sentences() {
+        let _ = write!(s, "<p class=\"bad-text\">fault: {}</p>", esc(&f));
+    }
     if let Some((n, zero)) = super::restart::note(r) {
         let class = if zero { "note" } else { "bad-text" };
         let _ = write!(s, "<p class=\"{class}\">{}</p>", esc(&n));

@@ -137,6 +137,8 @@ pub(super) mod tests {
             slow: None,
             endpoints: Vec::new(),
             database: None,
+            fault_runs: 0,
+            fault_notes: Vec::new(),
         }
     }
 

@@ -125,6 +125,10 @@ pub struct Group {
     /// The database behind its app over its runs (`store::database`);
     /// None when none ran with one.
     pub database: Option<crate::store::database::GroupDatabase>,
+    /// Its runs with a fault of the server (`lab::faults`: a worker
+    /// died, a worker hung), and each such run's note once.
+    pub fault_runs: usize,
+    pub fault_notes: Vec<String>,
 }
 
 impl Group {
@@ -168,6 +172,7 @@ impl Group {
                 .map(|m| crate::store::runtime::note(m)),
         );
         all.extend(self.budget.as_ref().and_then(|b| b.kill_note()));
+        all.extend(self.fault_note());
         all.join("; ")
     }
     /// "2 of 5 runs disturbed (steal up to 12%)" when the machine
@@ -191,10 +196,29 @@ impl Group {
     /// Whether the row is a result: a run succeeded, with at most 1%
     /// errors and some OK response (`Caveats::not_a_result`). Only rows
     /// that are not are painted red; "≥" and "†" are quiet marks. A
-    /// group where a worker was killed for memory is not a result either.
+    /// group where a worker was killed for memory is not a result either,
+    /// nor one whose server had a fault (a worker died or hung).
     pub fn is_result(&self) -> bool {
         self.good().is_some_and(|s| !s.caveats.not_a_result())
             && self.budget.as_ref().is_none_or(|b| b.oom_kills == 0)
+            && self.fault_runs == 0
+    }
+
+    /// "fault in 1 of 3 runs: 1 worker died (signal 9)" when a run's
+    /// server had a fault (`lab::faults`); None without one.
+    pub fn fault_note(&self) -> Option<String> {
+        (self.fault_runs > 0).then(|| {
+            let runs = self.ok + self.failed + self.interrupted;
+            let what: Vec<&str> = (self.fault_notes.iter())
+                .map(|n| n.trim_start_matches("fault: "))
+                .collect();
+            format!(
+                "fault in {} of {runs} run{}: {}",
+                self.fault_runs,
+                if runs == 1 { "" } else { "s" },
+                what.join("; ")
+            )
+        })
     }
 
     /// The good summary, if any run succeeded.
@@ -412,6 +436,8 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
                 slow: None,
                 endpoints: Vec::new(),
                 database: None,
+                fault_runs: 0,
+                fault_notes: Vec::new(),
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -431,6 +457,12 @@ fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -
             .collect();
         g.runtimes = crate::store::runtime::ran_on(records.iter().copied());
         g.mismatches = crate::store::runtime::mismatches(records.iter().copied());
+        for n in records.iter().filter_map(|r| r.faults.note()) {
+            g.fault_runs += 1;
+            if !g.fault_notes.contains(&n) {
+                g.fault_notes.push(n);
+            }
+        }
         let figs: Vec<TrialFigures> = records.iter().map(|r| TrialFigures::of(r)).collect();
         let runs: Vec<(crate::store::budget::TrialBudget, f64)> = figs
             .iter()
@@ -602,6 +634,11 @@ impl Report {
                     v["budget"] = serde_json::json!(b);
                     v["notes"] = serde_json::json!(g.all_notes());
                 }
+                // Only with a fault, likewise.
+                if g.fault_runs > 0 {
+                    v["fault_runs"] = serde_json::json!(g.fault_runs);
+                    v["notes"] = serde_json::json!(g.all_notes());
+                }
                 // Only with slow clients, likewise.
                 if let Some(w) = &g.slow {
                     v["slow_clients"] = serde_json::json!(w);
@@ -701,6 +738,7 @@ fn trial_json(t: &TrialRow) -> serde_json::Value {
             let mut v = Caveats::of(&r.load).notes();
             v.extend(crate::store::runtime::notes([r]));
             v.extend(TrialFigures::of(r).budget.and_then(|b| b.kill_note()));
+            v.extend(r.faults.note());
             v
         }),
         "runtime": r.and_then(RanOn::of).map(|o| o.label()),
@@ -720,6 +758,11 @@ fn trial_json(t: &TrialRow) -> serde_json::Value {
     if let Some(d) = figures.as_ref().and_then(|f| f.database.as_ref()) {
         v["database"] = serde_json::json!(d);
     }
+    // Only with a fault: each in a sentence, and the record's lists.
+    if let Some(f) = r.map(|r| &r.faults).filter(|f| f.any()) {
+        v["faults"] = serde_json::json!(f);
+        v["fault_sentences"] = serde_json::json!(f.sentences());
+    }
     v
 }
 
@@ -736,6 +779,52 @@ mod tests {
             "shape": { "connections": 10 }, "repeat": 1
         }))
         .unwrap()
+    }
+
+    /// Issue 36: a run whose worker died is marked in every report: its
+    /// group's notes (the terminal's, Markdown's and CSV's), painted as no
+    /// result (HTML), its trial's notes (trials.csv) and its `faults` in
+    /// report.json. It once read as a clean run.
+    #[test]
+    fn a_run_with_a_worker_death_is_a_fault_in_every_report() {
+        use crate::store::summary::summarize_trials;
+        let v = crate::store::figures::tests::stored(|v| {
+            v["trial"]["faults"]["worker_deaths"] = serde_json::json!([{
+                "pid": 4242, "signal": 9, "exit_status": null, "at_s": 2.1,
+                "replaced_by": 4250, "replaced_after_ms": 800,
+                "connections_reset": 5, "cmdline": "puma: cluster worker 0: 4240"
+            }]);
+        });
+        let t: StoredTrial = serde_json::from_value(v).unwrap();
+        let summaries: BTreeMap<String, GroupSummary> = summarize_trials(std::slice::from_ref(&t))
+            .into_iter()
+            .map(|s| (s.group.clone(), s))
+            .collect();
+        let trials = trial_rows(None, BTreeMap::from([(t.id.clone(), t)]), &BTreeMap::new());
+        let groups = group_rows(&trials, &summaries);
+        let g = &groups[0];
+        assert_eq!(g.fault_runs, 1);
+        assert!(
+            g.all_notes()
+                .contains("fault in 1 of 1 run: 1 worker died (signal 9)"),
+            "{}",
+            g.all_notes()
+        );
+        assert!(!g.is_result(), "a fault is no clean result");
+        let j = trial_json(&trials[0]);
+        assert_eq!(j["faults"]["worker_deaths"][0]["pid"], 4242, "{j}");
+        assert!(
+            j["notes"]
+                .to_string()
+                .contains("fault: 1 worker died (signal 9)"),
+            "{j}"
+        );
+        let sentence = j["fault_sentences"][0].as_str().unwrap();
+        assert!(sentence.starts_with("worker 4242 died at 2.1 s (signal 9); the master replaced it in 800 ms (pid 4250); 5 connections reset"), "{sentence}");
+        let record = trials[0].record.as_ref().unwrap();
+        assert!(runtime::record_notes(record)
+            .iter()
+            .any(|n| n.contains("worker died")));
     }
 
     /// Issue 25: names and load levels sort as people read them.

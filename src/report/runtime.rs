@@ -43,11 +43,13 @@ pub(super) fn trial_label(t: &TrialRow) -> Option<String> {
 }
 
 /// A record's notes: its load's caveats, then its runtime's mismatches
-/// (`store::runtime::notes`), then its kill for memory (`report::budget`).
+/// (`store::runtime::notes`), then its kill for memory (`report::budget`),
+/// then its server's faults (`lab::faults`).
 pub(super) fn record_notes(r: &TrialRecord) -> Vec<String> {
     let mut v = crate::load::caveats::Caveats::of(&r.load).notes();
     v.extend(notes([r]));
     v.extend(super::budget::of_record(r).and_then(|b| b.kill_note()));
+    v.extend(r.faults.note());
     v
 }
 

@@ -272,6 +272,8 @@ mod tests {
             slow: None,
             endpoints: Vec::new(),
             database: None,
+            fault_runs: 0,
+            fault_notes: Vec::new(),
         }
     }
 

@@ -23,6 +23,12 @@
 //! in the server (master, worker, lone process): `per_process` and the
 //! `per_worker` summary (the `per_process` module).
 //!
+//! From sample to sample it also notes which processes left the tree,
+//! came in or were stopped (`lifecycle`): the lab makes a worker's death,
+//! its replacement and a hung worker of them. Why a process ended is gone
+//! from /proc with it; [`ExitWatch`] (`exits`) reads the kernel's exit
+//! events for that, where the kernel allows it.
+//!
 //! The tree is found by following the ppid links in every `/proc/*/stat`
 //! ([`tree_pids`]), which needs nothing from the kernel beyond /proc itself
 //! (`/proc/PID/task/*/children` needs CONFIG_PROC_CHILDREN). The supervisor
@@ -30,7 +36,8 @@
 //!
 //! # What it never does
 //!
-//! It only reads files under /proc. It never sends a signal, never spawns,
+//! It only reads files under /proc (and, in [`ExitWatch`], the kernel's
+//! exit events from a netlink socket). It never sends a signal, never spawns,
 //! waits for or reaps a process, and never writes anywhere: a process that
 //! vanishes mid-read is skipped, not chased.
 //!
@@ -49,6 +56,8 @@
 
 mod cpu;
 mod disturbance;
+mod exits;
+mod lifecycle;
 mod machine;
 mod per_process;
 mod procfs;
@@ -58,6 +67,8 @@ mod sockets;
 pub use disturbance::{
     assess, Disturbance, DisturbanceWatch, ForeignProcess, FOREIGN_THRESHOLD, STEAL_THRESHOLD,
 };
+pub use exits::{Exit, ExitCause, ExitWatch, EXITS_CAP};
+pub use lifecycle::{Arrival, Departure, Lifecycle, Stop, EVENTS_CAP};
 pub use machine::{parse_proc_stat, CpuTimes, MachineCpu};
 pub use per_process::{
     MasterMemory, PerWorker, ProcessMemory, ProcessSeries, Role, RoleMemory, PER_PROCESS_CAP,
@@ -72,6 +83,7 @@ pub use sockets::{
 };
 
 use cpu::{CpuTracker, Ticks};
+use lifecycle::LifecycleTracker;
 use per_process::{ProcessTracker, Seen};
 use procfs::{read_memory, MemoryTally, ProcTable};
 use serde::{Deserialize, Serialize};
@@ -149,6 +161,11 @@ pub struct SamplerReport {
     /// fitted).
     #[serde(skip)]
     pub soak: Option<SoakSamples>,
+    /// The processes that left the tree, came in or were stopped, from
+    /// the first sample on (never written: the lab makes the record's
+    /// `faults` of them).
+    #[serde(skip)]
+    pub lifecycle: Lifecycle,
 }
 
 /// What a soak sampled: every process's series over the window and
@@ -224,6 +241,8 @@ struct State {
     window: Stats,
     /// Per process, over the window once marked (everything before).
     processes: ProcessTracker,
+    /// Processes come and gone, from the first sample (never cleared).
+    lifecycle: LifecycleTracker,
     timeline: Vec<SampleRow>,
     /// How long a timeline row covers (doubles past [`TIMELINE_CAP`]).
     row_ms: u64,
@@ -246,6 +265,7 @@ impl State {
             all: Stats::default(),
             window: Stats::default(),
             processes: ProcessTracker::soaking(soak_step_ms),
+            lifecycle: LifecycleTracker::default(),
             timeline: Vec::new(),
             row_ms: 1000,
             own: None,
@@ -256,6 +276,8 @@ impl State {
 
     fn sample(&mut self) {
         let table = ProcTable::scan();
+        // The moment of the stat pass, before the slower memory reads.
+        let scanned_ms = self.started.elapsed().as_millis() as u64;
         let trees = self.scope.trees_in(&table);
         let pids: Vec<u32> = trees.concat();
         // Memory is read after the whole stat pass: a process reaped while
@@ -297,6 +319,10 @@ impl State {
             }
         }
         self.cpu.observe(&table, &pids, &gone);
+        let buf = &mut self.buf;
+        (self.lifecycle).observe(scanned_ms, &table, &trees, |pid| {
+            per_process::read_cmdline(pid, buf).unwrap_or_default()
+        });
         self.sample_self(at_ms);
         if tree.processes == 0 {
             return;
@@ -369,6 +395,12 @@ impl State {
         let tck = clock_ticks();
         let mem = stats.pss_uss();
         let (per_process, per_process_dropped) = self.processes.report();
+        let mut lifecycle = self.lifecycle.report();
+        lifecycle.origin = Some(self.started);
+        let window_start_ms = self
+            .marked_at
+            .map(|t| t.saturating_duration_since(self.started).as_millis() as u64);
+        let replaced = replaced_workers(&lifecycle, window_start_ms.unwrap_or(0));
         SamplerReport {
             cpu_user_s: cpu.user as f64 / tck,
             cpu_sys_s: cpu.sys as f64 / tck,
@@ -381,12 +413,10 @@ impl State {
             processes_peak: stats.procs_peak,
             processes_mean: stats.procs_sum as f64 / stats.memory.samples.max(1) as f64,
             samples: stats.memory.samples,
-            window_start_ms: self
-                .marked_at
-                .map(|t| t.saturating_duration_since(self.started).as_millis() as u64),
+            window_start_ms,
             interval_ms: interval.as_millis() as u64,
             timeline: self.timeline.clone(),
-            per_worker: PerWorker::of(&per_process),
+            per_worker: PerWorker::of(&per_process).map(|w| w.less(&per_process, &replaced)),
             soak: self.soak_step_ms.map(|step_ms| SoakSamples {
                 step_ms,
                 processes: self.processes.series(),
@@ -398,8 +428,31 @@ impl State {
             }),
             per_process,
             per_process_dropped,
+            lifecycle,
         }
     }
+}
+
+/// The pids that left the tree from `since_ms` on while the top of their
+/// tree lived on, and that a process which came in later under the same
+/// parent replaced (each newcomer replaces one): workers replaced, not a
+/// server that stopped, nor a worker nothing took the place of.
+fn replaced_workers(seen: &Lifecycle, since_ms: u64) -> Vec<u32> {
+    let mut taken: Vec<u32> = Vec::new();
+    let mut replaced = Vec::new();
+    for d in &seen.departures {
+        if d.was_top || d.missed_ms < since_ms || !seen.tops_alive.contains(&d.top) {
+            continue;
+        }
+        let newcomer = seen.arrivals.iter().find(|a| {
+            a.ppid == d.ppid && a.first_seen_ms > d.last_seen_ms && !taken.contains(&a.pid)
+        });
+        if let Some(a) = newcomer {
+            taken.push(a.pid);
+            replaced.push(d.pid);
+        }
+    }
+    replaced
 }
 
 /// Two neighbouring timeline rows as one: the later one's time and CPU,

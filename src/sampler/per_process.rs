@@ -112,8 +112,19 @@ pub struct MasterMemory {
 /// a per-worker figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerWorker {
-    /// Worker processes seen in the window (replaced ones included).
+    /// Worker processes in the window, less those another replaced (a
+    /// worker killed and replaced counts once: 2 for a 2-worker server).
+    /// Records made before issue 36 counted every pid seen.
     pub workers: u32,
+    /// Every worker pid seen in the window, replaced ones included
+    /// (absent in older records).
+    #[serde(default)]
+    pub workers_seen: u32,
+    /// The workers that left the tree in the window while their server
+    /// went on and that another took the place of: their memory is in
+    /// the figures below, their count is not in `workers`.
+    #[serde(default)]
+    pub replaced_pids: Vec<u32>,
     /// `worker`, or `single` for a server without workers.
     pub role: Role,
     #[serde(flatten)]
@@ -133,6 +144,8 @@ impl PerWorker {
         let masters: Vec<&ProcessMemory> = of_role(Role::Master).collect();
         Some(PerWorker {
             workers: workers.len() as u32,
+            workers_seen: workers.len() as u32,
+            replaced_pids: Vec::new(),
             role,
             memory: RoleMemory::of(&workers),
             master: (!masters.is_empty()).then(|| MasterMemory {
@@ -140,6 +153,26 @@ impl PerWorker {
                 memory: RoleMemory::of(&masters),
             }),
         })
+    }
+}
+
+impl PerWorker {
+    /// This summary with the workers of `procs` among `replaced` named
+    /// and counted once with their replacements.
+    pub fn less(mut self, procs: &[ProcessMemory], replaced: &[u32]) -> PerWorker {
+        let mut gone: Vec<u32> = procs
+            .iter()
+            .filter(|p| p.role == self.role && replaced.contains(&p.pid))
+            .map(|p| p.pid)
+            .collect();
+        gone.sort_unstable();
+        gone.dedup();
+        // A lone process that left is the server itself: never less.
+        if self.role == Role::Worker {
+            self.workers = self.workers_seen.saturating_sub(gone.len() as u32).max(1);
+            self.replaced_pids = gone;
+        }
+        self
     }
 }
 
@@ -373,7 +406,7 @@ impl Tracked {
 
 /// `/proc/PID/cmdline`, NULs as spaces, trimmed, at most [`CMDLINE_BYTES`]
 /// (cut at a character boundary); None if unreadable.
-fn read_cmdline(pid: u32, buf: &mut Vec<u8>) -> Option<String> {
+pub(super) fn read_cmdline(pid: u32, buf: &mut Vec<u8>) -> Option<String> {
     use std::io::Read;
     buf.clear();
     std::fs::File::open(format!("/proc/{pid}/cmdline"))
@@ -466,6 +499,31 @@ mod tests {
             });
             assert_eq!(got, want, "{case}");
         }
+    }
+
+    /// Regression (issue 36): a 2-worker server with one worker killed
+    /// and replaced said `workers: 3`. The pid that left is named and the
+    /// count is of the workers the server ran; a lone process never drops.
+    #[test]
+    fn a_replaced_worker_is_named_and_not_counted_twice() {
+        let w = |pid, role| ProcessMemory {
+            pid,
+            ..proc(role, 100, Some(40))
+        };
+        let procs = [
+            w(1, Role::Master),
+            w(2, Role::Worker),
+            w(3, Role::Worker),
+            w(4, Role::Worker),
+        ];
+        let s = PerWorker::of(&procs).unwrap().less(&procs, &[3, 1, 99]);
+        assert_eq!(
+            (s.workers, s.workers_seen, s.replaced_pids),
+            (2, 3, vec![3])
+        );
+        let lone = [w(7, Role::Single)];
+        let s = PerWorker::of(&lone).unwrap().less(&lone, &[7]);
+        assert_eq!((s.workers, s.replaced_pids.len()), (1, 0));
     }
 
     #[test]

@@ -430,3 +430,87 @@ fn the_timeline_of_a_day_long_soak_stays_within_its_cap() {
     assert_eq!(st.timeline.last().unwrap().t_ms, day_ms - 200);
     assert!(st.timeline.windows(2).all(|w| w[0].t_ms < w[1].t_ms));
 }
+
+/// Issue 36: a worker counts as replaced only when a newcomer took its
+/// place under the same parent, after it was last seen; each newcomer
+/// replaces one; a worker of a server that stopped, or one that left
+/// before the window, is not.
+#[test]
+fn a_worker_is_replaced_by_a_later_newcomer_under_its_parent() {
+    let gone = |pid, last, top| Departure {
+        pid,
+        ppid: 10,
+        top,
+        was_top: false,
+        cmdline: String::new(),
+        last_seen_ms: last,
+        missed_ms: last + 200,
+        first_seen_ms: 0,
+    };
+    let came = |pid, ppid, at| Arrival {
+        pid,
+        ppid,
+        cmdline: String::new(),
+        first_seen_ms: at,
+    };
+    let seen = Lifecycle {
+        departures: vec![
+            gone(11, 2000, 10),
+            gone(12, 2000, 10),
+            gone(13, 400, 10),
+            gone(14, 3000, 99),
+        ],
+        arrivals: vec![came(20, 99, 2400), came(21, 10, 1000), came(22, 10, 2400)],
+        tops_alive: vec![10],
+        ..Lifecycle::default()
+    };
+    assert_eq!(replaced_workers(&seen, 1000), vec![11]);
+    assert_eq!(replaced_workers(&seen, 0), vec![11, 13]);
+}
+
+/// Issue 36, against real processes: a child stopped with SIGSTOP is seen
+/// stopped until it is continued; one killed is a departure while its
+/// parent lives on, with its command line; neither was an arrival.
+#[test]
+fn a_stopped_then_killed_child_is_a_stop_and_a_departure() {
+    let g = Group::spawn("sleep 30 & sleep 31 & wait");
+    let root = g.pid();
+    assert!(
+        wait_for(5, || tree_pids(root).len() == 3),
+        "sh and two sleeps"
+    );
+    let kids = direct_children(root);
+    let (stopped, killed) = (kids[0], kids[1]);
+    let s = Sampler::start(root, MIN_INTERVAL);
+    s.mark();
+    std::thread::sleep(Duration::from_millis(250));
+    let signal = |pid: u32, sig| {
+        // SAFETY: a signal to a child of our own test group.
+        unsafe { libc::kill(pid as i32, sig) };
+    };
+    signal(stopped, libc::SIGSTOP);
+    // Eight sample intervals: a busy machine may delay one or two.
+    std::thread::sleep(Duration::from_millis(800));
+    signal(stopped, libc::SIGCONT);
+    signal(killed, libc::SIGKILL);
+    std::thread::sleep(Duration::from_millis(450));
+    let seen = s.stop().lifecycle;
+    let stops: Vec<(u32, bool)> = seen
+        .stops
+        .iter()
+        .map(|s| (s.pid, s.until_ms.is_some()))
+        .collect();
+    assert_eq!(stops, vec![(stopped, true)], "{seen:?}");
+    let gone: Vec<(u32, u32, bool)> = seen
+        .departures
+        .iter()
+        .map(|d| (d.pid, d.ppid, d.was_top))
+        .collect();
+    assert_eq!(gone, vec![(killed, root, false)], "{seen:?}");
+    assert!(
+        seen.departures[0].cmdline.starts_with("sleep 3"),
+        "{seen:?}"
+    );
+    assert!(seen.arrivals.is_empty(), "{seen:?}");
+    assert_eq!(seen.tops_alive, vec![root]);
+}
