@@ -158,9 +158,11 @@ pub struct Verdict {
     pub rounds: usize,
     pub margin_pct: f64,
     pub method: String,
-    /// True once decided or at the budget: run no more rounds.
+    /// True once decided or at the budget: run no more rounds (a round
+    /// pushed after it is still counted and judged).
     pub stopped: bool,
-    /// The verdict in words, or what the sequence is waiting for.
+    /// The verdict in words, or what the sequence is waiting for; in
+    /// rounds, not seconds (the caller knows the load and adds it).
     pub reason: String,
 }
 
