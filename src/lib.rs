@@ -53,8 +53,9 @@
 //!   per-second timeline. Knows nothing about servers, plans or disk.
 //! - [`stats`]: arithmetic over samples already measured: spread across
 //!   repeats, bootstrap intervals, rank tests with Holm's adjustment, the
-//!   A-versus-B comparison and the sweep's analysis, the USL fit; never a
-//!   file or a JSON value.
+//!   A-versus-B comparison and the sweep's analysis, the USL fit, the
+//!   always-valid interval of a sequential A/B; never a file or a JSON
+//!   value.
 //! - [`host`]: rackbench's own files, a free port, the UTC clock.
 //! - [`units`]: durations as people write them, names in the order they
 //!   read them ("c2" before "c16").

@@ -5,8 +5,9 @@
 //! sweep (`usl`), merged latency histograms (`histogram`), the
 //! A-versus-B comparison of two sides' samples (`compare`), a sweep's
 //! analysis (`sweep`), the count of runs the machine disturbed
-//! (`disturbance`), and a soak's robust slope with its interval
-//! (`theil_sen`). Methods and assumptions: docs/STATISTICS.md.
+//! (`disturbance`), a soak's robust slope with its interval
+//! (`theil_sen`), and the always-valid interval of paired A/B rounds
+//! judged after every round (`sequential`). Methods and assumptions: docs/STATISTICS.md.
 //!
 //! Arithmetic over samples only: nothing here starts a server, drives
 //! load, reads a file or a JSON record (`store::samples` reads results
@@ -17,6 +18,7 @@ pub mod bootstrap;
 pub mod compare;
 pub mod disturbance;
 pub mod histogram;
+pub mod sequential;
 pub mod significance;
 pub mod spread;
 pub mod sweep;
