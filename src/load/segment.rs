@@ -109,7 +109,12 @@ pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, String>
                  2026-11-23T21:00:00Z)"
                 )
             })?;
-        UNIX_EPOCH + Duration::from_secs_f64(secs)
+        Duration::try_from_secs_f64(secs)
+            .ok()
+            .and_then(|d| UNIX_EPOCH.checked_add(d))
+            .ok_or_else(|| {
+                format!("--start-at {text}: {secs} unix seconds is no time this machine can hold")
+            })?
     };
     if let Ok(ahead) = at.duration_since(now) {
         if ahead > START_AT_AHEAD_MAX {
@@ -157,12 +162,21 @@ fn parse_rfc3339_utc(t: &str) -> Option<SystemTime> {
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     let [hh, mm, ss] = h[..] else { return None };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 {
+    // Years past 9999 are no RFC 3339 time (and would overflow the day count).
+    if !(1..=9999).contains(&y)
+        || !(1..=12).contains(&m)
+        || !(1..=31).contains(&day)
+        || hh > 23
+        || mm > 59
+        || ss > 60
+    {
         return None;
     }
     let secs = days_from_civil(y, m, day) * 86_400 + hh * 3600 + mm * 60 + ss;
     let secs = u64::try_from(secs).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_secs_f64(frac))
+    UNIX_EPOCH
+        .checked_add(Duration::from_secs(secs))?
+        .checked_add(Duration::from_secs_f64(frac))
 }
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
@@ -359,6 +373,21 @@ mod tests {
         assert!(at("soon").unwrap_err().contains("not unix seconds"));
         // A few seconds late is allowed: the segment says how late.
         assert!(at("2026-11-23T20:49:58Z").is_ok());
+    }
+
+    /// Regression (tests/properties.rs found it): unix seconds or a year
+    /// too large for the clock panicked adding to the epoch; now refused.
+    #[test]
+    fn a_start_at_beyond_the_clock_is_refused_not_a_panic() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_795_467_000);
+        for text in [
+            "10000000000000000000",
+            "1e300",
+            "99999999999999999-01-01T00:00:00Z",
+            "10000-01-01T00:00:00Z",
+        ] {
+            assert!(parse_start_at(text, now).is_err(), "{text}");
+        }
     }
 
     #[test]
