@@ -22,12 +22,21 @@ use std::time::Duration;
 /// Cases per property in CI.
 const CASES: u32 = 500;
 
+/// The same cases on every run unless `PROPTEST_RNG_SEED` asks for others
+/// (a number, or anything else for a random seed): a property that fails
+/// by the draw would block a landing by chance. Whatever a draw finds is
+/// fixed and kept as a named regression test below, the way
+/// `a_start_at_beyond_the_clock_is_refused_not_a_panic` was.
 fn config() -> ProptestConfig {
-    ProptestConfig {
+    let mut config = ProptestConfig {
         cases: CASES,
         failure_persistence: None,
         ..ProptestConfig::default()
+    };
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = proptest::test_runner::RngSeed::Fixed(36);
     }
+    config
 }
 
 /// Text made of `words` (pieces of the format, so that the parser gets

@@ -694,13 +694,19 @@ mod properties {
     /// debug build on the 2-core test machine.
     const CASES: u32 = 1_000;
 
+    /// The same cases on every run unless `PROPTEST_RNG_SEED` asks for
+    /// others (tests/properties.rs's `config` says why).
     fn config(cases: u32) -> Config {
-        Config {
+        let mut config = Config {
             cases,
             // A failure is kept as a named regression test, not a file.
             failure_persistence: None,
             ..Config::default()
+        };
+        if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+            config.rng_seed = proptest::test_runner::RngSeed::Fixed(36);
         }
+        config
     }
 
     /// How a stream of bytes framed: the responses completed (the one a
