@@ -441,13 +441,21 @@ fn a_pipelined_request_is_timed_from_its_batchs_write_to_its_own_answer() {
     let r = run(c);
     assert_eq!(r.requests.ok, 40, "{:?}", r.errors);
     let l = &r.latency_us;
-    assert!(l.min >= 10_000 && l.min < 20_000, "min {} us", l.min);
+    // What the test can know: service times are a floor (a busy machine
+    // only adds to them), and each wrong clock has a bound this one
+    // cannot reach. From the previous answer every request shows one
+    // service time, so nothing reaches 40 ms; from the batch's last answer
+    // every request shows four, so nothing is under 40 ms. The upper
+    // bounds leave a busy machine up to 10 ms of its own before they
+    // would read like the wrong clock (a tighter bound failed once beside
+    // other builds).
+    assert!(l.min >= 10_000 && l.min < 40_000, "min {} us", l.min);
     // Half the requests are the 1st or 2nd of their batch.
-    assert!(l.p50 >= 20_000 && l.p50 < 30_000, "p50 {} us", l.p50);
-    assert!(l.max >= 40_000 && l.max < 60_000, "max {} us", l.max);
+    assert!(l.p50 >= 20_000 && l.p50 < 40_000, "p50 {} us", l.p50);
+    assert!(l.max >= 40_000, "max {} us", l.max);
     // (1 + 2 + 3 + 4) / 4 = 2.5 service times on average.
     assert!(
-        l.mean >= 25_000.0 && l.mean < 30_000.0,
+        l.mean >= 25_000.0 && l.mean < 40_000.0,
         "mean {} us",
         l.mean
     );
