@@ -119,7 +119,15 @@ fn open_loop_counts_per_endpoint_match_the_weights_and_the_server() {
     c.duration = Some(Duration::from_millis(1500));
     let r = run(c);
     assert!(r.requests.total > 4000, "{:?}", r.requests);
-    assert_eq!(r.requests.ok, r.requests.total, "{:?}", r.requests);
+    // On a busy machine a request can fall due too late to be sent in the
+    // window (counted unsent): what the test knows is that every request
+    // sent was answered OK (it failed with `unsent: 2` at load 18 on 2 CPUs).
+    assert_eq!(
+        r.requests.ok + r.requests.unsent,
+        r.requests.total,
+        "{:?}",
+        r.requests
+    );
     assert_shares(&r, r.requests.total);
     let seen = s.stats().per_path;
     for (name, path) in [("a", "/a"), ("b", "/b"), ("c", "/c/x")] {

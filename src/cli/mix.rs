@@ -27,6 +27,11 @@ pub struct MixArgs {
     /// nearest kept one, and the file says which.
     #[arg(long, default_value_t = DEFAULT_MAX_ENDPOINTS)]
     pub max_endpoints: usize,
+    /// Write every shape folded past --max-endpoints here, one a line
+    /// (count, shape, the endpoint it went into); the mix's header names
+    /// only how many and the first few.
+    #[arg(long, value_name = "FILE")]
+    pub folded_out: Option<PathBuf>,
 }
 
 pub fn run(args: MixArgs) -> Result<ExitCode> {
@@ -56,6 +61,10 @@ pub fn run(args: MixArgs) -> Result<ExitCode> {
         &endpoints,
         &format!("rackbench mix {flag} {name}"),
     );
+    if let Some(out) = &args.folded_out {
+        std::fs::write(out, mixgen::folded_list(&endpoints))
+            .with_context(|| format!("cannot write --folded-out {}", out.display()))?;
+    }
     match &args.out {
         Some(out) => {
             std::fs::write(out, &text)
@@ -64,7 +73,7 @@ pub fn run(args: MixArgs) -> Result<ExitCode> {
                 "{}: {} endpoint(s) from {} requests",
                 out.display(),
                 endpoints.len(),
-                traffic.requests.len()
+                traffic.requests
             );
         }
         None => std::io::stdout().lock().write_all(text.as_bytes())?,

@@ -28,6 +28,11 @@ pub struct ServerOptions {
     /// Body substring a user's app must answer with.
     #[arg(long = "app-expect-body")]
     pub app_expect_body: Option<String>,
+    /// The most of the app's answer the check before the load reads, e.g.
+    /// 64M (the default) or 1G; a body past it without the expected text
+    /// is refused in words.
+    #[arg(long = "check-max-body", value_name = "SIZE", value_parser = check_max_body)]
+    pub check_max_body: Option<u64>,
     /// Request path (and query) for a user's app.
     #[arg(long = "app-path")]
     pub app_path: Option<String>,
@@ -356,6 +361,9 @@ impl ServerOptions {
         if let Some(b) = &self.app_expect_body {
             app.expect_body = b.clone();
         }
+        if let Some(cap) = self.check_max_body {
+            app.check_max_body_bytes = cap;
+        }
         if let Some(p) = &self.app_path {
             if !p.starts_with('/') {
                 return Err(usage(format!("--app-path '{p}' must start with '/'")));
@@ -433,6 +441,13 @@ pub fn resolve_runtime(
         })
         .map_err(|e| usage(e.to_string()))?;
     Ok(Some(rt))
+}
+
+/// `--check-max-body SIZE`: bytes, or with K, M, G (64M, 1G).
+fn check_max_body(text: &str) -> Result<u64, String> {
+    crate::budget::parse_size(text).map_err(|_| {
+        format!("--check-max-body '{text}': write bytes or a number with K, M or G, like 64M or 1G")
+    })
 }
 
 /// The load flags that shape the request and its expected answer, applied

@@ -47,6 +47,14 @@ pub struct AppSpec {
     /// The request body (`--body`, `--body-file`), as text in records.
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "lossy_text")]
     pub body: Vec<u8>,
+    /// The most body bytes the answer check reads (`--check-max-body`);
+    /// a check, not a property of the app, so never in a record.
+    #[serde(skip, default = "default_check_max_body")]
+    pub check_max_body_bytes: u64,
+}
+
+fn default_check_max_body() -> u64 {
+    crate::server::probe::DEFAULT_MAX_BODY_BYTES
 }
 
 fn get() -> String {
@@ -259,6 +267,7 @@ impl AppSpec {
                 method: get(),
                 headers: Vec::new(),
                 body: Vec::new(),
+                check_max_body_bytes: default_check_max_body(),
             });
         }
         let p = Path::new(name_or_path);
@@ -287,6 +296,7 @@ impl AppSpec {
                 method: get(),
                 headers: Vec::new(),
                 body: Vec::new(),
+                check_max_body_bytes: default_check_max_body(),
             });
         }
         Err(AppError::Unknown {

@@ -118,10 +118,7 @@ pub(super) fn start_instances(ctx: &Instances) -> Result<Started, TrialError> {
         endpoints: Vec::new(),
         commands: Vec::new(),
         config_file: None,
-        answer: Answer {
-            status: 0,
-            body: Vec::new(),
-        },
+        answer: Answer::whole(0, Vec::new()),
         stats: Vec::new(),
     };
     for i in 0..ctx.count {

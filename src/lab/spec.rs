@@ -47,6 +47,18 @@ pub enum TrialError {
         log: String,
         tail: String,
     },
+    /// The answer's body is over what the check reads and the expected
+    /// text was not in the part read.
+    #[error("{server} answered {path} with status {status} and a body of {size}, over the {cap} the check reads, and \"{expect_body}\" is not in them: check the status only (leave out --app-expect-body), look for text from the answer's start, or raise --check-max-body")]
+    AnswerTooBig {
+        server: String,
+        path: String,
+        status: u16,
+        /// "300 MiB", or "more than 64 MiB" when the answer did not say.
+        size: String,
+        cap: String,
+        expect_body: String,
+    },
     #[error("cannot prepare the trial directory {dir}: {source}")]
     Io { dir: String, source: std::io::Error },
     #[error("no free port on 127.0.0.1: {0}")]

@@ -31,17 +31,13 @@ pub(super) fn verify(
             host: host.into(),
             path: spec.app.path.clone(),
             timeout: Duration::from_secs(5),
+            max_body_bytes: spec.app.check_max_body_bytes,
         },
         start_timeout,
         &spec.interrupt,
     )?;
     let answer = app_answer(process, &spec.app, endpoint, host, ready)?;
-    check_answer(
-        process,
-        &spec.app,
-        &answer.status,
-        &answer.body_snippet(200),
-    )?;
+    check_answer(process, &spec.app, &answer)?;
     Ok(answer)
 }
 
@@ -61,30 +57,43 @@ fn app_answer(
     let url = load::Url::parse(&format!("http://{host}{}", app.path)).expect("a valid path");
     let spec = app.request_spec(false).map_err(TrialError::Request)?;
     let request = load::target::render_request(&url, &spec).map_err(TrialError::Request)?;
-    crate::server::probe::send(endpoint, &request, Duration::from_secs(5)).map_err(|e| {
-        TrialError::Verify {
+    let cap = app.check_max_body_bytes;
+    crate::server::probe::send_capped(endpoint, &request, Duration::from_secs(5), cap).map_err(
+        |e| TrialError::Verify {
             server: server.launch.name.clone(),
             method: app.method.clone(),
             path: app.path.clone(),
             source: e,
-        }
-    })
+        },
+    )
 }
 
-fn check_answer(
-    server: &Running,
-    app: &AppSpec,
-    status: &u16,
-    body: &str,
-) -> Result<(), TrialError> {
-    if *status == app.expect_status && body.contains(&app.expect_body) {
+/// The answer against the app's status and text. The text is looked
+/// for in the whole body read; a body cut at the cap without it is
+/// refused as too big to check, in words, never as a wrong answer.
+fn check_answer(server: &Running, app: &AppSpec, answer: &Answer) -> Result<(), TrialError> {
+    let status = answer.status;
+    if status == app.expect_status && answer.body_contains(&app.expect_body) {
         return Ok(());
+    }
+    if let (Some(cut), true) = (answer.cut, status == app.expect_status) {
+        let mib = |b: u64| format!("{} MiB", crate::units::fmt_mib(b as f64));
+        return Err(TrialError::AnswerTooBig {
+            server: server.launch.name.clone(),
+            path: app.path.clone(),
+            status,
+            size: cut
+                .total_bytes
+                .map_or_else(|| format!("more than {}", mib(cut.read_bytes)), mib),
+            cap: mib(cut.read_bytes),
+            expect_body: app.expect_body.clone(),
+        });
     }
     Err(TrialError::WrongAnswer {
         server: server.launch.name.clone(),
         path: app.path.clone(),
-        status: *status,
-        body: body.to_string(),
+        status,
+        body: answer.body_snippet(200),
         expect_status: app.expect_status,
         expect_body: app.expect_body.clone(),
         log: server.launch.log.display().to_string(),

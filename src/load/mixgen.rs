@@ -4,13 +4,15 @@
 //! text; `recorded` groups the traffic into the endpoints written.
 //!
 //! The files are read by replay's readers (`schedule::read_record`,
-//! `schedule::read_nginx_requests`), so a line replay refuses is refused
-//! here with the same words. This module parses what it is handed (a
+//! `schedule::each_nginx_request`), so a line replay refuses is refused
+//! here with the same words. A log is streamed: each line is tallied
+//! into its endpoint and dropped, so memory does not grow with the
+//! log's length (a 10 GB log is a normal day for a busy site). This module parses what it is handed (a
 //! reader) and returns text; it never opens a file and never sends a
 //! request.
 
 use super::recorded::{RecordedEndpoint, Traffic};
-use super::schedule::{read_nginx_requests, read_record, ScheduleError, RECORD_FORMAT};
+use super::schedule::{each_nginx_request, read_record, ScheduleError, RECORD_FORMAT};
 use std::io::{BufRead, Read};
 
 /// Reads a `rackbench/record-v1` file; a file that is not one (an nginx
@@ -40,31 +42,30 @@ pub fn from_record(mut input: impl BufRead, name: &str) -> Result<Traffic, Sched
             "{name} holds no requests: record some traffic first"
         )));
     }
-    Ok(Traffic {
-        source: format!("the record {name}"),
-        requests: entries,
-    })
+    let mut traffic = Traffic::new(format!("the record {name}"));
+    for e in &entries {
+        traffic.add(e);
+    }
+    Ok(traffic)
 }
 
 /// Reads an nginx access log in the combined format with replay's
-/// reader ([`read_nginx_requests`]), every method, with each line's
-/// status. Bodies are not in a log.
+/// reader ([`each_nginx_request`]), every method, with each line's
+/// status, tallying each line as it is read. Bodies are not in a log.
 pub fn from_nginx_log(input: impl BufRead, name: &str) -> Result<Traffic, ScheduleError> {
-    let log = read_nginx_requests(input, name, |_| true).map_err(|e| match e {
+    let mut traffic = Traffic::new(format!("the nginx log {name}"));
+    each_nginx_request(input, name, |_| true, |e, _| traffic.add(&e)).map_err(|e| match e {
         ScheduleError::Bad(m) => {
             ScheduleError::Bad(format!("{m}; a rackbench record goes with --from-record"))
         }
         e => e,
     })?;
-    if log.entries.is_empty() {
+    if traffic.requests == 0 {
         return Err(ScheduleError::Bad(format!(
             "{name} holds no requests: give an access log with traffic in it"
         )));
     }
-    Ok(Traffic {
-        source: format!("the nginx log {name}"),
-        requests: log.entries,
-    })
+    Ok(traffic)
 }
 
 /// A TOML basic string.
@@ -97,6 +98,14 @@ fn key(s: &str) -> String {
     }
 }
 
+/// Folded shapes the header comment names; the rest are counted (the
+/// whole list goes to a side file when asked, [`folded_list`]).
+pub const FOLDED_SHOWN: usize = 5;
+
+/// The longest path the header comment shows (a path drawing from a
+/// thousand UUIDs is 37 KB; its `[[endpoint]]` holds it whole).
+const COMMENT_PATH: usize = 100;
+
 /// The mix file: a header comment saying where it came from and each
 /// endpoint's share, then one `[[endpoint]]` table each. `command` is
 /// how it was asked for (`rackbench mix --from-record r.jsonl`).
@@ -105,35 +114,34 @@ pub fn render(traffic: &Traffic, endpoints: &[RecordedEndpoint], command: &str) 
     let mut s = format!(
         "# A request mix written by `{command}` (rackbench {}) from {}: \
          {total} requests in {} endpoint(s).\n\
-         # Weights are the counts seen; numbers in paths and query values became \
-         {{random:MIN..MAX}} over the range seen.\n",
+         # Weights are the counts seen; ids in paths became {{random:MIN..MAX}} over the \
+         range seen (numbers, also before a format: 12.json), or {{one_of:..}} over the \
+         values seen (UUIDs, hex ids, slugs, dates; up to {}).\n",
         env!("CARGO_PKG_VERSION"),
         traffic.source,
-        endpoints.len()
+        endpoints.len(),
+        super::recorded::MAX_VALUES,
     );
     let width = endpoints.iter().map(|e| e.name.len()).max().unwrap_or(0);
     for e in endpoints {
+        let path = if e.path.chars().count() > COMMENT_PATH {
+            format!("{}…", e.path.chars().take(COMMENT_PATH).collect::<String>())
+        } else {
+            e.path.clone()
+        };
         s += &format!(
             "#   {:<width$}  {:>5.1}%  {} {}\n",
             e.name,
             e.weight as f64 * 100.0 / total.max(1) as f64,
             e.method,
-            e.path
+            path
         );
     }
-    let folded: Vec<String> = endpoints
-        .iter()
-        .flat_map(|e| {
-            e.folded
-                .iter()
-                .map(move |(shape, n)| format!("{shape} ({n}) into {}", e.name))
-        })
-        .collect();
-    if !folded.is_empty() {
+    s += &folded_comment(endpoints);
+    if endpoints.iter().any(|e| e.values_cut) {
         s += &format!(
-            "# {} rarer shape(s) past --max-endpoints folded into the nearest endpoint: {}.\n",
-            folded.len(),
-            folded.join("; ")
+            "# Some ids had more than {} values: the smallest are drawn from.\n",
+            super::recorded::MAX_VALUES
         );
     }
     if endpoints
@@ -167,6 +175,59 @@ pub fn render(traffic: &Traffic, endpoints: &[RecordedEndpoint], command: &str) 
         if e.body_left_out {
             s += "# its recorded body is not UTF-8 text, so it is left out\n";
         }
+    }
+    s
+}
+
+/// The folded shapes as the header says them: how many, the first few
+/// (the most requested), and where the rest are.
+fn folded_comment(endpoints: &[RecordedEndpoint]) -> String {
+    let mut folded: Vec<(&str, u64, &str)> = endpoints
+        .iter()
+        .flat_map(|e| {
+            e.folded
+                .iter()
+                .map(move |(shape, n)| (shape.as_str(), *n, e.name.as_str()))
+        })
+        .collect();
+    if folded.is_empty() {
+        return String::new();
+    }
+    folded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let requests: u64 = folded.iter().map(|f| f.1).sum();
+    let shown: Vec<String> = folded
+        .iter()
+        .take(FOLDED_SHOWN)
+        .map(|(shape, n, into)| format!("{shape} ({n}) into {into}"))
+        .collect();
+    let rest = folded.len().saturating_sub(FOLDED_SHOWN);
+    let more = if rest > 0 {
+        format!("; and {rest} more (--folded-out FILE lists them all)")
+    } else {
+        String::new()
+    };
+    format!(
+        "# {} rarer shape(s) past --max-endpoints ({requests} requests) folded into the nearest endpoint: {}{more}.\n",
+        folded.len(),
+        shown.join("; ")
+    )
+}
+
+/// Every folded shape, one a line: count, shape, the endpoint it went
+/// into, tab-separated, the most requested first (`--folded-out`).
+pub fn folded_list(endpoints: &[RecordedEndpoint]) -> String {
+    let mut folded: Vec<(&str, u64, &str)> = endpoints
+        .iter()
+        .flat_map(|e| {
+            e.folded
+                .iter()
+                .map(move |(shape, n)| (shape.as_str(), *n, e.name.as_str()))
+        })
+        .collect();
+    folded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut s = String::from("# count\tshape\tfolded into\n");
+    for (shape, n, into) in folded {
+        s += &format!("{n}\t{shape}\t{into}\n");
     }
     s
 }
@@ -329,14 +390,160 @@ mod tests {
     #[test]
     fn an_nginx_log_gives_every_method_with_its_status() {
         let t = from_nginx_log(LOG.as_bytes(), "access.log").unwrap();
-        assert_eq!(t.requests.len(), 4);
-        assert_eq!(t.requests[1].method, "POST");
-        assert_eq!(t.requests[1].status, Some(302));
+        assert_eq!(t.requests, 4);
         let e = endpoints(&t, 20);
+        let post = e.iter().find(|e| e.method == "POST").unwrap();
+        assert_eq!(post.expect_status, Some(302));
         assert_eq!(e[0].path, "/posts/{random:1..8}");
         assert_eq!(e[0].expect_status, Some(200));
         let text = render(&t, &e, "rackbench mix");
         assert!(text.contains("writes have no body"), "{text}");
+    }
+
+    /// A log line for `GET target` with status 200.
+    fn line(target: &str) -> String {
+        format!("127.0.0.1 - - [28/Nov/2026:10:00:00 +0000] \"GET {target} HTTP/1.1\" 200 12 \"-\" \"-\"\n")
+    }
+
+    /// Issue 43: Rails routes carry formats (`/posts/1.json`), and ids are
+    /// UUIDs, slugs, dates and hex digests. `123.json` was not an id, so
+    /// 5,000 posts became one endpoint requesting one post. Each route is
+    /// an endpoint named with its format, the mix reproduces the log's
+    /// proportions, and its draws spread over the ids the log had.
+    #[test]
+    fn rails_format_routes_uuids_slugs_and_dates_keep_their_proportions_and_spread() {
+        let uuid = |k: u32| format!("{k:08x}-4e1c-4b6a-9d3e-{:012x}", k * 7919);
+        let mut log = String::new();
+        for i in 0..10_300u32 {
+            let target = match i % 103 {
+                0..=49 => format!("/api/posts/{}.json", i % 5000 + 1),
+                50..=69 => format!("/posts/{}/comments.xml", i % 500 + 1),
+                70..=79 => format!("/reports/2026-11-{:02}.csv", i % 28 + 1),
+                80..=94 => format!("/users/{}", uuid(i % 300)),
+                95..=99 => format!("/posts/{}-hello-world", i % 400 + 1),
+                _ => format!("/assets/{:040x}.js", (i % 50) as u128 * 0x9e37_79b9_7f4a),
+            };
+            log += &line(&target);
+        }
+        let t = from_nginx_log(log.as_bytes(), "access.log").unwrap();
+        let e = endpoints(&t, 20);
+        let want = [
+            (
+                "api_posts_id_json",
+                "/api/posts/{random:1..5000}.json",
+                5000,
+            ),
+            (
+                "posts_id_comments_xml",
+                "/posts/{random:1..500}/comments.xml",
+                2000,
+            ),
+            ("users_id", "/users/{one_of:", 1500),
+            (
+                "reports_date_csv",
+                "/reports/{one_of:2026-11-01|2026-11-02|",
+                1000,
+            ),
+            (
+                "posts_id",
+                "/posts/{one_of:1-hello-world|10-hello-world|",
+                500,
+            ),
+            ("assets_id_js", "/assets/{one_of:", 300),
+        ];
+        assert_eq!(e.len(), want.len(), "{e:#?}");
+        for (got, (name, path, weight)) in e.iter().zip(want) {
+            assert_eq!((got.name.as_str(), got.weight), (name, weight), "{got:?}");
+            assert!(got.path.starts_with(path), "{name}: {}", got.path);
+        }
+        assert!(e[3].path.ends_with("|2026-11-28}.csv"), "{}", e[3].path);
+        assert!(e[5].path.ends_with("}.js"), "{}", e[5].path);
+
+        // The engine draws them in the log's proportions and over its ids.
+        let text = render(&t, &e, "rackbench mix --from-nginx-log access.log");
+        let mix = crate::load::mix::Mix::parse(&text, "written.toml")
+            .unwrap()
+            .render(
+                &crate::load::Url::parse("http://127.0.0.1:8080/").unwrap(),
+                true,
+            )
+            .unwrap();
+        let (mut picks, mut values) = (
+            crate::load::mix::Draw::new(1, 0, 0),
+            crate::load::mix::Draw::new(1, 0, 1),
+        );
+        let mut counts = [0u32; 6];
+        let (mut posts, mut users) = (
+            std::collections::BTreeSet::new(),
+            std::collections::BTreeSet::new(),
+        );
+        let draws = 103_000;
+        for _ in 0..draws {
+            let ep = mix.pick(&mut picks);
+            counts[ep as usize] += 1;
+            let mut out = Vec::new();
+            mix.write(ep, &mut values, &mut out);
+            let req = String::from_utf8(out).unwrap();
+            let target = req.split(' ').nth(1).unwrap().to_string();
+            if let Some(id) = target
+                .strip_prefix("/api/posts/")
+                .and_then(|t| t.strip_suffix(".json"))
+            {
+                posts.insert(id.parse::<u32>().unwrap());
+            }
+            if let Some(id) = target.strip_prefix("/users/") {
+                users.insert(id.to_string());
+            }
+        }
+        for (i, (name, _, weight)) in want.iter().enumerate() {
+            // Expected draws * weight / 10,300; within 5 sd (sd < 160).
+            let expect = (draws as f64) * (*weight as f64) / 10_300.0;
+            assert!(
+                (counts[i] as f64 - expect).abs() < 800.0,
+                "{name}: {} of {expect}",
+                counts[i]
+            );
+        }
+        assert!(posts.iter().all(|id| (1..=5000).contains(id)));
+        assert!(
+            posts.len() > 4000,
+            "50,000 draws over 5,000 posts: {} seen",
+            posts.len()
+        );
+        let seen: std::collections::BTreeSet<String> = (0..300).map(uuid).collect();
+        assert!(
+            users.is_subset(&seen) && users.len() == 300,
+            "{} users",
+            users.len()
+        );
+    }
+
+    /// Issue 43: 4,986 folded shapes were listed on one comment line of
+    /// 278 KB. The header says how many and names the first few; the
+    /// side file holds them all.
+    #[test]
+    fn folded_shapes_are_counted_and_the_first_few_named() {
+        let mut log = String::new();
+        for i in 0..300 {
+            log += &line("/posts/1");
+            log += &line(&format!("/page{i}"));
+        }
+        let t = from_nginx_log(log.as_bytes(), "access.log").unwrap();
+        let e = endpoints(&t, 2);
+        let text = render(&t, &e, "rackbench mix");
+        let comment = text.lines().find(|l| l.contains("rarer shape")).unwrap();
+        assert!(
+            comment.starts_with("# 299 rarer shape(s) past --max-endpoints (299 requests)"),
+            "{comment}"
+        );
+        assert!(
+            comment.ends_with("and 294 more (--folded-out FILE lists them all)."),
+            "{comment}"
+        );
+        assert!(comment.len() < 400, "{comment}");
+        let list = folded_list(&e);
+        assert_eq!(list.lines().count(), 300, "a header and one line per shape");
+        assert!(list.contains("1\tGET /page99\t"), "{list}");
     }
 
     /// (case, input, the start of the one-line error)
@@ -383,7 +590,6 @@ mod tests {
             {\"seq\":1,\"t_us\":5,\"method\":\"POST\",\"target\":\"/c\",\"headers\":[[\"content-type\",\"text/plain\"]],\"body_b64\":\"aGk=\"}\n";
         let t = from_record(text.as_bytes(), "r.jsonl").unwrap();
         assert_eq!(t.source, "the record r.jsonl");
-        assert_eq!(t.requests[0].body, b"hi");
         let e = endpoints(&t, 20);
         assert_eq!(e[0].body.as_deref(), Some("hi"));
         assert_eq!(e[0].expect_status, None, "a record has no statuses");

@@ -2,45 +2,96 @@
 //! (`rackbench mix`, with `mixgen`, which reads the sources and writes
 //! the file).
 //!
-//! Requests are grouped into endpoints by method and path shape: a path
-//! segment or query value that is a number becomes a slot, written as
-//! `{random:MIN..MAX}` over the values seen (one value seen stays that
-//! value); other query values take the most common one. Each endpoint's
+//! Requests are tallied into endpoints by method and path shape as they
+//! are read ([`Traffic::add`]), so memory grows with the shapes kept,
+//! never with the log's length. A path segment's id part becomes a slot
+//! whatever format follows it (`123.json` is `{random:MIN..MAX}.json`,
+//! and the format stays in the endpoint's name, `posts_id_json`): a
+//! number is ranged over the values seen (one value seen stays that
+//! value); a UUID, a hex id, a slug with a number (`123-hello-world`)
+//! or a date cannot be ranged, so it is drawn from the values seen
+//! (`{one_of:..}`, the [`MAX_VALUES`] smallest, so any order of the same
+//! traffic keeps the same ones). A query value that is a number is
+//! ranged; other query values take the most common one. Each endpoint's
 //! weight is its observed count, so a mix drawn by weight reproduces the
 //! recorded proportions. Past `max_endpoints` shapes, the rarer ones are
 //! folded into the nearest kept one (same method, longest common path
-//! prefix) and the file says which. Names are made of the path, unique,
-//! and never depend on the order requests arrived in.
+//! prefix) and the file says how many. Names are made of the path,
+//! unique, and never depend on the order requests arrived in.
 //!
 //! This module only counts what it is handed: it never reads a file,
 //! writes the mix file or sends a request.
 
 use super::schedule::Entry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Endpoints a generated mix holds unless told otherwise.
 pub const DEFAULT_MAX_ENDPOINTS: usize = 20;
+
+/// The most values a slot that cannot be ranged keeps and draws from
+/// (the smallest seen): enough to spread the load over a thousand rows,
+/// and a path that stays under 40 KB with UUIDs.
+pub const MAX_VALUES: usize = 1000;
 
 /// The longest endpoint name written (the mix format has no limit; a
 /// report's table does).
 const MAX_NAME: usize = 40;
 
-/// What a source file gave: its requests, and how it is named in the
-/// mix's header comment.
+/// Recorded traffic, tallied by shape as it is read.
 #[derive(Debug, Clone)]
 pub struct Traffic {
     /// "the record r.jsonl", "the nginx log access.log".
     pub source: String,
-    /// The requests in the file's order; their times are not used.
-    pub requests: Vec<Entry>,
+    /// Requests tallied.
+    pub requests: u64,
+    groups: BTreeMap<Shape, Group>,
 }
 
-/// A part of a path or a query value: as written, a number slot, or a
-/// free query value (written as the most common one).
+impl Traffic {
+    /// No requests yet, from `source`.
+    pub fn new(source: String) -> Traffic {
+        Traffic {
+            source,
+            requests: 0,
+            groups: BTreeMap::new(),
+        }
+    }
+
+    /// Tallies one request into its shape's endpoint; the request itself
+    /// is not kept.
+    pub fn add(&mut self, r: &Entry) {
+        let (shape, values) = shape_of(r);
+        self.requests += 1;
+        match self.groups.get_mut(&shape) {
+            Some(g) => g.add(r, values),
+            None => {
+                let mut g = Group::new(shape.clone(), r, &values);
+                g.add(r, values);
+                self.groups.insert(shape, g);
+            }
+        }
+    }
+}
+
+/// An id that cannot be ranged, drawn from the values seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum IdKind {
+    Uuid,
+    Hex,
+    /// A number with words after it: `123-hello-world`.
+    Slug,
+    /// `2026-11-28`.
+    Date,
+}
+
+/// A part of a path or a query value: as written, a number slot, an id
+/// drawn from the values seen (each with the format after it, `.json`
+/// or empty), or a free query value (written as the most common one).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Part {
     Lit(String),
-    Num,
+    Num { ext: String },
+    Pick { kind: IdKind, ext: String },
     Free,
 }
 
@@ -54,6 +105,14 @@ struct Shape {
     query: Vec<(String, Option<Part>)>,
 }
 
+/// One request's value for a slot of its shape.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Num(u64),
+    Id(String),
+    Free(String),
+}
+
 /// A number up to 18 digits (so it fits a u64 and a TOML integer).
 fn number(s: &str) -> Option<u64> {
     (!s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit()))
@@ -61,21 +120,102 @@ fn number(s: &str) -> Option<u64> {
         .flatten()
 }
 
-/// A request's shape, and the values of its slots (numbers, then free
-/// query values) in order.
-fn shape_of(r: &Entry) -> (Shape, Vec<u64>, Vec<String>) {
+/// A segment cut into its id part and the format after it:
+/// `("123", ".json")`; the format is 1 to 8 letters or digits.
+fn split_format(s: &str) -> (&str, &str) {
+    match s.rfind('.') {
+        Some(i)
+            if i > 0
+                && (2..=9).contains(&(s.len() - i))
+                && s[i + 1..].bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            (&s[..i], &s[i..])
+        }
+        _ => (s, ""),
+    }
+}
+
+/// What kind of id `s` is, when it is one that cannot be ranged: a UUID,
+/// a hex id (7 or more hex digits with both digits and letters, or 16 or
+/// more), a slug with a number (`123-hello-world`), a date (`2026-11-28`).
+fn id_kind(s: &str) -> Option<IdKind> {
+    let b = s.as_bytes();
+    let hex = |c: &u8| c.is_ascii_hexdigit();
+    let digit = |c: &u8| c.is_ascii_digit();
+    let dashes = [8, 13, 18, 23];
+    if b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| {
+            if dashes.contains(&i) {
+                *c == b'-'
+            } else {
+                hex(c)
+            }
+        })
+    {
+        return Some(IdKind::Uuid);
+    }
+    if b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                digit(c)
+            }
+        })
+    {
+        return Some(IdKind::Date);
+    }
+    if b.len() >= 7
+        && b.iter().all(hex)
+        && b.iter().any(digit)
+        && (b.len() >= 16 || b.iter().any(u8::is_ascii_alphabetic))
+    {
+        return Some(IdKind::Hex);
+    }
+    let lead = b.iter().take_while(|c| digit(c)).count();
+    let words = &b[lead..];
+    if lead > 0
+        && words.len() > 1
+        && words[0] == b'-'
+        && words
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_')
+        && words.iter().any(u8::is_ascii_alphabetic)
+    {
+        return Some(IdKind::Slug);
+    }
+    None
+}
+
+/// A path segment (or, with `query`, a query value) as a part of a
+/// shape, with its slot's value when it has one.
+fn classify(s: &str, query: bool) -> (Part, Option<Value>) {
+    let (stem, ext) = split_format(s);
+    for (stem, ext) in [(stem, ext), (s, "")] {
+        if let Some(n) = number(stem) {
+            let ext = ext.to_string();
+            return (Part::Num { ext }, Some(Value::Num(n)));
+        }
+        if let Some(kind) = id_kind(stem) {
+            let ext = ext.to_string();
+            return (Part::Pick { kind, ext }, Some(Value::Id(stem.to_string())));
+        }
+    }
+    if query {
+        (Part::Free, Some(Value::Free(s.to_string())))
+    } else {
+        (Part::Lit(s.to_string()), None)
+    }
+}
+
+/// A request's shape, and the values of its slots in order.
+fn shape_of(r: &Entry) -> (Shape, Vec<Value>) {
     let (path, query) = r.target.split_once('?').unwrap_or((&r.target, ""));
-    let (mut nums, mut free) = (Vec::new(), Vec::new());
-    let mut part = |s: &str, free_text: bool| match number(s) {
-        Some(n) => {
-            nums.push(n);
-            Part::Num
-        }
-        None if free_text => {
-            free.push(s.to_string());
-            Part::Free
-        }
-        None => Part::Lit(s.to_string()),
+    let mut values = Vec::new();
+    let mut part = |s: &str, query: bool| {
+        let (p, v) = classify(s, query);
+        values.extend(v);
+        p
     };
     let path = path.split('/').skip(1).map(|s| part(s, false)).collect();
     let query = query
@@ -93,9 +233,54 @@ fn shape_of(r: &Entry) -> (Shape, Vec<u64>, Vec<String>) {
             path,
             query,
         },
-        nums,
-        free,
+        values,
     )
+}
+
+/// What one slot of an endpoint has seen.
+#[derive(Debug, Clone)]
+enum Slot {
+    /// (min, max) of the numbers.
+    Range(u64, u64),
+    /// The smallest [`MAX_VALUES`] ids, and whether there were more.
+    Values { kept: BTreeSet<String>, more: bool },
+    /// How often each free query value was seen.
+    Free(BTreeMap<String, u64>),
+}
+
+impl Slot {
+    fn add(&mut self, v: Value) {
+        match (self, v) {
+            (Slot::Range(lo, hi), Value::Num(n)) => (*lo, *hi) = ((*lo).min(n), (*hi).max(n)),
+            (Slot::Values { kept, more }, Value::Id(v)) => {
+                if kept.insert(v) && kept.len() > MAX_VALUES {
+                    kept.pop_last();
+                    *more = true;
+                }
+            }
+            (Slot::Free(seen), Value::Free(v)) => *seen.entry(v).or_default() += 1,
+            _ => unreachable!("a shape's slots keep their kind"),
+        }
+    }
+
+    /// The slot as written in a path, before its format.
+    fn template(&self) -> String {
+        match self {
+            Slot::Range(lo, hi) if lo == hi => lo.to_string(),
+            Slot::Range(lo, hi) => format!("{{random:{lo}..{hi}}}"),
+            Slot::Values { kept, .. } if kept.len() == 1 => {
+                literal(kept.first().expect("one value"))
+            }
+            Slot::Values { kept, .. } => format!(
+                "{{one_of:{}}}",
+                kept.iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
+            Slot::Free(seen) => most_common(seen).map_or_else(String::new, |v| literal(&v)),
+        }
+    }
 }
 
 /// One endpoint being gathered.
@@ -103,10 +288,8 @@ fn shape_of(r: &Entry) -> (Shape, Vec<u64>, Vec<String>) {
 struct Group {
     shape: Shape,
     count: u64,
-    /// Per number slot: (min, max).
-    ranges: Vec<(u64, u64)>,
-    /// Per free query value: how often each was seen.
-    free: Vec<BTreeMap<String, u64>>,
+    /// One per slot of the shape, in order.
+    slots: Vec<Slot>,
     statuses: BTreeMap<u16, u64>,
     content_types: BTreeMap<String, u64>,
     /// The first body seen, when any request had one.
@@ -118,13 +301,35 @@ struct Group {
 }
 
 impl Group {
-    fn add(&mut self, r: &Entry, nums: &[u64], free: &[String]) {
-        self.count += 1;
-        for (range, &n) in self.ranges.iter_mut().zip(nums) {
-            *range = (range.0.min(n), range.1.max(n));
+    /// An empty group of `shape`, its slots made for `values`' kinds.
+    fn new(shape: Shape, r: &Entry, values: &[Value]) -> Group {
+        let slots = values
+            .iter()
+            .map(|v| match v {
+                Value::Num(n) => Slot::Range(*n, *n),
+                Value::Id(_) => Slot::Values {
+                    kept: BTreeSet::new(),
+                    more: false,
+                },
+                Value::Free(_) => Slot::Free(BTreeMap::new()),
+            })
+            .collect();
+        Group {
+            shape,
+            count: 0,
+            slots,
+            statuses: BTreeMap::new(),
+            content_types: BTreeMap::new(),
+            body: None,
+            first_target: r.target.clone(),
+            folded: Vec::new(),
         }
-        for (seen, v) in self.free.iter_mut().zip(free) {
-            *seen.entry(v.clone()).or_default() += 1;
+    }
+
+    fn add(&mut self, r: &Entry, values: Vec<Value>) {
+        self.count += 1;
+        for (slot, v) in self.slots.iter_mut().zip(values) {
+            slot.add(v);
         }
         if let Some(s) = r.status {
             *self.statuses.entry(s).or_default() += 1;
@@ -142,26 +347,18 @@ impl Group {
     }
 
     /// The path template: number slots as `{random:MIN..MAX}` (or the one
-    /// value seen), free values as the most common one.
+    /// value seen), ids as `{one_of:..}` over the values seen, each with
+    /// its format; free values as the most common one.
     fn path(&self) -> String {
         if self.count == 1 && self.folded.is_empty() {
             return literal(&self.first_target);
         }
-        let mut ranges = self.ranges.iter();
-        let mut free = self.free.iter();
+        let mut slots = self.slots.iter();
         let mut slot = |p: &Part| match p {
-            Part::Num => {
-                let (lo, hi) = *ranges.next().expect("a range per slot");
-                if lo == hi {
-                    lo.to_string()
-                } else {
-                    format!("{{random:{lo}..{hi}}}")
-                }
+            Part::Num { ext } | Part::Pick { ext, .. } => {
+                slots.next().expect("a slot per part").template() + &literal(ext)
             }
-            Part::Free => free
-                .next()
-                .and_then(most_common)
-                .map_or_else(String::new, |v| literal(&v)),
+            Part::Free => slots.next().expect("a slot per part").template(),
             Part::Lit(s) => literal(s),
         };
         let mut out = String::new();
@@ -183,20 +380,44 @@ impl Group {
         out
     }
 
-    /// The method and path shape, as the header comment names it.
+    /// Ids drawn from the values seen that had more values than kept.
+    fn values_cut(&self) -> bool {
+        self.slots
+            .iter()
+            .any(|s| matches!(s, Slot::Values { more: true, .. }))
+    }
+
+    /// The method and path shape, as the header comment names it:
+    /// `GET /posts/N.json`, `GET /users/UUID`.
     fn label(&self) -> String {
         let mut s = format!("{} ", self.shape.method);
         for p in &self.shape.path {
             s.push('/');
-            s.push_str(match p {
-                Part::Lit(l) => l,
-                _ => "N",
-            });
+            match p {
+                Part::Lit(l) => s.push_str(l),
+                Part::Num { ext } => s.push_str(&format!("N{ext}")),
+                Part::Pick { kind, ext } => {
+                    s.push_str(&format!("{}{ext}", kind.word().to_ascii_uppercase()))
+                }
+                Part::Free => s.push('N'),
+            }
         }
         if self.shape.path.is_empty() {
             s.push('/');
         }
         s
+    }
+}
+
+impl IdKind {
+    /// The word for it in names and labels.
+    fn word(self) -> &'static str {
+        match self {
+            IdKind::Uuid => "uuid",
+            IdKind::Hex => "hex",
+            IdKind::Slug => "slug",
+            IdKind::Date => "date",
+        }
     }
 }
 
@@ -229,30 +450,15 @@ pub struct RecordedEndpoint {
     pub body_left_out: bool,
     /// Shapes folded into it past the cap: (method and path, count).
     pub folded: Vec<(String, u64)>,
+    /// An id drawn from the values seen had more than [`MAX_VALUES`]: the
+    /// smallest are kept.
+    pub values_cut: bool,
 }
 
 /// Groups `traffic` into at most `max_endpoints` endpoints, the most
 /// requested first (ties by shape, so the same input gives the same file).
 pub fn endpoints(traffic: &Traffic, max_endpoints: usize) -> Vec<RecordedEndpoint> {
-    let mut groups: BTreeMap<Shape, Group> = BTreeMap::new();
-    for r in &traffic.requests {
-        let (shape, nums, free) = shape_of(r);
-        groups
-            .entry(shape.clone())
-            .or_insert_with(|| Group {
-                shape,
-                count: 0,
-                ranges: nums.iter().map(|&n| (n, n)).collect(),
-                free: vec![BTreeMap::new(); free.len()],
-                statuses: BTreeMap::new(),
-                content_types: BTreeMap::new(),
-                body: None,
-                first_target: r.target.clone(),
-                folded: Vec::new(),
-            })
-            .add(r, &nums, &free);
-    }
-    let mut groups: Vec<Group> = groups.into_values().collect();
+    let mut groups: Vec<Group> = traffic.groups.values().cloned().collect();
     groups.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.shape.cmp(&b.shape)));
     let keep = max_endpoints.max(1).min(groups.len());
     let rest = groups.split_off(keep);
@@ -287,6 +493,7 @@ pub fn endpoints(traffic: &Traffic, max_endpoints: usize) -> Vec<RecordedEndpoin
                 body,
                 body_left_out: matches!(text, Some(Err(_))),
                 folded: g.folded.clone(),
+                values_cut: g.values_cut(),
             }
         })
         .collect()
@@ -311,8 +518,8 @@ fn nearest(kept: &[Group], shape: &Shape) -> usize {
         .map_or(0, |(i, _)| i)
 }
 
-/// A name from the path: literal segments, `id` for a number, joined by
-/// `_`; the method first unless GET; `root` for `/`. A name taken
+/// A name from the path: literal segments, `id` for a number or an id
+/// (`date` for a date), with its format (`id_json`), joined by `_`; the method first unless GET; `root` for `/`. A name taken
 /// already gets its query keys, then a number.
 fn unique_name(shape: &Shape, taken: &[String]) -> String {
     let mut words: Vec<String> = Vec::new();
@@ -322,7 +529,16 @@ fn unique_name(shape: &Shape, taken: &[String]) -> String {
     for p in &shape.path {
         match p {
             Part::Lit(s) => words.push(s.clone()),
-            _ => words.push("id".into()),
+            Part::Num { ext } | Part::Pick { ext, .. } => {
+                let id = match p {
+                    Part::Pick {
+                        kind: IdKind::Date, ..
+                    } => "date",
+                    _ => "id",
+                };
+                words.push(format!("{id}{ext}"));
+            }
+            Part::Free => words.push("id".into()),
         }
     }
     let base = clean(&words.join("_"));
@@ -383,10 +599,11 @@ pub(super) mod tests {
     }
 
     pub(in crate::load) fn traffic(requests: Vec<Entry>) -> Traffic {
-        Traffic {
-            source: "the test".into(),
-            requests,
+        let mut t = Traffic::new("the test".into());
+        for r in &requests {
+            t.add(r);
         }
+        t
     }
 
     /// The endpoints' (name, method, path, weight).
@@ -506,6 +723,41 @@ pub(super) mod tests {
             "/posts/N/edit is nearest /posts/N; /about shares no prefix with either: the most requested"
         );
         assert_eq!((e[0].weight, e[1].weight), (53, 30));
+    }
+
+    /// (segment, the part it is, written as its label piece)
+    #[test]
+    fn ids_are_recognised_whatever_format_follows_them() {
+        let rows = [
+            ("123", "N"),
+            ("123.json", "N.json"),
+            ("2726.JSON", "N.JSON"),
+            ("0b8f3c2e-4e1c-4b6a-9d3e-1a2b3c4d5e6f", "UUID"),
+            ("0B8F3C2E-4E1C-4B6A-9D3E-1A2B3C4D5E6F.xml", "UUID.xml"),
+            ("da39a3ee5e6b4b0d3255bfef95601890afd80709", "HEX"),
+            ("5e6b4b0.js", "HEX.js"),
+            ("123-hello-world", "SLUG"),
+            ("123-hello-world.json", "SLUG.json"),
+            ("2026-11-28", "DATE"),
+            ("2026-11-28.csv", "DATE.csv"),
+            // Not ids: words, a word with a format, a hex-looking word,
+            // a number after words, a version.
+            ("posts", "posts"),
+            ("index.html", "index.html"),
+            ("deadbeef", "deadbeef"),
+            ("hello-123", "hello-123"),
+            ("v1.2", "v1.2"),
+            ("1234567890123456789", "HEX"),
+            ("12-34", "12-34"),
+        ];
+        for (segment, want) in rows {
+            let g = Group::new(
+                shape_of(&get(&format!("/{segment}"), None)).0,
+                &get("/", None),
+                &[],
+            );
+            assert_eq!(g.label(), format!("GET /{want}"), "{segment}");
+        }
     }
 
     #[test]

@@ -415,58 +415,12 @@ pub fn read_nginx_requests(
     let mut log = NginxLog::default();
     // Lines of whole-second times, to spread over their second.
     let mut whole: Vec<(usize, u64)> = Vec::new();
-    for (i, line) in input.lines().enumerate() {
-        let lineno = i + 1;
-        let line = line.map_err(|err| ScheduleError::Io {
-            what: format!("{name}:{lineno}"),
-            err,
-        })?;
-        if line.trim().is_empty() {
-            continue;
+    log.skipped_methods = each_nginx_request(input, name, keep, |entry, whole_secs| {
+        if let Some(secs) = whole_secs {
+            whole.push((log.entries.len(), secs));
         }
-        let bad = |why: &str| {
-            ScheduleError::Bad(format!(
-                "{name}:{lineno}: {why}: the log must be in nginx's combined format \
-                 ('$remote_addr - $remote_user [$time_local] \"$request\" $status ...')"
-            ))
-        };
-        let p = parse_combined(&line).map_err(bad)?;
-        let (method, target) = match p.request.split(' ').collect::<Vec<_>>()[..] {
-            [m, t, _] | [m, t] => (m, t),
-            _ => return Err(bad("the request field is not 'METHOD TARGET HTTP/x'")),
-        };
-        if !keep(method) {
-            log.skipped_methods += 1;
-            continue;
-        }
-        if !target.starts_with('/') {
-            return Err(bad("the request target does not start with '/'"));
-        }
-        let mut headers = Vec::new();
-        if p.referer != "-" && !p.referer.is_empty() {
-            headers.push(("referer".to_string(), p.referer.to_string()));
-        }
-        if p.user_agent != "-" && !p.user_agent.is_empty() {
-            headers.push(("user-agent".to_string(), p.user_agent.to_string()));
-        }
-        let t_us = match p.msec {
-            Some(us) => us,
-            None => {
-                let secs = time_local_secs(p.time_local)
-                    .ok_or_else(|| bad("$time_local is not like [10/Oct/2026:13:55:36 +0000]"))?;
-                whole.push((log.entries.len(), secs));
-                secs * 1_000_000
-            }
-        };
-        log.entries.push(Entry {
-            t_us,
-            method: method.to_string(),
-            target: target.to_string(),
-            status: p.status,
-            headers,
-            body: Vec::new(),
-        });
-    }
+        log.entries.push(entry);
+    })?;
     // Spread the requests of each whole second evenly over it.
     let mut j = 0;
     while j < whole.len() {
@@ -478,6 +432,102 @@ pub fn read_nginx_requests(
         j += k;
     }
     Ok(log)
+}
+
+/// Reads an nginx access log line by line ([`read_nginx_requests`]'s
+/// format), handing each kept request to `on_request` with, when its
+/// time is `$time_local`'s whole second, that second; returns the count
+/// of lines skipped for their method. Only one line is held at a time,
+/// so `rackbench mix` reads a 10 GB log in the memory of the shapes it
+/// keeps.
+pub fn each_nginx_request(
+    mut input: impl BufRead,
+    name: &str,
+    keep: impl Fn(&str) -> bool,
+    mut on_request: impl FnMut(Entry, Option<u64>),
+) -> Result<u64, ScheduleError> {
+    let mut skipped = 0;
+    let mut raw = Vec::new();
+    let mut lineno = 0;
+    loop {
+        raw.clear();
+        lineno += 1;
+        let n = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|err| ScheduleError::Io {
+                what: format!("{name}:{lineno}"),
+                err,
+            })?;
+        if n == 0 {
+            return Ok(skipped);
+        }
+        let line = std::str::from_utf8(&raw).map_err(|_| ScheduleError::Io {
+            what: format!("{name}:{lineno}"),
+            err: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ),
+        })?;
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match nginx_entry(line, name, lineno, &keep)? {
+            Some((entry, whole_secs)) => on_request(entry, whole_secs),
+            None => skipped += 1,
+        }
+    }
+}
+
+/// One line of the log as an entry (with its whole second when it has
+/// no `$msec`), or None for a method not kept.
+fn nginx_entry(
+    line: &str,
+    name: &str,
+    lineno: usize,
+    keep: &impl Fn(&str) -> bool,
+) -> Result<Option<(Entry, Option<u64>)>, ScheduleError> {
+    let bad = |why: &str| {
+        ScheduleError::Bad(format!(
+            "{name}:{lineno}: {why}: the log must be in nginx's combined format \
+             ('$remote_addr - $remote_user [$time_local] \"$request\" $status ...')"
+        ))
+    };
+    let p = parse_combined(line).map_err(bad)?;
+    let (method, target) = match p.request.split(' ').collect::<Vec<_>>()[..] {
+        [m, t, _] | [m, t] => (m, t),
+        _ => return Err(bad("the request field is not 'METHOD TARGET HTTP/x'")),
+    };
+    if !keep(method) {
+        return Ok(None);
+    }
+    if !target.starts_with('/') {
+        return Err(bad("the request target does not start with '/'"));
+    }
+    let mut headers = Vec::new();
+    if p.referer != "-" && !p.referer.is_empty() {
+        headers.push(("referer".to_string(), p.referer.to_string()));
+    }
+    if p.user_agent != "-" && !p.user_agent.is_empty() {
+        headers.push(("user-agent".to_string(), p.user_agent.to_string()));
+    }
+    let (t_us, whole_secs) = match p.msec {
+        Some(us) => (us, None),
+        None => {
+            let secs = time_local_secs(p.time_local)
+                .ok_or_else(|| bad("$time_local is not like [10/Oct/2026:13:55:36 +0000]"))?;
+            (secs * 1_000_000, Some(secs))
+        }
+    };
+    let entry = Entry {
+        t_us,
+        method: method.to_string(),
+        target: target.to_string(),
+        status: p.status,
+        headers,
+        body: Vec::new(),
+    };
+    Ok(Some((entry, whole_secs)))
 }
 
 /// One line of a combined log, its fields borrowed from the line.

@@ -80,6 +80,9 @@ pub struct Probe {
     pub host: String,
     pub path: String,
     pub timeout: Duration,
+    /// The most body bytes the probe keeps (past it the answer says it
+    /// was cut, [`probe::Cut`]).
+    pub max_body_bytes: u64,
 }
 
 /// A started server. Dropping it stops it.
@@ -411,7 +414,13 @@ pub fn wait_ready(
                 tail: server.log_tail(20),
             });
         }
-        if let Ok(answer) = probe::get(&probe.endpoint, &probe.host, &probe.path, probe.timeout) {
+        if let Ok(answer) = probe::get_capped(
+            &probe.endpoint,
+            &probe.host,
+            &probe.path,
+            probe.timeout,
+            probe.max_body_bytes,
+        ) {
             return Ok(answer);
         }
         if started.elapsed() >= start_timeout {

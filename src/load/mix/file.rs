@@ -1,6 +1,6 @@
 //! A mix file read and checked (docs/MIX_FORMAT.md): the file's shape,
 //! each mistake at its line with the fix, a path cut at its
-//! `{random:A..B}` placeholders, and [`Mix::load`] / [`Mix::parse`].
+//! `{random:A..B}` and `{one_of:a|b}` placeholders, and [`Mix::load`] / [`Mix::parse`].
 //!
 //! It never renders a request nor draws an endpoint (`render.rs` and
 //! `mod.rs` do), and reads no file but the mix's own.
@@ -199,14 +199,14 @@ fn check_endpoint(
         for (n, v) in h.get_ref() {
             let (n, v) = target::parse_header(&format!("{n}: {v}"))
                 .map_err(|_| at(h.span(), format!("header \"{n}\": write it as Name = \"value\" with a token name and a one-line value")))?;
-            if v.contains("{random:") {
+            if v.contains("{random:") || v.contains("{one_of:") {
                 return Err(at(h.span(), "placeholders are drawn in the path only: move it to the path, or write the header literally".into()));
             }
             headers.push((n, v));
         }
     }
     let body = match &e.body {
-        Some(b) if b.get_ref().contains("{random:") => {
+        Some(b) if b.get_ref().contains("{random:") || b.get_ref().contains("{one_of:") => {
             return Err(at(
                 b.span(),
                 "placeholders are drawn in the path only: move it to the path, or write the body literally".into(),
@@ -267,8 +267,8 @@ fn check_endpoint(
     })
 }
 
-/// Cuts a path at its `{random:A..B}` placeholders; the error says what
-/// to write instead.
+/// Cuts a path at its `{random:A..B}` and `{one_of:a|b|c}` placeholders;
+/// the error says what to write instead.
 fn parse_path(path: &str) -> Result<Vec<Piece>, String> {
     if !path.starts_with('/') {
         return Err(format!(
@@ -285,7 +285,7 @@ fn parse_path(path: &str) -> Result<Vec<Piece>, String> {
     let mut rest = path;
     while let Some(open) = rest.find(['{', '}']) {
         let bad = |what: &str| {
-            format!("bad placeholder {what} in path \"{path}\": write {{random:A..B}} with whole numbers A <= B, e.g. {{random:1..1000}}")
+            format!("bad placeholder {what} in path \"{path}\": write {{random:A..B}} with whole numbers A <= B, e.g. {{random:1..1000}}, or {{one_of:a|b|c}} with one or more values")
         };
         if rest[open..].starts_with('}') {
             return Err(bad("'}'"));
@@ -294,24 +294,36 @@ fn parse_path(path: &str) -> Result<Vec<Piece>, String> {
             return Err(bad(&format!("'{}'", &rest[open..])));
         };
         let inner = &rest[open + 1..close];
-        let range = inner
-            .strip_prefix("random:")
-            .and_then(|r| r.split_once(".."))
-            .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
-            .filter(|(a, b)| a <= b);
-        let Some((lo, hi)) = range else {
+        let Some(piece) = placeholder(inner) else {
             return Err(bad(&format!("'{{{inner}}}'")));
         };
         if open > 0 {
             pieces.push(Piece::Text(rest[..open].to_string()));
         }
-        pieces.push(Piece::Random { lo, hi });
+        pieces.push(piece);
         rest = &rest[close + 1..];
     }
     if !rest.is_empty() {
         pieces.push(Piece::Text(rest.to_string()));
     }
     Ok(pieces)
+}
+
+/// What is between a placeholder's braces, when it is one.
+fn placeholder(inner: &str) -> Option<Piece> {
+    if let Some(values) = inner.strip_prefix("one_of:") {
+        let values: Vec<String> = values.split('|').map(str::to_string).collect();
+        return values
+            .iter()
+            .all(|v| !v.is_empty() && !v.contains('{'))
+            .then_some(Piece::OneOf(values));
+    }
+    inner
+        .strip_prefix("random:")
+        .and_then(|r| r.split_once(".."))
+        .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
+        .filter(|(a, b)| a <= b)
+        .map(|(lo, hi)| Piece::Random { lo, hi })
 }
 #[cfg(test)]
 mod tests {
@@ -455,5 +467,17 @@ mod tests {
             parse_path("/plain").unwrap(),
             [Piece::Text("/plain".into())]
         );
+        assert_eq!(
+            parse_path("/r/{one_of:2026-11-28|a1b2}.csv").unwrap(),
+            [
+                Piece::Text("/r/".into()),
+                Piece::OneOf(vec!["2026-11-28".into(), "a1b2".into()]),
+                Piece::Text(".csv".into()),
+            ]
+        );
+        for bad in ["/r/{one_of:}", "/r/{one_of:a||b}", "/r/{one_of:a"] {
+            let err = parse_path(bad).unwrap_err();
+            assert!(err.contains("{one_of:a|b|c}"), "{bad}: {err}");
+        }
     }
 }

@@ -6,8 +6,8 @@
 //! becomes fixed bytes (request line, Host, headers with
 //! `X-Rackbench-Endpoint: NAME`, Content-Length, Connection as the run
 //! says, body) with the path's placeholders as gaps, so per request the
-//! loop only draws an endpoint and writes the drawn integers between the
-//! fixed pieces into a buffer it keeps ([`Mix::write`]): no allocation,
+//! loop only draws an endpoint and writes the drawn integers (or values)
+//! between the fixed pieces into a buffer it keeps ([`Mix::write`]): no allocation,
 //! no formatting of headers.
 //!
 //! The draw is deterministic: each load thread has two [`Draw`] streams
@@ -69,6 +69,9 @@ enum Piece {
         lo: u64,
         hi: u64,
     },
+    /// `{one_of:a|b|c}`: one of the values, uniformly (ids that cannot
+    /// be ranged: UUIDs, hex digests, slugs, dates).
+    OneOf(Vec<String>),
 }
 
 /// One endpoint's request, rendered for a host: `fixed` with the drawn
@@ -79,12 +82,22 @@ struct Rendered {
     gaps: Vec<Gap>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Gap {
     at: usize,
-    lo: u64,
-    /// hi - lo + 1, or 0 for the whole u64 range.
-    span: u64,
+    fill: Fill,
+}
+
+/// What a gap is filled with.
+#[derive(Debug, Clone, PartialEq)]
+enum Fill {
+    Random {
+        lo: u64,
+        /// hi - lo + 1, or 0 for the whole u64 range.
+        span: u64,
+    },
+    /// One of these bytes, uniformly.
+    OneOf(Vec<Vec<u8>>),
 }
 
 /// A checked mix; [`Mix::render`] makes the requests for a host.

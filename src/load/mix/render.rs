@@ -6,7 +6,7 @@
 //! It never checks a file nor chooses an endpoint (`file.rs` and
 //! `mod.rs` do).
 
-use super::{Draw, Gap, Mix, MixEndpoint, Piece, Rendered, ENDPOINT_HEADER};
+use super::{Draw, Fill, Gap, Mix, MixEndpoint, Piece, Rendered, ENDPOINT_HEADER};
 use crate::load::target::{self, RequestSpec, TargetError, Url};
 
 impl Mix {
@@ -36,12 +36,15 @@ impl Mix {
         let mut from = 0;
         for g in &r.gaps {
             out.extend_from_slice(&r.fixed[from..g.at]);
-            let v = if g.span == 0 {
-                draw.next_u64()
-            } else {
-                g.lo + draw.below(g.span)
-            };
-            write_decimal(v, out);
+            match &g.fill {
+                Fill::Random { lo, span: 0 } => {
+                    write_decimal(lo.wrapping_add(draw.next_u64()), out)
+                }
+                Fill::Random { lo, span } => write_decimal(lo + draw.below(*span), out),
+                Fill::OneOf(values) => {
+                    out.extend_from_slice(&values[draw.below(values.len() as u64) as usize])
+                }
+            }
             from = g.at;
         }
         out.extend_from_slice(&r.fixed[from..]);
@@ -54,13 +57,22 @@ impl Mix {
 /// (plus its endpoint header).
 fn render_endpoint(e: &MixEndpoint, url: &Url, keep_alive: bool) -> Result<Rendered, TargetError> {
     let mut path = String::new();
-    let mut ranges = Vec::new();
+    let mut fills = Vec::new();
     for p in &e.pieces {
         match p {
             Piece::Text(t) => path.push_str(t),
             Piece::Random { lo, hi } => {
                 path.push('\0');
-                ranges.push((*lo, *hi));
+                fills.push(Fill::Random {
+                    lo: *lo,
+                    span: (hi - lo).wrapping_add(1),
+                });
+            }
+            Piece::OneOf(values) => {
+                path.push('\0');
+                fills.push(Fill::OneOf(
+                    values.iter().map(|v| v.clone().into_bytes()).collect(),
+                ));
             }
         }
     }
@@ -78,8 +90,8 @@ fn render_endpoint(e: &MixEndpoint, url: &Url, keep_alive: bool) -> Result<Rende
     };
     let bytes = target::render_request(&url, &spec)?;
     let mut fixed = Vec::with_capacity(bytes.len());
-    let mut gaps = Vec::with_capacity(ranges.len());
-    let mut ranges = ranges.into_iter();
+    let mut gaps = Vec::with_capacity(fills.len());
+    let mut fills = fills.into_iter();
     // Only the request line holds NULs (the path has none of its own).
     let line_end = bytes
         .windows(2)
@@ -87,11 +99,9 @@ fn render_endpoint(e: &MixEndpoint, url: &Url, keep_alive: bool) -> Result<Rende
         .unwrap_or(bytes.len());
     for (i, &b) in bytes.iter().enumerate() {
         if b == 0 && i < line_end {
-            let (lo, hi) = ranges.next().expect("one range per NUL");
             gaps.push(Gap {
                 at: fixed.len(),
-                lo,
-                span: (hi - lo).wrapping_add(1),
+                fill: fills.next().expect("one fill per NUL"),
             });
         } else {
             fixed.push(b);
@@ -185,6 +195,33 @@ mod tests {
         .unwrap();
         assert!(request(&wide, 0, &mut d).starts_with("GET /"));
     }
+    #[test]
+    fn one_of_draws_every_value_and_none_other() {
+        let m = Mix::parse(
+            "[[endpoint]]\nname = \"a\"\npath = \"/u/{one_of:0b9e|c3-x|2026-11-28}.json\"\n",
+            "t",
+        )
+        .unwrap()
+        .render(&url(), true)
+        .unwrap();
+        let mut d = Draw::new(1, 0, 1);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..300 {
+            let r = request(&m, 0, &mut d);
+            let id = r
+                .strip_prefix("GET /u/")
+                .unwrap()
+                .split_once(".json ")
+                .unwrap()
+                .0;
+            seen.insert(id.to_string());
+        }
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            ["0b9e", "2026-11-28", "c3-x"]
+        );
+    }
+
     #[test]
     fn decimals_are_written_without_formatting() {
         for v in [0u64, 7, 10, 999, 1_000_000, u64::MAX] {
