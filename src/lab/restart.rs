@@ -108,6 +108,8 @@ impl Answers {
                 host: host.into(),
                 path: path.into(),
                 timeout: Duration::from_secs(1),
+                // Any answer is a worker's first; the body is not checked.
+                max_body_bytes: crate::server::probe::DEFAULT_MAX_BODY_BYTES,
             },
         }
     }
