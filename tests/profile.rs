@@ -3,8 +3,8 @@
 //! (3:1 by default), and rbspy's on-CPU samples of a puma cluster and of
 //! unicorn, 2 workers each, under the load engine's load, split between
 //! the two in that ratio within sampling error; every worker's pid is
-//! among those sampled; the files are written. A tree without Ruby is
-//! refused, naming what it runs.
+//! among those sampled, a worker forked during the window too; the files
+//! are written. A tree without Ruby is refused, naming what it runs.
 //!
 //! The interval: the share of `spend_a` among the two methods' samples
 //! is read as a binomial proportion of n samples; it must lie within 4
@@ -88,6 +88,18 @@ const B: u64 = 1_000_000;
 /// Loads the app on `port` for 8 s (4 connections: both workers busy)
 /// and profiles the tree from 1.5 s in for 5 s.
 fn profile_under_load(name: &str, server: &Running, port: u16, dir: &Path) -> Profile {
+    profile_while(name, server, port, dir, || {})
+}
+
+/// [`profile_under_load`], running `during` once the recording started
+/// (it may take part of the 5 s; the recording lasts at least 2 s more).
+fn profile_while(
+    name: &str,
+    server: &Running,
+    port: u16,
+    dir: &Path,
+    during: impl FnOnce(),
+) -> Profile {
     let url = format!("http://127.0.0.1:{port}/?a={A}&b={B}");
     let mut cfg = LoadConfig::get(&url).unwrap();
     cfg.connections = 4;
@@ -102,7 +114,13 @@ fn profile_under_load(name: &str, server: &Running, port: u16, dir: &Path) -> Pr
         subdir: PathBuf::from("profile"),
         grace: Duration::from_secs(10),
     };
-    let got = profile::profile(spec, Duration::from_secs(5));
+    let started = Instant::now();
+    let got = profile::Recording::start(spec).and_then(|recording| {
+        during();
+        let rest = Duration::from_secs(5).saturating_sub(started.elapsed());
+        std::thread::sleep(rest.max(Duration::from_secs(2)));
+        recording.finish()
+    });
     let report = load.join().unwrap().unwrap();
     assert!(report.requests.ok > 0, "{name}: no request answered");
     got.unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -186,6 +204,56 @@ fn puma_cluster_splits_its_cpu_between_the_two_methods_in_their_ratio() {
     let mut server = start("puma", &command, &dir, port, 2);
     let p = profile_under_load("puma", &server, port, &dir);
     assert_truthful("puma", &server, &p, &dir);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A worker forked during the window is sampled too: one puma worker is
+/// killed 1 s into the recording, puma forks its replacement, and the
+/// replacement's pid has on-CPU samples (rbspy looks for new descendants
+/// every second).
+#[test]
+fn a_puma_worker_forked_during_the_window_is_sampled() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let dir = common::work_dir("profile-puma-fork");
+    let port = rackbench::host::free_port().unwrap();
+    let command = format!(
+        "puma --bind tcp://127.0.0.1:{port} --workers 2 --threads 1:1 --environment production {}",
+        app().display()
+    );
+    let mut server = start("puma", &command, &dir, port, 2);
+    let before = rackbench::sampler::direct_children(server.pid);
+    let master = server.pid;
+    let p = profile_while("puma-fork", &server, port, &dir, || {
+        std::thread::sleep(Duration::from_secs(1));
+        // SAFETY: a signal to a worker of the server this test started.
+        unsafe { libc::kill(before[0] as i32, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = rackbench::sampler::direct_children(master);
+            if now.len() >= 2 && now.iter().any(|p| !before.contains(p)) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "puma forked no new worker");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let after = rackbench::sampler::direct_children(master);
+    let new: Vec<u32> = after.into_iter().filter(|p| !before.contains(p)).collect();
+    assert!(!new.is_empty(), "no new worker");
+    for pid in &new {
+        assert!(
+            p.samples_by_pid.get(pid) > Some(&0),
+            "the new worker {pid} was not sampled: {:?}",
+            p.samples_by_pid
+        );
+    }
+    assert!(
+        p.processes.contains(&before[0]),
+        "the killed worker, before"
+    );
     server.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
