@@ -9,6 +9,7 @@ want=("$@")
 
 apt_pkgs=()
 want_vegeta=0
+want_rbspy=0
 need_cmd() { command -v "$1" >/dev/null 2>&1 || apt_pkgs+=("$2"); }
 
 for w in "${want[@]}"; do
@@ -53,6 +54,8 @@ for w in "${want[@]}"; do
       [ -f /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || apt_pkgs+=(libjemalloc2)
       need_cmd dpkg-source dpkg-dev
       need_cmd bundle ruby-bundler
+      # The profiler (src/profile/, tests/profile.rs): rbspy, below.
+      want_rbspy=1
       ;;
     run) ;;
     bench)
@@ -105,4 +108,14 @@ if command -v rustup >/dev/null 2>&1; then
   for comp in clippy rustfmt; do
     rustup component list --installed 2>/dev/null | grep -q "^$comp" || rustup component add "$comp"
   done
+fi
+
+# rbspy (crates.io, MIT licence): the profiler's sampler, src/profile/.
+# Its binary, not the library, keeps rackbench's own build small; pinned
+# to the version src/profile/rbspy.rs names (VERSION). It builds with this
+# Rust (1.85+) in a few minutes on 2 cores; installed only when missing.
+RBSPY_VERSION=0.55.0
+if [ $want_rbspy -eq 1 ] && ! command -v rbspy >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/rbspy" ]; then
+  echo "deps: cargo install rbspy --version $RBSPY_VERSION --locked" >&2
+  cargo install rbspy --version "$RBSPY_VERSION" --locked
 fi

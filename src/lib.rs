@@ -32,6 +32,10 @@
 //! - [`database`]: the database behind an app that needs one: SQLite (a
 //!   file) or PostgreSQL (a server started, seeded and stopped per trial),
 //!   the rows seeded and written; starts no app server, drives no load.
+//! - [`profile`]: where a server's CPU and time go: every Ruby process of
+//!   its tree sampled by rbspy's binary over a window, on-CPU and wall
+//!   clock; collapsed stacks, speedscope JSON, the top frames; never
+//!   starts a server or drives load.
 //! - [`leftovers`]: what a killed rackbench process left (its control
 //!   groups, PostgreSQL's data directory, its run dir), found when its
 //!   maker is gone and removed by the next command that starts servers;
@@ -74,6 +78,7 @@ pub mod leftovers;
 pub mod load;
 pub mod mirror;
 pub mod plan;
+pub mod profile;
 pub mod report;
 pub mod require;
 pub mod runtime;

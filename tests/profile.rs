@@ -1,0 +1,315 @@
+//! The profiler's truth (issue 40): ruby/apps/two_methods.ru spends each
+//! request's CPU in `TwoMethods.spend_a` and `spend_b` in a known ratio
+//! (3:1 by default), and rbspy's on-CPU samples of a puma cluster and of
+//! unicorn, 2 workers each, under the load engine's load, split between
+//! the two in that ratio within sampling error; every worker's pid is
+//! among those sampled, a worker forked during the window too; the files
+//! are written. A tree without Ruby is refused, naming what it runs.
+//!
+//! The interval: the share of `spend_a` among the two methods' samples
+//! is read as a binomial proportion of n samples; it must lie within 4
+//! standard errors of 3/4 (4 * sqrt(3/16 / n); n is about a thousand
+//! here, so about ±0.055), and n must be at least 200 (an interval
+//! no wider than ±0.12), so a profile that saw little cannot pass.
+//!
+//! rbspy is required through rackbench::require: under
+//! RACKBENCH_REQUIRE (CI) its absence fails these tests.
+
+mod common;
+
+use rackbench::load::{self, Endpoint, LoadConfig};
+use rackbench::profile::{self, Profile, ProfileError, ProfileSpec};
+use rackbench::server::supervisor::{self, Launch, Probe, Running};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+fn have_rbspy() -> bool {
+    rackbench::require::require(
+        "rbspy",
+        profile::rbspy::find().is_some(),
+        &profile::rbspy::install_command(),
+    )
+}
+
+fn installed(server: &str) -> bool {
+    common::have(server, &format!("apt-get install {server}"))
+}
+
+fn app() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("ruby/apps/two_methods.ru")
+}
+
+/// Starts `command` in `dir`, waits for its answer on `port` and for
+/// `workers` children of its master.
+fn start(name: &str, command: &str, dir: &Path, port: u16, workers: usize) -> Running {
+    let launch = Launch {
+        name: name.into(),
+        command: command.to_string(),
+        env: Vec::new(),
+        cwd: dir.to_path_buf(),
+        log: dir.join(format!("{name}.log")),
+        cpus: Vec::new(),
+        stop_signal: libc::SIGTERM,
+        grace: Duration::from_secs(10),
+        root: None,
+        cgroup: Vec::new(),
+    };
+    let mut server = supervisor::spawn(launch).unwrap();
+    let probe = Probe {
+        endpoint: Endpoint::Tcp(format!("127.0.0.1:{port}").parse().unwrap()),
+        host: "127.0.0.1".into(),
+        path: "/?a=10&b=10".into(),
+        timeout: Duration::from_secs(5),
+    };
+    let never = AtomicBool::new(false);
+    supervisor::wait_ready(&mut server, &probe, Duration::from_secs(60), &never)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while rackbench::sampler::direct_children(server.pid).len() < workers {
+        assert!(
+            Instant::now() < deadline,
+            "{name}: {workers} workers never forked: {}",
+            server.log_tail(20)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
+/// The two methods' iterations per request: 3:1, about 90 ms of CPU on
+/// this machine, so each request holds about nine samples at 100 Hz. With
+/// the app's defaults (about 9 ms, one sample period) the samples locked
+/// onto the requests' phase: spend_a's share came out 0.36 on a busy
+/// machine, 0.74 on a quiet one. Nine samples a request cannot lock on.
+const A: u64 = 3_000_000;
+const B: u64 = 1_000_000;
+
+/// Loads the app on `port` for 8 s (4 connections: both workers busy)
+/// and profiles the tree from 1.5 s in for 5 s.
+fn profile_under_load(name: &str, server: &Running, port: u16, dir: &Path) -> Profile {
+    profile_while(name, server, port, dir, || {})
+}
+
+/// [`profile_under_load`], running `during` once the recording started
+/// (it may take part of the 5 s; the recording lasts at least 2 s more).
+fn profile_while(
+    name: &str,
+    server: &Running,
+    port: u16,
+    dir: &Path,
+    during: impl FnOnce(),
+) -> Profile {
+    let url = format!("http://127.0.0.1:{port}/?a={A}&b={B}");
+    let mut cfg = LoadConfig::get(&url).unwrap();
+    cfg.connections = 4;
+    cfg.duration = Some(Duration::from_secs(8));
+    cfg.timeout = Duration::from_secs(10);
+    let load = std::thread::spawn(move || load::run(cfg, |_| {}));
+    std::thread::sleep(Duration::from_millis(1500));
+    let spec = ProfileSpec {
+        root: server.pid,
+        rate_hz: profile::DEFAULT_RATE_HZ,
+        results_dir: dir.to_path_buf(),
+        subdir: PathBuf::from("profile"),
+        grace: Duration::from_secs(10),
+    };
+    let started = Instant::now();
+    let got = profile::Recording::start(spec).and_then(|recording| {
+        during();
+        let rest = Duration::from_secs(5).saturating_sub(started.elapsed());
+        std::thread::sleep(rest.max(Duration::from_secs(2)));
+        recording.finish()
+    });
+    let report = load.join().unwrap().unwrap();
+    assert!(report.requests.ok > 0, "{name}: no request answered");
+    got.unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The samples whose innermost frame is the method `name`.
+fn self_samples(p: &Profile, name: &str) -> f64 {
+    let share: f64 = p
+        .top
+        .iter()
+        .filter(|t| t.frame.split(" - ").next().unwrap_or("").ends_with(name))
+        .map(|t| t.self_share)
+        .sum();
+    share * p.samples as f64
+}
+
+fn assert_truthful(name: &str, server: &Running, p: &Profile, dir: &Path) {
+    let (a, b) = (self_samples(p, "spend_a"), self_samples(p, "spend_b"));
+    let n = a + b;
+    let top: Vec<_> = p.top.iter().take(6).collect();
+    assert!(
+        n >= 200.0,
+        "{name}: only {n} samples in the two methods: {top:?}"
+    );
+    let share = a / n;
+    let bound = 4.0 * (0.75f64 * 0.25 / n).sqrt();
+    eprintln!(
+        "{name}: spend_a {share:.3} of {n} samples (0.75 ± {bound:.3}); on-CPU by pid {:?}",
+        p.samples_by_pid
+    );
+    assert!(
+        (share - 0.75).abs() <= bound,
+        "{name}: spend_a's share {share:.3} of {n} samples is not 0.75 ± {bound:.3}: {top:?}"
+    );
+    for worker in rackbench::sampler::direct_children(server.pid) {
+        assert!(
+            p.processes.contains(&worker) && p.samples_by_pid.get(&worker) > Some(&0),
+            "{name}: worker {worker} was not sampled on-CPU: {:?} {:?}",
+            p.processes,
+            p.samples_by_pid
+        );
+    }
+    assert!(p.processes.contains(&server.pid), "{name}: the master");
+    assert!(p.wall_clock.samples >= p.samples, "{name}");
+    for f in &p.files {
+        let text = std::fs::read_to_string(dir.join(&f.path)).unwrap();
+        assert!(!text.is_empty(), "{name}: {} is empty", f.path);
+    }
+    let merged = p
+        .files
+        .iter()
+        .find(|f| f.path == "profile/on-cpu.collapsed")
+        .expect("the merged on-CPU stacks");
+    let text = std::fs::read_to_string(dir.join(&merged.path)).unwrap();
+    assert!(
+        text.contains("spend_a") && text.contains("spend_b"),
+        "{name}"
+    );
+    let speedscope = dir.join("profile/on-cpu.speedscope.json");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(speedscope).unwrap()).unwrap();
+    // Every process merged, then one profile per pid.
+    assert_eq!(
+        doc["profiles"].as_array().unwrap().len(),
+        1 + p.samples_by_pid.len(),
+        "{name}"
+    );
+}
+
+#[test]
+fn puma_cluster_splits_its_cpu_between_the_two_methods_in_their_ratio() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let dir = common::work_dir("profile-puma");
+    let port = rackbench::host::free_port().unwrap();
+    let command = format!(
+        "puma --bind tcp://127.0.0.1:{port} --workers 2 --threads 1:1 --environment production {}",
+        app().display()
+    );
+    let mut server = start("puma", &command, &dir, port, 2);
+    let p = profile_under_load("puma", &server, port, &dir);
+    assert_truthful("puma", &server, &p, &dir);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A worker forked during the window is sampled too: one puma worker is
+/// killed 1 s into the recording, puma forks its replacement, and the
+/// replacement's pid has on-CPU samples (rbspy looks for new descendants
+/// every second).
+#[test]
+fn a_puma_worker_forked_during_the_window_is_sampled() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let dir = common::work_dir("profile-puma-fork");
+    let port = rackbench::host::free_port().unwrap();
+    let command = format!(
+        "puma --bind tcp://127.0.0.1:{port} --workers 2 --threads 1:1 --environment production {}",
+        app().display()
+    );
+    let mut server = start("puma", &command, &dir, port, 2);
+    let before = rackbench::sampler::direct_children(server.pid);
+    let master = server.pid;
+    let p = profile_while("puma-fork", &server, port, &dir, || {
+        std::thread::sleep(Duration::from_secs(1));
+        // SAFETY: a signal to a worker of the server this test started.
+        unsafe { libc::kill(before[0] as i32, libc::SIGKILL) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = rackbench::sampler::direct_children(master);
+            if now.len() >= 2 && now.iter().any(|p| !before.contains(p)) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "puma forked no new worker");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let after = rackbench::sampler::direct_children(master);
+    let new: Vec<u32> = after.into_iter().filter(|p| !before.contains(p)).collect();
+    assert!(!new.is_empty(), "no new worker");
+    for pid in &new {
+        assert!(
+            p.samples_by_pid.get(pid) > Some(&0),
+            "the new worker {pid} was not sampled: {:?}",
+            p.samples_by_pid
+        );
+    }
+    assert!(
+        p.processes.contains(&before[0]),
+        "the killed worker, before"
+    );
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unicorn_splits_its_cpu_between_the_two_methods_in_their_ratio() {
+    if !have_rbspy() || !installed("unicorn") {
+        return;
+    }
+    let dir = common::work_dir("profile-unicorn");
+    let port = rackbench::host::free_port().unwrap();
+    let config = dir.join("unicorn.rb");
+    std::fs::write(
+        &config,
+        format!("worker_processes 2\nlisten \"127.0.0.1:{port}\"\ntimeout 60\n"),
+    )
+    .unwrap();
+    let command = format!(
+        "unicorn --config-file {} --env production {}",
+        config.display(),
+        app().display()
+    );
+    let mut server = start("unicorn", &command, &dir, port, 2);
+    let p = profile_under_load("unicorn", &server, port, &dir);
+    assert_truthful("unicorn", &server, &p, &dir);
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
+    if !have_rbspy() {
+        return;
+    }
+    let dir = common::work_dir("profile-no-ruby");
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let spec = ProfileSpec {
+        root: child.id(),
+        rate_hz: profile::DEFAULT_RATE_HZ,
+        results_dir: dir.clone(),
+        subdir: PathBuf::from("profile"),
+        grace: Duration::from_secs(5),
+    };
+    let got = profile::Recording::start(spec);
+    let _ = child.kill();
+    let _ = child.wait();
+    match got {
+        Err(e @ ProfileError::NoRuby { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("sleep"), "{msg}");
+        }
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("a tree without Ruby was profiled"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
