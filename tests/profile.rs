@@ -61,6 +61,7 @@ fn start(name: &str, command: &str, dir: &Path, port: u16, workers: usize) -> Ru
         host: "127.0.0.1".into(),
         path: "/?a=10&b=10".into(),
         timeout: Duration::from_secs(5),
+        max_body_bytes: rackbench::server::probe::DEFAULT_MAX_BODY_BYTES,
     };
     let never = AtomicBool::new(false);
     supervisor::wait_ready(&mut server, &probe, Duration::from_secs(60), &never)
