@@ -1,5 +1,5 @@
 //! A connection slot's state: its socket, the requests queued on it, its
-//! write batch and its read buffer. The loop in `worker.rs` drives it;
+//! write batch and its read buffer. The loop in `worker/` drives it;
 //! this file holds only the data and the byte handling that needs no I/O.
 //!
 //! A connection never does I/O, counts, or decides when a request is due.

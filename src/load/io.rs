@@ -1,5 +1,5 @@
 //! The connection loop's one seam to the kernel: io_uring or epoll, chosen
-//! once per thread (`--io`, or what the kernel has), so that `worker.rs`
+//! once per thread (`--io`, or what the kernel has), so that `worker/`
 //! is one loop that asks this for what it needs: watch a connect, start a
 //! connection's receives, end them, move the timer, wait, and read the
 //! events a wait brought.
@@ -7,14 +7,18 @@
 //! The two differ in kind, not only in calls: io_uring completes receives
 //! and sends (the bytes are in a provided buffer, the send is done), epoll
 //! says a socket is ready and the loop then reads and writes it itself.
-//! So an event is one of two [`Happened`]s, and the loop's sends and
-//! receives on a completion ([`Io::ring`]) are its own. Why each waits as
-//! it does is in `uring.rs` and `epoll.rs`, and in the loop's `wait_until`.
+//! So an event is one of the [`Happened`]s: the timer, a socket ready (or
+//! a connect's poll done), a receive or a send completed. The ring's tags
+//! (which operation a completion ends) and its provided buffers stay on
+//! this side: the loop sees a slot's token and the bytes
+//! ([`Io::take_received`]), as it sees epoll's tokens. The loop's sends on
+//! the ring ([`Io::ring`]) are its own. Why each waits as it does is in
+//! `uring.rs` and `epoll.rs`, and in the loop's `wait_until`.
 //!
 //! The seam never decides when to send, frames a response, or counts.
 
 use super::epoll::{Epoll, Ready, Timer};
-use super::uring::{Event, Uring, TIMER_TAG};
+use super::uring::{Event, Uring, OP_MASK, OP_POLL, OP_RECV, OP_SEND, TIMER_TAG};
 use super::IoMode;
 use std::io;
 use std::os::fd::RawFd;
@@ -35,12 +39,52 @@ pub(super) enum Io {
     Epoll { epoll: Epoll, timer: Option<Timer> },
 }
 
-/// One event of a wait.
+/// One event of a wait. A token is the slot's (`conn::token`), without
+/// the ring's operation tag.
 pub(super) enum Happened {
-    /// io_uring: a connect's poll, a receive, a send, or the timer ended.
-    Done(Event),
-    /// epoll: a socket (or the timerfd, [`TIMER_TOKEN`]) is ready.
+    /// The timer fired (io_uring's, or the timerfd).
+    Timer,
+    /// epoll: a socket is ready; io_uring: a connect's poll ended.
     Ready(u64, Ready),
+    /// io_uring: a receive completed (its bytes through
+    /// [`Io::take_received`]).
+    Received(Received),
+    /// io_uring: a send completed: `res` bytes written, or -errno.
+    Sent { token: u64, res: i32 },
+}
+
+/// A receive's completion, as the ring reported it.
+pub(super) struct Received {
+    pub(super) token: u64,
+    /// The result: above 0 when bytes came (with the header and stamp in
+    /// the buffer), 0 at EOF, or -errno.
+    pub(super) res: i32,
+    /// The provided buffer it filled, which [`Io::take_received`] gives
+    /// back to the ring.
+    buf: Option<u16>,
+    /// The multishot receive ended: a live socket needs a new one.
+    pub(super) ended: bool,
+}
+
+/// A ring completion as the loop's event: the operation tag decides the
+/// kind and is taken off the token.
+fn happened(ev: Event) -> Happened {
+    if ev.token == TIMER_TOKEN {
+        return Happened::Timer;
+    }
+    let token = ev.token & !OP_MASK;
+    match ev.token & OP_MASK {
+        OP_RECV => Happened::Received(Received {
+            token,
+            res: ev.res,
+            buf: ev.buf,
+            ended: ev.ended,
+        }),
+        OP_SEND => Happened::Sent { token, res: ev.res },
+        OP_POLL => Happened::Ready(token, ev.ready),
+        // No entry carries the fourth tag: nothing ready.
+        _ => Happened::Ready(token, Ready::from_bits(0)),
+    }
 }
 
 impl Io {
@@ -84,11 +128,26 @@ impl Io {
     /// The `e`-th event of the last wait.
     pub(super) fn event(&self, e: usize) -> Happened {
         match self {
-            Io::Uring(u) => Happened::Done(u.event(e)),
-            Io::Epoll { epoll, .. } => {
-                let (token, ready) = epoll.event(e);
-                Happened::Ready(token, ready)
-            }
+            Io::Uring(u) => happened(u.event(e)),
+            Io::Epoll { epoll, .. } => match epoll.event(e) {
+                (TIMER_TOKEN, _) => Happened::Timer,
+                (token, ready) => Happened::Ready(token, ready),
+            },
+        }
+    }
+
+    /// A receive's bytes and the kernel's receive stamp of its last packet
+    /// go to `take`, and its buffer back to the ring, whoever it was for.
+    /// Without a buffer (an error, an ended receive) `take` is not called.
+    pub(super) fn take_received(
+        &mut self,
+        r: &Received,
+        take: impl FnOnce(&[u8], Option<libc::timespec>),
+    ) {
+        if let (Some(bid), Io::Uring(u)) = (r.buf, self) {
+            let (payload, stamp) = u.received(bid, r.res);
+            take(payload, stamp);
+            u.recycle(bid);
         }
     }
 
@@ -110,16 +169,18 @@ impl Io {
         }
     }
 
-    /// A socket is about to close: on io_uring its receive (or connect
-    /// poll), `user_data`, holds it open, so it is cancelled, and the
-    /// entries naming the descriptor go in before its number can be
-    /// reused. An error here means a broken ring; the socket then lingers
-    /// until the ring is dropped at the end of the run. Returns whether a
-    /// send of it may still be in the kernel (io_uring).
-    pub(super) fn release(&mut self, user_data: u64) -> bool {
+    /// A socket is about to close: on io_uring its receive (or, while
+    /// `connecting`, its connect poll), under `token`, holds it open, so
+    /// it is cancelled, and the entries naming the descriptor go in before
+    /// its number can be reused. An error here means a broken ring; the
+    /// socket then lingers until the ring is dropped at the end of the
+    /// run. Returns whether a send of it may still be in the kernel
+    /// (io_uring).
+    pub(super) fn release(&mut self, token: u64, connecting: bool) -> bool {
         match self {
             Io::Uring(u) => {
-                let _ = u.cancel(user_data);
+                let op = if connecting { OP_POLL } else { OP_RECV };
+                let _ = u.cancel(token | op);
                 let _ = u.flush();
                 true
             }
@@ -183,6 +244,49 @@ impl Io {
                 u.wait(want, None)
             }
             Io::Epoll { epoll, .. } => epoll.wait(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The loop sees the kind of a ring completion and its slot's token,
+    /// never the ring's tag: a tag left on would name no slot.
+    #[test]
+    fn a_ring_completion_becomes_its_kind_with_the_slot_token() {
+        let slot = 5 | (9u64 << 32);
+        let ev = |token, res, buf| Event {
+            token,
+            ready: Ready::from_bits(libc::POLLOUT as u32),
+            res,
+            buf,
+            ended: false,
+        };
+        let cases = [
+            (ev(TIMER_TAG, 0, None), "timer"),
+            (ev(slot | OP_POLL, 4, None), "ready"),
+            (ev(slot | OP_RECV, 100, Some(3)), "received"),
+            (ev(slot | OP_SEND, 18, None), "sent"),
+        ];
+        for (event, want) in cases {
+            let (kind, token) = match happened(event) {
+                Happened::Timer => ("timer", slot),
+                Happened::Ready(t, ready) => {
+                    assert!(ready.writable(), "a connect poll keeps its readiness");
+                    ("ready", t)
+                }
+                Happened::Received(r) => {
+                    assert_eq!((r.res, r.buf), (100, Some(3)));
+                    ("received", r.token)
+                }
+                Happened::Sent { token, res } => {
+                    assert_eq!(res, 18);
+                    ("sent", token)
+                }
+            };
+            assert_eq!((kind, token), (want, slot), "{want}");
         }
     }
 }

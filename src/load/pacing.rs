@@ -2,7 +2,7 @@
 //! under `--rate` or a replay, the slack grid an open loop wakes on, and
 //! how many responses a closed loop on io_uring waits for ([`batch_plan`]).
 //!
-//! Pacing is data, not a second loop (see `worker.rs`): these are pure
+//! Pacing is data, not a second loop (see `worker/`): these are pure
 //! functions of the thread's plan and the clock, read by the one loop.
 //! Pacing never does I/O, holds connections, or counts.
 

@@ -1,7 +1,7 @@
 //! The raw socket and thread system calls the connection loop makes:
 //! kernel receive stamps (`SO_TIMESTAMPNS`) and the stamped `recvmsg`, the
 //! bare `send`, loopback's cheapest congestion control, and the thread's
-//! CPU clock. Kept apart from `worker.rs` so the loop reads as a loop; the
+//! CPU clock. Kept apart from `worker/` so the loop reads as a loop; the
 //! calls are bare (not glibc's wrappers, which are cancellation points) and
 //! each says why it exists.
 
@@ -192,4 +192,91 @@ pub fn ensure_open_files(needed: u64) -> Result<OpenFiles, (u64, u64)> {
         return Err((soft, hard));
     }
     Ok(OpenFiles::Raised(soft, hard))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, Protocol, SockAddr, Type};
+
+    fn wall_ago(ago: Duration) -> libc::timespec {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+        let ns = now.tv_sec as i128 * 1_000_000_000 + now.tv_nsec as i128 - ago.as_nanos() as i128;
+        libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        }
+    }
+
+    #[test]
+    fn a_stamp_lands_on_the_monotonic_clock_by_its_age() {
+        let at = arrival(wall_ago(Duration::from_millis(3)));
+        let age = Instant::now() - at;
+        // Read a moment after the stamp was made: a hair older, never younger.
+        assert!(age >= Duration::from_millis(3), "{age:?}");
+        assert!(age < Duration::from_millis(4), "{age:?}");
+    }
+
+    #[test]
+    fn a_stamp_from_the_future_counts_as_now() {
+        let now = Instant::now();
+        let future = wall_ago(Duration::ZERO);
+        let future = libc::timespec {
+            tv_sec: future.tv_sec + 60,
+            ..future
+        };
+        let at = arrival(future);
+        assert!(at >= now && at <= Instant::now(), "{at:?} vs {now:?}");
+    }
+
+    #[test]
+    fn loopback_sockets_use_reno() {
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        cheapest_congestion_control(&sock);
+        let mut name = [0u8; 16];
+        let mut len = name.len() as libc::socklen_t;
+        // SAFETY: valid socket and out-buffers.
+        let rc = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                name.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        let name = &name[..len as usize];
+        let name = name.split(|&b| b == 0).next().unwrap();
+        assert_eq!(name, b"reno");
+    }
+
+    #[test]
+    fn received_bytes_carry_the_kernel_stamp() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        enable_rx_timestamps(&client);
+        client
+            .connect(&SockAddr::from(listener.local_addr().unwrap()))
+            .unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        // The kernel turns stamping on a moment after the first socket asks
+        // (a deferred static key); packets before that carry no stamp.
+        std::thread::sleep(Duration::from_millis(50));
+        server.write_all(b"hello").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut buf = [0u8; 16];
+        let (n, stamp) = recv_stamped(client.as_raw_fd(), &mut buf);
+        let now = Instant::now();
+        assert_eq!(n, 5);
+        let at = arrival(stamp.expect("loopback TCP is stamped"));
+        // Read 20 ms after it arrived: the stamp says so.
+        assert!(now - at >= Duration::from_millis(19), "{:?}", now - at);
+    }
 }

@@ -1,6 +1,6 @@
 //! One worker thread's share of a run (what mod.rs hands it) and what it
 //! measured about itself (what it hands back). Apart from mod.rs, which
-//! splits the run, and worker.rs, which runs a share, so the two need not
+//! splits the run, and worker/, which runs a share, so the two need not
 //! import each other.
 
 use super::config::{LoadConfig, Pacing};
