@@ -120,21 +120,26 @@ fn open_loop_counts_per_endpoint_match_the_weights_and_the_server() {
     let r = run(c);
     assert!(r.requests.total > 4000, "{:?}", r.requests);
     // On a busy machine a request can fall due too late to be sent in the
-    // window (counted unsent): what the test knows is that every request
-    // sent was answered OK (it failed with `unsent: 2` at load 18 on 2 CPUs).
+    // window (counted unsent), or be sent too late to be answered in it
+    // (unfinished): what the test knows is that none failed (it failed
+    // with `unsent: 2` at load 18 on 2 CPUs, and with `unfinished: 1`
+    // under two CPU hogs).
+    let (ok, unfinished) = (r.requests.ok, r.requests.unfinished);
     assert_eq!(
-        r.requests.ok + r.requests.unsent,
+        ok + unfinished + r.requests.unsent,
         r.requests.total,
         "{:?}",
         r.requests
     );
     assert_shares(&r, r.requests.total);
+    // The server saw every request answered, and at most the unfinished
+    // ones besides (it may have read one the run ended before answering).
     let seen = s.stats().per_path;
     for (name, path) in [("a", "/a"), ("b", "/b"), ("c", "/c/x")] {
-        assert_eq!(
-            seen.get(path).copied(),
-            Some(endpoint(&r, name).ok),
-            "{name}"
+        let (n, e_ok) = (seen.get(path).copied().unwrap_or(0), endpoint(&r, name).ok);
+        assert!(
+            (e_ok..=e_ok + unfinished).contains(&n),
+            "{name}: the server saw {n}, {e_ok} answered, {unfinished} unfinished"
         );
     }
 }
@@ -150,22 +155,23 @@ fn each_endpoint_has_its_own_latency_not_the_mix_s() {
     c.connections = 8;
     c.duration = Some(Duration::from_millis(1500));
     let r = run(c);
-    let service = |name: &str| endpoint(&r, name).latency_us.p50;
-    // Each p50 is its path's service time plus the loop's (well under
-    // 5 ms on loopback), never the other's nor the mix's.
-    assert!(
-        (2_000..7_000).contains(&service("fast")),
-        "{}",
-        service("fast")
+    let (fast, slow) = (
+        &endpoint(&r, "fast").latency_us,
+        &endpoint(&r, "slow").latency_us,
     );
+    // No request is quicker than its path's service time, so every slow
+    // one took 20 ms: a fast request counted as slow would show as a slow
+    // minimum under 20 ms. How much longer than its service time a request
+    // takes is the machine's load (a fast p50 under 7 ms, once asserted,
+    // needs an idle one), so the fast side is held only to this: its
+    // quickest of some hundreds beat every slow one, and its median is
+    // the mix's (three in four requests are fast).
+    assert!(fast.min >= 2_000 && slow.min >= 20_000, "{fast:?} {slow:?}");
+    assert!(fast.min < slow.min, "{fast:?} {slow:?}");
     assert!(
-        (20_000..25_000).contains(&service("slow")),
-        "{}",
-        service("slow")
-    );
-    assert!(
-        r.latency_us.p50 < 20_000,
-        "the mix's p50 is the fast share's"
+        (fast.p50..=fast.p90).contains(&r.latency_us.p50),
+        "the mix's p50 is the fast share's: {:?} {fast:?}",
+        r.latency_us
     );
     assert!(
         r.latency_us.p99 >= 20_000,
@@ -270,11 +276,13 @@ fn a_mix_goes_through_trial_and_its_record() {
             .sum();
         assert_eq!(errors, 0, "{e}");
     }
-    let slow_p50 = endpoints[0]["latency_us"]["p50"].as_u64().unwrap();
-    let home_p50 = endpoints[1]["latency_us"]["p50"].as_u64().unwrap();
+    // Every slow request took its 10 ms; the quickest home request beat
+    // them all. (A home p50 under 10 ms, once asserted, is the load's.)
+    let slow_min = endpoints[0]["latency_us"]["min"].as_u64().unwrap();
+    let home_min = endpoints[1]["latency_us"]["min"].as_u64().unwrap();
     assert!(
-        slow_p50 >= 10_000 && home_p50 < 10_000,
-        "{slow_p50} {home_p50}"
+        slow_min >= 10_000 && home_min < slow_min,
+        "{slow_min} {home_min}"
     );
     let commands = record["environment"]["commands"].to_string();
     assert!(commands.contains("--mix "), "{commands}");
@@ -316,8 +324,10 @@ fn a_plan_s_mix_is_read_beside_it_and_each_endpoint_measured() {
     assert_eq!(names, ["slow", "home"]);
     let (slow, home) = (&endpoints[0], &endpoints[1]);
     assert!(slow["ok"].as_u64().unwrap() > 0 && home["ok"].as_u64().unwrap() > 0);
-    assert!(slow["latency_us"]["p50"].as_u64().unwrap() >= 5_000);
-    assert!(home["latency_us"]["p50"].as_u64().unwrap() < 5_000);
+    // Every slow request took its 5 ms; the quickest home request beat
+    // them all (a home p50 under 5 ms, once asserted, is the load's).
+    let min = |e: &serde_json::Value| e["latency_us"]["min"].as_u64().unwrap();
+    assert!(min(slow) >= 5_000 && min(home) < min(slow), "{load}");
 }
 
 /// A sweep runs a copy of its plan from the results directory: the

@@ -1,6 +1,9 @@
 //! `rackbench replay`: recorded requests sent again, open loop, at their
 //! recorded offsets. The servers here count and log what reaches them, so
-//! "every request once, in order, on time" is checked where it lands.
+//! "every request once, in order on its connection, never before it is
+//! due" is checked where it lands. How late a request lands, and the
+//! order across connections, belong to the machine's load (CI's is
+//! busy), so no test here asserts them.
 
 mod common;
 
@@ -29,11 +32,14 @@ fn synth_record(path: &Path, n: u64, gap_us: u64) {
     std::fs::write(path, out).unwrap();
 }
 
-/// What a [`LogServer`] saw: each request line and Host, with its arrival.
-type Seen = Arc<Mutex<Vec<(Instant, String, String)>>>;
+/// One request a [`LogServer`] saw: its arrival, request line, Host, and
+/// the connection it came on (numbered as accepted).
+type Arrival = (Instant, String, String, usize);
+type Seen = Arc<Mutex<Vec<Arrival>>>;
 
 /// A server that logs every request it answers (keep-alive, bodies by
-/// Content-Length), so tests can check order, count and timing.
+/// Content-Length), so tests can check count, order on each connection,
+/// and that nothing came early.
 struct LogServer {
     addr: SocketAddr,
     seen: Seen,
@@ -46,10 +52,10 @@ impl LogServer {
         let seen: Seen = Arc::default();
         let s = Arc::clone(&seen);
         std::thread::spawn(move || {
-            for conn in listener.incoming() {
+            for (n, conn) in listener.incoming().enumerate() {
                 let Ok(conn) = conn else { return };
                 let s = Arc::clone(&s);
-                std::thread::spawn(move || serve(conn, s));
+                std::thread::spawn(move || serve(conn, n, s));
             }
         });
         LogServer { addr, seen }
@@ -59,12 +65,12 @@ impl LogServer {
         format!("http://{}/", self.addr)
     }
 
-    fn seen(&self) -> Vec<(Instant, String, String)> {
+    fn seen(&self) -> Vec<Arrival> {
         self.seen.lock().unwrap().clone()
     }
 }
 
-fn serve(conn: TcpStream, seen: Seen) {
+fn serve(conn: TcpStream, conn_no: usize, seen: Seen) {
     conn.set_nodelay(true).unwrap();
     let mut w = conn.try_clone().unwrap();
     let mut r = BufReader::new(conn);
@@ -95,7 +101,7 @@ fn serve(conn: TcpStream, seen: Seen) {
         r.read_exact(&mut body).unwrap();
         seen.lock()
             .unwrap()
-            .push((at, line.trim_end().to_string(), host));
+            .push((at, line.trim_end().to_string(), host, conn_no));
         if w.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             .is_err()
         {
@@ -114,8 +120,58 @@ fn replay_config(file: &Path, url: &str, speed: f64, repeat: bool) -> LoadConfig
     cfg
 }
 
-fn span_of(seen: &[(Instant, String, String)]) -> Duration {
-    seen.last().unwrap().0 - seen[0].0
+/// The recorded offsets from the first request, at `speed`: when each
+/// request of `file` falls due after the run's start.
+fn due_offsets(file: &Path, speed: f64) -> Vec<Duration> {
+    let entries = read_record(BufReader::new(std::fs::File::open(file).unwrap()), "rec").unwrap();
+    let url = Url::parse("http://127.0.0.1:9/").unwrap();
+    let schedule = Schedule::build(entries, &url, speed, false, true).unwrap();
+    (0..schedule.len() as u64)
+        .map(|k| schedule.due_offset(k).unwrap())
+        .collect()
+}
+
+/// Asserts that no request reached the server before it fell due.
+/// `before` is taken just before `load::run`, so the run's start is no
+/// earlier, and a send is never early (open loop: at its due time or
+/// later): each arrival is at least its due offset after `before`. This
+/// holds on a busy machine, where how *late* a request lands does not.
+fn assert_never_early(
+    seen: &[Arrival],
+    target_of: impl Fn(usize) -> String,
+    due: &[Duration],
+    before: Instant,
+) {
+    for (i, due) in due.iter().enumerate() {
+        let want = target_of(i);
+        let at = seen
+            .iter()
+            .find(|s| s.1 == want)
+            .unwrap_or_else(|| panic!("{want} never arrived"))
+            .0;
+        assert!(
+            at - before >= *due,
+            "{want}: arrived {:?} after the start, due at {due:?}",
+            at - before
+        );
+    }
+}
+
+/// Asserts that on each connection the requests came in the schedule's
+/// order (`index` reads a request's place from its line).
+fn assert_in_order_per_connection(seen: &[Arrival], index: impl Fn(&str) -> usize) {
+    let conns: std::collections::BTreeSet<usize> = seen.iter().map(|s| s.3).collect();
+    for c in conns {
+        let on_c: Vec<usize> = seen
+            .iter()
+            .filter(|s| s.3 == c)
+            .map(|s| index(&s.1))
+            .collect();
+        assert!(
+            on_c.windows(2).all(|w| w[0] < w[1]),
+            "connection {c} carried them out of order: {on_c:?}"
+        );
+    }
 }
 
 #[test]
@@ -151,13 +207,33 @@ fn a_recorded_session_replays_every_request_once_in_order() {
     assert_eq!(m.stop().record.unwrap().written, 30);
 
     let target = LogServer::start();
-    let report = load::run(replay_config(&file, &target.url(), 1.0, false), |_| {}).unwrap();
+    let cfg = replay_config(&file, &target.url(), 1.0, false);
+    let before = Instant::now();
+    let report = load::run(cfg, |_| {}).unwrap();
     let seen = target.seen();
-    let lines: Vec<&str> = seen.iter().map(|s| s.1.as_str()).collect();
-    let want: Vec<String> = (0..30)
-        .map(|i| format!("GET /s/{i}?q={i} HTTP/1.1"))
-        .collect();
-    assert_eq!(lines, want, "every request once, in the order recorded");
+    let line = |i: usize| format!("GET /s/{i}?q={i} HTTP/1.1");
+    let index = |l: &str| -> usize {
+        l["GET /s/".len()..]
+            .split('?')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    // Every request once. The order is the schedule's on each connection;
+    // across the four connections it is not the test's to know: requests
+    // that fall due while the loop waits for the CPU go out together, one
+    // per connection, and the server's threads log them in whatever order
+    // they run (at load 15 it logged /s/16 before /s/13..15).
+    let mut got: Vec<usize> = seen.iter().map(|s| index(&s.1)).collect();
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (0..30).collect::<Vec<_>>(),
+        "every request once: {seen:?}"
+    );
+    assert!(seen.iter().all(|s| s.1 == line(index(&s.1))), "{seen:?}");
+    assert_in_order_per_connection(&seen, index);
     // Host names the URL replayed to, not the proxy that recorded it.
     assert!(
         seen.iter().all(|s| s.2 == target.addr.to_string()),
@@ -169,9 +245,11 @@ fn a_recorded_session_replays_every_request_once_in_order() {
         .as_ref()
         .expect("a replay reports its schedule");
     assert_eq!(sch.sends, Some(30));
-    // The recorded span (~300 ms and the exchanges) is kept, not squeezed.
-    let span = span_of(&seen);
-    assert!(span >= Duration::from_millis(280), "{span:?}");
+    // The recorded spacing (10 ms sleeps and the exchanges) is kept, not
+    // squeezed: no request lands before its recorded offset.
+    let due = due_offsets(&file, 1.0);
+    assert!(due[29] >= Duration::from_millis(290), "{due:?}");
+    assert_never_early(&seen, line, &due, before);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -204,21 +282,36 @@ fn speed_two_halves_the_span() {
     let dir = common::work_dir("replay-speed");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 41, 10_000); // 400 ms
-    let once = LogServer::start();
-    load::run(replay_config(&file, &once.url(), 1.0, false), |_| {}).unwrap();
-    let twice = LogServer::start();
-    load::run(replay_config(&file, &twice.url(), 2.0, false), |_| {}).unwrap();
-    let (a, b) = (span_of(&once.seen()), span_of(&twice.seen()));
-    assert_eq!((once.seen().len(), twice.seen().len()), (41, 41));
-    // Generous margins: the machine is shared.
-    assert!(
-        a >= Duration::from_millis(390) && a < Duration::from_millis(600),
-        "{a:?}"
-    );
-    assert!(
-        b >= Duration::from_millis(190) && b < Duration::from_millis(350),
-        "{b:?}"
-    );
+                                     // The due times at speed 2 are exactly half those at speed 1.
+    let (at_1, at_2) = (due_offsets(&file, 1.0), due_offsets(&file, 2.0));
+    assert_eq!(at_1[40], Duration::from_millis(400));
+    assert_eq!(at_2, at_1.iter().map(|d| *d / 2).collect::<Vec<_>>());
+    // At the server, every request once and none before its due time at
+    // its speed. How late they land is the machine's, not replay's: the
+    // spans once asserted (under 600 ms and 350 ms) failed at load 15,
+    // where a whole run can wait a scheduler's quantum or more.
+    let target_of = |i: usize| format!("GET /r/{i} HTTP/1.1");
+    let index = |l: &str| -> usize {
+        l["GET /r/".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    for (speed, due) in [(1.0, &at_1), (2.0, &at_2)] {
+        let server = LogServer::start();
+        let cfg = replay_config(&file, &server.url(), speed, false);
+        let before = Instant::now();
+        let report = load::run(cfg, |_| {}).unwrap();
+        let seen = server.seen();
+        let mut got: Vec<usize> = seen.iter().map(|s| index(&s.1)).collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..41).collect::<Vec<_>>(), "speed {speed}: {seen:?}");
+        assert_eq!(report.requests.ok, 41, "speed {speed}");
+        assert_never_early(&seen, target_of, due, before);
+        assert_in_order_per_connection(&seen, index);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -227,21 +320,52 @@ fn loop_repeats_the_schedule_until_the_duration_ends() {
     let dir = common::work_dir("replay-loop");
     let file = dir.join("rec.jsonl");
     synth_record(&file, 10, 10_000); // 90 ms span, a pass every 100 ms
+    let count = |seen: &[Arrival], i: usize| {
+        let line = format!("GET /r/{i} HTTP/1.1");
+        seen.iter().filter(|s| s.1 == line).count()
+    };
+
+    // Cut by a count instead of a clock: 25 requests are two passes and a
+    // half, each request once per pass, whatever the machine's load.
+    let server = LogServer::start();
+    let mut cfg = replay_config(&file, &server.url(), 1.0, true);
+    cfg.duration = None;
+    cfg.requests = Some(25);
+    let report = load::run(cfg, |_| {}).unwrap();
+    let seen = server.seen();
+    assert_eq!(report.requests.ok, 25, "{:?}", report.requests);
+    for i in 0..10 {
+        assert_eq!(
+            count(&seen, i),
+            if i < 5 { 3 } else { 2 },
+            "/r/{i}: {seen:?}"
+        );
+    }
+    assert_eq!(seen.len(), 25);
+
+    // Cut by the duration: ten passes fall due within 1 s (the last at
+    // 990 ms), each counted sent or, where the loop fell behind, unsent.
+    // How many went out is the machine's: at load 15 fewer than the 80 once
+    // asserted did; what was sent reached the server, each request at most
+    // once per pass.
     let server = LogServer::start();
     let mut cfg = replay_config(&file, &server.url(), 1.0, true);
     cfg.duration = Some(Duration::from_secs(1));
     let report = load::run(cfg, |_| {}).unwrap();
     let seen = server.seen();
-    // Ten passes fit in 1 s; allow for a slow start or end.
-    assert!((80..=110).contains(&seen.len()), "{}", seen.len());
+    let r = &report.requests;
+    assert_eq!(r.total, 100, "{r:?}");
+    assert_eq!(r.ok + r.unfinished + r.unsent, r.total, "no errors: {r:?}");
+    let sends = report.schedule.as_ref().unwrap().sends.unwrap();
+    assert!(
+        r.ok as usize <= seen.len() && seen.len() as u64 <= sends,
+        "{r:?}, {sends} sent, {} seen",
+        seen.len()
+    );
+    assert!(seen.iter().all(|s| s.1.starts_with("GET /r/")), "{seen:?}");
     for i in 0..10 {
-        let n = seen
-            .iter()
-            .filter(|s| s.1 == format!("GET /r/{i} HTTP/1.1"))
-            .count();
-        assert!(n >= 8, "/r/{i} sent {n} times");
+        assert!(count(&seen, i) <= 10, "/r/{i}: {seen:?}");
     }
-    assert!(report.requests.ok as usize >= 80);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
