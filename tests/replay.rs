@@ -281,8 +281,9 @@ fn every_request_is_answered_once_at_the_test_server() {
 fn speed_two_halves_the_span() {
     let dir = common::work_dir("replay-speed");
     let file = dir.join("rec.jsonl");
-    synth_record(&file, 41, 10_000); // 400 ms
-                                     // The due times at speed 2 are exactly half those at speed 1.
+    // 41 requests 10 ms apart: 400 ms. The due times at speed 2 are
+    // exactly half those at speed 1.
+    synth_record(&file, 41, 10_000);
     let (at_1, at_2) = (due_offsets(&file, 1.0), due_offsets(&file, 2.0));
     assert_eq!(at_1[40], Duration::from_millis(400));
     assert_eq!(at_2, at_1.iter().map(|d| *d / 2).collect::<Vec<_>>());
