@@ -4,7 +4,7 @@
 //! and line, or the text it was given), never a panic; and what a writer
 //! writes (a record line, a log line, a mix, a size) reads back as it was
 //! written. The response framing's properties are beside it, in
-//! src/load/response.rs.
+//! src/load/response/properties.rs.
 //!
 //! Each property runs [`CASES`] cases, a fixed number, so that CI does the
 //! same work every run; the whole target takes about 14 s in a debug

@@ -10,6 +10,9 @@
 //!
 //! Output is deterministic (sorted, no clock reads) so reports can be
 //! compared and snapshot-tested.
+//!
+//! This file holds the report's types; rows.rs reads a directory into
+//! them, json.rs writes report.json, and the other files render.
 
 mod budget;
 pub mod compare;
@@ -26,10 +29,12 @@ mod html_runs;
 mod html_summary;
 mod html_throughput;
 mod html_timeline;
+mod json;
 mod markdown;
 mod memory;
 pub mod mirror;
 mod restart;
+mod rows;
 mod runtime;
 mod shows;
 mod slow;
@@ -44,15 +49,11 @@ pub use text::{render_summary, table_width};
 
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
-use crate::store::figures::TrialFigures;
-use crate::store::records::{
-    front_of, Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial,
-};
+use crate::store::records::{front_of, Manifest, PlannedTrial, StoredBreakpoint};
 use crate::store::runtime::RanOn;
-use crate::store::summary::{summarize_trials, GroupSummary};
-use crate::store::ResultsDir;
+use crate::store::summary::GroupSummary;
 use crate::units::{natural_cmp, num};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -301,30 +302,6 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
     Ok(written)
 }
 
-fn sort_key(p: &PlannedTrial) -> (String, String, String, bool, usize, u64, String) {
-    (
-        p.app.clone(),
-        p.behind.clone(),
-        p.front(),
-        p.shape.rate.is_some(),
-        p.shape.connections,
-        p.shape.rate.map_or(0, |r| (r * 1000.0) as u64),
-        p.variant.clone(),
-    )
-}
-
-/// Report order of planned trials: app, front, load shape, then server
-/// variant, names in natural order (`units::natural_cmp`: "puma-w2"
-/// before "puma-w16").
-fn planned_order(a: &PlannedTrial, b: &PlannedTrial) -> std::cmp::Ordering {
-    let (x, y) = (sort_key(a), sort_key(b));
-    natural_cmp(&x.0, &y.0)
-        .then_with(|| natural_cmp(&x.1, &y.1))
-        .then_with(|| natural_cmp(&x.2, &y.2))
-        .then_with(|| (x.3, x.4, x.5).cmp(&(y.3, y.4, y.5)))
-        .then_with(|| natural_cmp(&x.6, &y.6))
-}
-
 /// A break-point search's front: the full label when the record carries
 /// its planned trial, "nginx" or "direct" for older records.
 pub fn breakpoint_front(b: &StoredBreakpoint) -> String {
@@ -365,157 +342,6 @@ pub fn short(reason: &str, max: usize) -> String {
     }
 }
 
-/// One row per trial the manifest planned, then per record it did not
-/// (an older plan's), each with its status and reason, in report order.
-fn trial_rows(
-    manifest: Option<&Manifest>,
-    mut stored: BTreeMap<String, StoredTrial>,
-    unreadable: &BTreeMap<String, String>,
-) -> Vec<TrialRow> {
-    let mut planned: Vec<PlannedTrial> = manifest.map(|m| m.trials.clone()).unwrap_or_default();
-    for t in stored.values() {
-        if !planned.iter().any(|p| p.id == t.id) {
-            planned.push(t.planned.clone());
-        }
-    }
-    let mut trials: Vec<TrialRow> = planned
-        .into_iter()
-        .map(|p| match stored.remove(&p.id) {
-            Some(t) => TrialRow {
-                status: match t.outcome {
-                    Outcome::Ok => Status::Ok,
-                    Outcome::Failed => Status::Failed,
-                    Outcome::Interrupted => Status::Interrupted,
-                },
-                reason: t.error.clone().or_else(|| match t.outcome {
-                    Outcome::Ok => None,
-                    Outcome::Failed => Some("failed (no reason recorded)".into()),
-                    Outcome::Interrupted => Some("interrupted (Ctrl-C)".into()),
-                }),
-                record: t.trial,
-                planned: p,
-            },
-            None => TrialRow {
-                reason: Some(match unreadable.get(&p.id) {
-                    Some(e) => format!("record unreadable: {e}"),
-                    None => "not run: no record in trials/".into(),
-                }),
-                status: Status::Missing,
-                record: None,
-                planned: p,
-            },
-        })
-        .collect();
-    trials.sort_by(|a, b| {
-        planned_order(&a.planned, &b.planned)
-            .then_with(|| natural_cmp(&a.planned.group, &b.planned.group))
-            .then(a.planned.repeat.cmp(&b.planned.repeat))
-            .then(a.planned.id.cmp(&b.planned.id))
-    });
-    trials
-}
-
-/// The groups of repeats, in the rows' order, with their summary and
-/// counts by status.
-fn group_rows(trials: &[TrialRow], summaries: &BTreeMap<String, GroupSummary>) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
-    for t in trials {
-        if groups.last().is_none_or(|g| g.group != t.planned.group) {
-            groups.push(Group {
-                group: t.planned.group.clone(),
-                planned: t.planned.clone(),
-                summary: summaries.get(&t.planned.group).cloned(),
-                planned_runs: 0,
-                ok: 0,
-                failed: 0,
-                interrupted: 0,
-                missing: 0,
-                runtimes: Vec::new(),
-                mismatches: Vec::new(),
-                budget: None,
-                slow: None,
-                endpoints: Vec::new(),
-                database: None,
-                fault_runs: 0,
-                fault_notes: Vec::new(),
-            });
-        }
-        let g = groups.last_mut().expect("pushed above");
-        g.planned_runs += 1;
-        match t.status {
-            Status::Ok => g.ok += 1,
-            Status::Failed => g.failed += 1,
-            Status::Interrupted => g.interrupted += 1,
-            Status::Missing => g.missing += 1,
-        }
-    }
-    for g in &mut groups {
-        let records: Vec<&TrialRecord> = trials
-            .iter()
-            .filter(|t| t.planned.group == g.group)
-            .filter_map(|t| t.record.as_ref())
-            .collect();
-        g.runtimes = crate::store::runtime::ran_on(records.iter().copied());
-        g.mismatches = crate::store::runtime::mismatches(records.iter().copied());
-        for n in records.iter().filter_map(|r| r.faults.note()) {
-            g.fault_runs += 1;
-            if !g.fault_notes.contains(&n) {
-                g.fault_notes.push(n);
-            }
-        }
-        let figs: Vec<TrialFigures> = records.iter().map(|r| TrialFigures::of(r)).collect();
-        let runs: Vec<(crate::store::budget::TrialBudget, f64)> = figs
-            .iter()
-            .filter_map(|f| f.budget.clone().map(|b| (b, f.window_s)))
-            .collect();
-        g.budget = crate::store::budget::GroupBudget::of(&runs);
-        let slow: Vec<crate::store::slow::TrialSlow> =
-            figs.iter().filter_map(|f| f.slow.clone()).collect();
-        g.slow = crate::store::slow::GroupSlow::of(&slow);
-        let endpoints: Vec<Vec<crate::store::endpoints::TrialEndpoint>> =
-            figs.iter().map(|f| f.endpoints.clone()).collect();
-        g.endpoints = crate::store::endpoints::GroupEndpoint::of(&endpoints);
-        let databases: Vec<crate::store::database::DatabaseRun> = figs
-            .iter()
-            .filter_map(|f| {
-                f.database
-                    .clone()
-                    .map(|database| crate::store::database::DatabaseRun {
-                        database,
-                        window_s: f.window_s,
-                        requests: f.throughput_rps * f.window_s,
-                    })
-            })
-            .collect();
-        g.database = crate::store::database::GroupDatabase::of(&databases);
-    }
-    groups
-}
-
-/// The break-point records by group, and the groups the manifest planned
-/// a search for that left none.
-fn read_breakpoints(
-    rd: &ResultsDir,
-    manifest: Option<&Manifest>,
-    warnings: &mut Vec<String>,
-) -> anyhow::Result<(Vec<StoredBreakpoint>, Vec<String>)> {
-    let mut breakpoints = rd.read_breakpoints(warnings)?;
-    breakpoints.sort_by(|a, b| natural_cmp(&a.group, &b.group));
-    let missing = manifest
-        .map(|m| {
-            let mut v: Vec<String> = m
-                .breakpoints
-                .iter()
-                .filter(|g| !breakpoints.iter().any(|b| &b.group == *g))
-                .cloned()
-                .collect();
-            v.sort_by(|a, b| natural_cmp(a, b));
-            v
-        })
-        .unwrap_or_default();
-    Ok((breakpoints, missing))
-}
-
 impl Report {
     /// Trials with no good record (failed, interrupted, missing).
     pub fn incomplete(&self) -> Vec<&TrialRow> {
@@ -523,47 +349,6 @@ impl Report {
             .iter()
             .filter(|t| t.status != Status::Ok)
             .collect()
-    }
-
-    /// Reads the manifest, every trial record and every break point: one
-    /// row per planned trial (a record on disk, or why there is none), the
-    /// groups with their summaries, the searches and those missing. What
-    /// cannot be read becomes a warning, not an error, unless nothing is
-    /// left to report.
-    pub fn load(dir: &Path) -> anyhow::Result<Report> {
-        let rd = ResultsDir::open(dir)?;
-        let mut warnings = Vec::new();
-        let manifest = rd.read_manifest(&mut warnings);
-        let read = rd
-            .read_trials()
-            .with_context(|| format!("cannot read the trials in {}", dir.display()))?;
-        warnings.extend(read.warnings());
-        let summaries: BTreeMap<String, GroupSummary> = summarize_trials(&read.stored)
-            .into_iter()
-            .map(|g| (g.group.clone(), g))
-            .collect();
-        let unreadable: BTreeMap<String, String> = read.unreadable.into_iter().collect();
-        let stored: BTreeMap<String, StoredTrial> =
-            read.stored.into_iter().map(|t| (t.id.clone(), t)).collect();
-        if manifest.is_none() && stored.is_empty() {
-            bail!(
-                "{} holds no manifest.json and no trials/*.json: not a rackbench results directory",
-                dir.display()
-            );
-        }
-        let trials = trial_rows(manifest.as_ref(), stored, &unreadable);
-        let groups = group_rows(&trials, &summaries);
-        let (breakpoints, missing_breakpoints) =
-            read_breakpoints(&rd, manifest.as_ref(), &mut warnings)?;
-        warnings.sort();
-        Ok(Report {
-            manifest,
-            trials,
-            groups,
-            breakpoints,
-            missing_breakpoints,
-            warnings,
-        })
     }
 
     /// Counts of trials by status.
@@ -600,186 +385,14 @@ impl Report {
         }
         out
     }
-
-    /// The JSON summary (`rackbench/report-v1`).
-    pub fn json(&self) -> anyhow::Result<String> {
-        let groups: Vec<serde_json::Value> = self
-            .groups
-            .iter()
-            .map(|g| {
-                let mut v = serde_json::json!({
-                    "group": g.group,
-                    "server": g.planned.server,
-                    "variant": g.planned.variant,
-                    "app": g.planned.app,
-                    "behind": g.planned.behind,
-                    "nginx_workers": g.planned.nginx_workers,
-                    "nginx_keepalive": g.planned.nginx_keepalive,
-                    "nginx_http": g.planned.nginx_http,
-                    "instances": g.planned.instances.unwrap_or(1),
-                    "front": g.planned.front(),
-                    "connections": g.planned.shape.connections,
-                    "rate": g.planned.shape.rate,
-                    "planned_runs": g.planned_runs,
-                    "ok": g.ok,
-                    "failed": g.failed,
-                    "interrupted": g.interrupted,
-                    "missing": g.missing,
-                    "runtime": crate::store::runtime::labels(&g.runtimes),
-                    "runtime_mismatches": g.mismatches,
-                    "summary": g.good(),
-                });
-                // Only with a budget: a study without one reads as before.
-                if let Some(b) = &g.budget {
-                    v["budget"] = serde_json::json!(b);
-                    v["notes"] = serde_json::json!(g.all_notes());
-                }
-                // Only with a fault, likewise.
-                if g.fault_runs > 0 {
-                    v["fault_runs"] = serde_json::json!(g.fault_runs);
-                    v["notes"] = serde_json::json!(g.all_notes());
-                }
-                // Only with slow clients, likewise.
-                if let Some(w) = &g.slow {
-                    v["slow_clients"] = serde_json::json!(w);
-                }
-                // Only with a mix, likewise.
-                if !g.endpoints.is_empty() {
-                    v["endpoints"] = serde_json::json!(g.endpoints);
-                }
-                // Only with a database, likewise.
-                if let Some(d) = &g.database {
-                    v["database"] = serde_json::json!(d);
-                }
-                v
-            })
-            .collect();
-        let trials: Vec<serde_json::Value> = self.trials.iter().map(trial_json).collect();
-        let bps: Vec<serde_json::Value> = self
-            .breakpoints
-            .iter()
-            .map(|b| {
-                serde_json::json!({
-                    "group": b.group,
-                    "server": b.server,
-                    "variant": b.variant,
-                    "app": b.app,
-                    "behind": b.behind,
-                    "mode": b.mode,
-                    "level": b.result.level,
-                    "throughput_rps": b.throughput_rps,
-                    "failed_at": b.result.failed_at,
-                    "capped": b.result.capped,
-                    "confirmed": b.result.confirmed,
-                    "steps": b.result.steps.len(),
-                    "load_seconds": b.load_seconds,
-                    "settle_seconds": b.result.settle_seconds(),
-                    "why_failed": b.result.why_failed(),
-                })
-            })
-            .collect();
-        let counts: BTreeMap<&str, usize> = self
-            .counts()
-            .into_iter()
-            .map(|(k, v)| (k.label(), v))
-            .collect();
-        let m = self.manifest.as_ref();
-        let doc = serde_json::json!({
-            "schema": SCHEMA,
-            "plan": m.map(|m| &m.plan),
-            "follows": m.and_then(|m| m.follows.as_ref()),
-            "started_at": m.map(|m| &m.started_at),
-            "repeats": m.map(|m| m.repeats),
-            "command": m.map(|m| &m.command),
-            "environment": m.map(|m| &m.environment),
-            "runtimes": self.runtimes(),
-            "counts": counts,
-            "groups": groups,
-            "trials": trials,
-            "breakpoints": bps,
-            "missing_breakpoints": self.missing_breakpoints,
-            "skipped": m.map(|m| &m.skipped),
-            "warnings": self.warnings,
-        });
-        let mut doc = doc;
-        if let Some(line) = self.budget_line() {
-            doc["budgets"] = serde_json::json!(self.budgets());
-            doc["budget_line"] = serde_json::json!(line);
-        }
-        if let Some(line) = self.slow_line() {
-            doc["slow_settings"] = serde_json::json!(self.slow_settings());
-            doc["slow_line"] = serde_json::json!(line);
-        }
-        if let Some(line) = self.database_line() {
-            doc["databases"] = serde_json::json!(self.databases());
-            doc["database_line"] = serde_json::json!(line);
-        }
-        Ok(serde_json::to_string_pretty(&doc)? + "\n")
-    }
-}
-
-/// One trial of report.json: its plan's names, status and headline
-/// figures; its budget and slow clients only when it had them.
-fn trial_json(t: &TrialRow) -> serde_json::Value {
-    let r = t.record.as_ref();
-    let mut v = serde_json::json!({
-        "id": t.planned.id,
-        "group": t.planned.group,
-        "repeat": t.planned.repeat,
-        "status": t.status,
-        "error": t.reason,
-        "throughput_rps": r.map(|r| r.load.throughput_rps),
-        "latency_p99_us": r
-            .filter(|r| r.load.latency_us.has_figures())
-            .map(|r| r.load.latency_us.p99),
-        "latency_lower_bound": r.map(|r| r.load.latency_lower_bound),
-        "errors": r.map(|r| r.load.errors.total()),
-        "notes": r.map(|r| {
-            let mut v = Caveats::of(&r.load).notes();
-            v.extend(crate::store::runtime::notes([r]));
-            v.extend(TrialFigures::of(r).budget.and_then(|b| b.kill_note()));
-            v.extend(r.faults.note());
-            v
-        }),
-        "runtime": r.and_then(RanOn::of).map(|o| o.label()),
-        "disturbance": r.and_then(|r| r.disturbance.as_ref()),
-    });
-    // Only with a budget or slow clients: a study without reads as before.
-    let figures = r.map(TrialFigures::of);
-    if let Some(b) = figures.as_ref().and_then(|f| f.budget.as_ref()) {
-        v["budget"] = serde_json::json!(b);
-    }
-    if let Some(w) = figures.as_ref().and_then(|f| f.slow.as_ref()) {
-        v["slow_clients"] = serde_json::json!(w);
-    }
-    if let Some(e) = figures.as_ref().filter(|f| !f.endpoints.is_empty()) {
-        v["endpoints"] = serde_json::json!(e.endpoints);
-    }
-    if let Some(d) = figures.as_ref().and_then(|f| f.database.as_ref()) {
-        v["database"] = serde_json::json!(d);
-    }
-    // Only with a fault: each in a sentence, and the record's lists.
-    if let Some(f) = r.map(|r| &r.faults).filter(|f| f.any()) {
-        v["faults"] = serde_json::json!(f);
-        v["fault_sentences"] = serde_json::json!(f.sentences());
-    }
-    v
 }
 
 #[cfg(test)]
 mod tests {
+    use super::json::trial_json;
+    use super::rows::{group_rows, trial_rows};
     use super::*;
-
-    fn planned(keepalive: u32, http: &str) -> PlannedTrial {
-        serde_json::from_value(serde_json::json!({
-            "id": "t__rep1", "group": "t", "server": "thin", "variant": "thin-x4",
-            "workers": null, "threads": null, "settings": {}, "env": {},
-            "app": "ip", "behind": "nginx", "nginx_workers": 1,
-            "nginx_keepalive": keepalive, "nginx_http": http, "instances": 4,
-            "shape": { "connections": 10 }, "repeat": 1
-        }))
-        .unwrap()
-    }
+    use crate::store::records::StoredTrial;
 
     /// Issue 36: a run whose worker died is marked in every report: its
     /// group's notes (the terminal's, Markdown's and CSV's), painted as no
@@ -825,60 +438,5 @@ mod tests {
         assert!(runtime::record_notes(record)
             .iter()
             .any(|n| n.contains("worker died")));
-    }
-
-    /// Issue 25: names and load levels sort as people read them.
-    #[test]
-    fn report_rows_sort_numbers_inside_names_as_numbers() {
-        let trial = |variant: &str, behind: &str, workers: u32, conns: usize| {
-            let mut p = planned(64, "1.1");
-            p.variant = variant.into();
-            p.behind = behind.into();
-            p.nginx_workers = workers;
-            p.shape.connections = conns;
-            p
-        };
-        let mut rows = [
-            trial("puma-w16", "none", 1, 2),
-            trial("puma-w2", "none", 1, 16),
-            trial("puma-w2", "none", 1, 2),
-            trial("puma-w16", "none", 1, 16),
-            trial("puma-w2", "nginx", 16, 2),
-            trial("puma-w2", "nginx", 2, 2),
-        ];
-        rows.sort_by(planned_order);
-        let got: Vec<String> = rows
-            .iter()
-            .map(|p| format!("{} {} {}", p.front(), p.shape.connections, p.variant))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                // "nginx" sorts before "none", as it always has.
-                "nginx×2 2 puma-w2",
-                "nginx×16 2 puma-w2",
-                "direct 2 puma-w2",
-                "direct 2 puma-w16",
-                "direct 16 puma-w2",
-                "direct 16 puma-w16",
-            ]
-        );
-    }
-
-    #[test]
-    fn fronts_that_differ_in_an_nginx_knob_have_different_labels() {
-        let seed = planned(0, "1.0");
-        let default = planned(64, "1.1");
-        assert_eq!(seed.front(), "nginx×1 http/1.0 keepalive off");
-        assert_eq!(default.front(), "nginx×1");
-        assert_ne!(sort_key(&seed), sort_key(&default));
-        // A planned trial stored before the knobs existed reads as the
-        // default front it ran behind.
-        let mut old = serde_json::to_value(&default).unwrap();
-        for k in ["nginx_keepalive", "nginx_http", "instances"] {
-            old.as_object_mut().unwrap().remove(k);
-        }
-        let old: PlannedTrial = serde_json::from_value(old).unwrap();
-        assert_eq!(old.front(), "nginx×1");
     }
 }
