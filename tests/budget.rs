@@ -68,12 +68,16 @@ fn workers_beyond_what_the_memory_limit_holds_are_killed_for_memory_and_within_i
         return;
     }
     // Each puma worker holds 64 MiB besides its own ~25 MiB; two fit in
-    // 230 MiB with the master, three do not.
+    // 230 MiB with the master, three do not. The workers load the app one
+    // by one after the first answers: a busy machine took 2 s to bring the
+    // third, after a 2 s trial had ended, so the warm-up gives them 3 s.
     let common = [
         "--env",
         "MEMORY_PER_WORKER=64M",
         "--memory",
         "230M",
+        "--warmup",
+        "3s",
         "-d",
         "2s",
         "--threads",
