@@ -7,7 +7,7 @@
 
 use super::script::Script;
 use super::{HeldSeconds, SlowClients, SlowClientsReport, SlowMode};
-use crate::load::response::{Progress, ResponseParser};
+use crate::load::response::{Needle, Progress, ResponseParser};
 use crate::load::target::Endpoint;
 use hdrhistogram::Histogram;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -332,7 +332,7 @@ impl Clients {
     fn framed(&mut self, o: &mut Open, bytes: &[u8]) -> Event {
         o.unread.extend_from_slice(bytes);
         while !o.unread.is_empty() {
-            match o.parser.feed(&o.unread, false, b"") {
+            match o.parser.feed(&o.unread, false, &Needle::NONE) {
                 Ok(Progress::Partial { consumed }) => {
                     o.unread.drain(..consumed);
                     return Event::Nothing;

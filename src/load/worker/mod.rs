@@ -55,6 +55,7 @@ use super::io::{Happened, Io};
 use super::mix::{Draw, Mix};
 use super::pacing::{batch_plan, Clock};
 use super::recorder::{Failure, Outcome, Recorder, Tally};
+use super::response::Needle;
 use super::sys::thread_cpu;
 use super::thread::{ThreadPlan, WorkerStats};
 use super::window::Window;
@@ -98,6 +99,10 @@ pub struct Worker {
     own_bytes: bool,
     /// Under a mix: the mix and this thread's draws.
     draw: Option<MixDraw>,
+    /// The text each answer's body must hold, its searcher built once
+    /// here rather than per response: one per mix endpoint (in the mix's
+    /// order), else the run's one.
+    needles: Arc<[Needle]>,
     req_len: usize,
     depth: usize,
     /// End of the run: no request scheduled at or after it is issued, and
@@ -180,7 +185,16 @@ impl Worker {
             pick: Draw::new(mix.seed, plan.lane.0, 0),
             values: Draw::new(mix.seed, plan.lane.0, 1),
         });
+        let needles = match cfg.mix.as_deref() {
+            Some(mix) => mix
+                .endpoints
+                .iter()
+                .map(|e| Needle::new(&e.expect_body))
+                .collect(),
+            None => [Needle::new(&cfg.expect_body)].into(),
+        };
         Ok(Worker {
+            needles,
             own_bytes,
             draw,
             io,

@@ -11,7 +11,7 @@ use crate::load::config::LoadConfig;
 use crate::load::conn::{absorb, READ_BUF, READ_BUF_FIRST};
 use crate::load::io::Received;
 use crate::load::recorder::{Failure, Outcome};
-use crate::load::response::{ExpectStatus, ParseError, Progress, Response};
+use crate::load::response::{ExpectStatus, Needle, ParseError, Progress, Response};
 use crate::load::sys::{arrival, recv_stamped};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -133,6 +133,7 @@ impl Worker {
     /// busy with others, or batching its wake-ups) keeps its true latency.
     pub(super) fn parse_available(&mut self, i: usize, now: Instant, arrived: Instant) -> bool {
         let cfg = self.plan.config.clone();
+        let needles = Arc::clone(&self.needles);
         loop {
             let c = &mut self.conns[i];
             if c.rstart == c.rend {
@@ -151,7 +152,7 @@ impl Worker {
             }
             let c = &mut self.conns[i];
             let req = c.queue.front().expect("checked non-empty").req;
-            let (expect_status, expect_body, head) = expectations(&cfg, req);
+            let (expect_status, expect_body, head) = expectations(&cfg, &needles, req);
             match c.parser.feed(&c.rbuf[c.rstart..c.rend], head, expect_body) {
                 Ok(Progress::Partial { consumed }) => {
                     c.rstart += consumed;
@@ -212,9 +213,10 @@ impl Worker {
 
     pub(super) fn on_eof(&mut self, i: usize, now: Instant) {
         let cfg = Arc::clone(&self.plan.config);
+        let needles = Arc::clone(&self.needles);
         let c = &mut self.conns[i];
         let req = c.queue.front().map_or(0, |p| p.req);
-        let (expect_status, needle, _) = expectations(&cfg, req);
+        let (expect_status, needle, _) = expectations(&cfg, &needles, req);
         match c.parser.finish_at_eof(needle) {
             Ok(Some(response)) => {
                 if let Some(p) = c.queue.pop_front() {
@@ -260,17 +262,22 @@ impl Worker {
 }
 
 /// What a good answer to request `req` is: the statuses expected, the
-/// text its body must hold, and whether it was a HEAD (no body). A mix's
+/// text its body must hold (from `needles`, the worker's, built once per
+/// run in the same order), and whether it was a HEAD (no body). A mix's
 /// endpoint says it for its own requests; otherwise the run's config
 /// (a replayed HEAD's answer has no body, whatever the others do).
 #[inline]
-fn expectations(cfg: &LoadConfig, req: u32) -> (&ExpectStatus, &[u8], bool) {
+fn expectations<'a>(
+    cfg: &'a LoadConfig,
+    needles: &'a [Needle],
+    req: u32,
+) -> (&'a ExpectStatus, &'a Needle, bool) {
     if let Some(mix) = cfg.mix.as_deref() {
         let e = &mix.endpoints[req as usize];
-        return (&e.expect_status, &e.expect_body, e.is_head());
+        return (&e.expect_status, &needles[req as usize], e.is_head());
     }
     let head = cfg.head_request || cfg.schedule.as_deref().is_some_and(|s| s.is_head(req));
-    (&cfg.expect_status, &cfg.expect_body, head)
+    (&cfg.expect_status, &needles[0], head)
 }
 
 /// Holds a complete response to the checks.
