@@ -3,7 +3,7 @@
 //! built by the CLI or the lab; the engine's files read it and it reads
 //! none of them but the types it holds (an endpoint, a schedule, a
 //! segment). A schedule's set-up of a config is here too, beside the
-//! fields it sets, so schedule.rs need not know the config.
+//! fields it sets, so schedule/ need not know the config.
 
 use super::mix::Mix;
 use super::response::ExpectStatus;
@@ -101,7 +101,7 @@ pub struct LoadConfig {
     pub mix: Option<Arc<Mix>>,
 }
 
-/// The kernel interface a connection loop waits on (see `uring.rs`).
+/// The kernel interface a connection loop waits on (see `uring/`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IoMode {
     /// io_uring where the kernel has what it needs (Linux 6.1+, not

@@ -13,7 +13,7 @@
 //! this side: the loop sees a slot's token and the bytes
 //! ([`Io::take_received`]), as it sees epoll's tokens. The loop's sends on
 //! the ring ([`Io::ring`]) are its own. Why each waits as it does is in
-//! `uring.rs` and `epoll.rs`, and in the loop's `wait_until`.
+//! `uring/` and `epoll.rs`, and in the loop's `wait_until`.
 //!
 //! The seam never decides when to send, frames a response, or counts.
 
@@ -32,7 +32,7 @@ pub(super) const TIMER_TOKEN: u64 = TIMER_TAG;
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Io {
     /// Receives, sends and connect polls as ring entries, batched waits
-    /// and the ring's own timers (see `uring.rs`).
+    /// and the ring's own timers (see `uring/`).
     Uring(Uring),
     /// Edge-triggered readiness, plain calls by the loop, and (for a
     /// closed loop, which waits without a timeout) a timerfd.

@@ -14,7 +14,7 @@
 //! - the request bytes are rendered once and shared.
 //!
 //! Where the kernel allows, the loop runs on io_uring instead (see
-//! `uring.rs`; the choice is made once per thread, in `io.rs`, the loop's
+//! `uring/`; the choice is made once per thread, in `io.rs`, the loop's
 //! one seam to the kernel): receives and sends are ring entries, one system call
 //! submits a batch of them, and a closed loop sleeps until several
 //! responses are in instead of being woken (by the server, at the server's
