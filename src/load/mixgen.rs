@@ -179,9 +179,9 @@ pub fn render(traffic: &Traffic, endpoints: &[RecordedEndpoint], command: &str) 
     s
 }
 
-/// The folded shapes as the header says them: how many, the first few
-/// (the most requested), and where the rest are.
-fn folded_comment(endpoints: &[RecordedEndpoint]) -> String {
+/// Every folded shape as (shape, requests, the endpoint it went into),
+/// the most requested first, then by shape.
+fn folded_shapes(endpoints: &[RecordedEndpoint]) -> Vec<(&str, u64, &str)> {
     let mut folded: Vec<(&str, u64, &str)> = endpoints
         .iter()
         .flat_map(|e| {
@@ -190,10 +190,17 @@ fn folded_comment(endpoints: &[RecordedEndpoint]) -> String {
                 .map(move |(shape, n)| (shape.as_str(), *n, e.name.as_str()))
         })
         .collect();
+    folded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    folded
+}
+
+/// The folded shapes as the header says them: how many, the first few
+/// (the most requested), and where the rest are.
+fn folded_comment(endpoints: &[RecordedEndpoint]) -> String {
+    let folded = folded_shapes(endpoints);
     if folded.is_empty() {
         return String::new();
     }
-    folded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let requests: u64 = folded.iter().map(|f| f.1).sum();
     let shown: Vec<String> = folded
         .iter()
@@ -216,15 +223,7 @@ fn folded_comment(endpoints: &[RecordedEndpoint]) -> String {
 /// Every folded shape, one a line: count, shape, the endpoint it went
 /// into, tab-separated, the most requested first (`--folded-out`).
 pub fn folded_list(endpoints: &[RecordedEndpoint]) -> String {
-    let mut folded: Vec<(&str, u64, &str)> = endpoints
-        .iter()
-        .flat_map(|e| {
-            e.folded
-                .iter()
-                .map(move |(shape, n)| (shape.as_str(), *n, e.name.as_str()))
-        })
-        .collect();
-    folded.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let folded = folded_shapes(endpoints);
     let mut s = String::from("# count\tshape\tfolded into\n");
     for (shape, n, into) in folded {
         s += &format!("{n}\t{shape}\t{into}\n");
