@@ -40,6 +40,9 @@
 //!   groups, PostgreSQL's data directory, its run dir), found when its
 //!   maker is gone and removed by the next command that starts servers;
 //!   listed by `doctor`; never kills a process.
+//! - [`ab`]: the paired rounds of an A/B over a closure that runs one
+//!   window: the order drawn per round, disturbed rounds run again, the
+//!   always-valid interval updated until it decides; the ab-v1 document.
 //! - [`search`]: the break-point search over a closure that runs one step.
 //! - [`checks`]: `--check` thresholds on a load's figures.
 //! - [`server`]: server adapters as data, command templates, the
@@ -66,6 +69,7 @@
 //! - [`require`]: what a test needs from the machine; skips locally, fails
 //!   under `RACKBENCH_REQUIRE=all` (CI).
 
+pub mod ab;
 pub mod budget;
 pub mod checks;
 pub mod cli;
