@@ -90,6 +90,7 @@ fn spec(server: &str, database: Kind, dir: PathBuf) -> TrialSpec {
         restart: None,
         soak: None,
         database: Some(database),
+        profile: None,
     }
 }
 

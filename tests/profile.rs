@@ -109,7 +109,7 @@ fn profile_while(
     let load = std::thread::spawn(move || load::run(cfg, |_| {}));
     std::thread::sleep(Duration::from_millis(1500));
     let spec = ProfileSpec {
-        root: server.pid,
+        roots: vec![server.pid],
         rate_hz: profile::DEFAULT_RATE_HZ,
         results_dir: dir.to_path_buf(),
         subdir: PathBuf::from("profile"),
@@ -295,7 +295,7 @@ fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
         .spawn()
         .unwrap();
     let spec = ProfileSpec {
-        root: child.id(),
+        roots: vec![child.id()],
         rate_hz: profile::DEFAULT_RATE_HZ,
         results_dir: dir.clone(),
         subdir: PathBuf::from("profile"),
@@ -312,5 +312,128 @@ fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
         Err(e) => panic!("another error: {e}"),
         Ok(_) => panic!("a tree without Ruby was profiled"),
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lab trial's spec with `--profile`: the two-method app on `server`
+/// with 2 workers, 4 connections, a 4 s warm-up and a 4 s window.
+fn profiled_trial(server: &str, dir: &Path) -> rackbench::lab::spec::TrialSpec {
+    use rackbench::lab::apps::AppSpec;
+    use rackbench::lab::record::Topology;
+    use rackbench::lab::spec::{ProfileAsk, TrialSpec};
+    let mut app = AppSpec::resolve(app().to_str().unwrap()).unwrap();
+    app.path = format!("/?a={A}&b={B}");
+    app.expect_body = format!("spent {A}:{B}");
+    let mut load = LoadConfig::get("http://127.0.0.1:1/").unwrap();
+    load.connections = 4;
+    load.warmup = Duration::from_secs(4);
+    load.duration = Some(Duration::from_secs(4));
+    load.timeout = Duration::from_secs(10);
+    let reg = rackbench::server::spec::Registry::builtin();
+    TrialSpec {
+        server: reg.get(server).unwrap().clone(),
+        app,
+        workers: Some(2),
+        threads: None,
+        settings: Default::default(),
+        env: Vec::new(),
+        topology: Topology::Direct,
+        load,
+        server_cpus: Vec::new(),
+        start_timeout: Some(Duration::from_secs(60)),
+        grace: Duration::from_secs(10),
+        dir: dir.join("work"),
+        interrupt: std::sync::Arc::new(AtomicBool::new(false)),
+        sample_interval: Duration::from_millis(200),
+        stop_on_errors: false,
+        telemetry: false,
+        runtime: None,
+        switches: Default::default(),
+        budget: None,
+        restart: None,
+        soak: None,
+        database: None,
+        profile: Some(ProfileAsk {
+            rate_hz: profile::DEFAULT_RATE_HZ,
+            results_dir: dir.to_path_buf(),
+            subdir: PathBuf::from("profiles/t1"),
+        }),
+    }
+}
+
+/// `--profile` on a trial: the record's `profile` covers the counted
+/// window only (4 s, not the 4 s warm-up before it), every worker the
+/// record counted is among the pids sampled, the two methods split in
+/// their ratio, and the files sit under the trial's folder.
+#[test]
+fn a_profiled_trial_records_its_counted_window_and_every_worker() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let dir = common::work_dir("profile-trial");
+    let rec = rackbench::lab::trial::run_trial(profiled_trial("puma", &dir)).unwrap();
+    assert_eq!(rec.profile_error, None);
+    let p = rec.profile.as_ref().expect("a profile");
+    // Warm-up included, the recording would last 8 s or more.
+    assert!(
+        p.window_ms < 6_500,
+        "the profile ran {} ms: the warm-up was profiled too",
+        p.window_ms
+    );
+    let (a, b) = (self_samples(p, "spend_a"), self_samples(p, "spend_b"));
+    let n = a + b;
+    let bound = 4.0 * (0.75f64 * 0.25 / n).sqrt();
+    assert!(n >= 150.0, "only {n} samples in the two methods");
+    assert!(
+        (a / n - 0.75).abs() <= bound,
+        "spend_a's share {:.3} of {n} is not 0.75 ± {bound:.3}",
+        a / n
+    );
+    let workers: Vec<u32> = (rec.server_metrics.samples.per_process.iter())
+        .filter(|w| w.role == rackbench::sampler::Role::Worker)
+        .map(|w| w.pid)
+        .collect();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    for w in workers {
+        assert!(
+            p.samples_by_pid.get(&w) > Some(&0),
+            "worker {w} was not sampled: {:?}",
+            p.samples_by_pid
+        );
+    }
+    for f in &p.files {
+        assert!(f.path.starts_with("profiles/t1/"), "{}", f.path);
+        assert!(dir.join(&f.path).is_file(), "{}", f.path);
+    }
+    let doc = serde_json::to_value(&rec).unwrap();
+    for field in [
+        "samples",
+        "rate_hz",
+        "processes",
+        "gc_share",
+        "top",
+        "files",
+        "overhead",
+    ] {
+        assert!(doc["profile"].get(field).is_some(), "profile lacks {field}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A JRuby server is refused before anything starts, with the reason and
+/// the JVM profiler to use instead.
+#[test]
+fn a_profiled_trial_on_jruby_is_refused_naming_a_jvm_profiler() {
+    if !have_rbspy() {
+        return;
+    }
+    let dir = common::work_dir("profile-jruby");
+    let err = rackbench::lab::trial::run_trial(profiled_trial("jruby-jetty", &dir)).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("JRuby") && msg.contains("async-profiler"),
+        "{msg}"
+    );
+    assert!(!dir.join("profiles").exists(), "nothing was started");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -420,6 +420,7 @@ impl ServerOptions {
             restart: None,
             soak: None,
             database: self.database.database,
+            profile: None,
         })
     }
 }

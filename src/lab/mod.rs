@@ -8,6 +8,7 @@ pub mod faults;
 pub mod front;
 mod instances;
 mod prepare;
+mod profiled;
 mod readback;
 pub mod record;
 pub mod restart;

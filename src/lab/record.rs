@@ -217,6 +217,15 @@ pub struct TrialRecord {
     /// none; absent in records made before issue 36.
     #[serde(default)]
     pub faults: super::faults::Faults,
+    /// `--profile`: where the server's CPU and time went over the counted
+    /// window (`profile::Profile`, docs/PROFILES.md); absent when not
+    /// profiled or when it could not be made (then `profile_error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
+    /// Why `--profile` made no profile, in words (the load's figures are
+    /// kept); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_error: Option<String>,
     /// PIDs that ignored the stop signal and needed SIGKILL.
     pub killed_after_grace: Vec<u32>,
     /// The load was ended early at its first second with errors (a

@@ -93,6 +93,9 @@ pub enum TrialError {
     /// A database asked of an app that has none, or a bad app setting.
     #[error("{0}")]
     App(String),
+    /// `--profile` cannot be done here (no rbspy, a JVM server).
+    #[error("{0}")]
+    Profile(String),
 }
 
 /// An I/O error in `dir`, as a trial's error naming the directory.
@@ -159,6 +162,20 @@ pub struct TrialSpec {
     /// The app's database (`--database`): None is the app's default
     /// (SQLite for an app that needs one, none otherwise).
     pub database: Option<crate::database::Kind>,
+    /// `--profile`: every Ruby process of the server's trees sampled by
+    /// rbspy over the counted window (`lab::profiled`); None: not profiled.
+    pub profile: Option<ProfileAsk>,
+}
+
+/// What `--profile` asks of a trial: the rate, and where the files go.
+#[derive(Debug, Clone)]
+pub struct ProfileAsk {
+    /// Samples a second per process (`profile::DEFAULT_RATE_HZ`).
+    pub rate_hz: u32,
+    /// The results directory the record's file paths are relative to.
+    pub results_dir: PathBuf,
+    /// The trial's folder of profile files inside it.
+    pub subdir: PathBuf,
 }
 
 impl TrialSpec {
@@ -244,6 +261,9 @@ pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     check_front(&spec.topology, s)?;
     let rt = spec.runtime();
     rt.check_server(&s.name, &s.requires)?;
+    if spec.profile.is_some() {
+        check_profile(&s.name, &rt.facts.engine).map_err(TrialError::Profile)?;
+    }
     if rt.facts.engine == "jruby" && spec.workers.is_some_and(|w| w > 0) {
         return Err(unsupported(
             "worker processes on JRuby".into(),
@@ -334,6 +354,22 @@ fn check_front(topology: &Topology, s: &ServerSpec) -> Result<(), TrialError> {
             format!("nginx HTTP/{http_version} with keep-alive {keepalive}"),
             why,
         ));
+    }
+    Ok(())
+}
+
+/// `--profile` before anything starts: rbspy installed, and a server
+/// whose Ruby it can read (MRI; a JRuby server runs in a JVM).
+fn check_profile(server: &str, engine: &str) -> Result<(), String> {
+    if engine == "jruby" || server.starts_with("jruby") {
+        return Err(format!(
+            "--profile cannot profile {server}: it runs on JRuby, whose stacks are the JVM's and \
+             rbspy reads only MRI; profile it with a JVM profiler such as async-profiler \
+             (asprof -d SECONDS -f flame.html PID), or drop --profile"
+        ));
+    }
+    if crate::profile::rbspy::find().is_none() {
+        return Err(crate::profile::ProfileError::Missing.to_string());
     }
     Ok(())
 }

@@ -18,6 +18,7 @@
 
 use super::environment::Environment;
 use super::prepare::{prepare, Prepared};
+use super::profiled::ProfileWatch;
 use super::restart::{self, Restarter};
 use super::spec::validate;
 use super::start::{start_servers, Servers};
@@ -113,6 +114,8 @@ struct Watched {
     restart: Option<super::record::RestartRecord>,
     database: Option<crate::database::DatabaseRecord>,
     faults: super::faults::Faults,
+    /// `--profile`'s result: the profile, or why there is none.
+    profile: Option<Result<crate::profile::Profile, String>>,
 }
 
 /// Runs the load while the watchers sample the server (and nginx), mark
@@ -137,6 +140,8 @@ fn load_while_watching(
     let nginx_log = prep.dir.join("nginx-error.log");
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
     let window = watchers.window();
+    let profiling = (spec.profile.as_ref())
+        .map(|ask| ProfileWatch::start(ask, servers.started.pids(), watchers.window()));
     let restarter = restart.map(|(r, kind, pidfile, command)| {
         let plan = restart::Plan {
             kind,
@@ -167,6 +172,7 @@ fn load_while_watching(
             }
         },
     );
+    let profile = profiling.map(ProfileWatch::finish);
     let performed = restarter.map(Restarter::finish);
     let mut seen = watchers.finish();
     servers.topo.nginx_metrics = seen.nginx_samples.take();
@@ -213,6 +219,7 @@ fn load_while_watching(
         restart,
         database,
         faults,
+        profile,
     })
 }
 
@@ -323,7 +330,13 @@ fn record(
         restart,
         database,
         faults,
+        profile,
     } = watched;
+    let (profile, profile_error) = match profile {
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
     let disturbance = seen.disturbance.take();
     let budget = match (&prep.group, &spec.budget) {
         (Some(g), Some(b)) => Some(g.record(b, seen.window_start)),
@@ -382,6 +395,8 @@ fn record(
         soak,
         database,
         faults,
+        profile,
+        profile_error,
         killed_after_grace: killed,
         interrupted: spec.interrupt.load(Ordering::Relaxed),
         dir: prep.dir.display().to_string(),

@@ -49,8 +49,9 @@ pub const TOP_FRAMES: usize = 20;
 /// What to profile and where its files go.
 #[derive(Debug, Clone)]
 pub struct ProfileSpec {
-    /// The server's main process: its tree is profiled.
-    pub root: u32,
+    /// The server's main processes (one per copy of the server): each
+    /// one's tree is profiled.
+    pub roots: Vec<u32>,
     pub rate_hz: u32,
     /// The results directory `files` are named relative to.
     pub results_dir: PathBuf,
@@ -76,7 +77,10 @@ impl Recording {
     pub fn start(spec: ProfileSpec) -> Result<Recording, ProfileError> {
         let bin = rbspy::find().ok_or(ProfileError::Missing)?;
         let profiler = rbspy::version(&bin).unwrap_or_else(|| "rbspy (version unknown)".into());
-        let roots = ruby_roots(spec.root)?;
+        let mut roots = BTreeMap::new();
+        for &root in &spec.roots {
+            roots.extend(ruby_roots(root)?);
+        }
         let out = spec.results_dir.join(&spec.subdir);
         std::fs::create_dir_all(&out).map_err(|e| write_err(&out, e))?;
         let mut recorders = Vec::new();
@@ -121,10 +125,10 @@ impl Recording {
         let wall = views.remove(View::WallClock.slug()).unwrap_or_default();
         let on_cpu = views.remove(View::OnCpu.slug()).unwrap_or_default();
         if wall.is_empty() {
-            let (pid, why) = failures
-                .into_iter()
-                .next()
-                .unwrap_or((self.spec.root, "rbspy recorded no sample".into()));
+            let (pid, why) = failures.into_iter().next().unwrap_or((
+                self.spec.roots.first().copied().unwrap_or(0),
+                "rbspy recorded no sample".into(),
+            ));
             let ruby = self.rubies.get(&pid).cloned().unwrap_or_default();
             return Err(rbspy::explain(pid, &ruby, &self.profiler, why));
         }
@@ -158,7 +162,7 @@ impl Recording {
     }
 }
 
-/// Profiles `spec.root`'s tree for `window`, from now.
+/// Profiles the trees of `spec.roots` for `window`, from now.
 pub fn profile(spec: ProfileSpec, window: Duration) -> Result<Profile, ProfileError> {
     let recording = Recording::start(spec)?;
     std::thread::sleep(window);

@@ -145,6 +145,7 @@ pub(in crate::plan) fn trial_spec(
         restart: t.restart.as_ref().map(|r| r.spec()),
         soak,
         database,
+        profile: None,
     }
 }
 

@@ -1,0 +1,80 @@
+//! `--profile` in a trial: rbspy started on every copy of the server the
+//! moment the load opens its counted window (never over the warm-up), and
+//! stopped when the load ends; the record's `profile` (or, when it could
+//! not be made, `profile_error` in words: the load's figures are kept
+//! either way).
+//!
+//! One thread waits for the window, starts the recording, and stops it
+//! when told: the load's own threads are never held up by rbspy, and the
+//! thread that started rbspy lives as long as it (rbspy dies with the
+//! thread that forked it: `PR_SET_PDEATHSIG` follows the thread, not the
+//! process, and a thread that returned at once killed every rbspy before
+//! its first sample).
+
+use super::spec::ProfileAsk;
+use crate::load::window::Window;
+use crate::profile::{Profile, ProfileSpec, Recording};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the thread looks for the window's start: the profile starts
+/// at most this late.
+const POLL: Duration = Duration::from_millis(20);
+
+/// How long rbspy may take to write its file once asked to stop.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// The recording, started or waiting for the window.
+pub(super) struct ProfileWatch {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Result<Profile, String>>,
+}
+
+impl ProfileWatch {
+    /// Waits (on a thread) for `window` to open, then profiles the trees
+    /// of `roots`.
+    pub(super) fn start(
+        ask: &ProfileAsk,
+        roots: Vec<u32>,
+        window: Arc<OnceLock<Arc<Window>>>,
+    ) -> ProfileWatch {
+        let spec = ProfileSpec {
+            roots,
+            rate_hz: ask.rate_hz,
+            results_dir: ask.results_dir.clone(),
+            subdir: ask.subdir.clone(),
+            grace: GRACE,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let stopped = || flag.load(Ordering::Relaxed);
+            // A fixed window knows its start from the load's first moment:
+            // wait until it is reached, as the samplers' mark does.
+            let opened = || {
+                (window.get().and_then(|w| w.start())).is_some_and(|start| Instant::now() >= start)
+            };
+            while !opened() {
+                if stopped() {
+                    return Err("nothing profiled: the load never opened its counted window".into());
+                }
+                std::thread::sleep(POLL);
+            }
+            let recording = Recording::start(spec).map_err(|e| e.to_string())?;
+            while !stopped() {
+                std::thread::sleep(POLL);
+            }
+            recording.finish().map_err(|e| e.to_string())
+        });
+        ProfileWatch { stop, handle }
+    }
+
+    /// Stops the recording (the load has ended) and reads it: the profile,
+    /// or why there is none.
+    pub(super) fn finish(self) -> Result<Profile, String> {
+        self.stop.store(true, Ordering::Relaxed);
+        (self.handle.join()).unwrap_or_else(|_| Err("the profiler's thread failed".into()))
+    }
+}
