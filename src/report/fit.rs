@@ -306,7 +306,7 @@ pub fn fits_text(doc: &FitsDocument) -> String {
     s
 }
 
-/// The fits as a Markdown table (fits.md, the README's table).
+/// The fits as a Markdown table (fits.md; docs/BUDGETS.md shows one).
 pub fn fits_markdown(doc: &FitsDocument) -> String {
     let mut s = format!("{}\n\n| {} |\n|", doc.head(), FITS_COLUMNS.join(" | "));
     s.push_str(&"---|".repeat(FITS_COLUMNS.len()));

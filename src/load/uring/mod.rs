@@ -11,7 +11,7 @@
 //! and one `io_uring_enter` submits them all and waits for the next batch.
 //! Against nginx here that took the loop from about 2.1 system calls per
 //! request (one `sendto`, one `recvmsg`, a share of a wait) to a share of
-//! one (see the README's engine notes for the measurements).
+//! one (docs/BENCHMARKS.md has the measurements).
 //!
 //! The wait batches wake-ups. An epoll waiter is woken by the first event,
 //! and on loopback that wake-up is paid by the server: its `send` runs our
