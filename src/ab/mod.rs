@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// One side of the A/B.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Side {
     A,
     B,

@@ -78,6 +78,11 @@ impl ResultsDir {
     pub fn trial(&self, id: &str) -> PathBuf {
         self.root.join("trials").join(format!("{id}.json"))
     }
+    /// A trial run and set aside (a disturbed A/B round run again): kept,
+    /// out of every figure.
+    pub fn set_aside(&self, id: &str) -> PathBuf {
+        self.root.join("set-aside").join(format!("{id}.json"))
+    }
     pub fn breakpoint(&self, id: &str) -> PathBuf {
         self.root.join("breakpoints").join(format!("{id}.json"))
     }

@@ -21,8 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub mod ab;
+mod session;
 mod spec;
 
+pub use session::Session;
 pub use spec::estimate;
 pub(super) use spec::trial_spec;
 

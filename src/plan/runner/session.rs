@@ -1,0 +1,112 @@
+//! A run whose trials the caller chooses one at a time (`rackbench ab`:
+//! the next window depends on the verdict so far). Each trial is run and
+//! its record written the moment it ends, as `run_plan` does; the
+//! manifest lists the trials run so far and is written again after each
+//! one, so the directory is a run's that `report` and `compare` read,
+//! whenever it stops. A trial set aside (a disturbed A/B round) is
+//! written apart, under `set-aside/`, out of every figure.
+
+use super::{manifest, Counts, Progress, Run, RunOptions, RunResult};
+use crate::plan::{Expanded, Plan, PlannedTrial};
+use crate::store::records::{StoredTrial, SUMMARY_SCHEMA};
+use crate::store::summary::summarize;
+use crate::store::{self, ResultsDir};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// An open run of trials chosen one at a time.
+pub struct Session<'a> {
+    run: Run<'a>,
+    ran: Vec<PlannedTrial>,
+    /// The manifest's start, kept as each rewrite lists more trials.
+    started_at: String,
+}
+
+impl<'a> Session<'a> {
+    /// Makes `opts.out` a run's directory (plan and an empty manifest).
+    /// A resume is refused by the caller: the trials are not known ahead.
+    pub fn open(
+        plan: &'a Plan,
+        plan_text: &str,
+        e: &'a Expanded,
+        opts: &'a RunOptions,
+    ) -> std::io::Result<Session<'a>> {
+        let dir = ResultsDir::new(&opts.out);
+        std::fs::create_dir_all(&dir.root)?;
+        std::fs::write(dir.plan(), plan_text)?;
+        let session = Session {
+            run: Run {
+                plan,
+                e,
+                opts,
+                dir,
+                total: 0,
+                started: Instant::now(),
+                counts: Counts::default(),
+            },
+            ran: Vec::new(),
+            started_at: crate::host::utc_now(),
+        };
+        session.write_manifest()?;
+        Ok(session)
+    }
+
+    /// Runs `t` and writes its record under `trials/` (or `set-aside/`
+    /// when the caller sets it aside afterwards: see [`Session::set_aside`]).
+    pub fn trial(&mut self, t: PlannedTrial) -> std::io::Result<StoredTrial> {
+        let stored = self.run.run_trial(&t);
+        self.run.show(&Progress::TrialDone(&stored));
+        store::write_json(&self.run.dir.trial(&t.id), &stored)?;
+        self.ran.push(t);
+        self.write_manifest()?;
+        Ok(stored)
+    }
+
+    /// Moves a trial already run out of `trials/` into `set-aside/` (a
+    /// disturbed round the A/B runs again): kept, marked by where it is,
+    /// and out of the manifest, the summary and every report's figures.
+    pub fn set_aside(&mut self, id: &str) -> std::io::Result<()> {
+        let to = self.run.dir.set_aside(id);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(self.run.dir.trial(id), to)?;
+        self.ran.retain(|t| t.id != id);
+        self.write_manifest()
+    }
+
+    /// Whether Ctrl-C was pressed.
+    pub fn interrupted(&self) -> bool {
+        self.run.opts.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// The results directory.
+    pub fn dir(&self) -> &ResultsDir {
+        &self.run.dir
+    }
+
+    /// Writes the summary of the trials kept; the run's counts.
+    pub fn finish(self) -> std::io::Result<RunResult> {
+        self.write_manifest()?;
+        let summary = summarize(&self.run.dir)?;
+        store::write_json(
+            &self.run.dir.root.join("summary.json"),
+            &serde_json::json!({ "schema": SUMMARY_SCHEMA, "groups": summary }),
+        )?;
+        Ok(RunResult {
+            done: self.ran.len(),
+            failed: 0,
+            checks_missed: 0,
+            skipped_existing: 0,
+            interrupted: self.interrupted(),
+            summary,
+        })
+    }
+
+    fn write_manifest(&self) -> std::io::Result<()> {
+        let trials: Vec<&PlannedTrial> = self.ran.iter().collect();
+        let mut m = manifest(self.run.plan, self.run.e, self.run.opts, &trials, &[]);
+        m.started_at = self.started_at.clone();
+        store::write_json(&self.run.dir.manifest(), &m)
+    }
+}
