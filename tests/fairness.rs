@@ -119,3 +119,18 @@ fn a_server_that_serves_every_connection_alike_shows_an_even_share() {
     let plain = run(config(&s, N));
     assert_eq!(fairness(&plain).answers_per_connection, None);
 }
+
+/// The open loop's pool at a rate one connection keeps up with: the
+/// connections the window never needed carried nothing and are neither
+/// answered nor starved (they are no clients left waiting).
+#[test]
+fn pool_connections_the_window_never_needed_are_not_starved() {
+    let s = server(TestServerConfig::default());
+    let mut c = config(&s, 16);
+    c.pacing = Pacing::Rate(50.0);
+    let r = run(c);
+    let f = fairness(&r);
+    assert_eq!(f.connections_starved, 0, "{f:?}");
+    assert!((1..=16).contains(&f.connections_answered), "{f:?}");
+    assert_eq!(r.errors.total(), 0);
+}
