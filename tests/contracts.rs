@@ -35,6 +35,8 @@
 //! fits-v1.json: `rackbench fit plans/budget-512.toml --repeats 1
 //! --max-workers 2 --max-threads 2 --duration 1s --out DIR`'s fits.json,
 //! puma holding no configuration, unicorn and passenger each one);
+//! load-v1.json: `rackbench load URL -c 2 -d 1s --warmup 200ms --json`
+//! against `rackbench serve-test` (made afresh for its `fairness`);
 //! load-v1-slow.json: `rackbench load URL -c 2 -d 2s --slow-clients 2
 //! --slow-mode headers --json` against `rackbench serve-test`;
 //! load-v1-mix.json: `rackbench load URL -c 4 -d 2s --mix
@@ -364,6 +366,21 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/schema",
             Set(json!("rackbench/load-v2")),
             "must be 'rackbench/load-v1'",
+        ),
+        (
+            // A share of all answers is at most all of them.
+            "load-v1",
+            "load-v1.json",
+            "/fairness/top10_share",
+            Set(json!(1.5)),
+            "must be <=1",
+        ),
+        (
+            "load-v1",
+            "load-v1.json",
+            "/fairness/connections_starved",
+            Remove,
+            "missing properties 'connections_starved'",
         ),
         (
             "trial-v1",

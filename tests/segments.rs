@@ -232,6 +232,34 @@ fn merged_segments_count_what_the_server_answered_and_read_percentiles_off_one_h
         .sum();
     assert_eq!(row_ok, seg_row_ok);
     assert!(rows.len() <= 3, "{} rows for 2 s", rows.len());
+
+    // Fairness is taken over every segment's connections side by side:
+    // each segment keeps its answers per connection, and the merge's are
+    // all of them (busiest first), its figures computed from those.
+    let counts = |d: &Value| -> Vec<u64> {
+        d["fairness"]["answers_per_connection"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no per-connection counts: {}", d["fairness"]))
+            .iter()
+            .map(u)
+            .collect()
+    };
+    let mut all: Vec<u64> = segs.iter().flat_map(counts).collect();
+    all.sort_unstable_by(|a, b| b.cmp(a));
+    assert_eq!(counts(&merged), all);
+    let f = &merged["fairness"];
+    assert_eq!(u(&f["connections_answered"]), 7, "{f}");
+    assert_eq!(u(&f["connections_starved"]), 0, "{f}");
+    // (To the last bits JSON keeps of a float.)
+    let near = |got: &Value, want: Option<f64>| {
+        let (got, want) = (got.as_f64().unwrap(), want.unwrap());
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    };
+    near(&f["jain_index"], rackbench::load::report::jain_index(&all));
+    near(
+        &f["top10_share"],
+        rackbench::load::report::top10_share(&all),
+    );
 }
 
 #[test]

@@ -58,6 +58,11 @@ pub(super) struct Conn {
     /// connections that never got a single answer.
     pub(super) sent_any: bool,
     pub(super) answered: bool,
+    /// The slot's (every socket's, reconnects included) answers completed
+    /// in the counted window, and whether one of its requests was in
+    /// flight in it: for `fairness` (issue 39).
+    pub(super) window_answers: u64,
+    pub(super) window_carried: bool,
     /// When this socket's first request went out.
     pub(super) first_sent: Option<Instant>,
     /// Whether the connection sits in the open loop's free list.
@@ -86,6 +91,8 @@ impl Conn {
             rend: 0,
             sent_any: false,
             answered: false,
+            window_answers: 0,
+            window_carried: false,
             first_sent: None,
             in_free: false,
             sending: false,

@@ -155,7 +155,7 @@ pub fn run_observed_seconds(
     } else {
         (None, None)
     };
-    let stats = sum.stats;
+    let mut stats = sum.stats;
     let mut generator = GeneratorCost::between(&usage_before, &usage_after, sum.busiest, stats.io);
     generator.wakeups = stats.wakeups;
     let mut report = report::build(report::Parts {
@@ -179,6 +179,7 @@ pub fn run_observed_seconds(
         connections_opened: stats.connections_opened,
         connect_failures: stats.connect_failures,
         never_answered: stats.never_answered,
+        window_answers: std::mem::take(&mut stats.window_answers),
         late_sends: stats.late_sends,
         sends: stats.sends,
         max_lag: stats.max_lag,

@@ -82,6 +82,18 @@ impl LoadReport {
         } else {
             let _ = writeln!(s, "  errors:      none");
         }
+        if let Some(f) = self.fairness.as_ref().filter(|f| f.connections_starved > 0) {
+            // Issue 39: the answered connections' p50 says nothing of these.
+            let _ = writeln!(
+                s,
+                "  starved:     {} of {} connections never answered in the window ({} served{})",
+                f.connections_starved,
+                f.connections_starved + f.connections_answered,
+                f.connections_answered,
+                f.jain_index
+                    .map_or(String::new(), |j| format!(", Jain index {j:.2}"))
+            );
+        }
         if self.requests.unsent > 0 {
             let _ = writeln!(
                 s,
@@ -431,6 +443,28 @@ mod tests {
         // One answer with a wrong status is an answer.
         r.errors.status = 1;
         assert!(!r.answered_nothing());
+    }
+
+    /// Issue 39: "44 of 80 connections never answered" is said beside
+    /// the errors, and nothing when every connection was served.
+    #[test]
+    fn starved_connections_are_said_beside_the_errors() {
+        let mut r = empty_report();
+        r.fairness = Some(crate::load::report::Fairness::of(
+            [vec![0; 44], vec![9; 36]].concat(),
+            false,
+        ));
+        let text = r.render_text();
+        assert!(
+            text.contains(
+                "starved:     44 of 80 connections never answered in the window (36 served, Jain index 0.45)"
+            ),
+            "{text}"
+        );
+        r.fairness = Some(crate::load::report::Fairness::of(vec![9; 80], false));
+        assert!(!r.render_text().contains("starved"));
+        r.fairness = None;
+        assert!(!r.render_text().contains("starved"));
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub(crate) struct WorkerStats {
     pub(super) connections_opened: u64,
     pub(super) connect_failures: u64,
     pub(super) never_answered: u64,
+    /// The answers in the counted window of each connection slot that
+    /// carried a request in it (for `fairness`; filled at the end).
+    pub(super) window_answers: Vec<u64>,
     pub(super) late_sends: u64,
     /// Open loop: requests handed to a connection (for the share on time).
     pub(super) sends: u64,
@@ -47,12 +50,14 @@ pub(crate) struct WorkerStats {
 }
 
 impl WorkerStats {
-    /// Adds another thread's counts: sums, the largest lag, either's
-    /// interruption, and the I/O both used ("mixed" if they differ).
+    /// Adds another thread's counts: sums, both threads' connections, the
+    /// largest lag, either's interruption, and the I/O both used ("mixed"
+    /// if they differ).
     pub(super) fn add(&mut self, s: &WorkerStats) {
         self.connections_opened += s.connections_opened;
         self.connect_failures += s.connect_failures;
         self.never_answered += s.never_answered;
+        self.window_answers.extend_from_slice(&s.window_answers);
         self.late_sends += s.late_sends;
         self.sends += s.sends;
         self.wakeups += s.wakeups;

@@ -101,6 +101,16 @@ impl Window {
         }
     }
 
+    /// Whether something in progress from `from` to `to` (a request from
+    /// its send to its ending) was so at some moment of the window.
+    #[inline]
+    pub fn meets(&self, from: Instant, to: Instant) -> bool {
+        match self.start() {
+            None => false,
+            Some(s) => to >= s && self.duration.is_none_or(|d| from < s + d),
+        }
+    }
+
     /// The end of the run: the counted window's end, or ten years away
     /// ("no time limit") when only a request count stops it.
     #[inline]
@@ -183,5 +193,21 @@ mod tests {
         assert!(w.reached_steady());
         assert_eq!(w.deadline(), t0 + Duration::from_secs(17));
         assert!(w.is_warmup_second(6) && !w.is_warmup_second(7));
+    }
+
+    #[test]
+    fn a_span_meets_the_window_when_it_overlaps_it() {
+        let t0 = Instant::now();
+        let s = |secs: u64| t0 + Duration::from_secs(secs);
+        let w = Window::fixed(t0, Duration::from_secs(2), Some(Duration::from_secs(3)));
+        // Window [2 s, 5 s).
+        assert!(w.meets(s(0), s(10)), "across the whole window");
+        assert!(w.meets(s(1), s(2)) && w.meets(s(4), s(9)));
+        assert!(!w.meets(s(0), s(1)), "ended in the warm-up");
+        assert!(!w.meets(s(5), s(6)), "sent after the window");
+        let open = Window::until_steady(t0, Duration::from_secs(5), None);
+        assert!(!open.meets(s(0), s(9)), "no window yet");
+        open.decide(s(1), true);
+        assert!(open.meets(s(100), s(101)), "no end");
     }
 }

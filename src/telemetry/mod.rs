@@ -140,6 +140,9 @@ pub struct WorkerTelemetry {
     pub pid: u32,
     pub ppid: u32,
     pub requests: u64,
+    /// Its share of all processes' requests (puma's "% deviation": share × processes − 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
     pub app_us: Quantiles,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_us: Option<Quantiles>,
@@ -472,6 +475,7 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
         .collect();
 
     let mut all = Worker::default();
+    let total: u64 = workers.values().map(|w| w.requests).sum();
     let mut per_worker = Vec::new();
     let mut served = 0;
     let mut exited = 0;
@@ -496,6 +500,7 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
             pid: w.pid,
             ppid: w.ppid,
             requests: w.requests,
+            share: (total > 0).then(|| w.requests as f64 / total as f64),
             app_us: w.app.quantiles().unwrap_or_default(),
             queue_us: w.queue.quantiles(),
             gc_runs: w.gc_runs,
@@ -728,7 +733,8 @@ mod tests {
         assert_eq!(t.allocated_objects_per_request, 100.0);
         assert!(t.queue_us.is_none());
         assert_eq!(t.per_worker.len(), 2);
-        assert_eq!(t.per_worker[0].requests, 20);
+        let w = &t.per_worker[0];
+        assert_eq!((w.requests, w.share), (20, Some(20.0 / 30.0)));
         assert_eq!(t.per_worker[0].rss_bytes, Some(1101));
         let secs: Vec<(u64, u64, u64)> = t
             .timeline

@@ -68,6 +68,13 @@ pub struct TestServerConfig {
     /// full even when their client has left, as a real server's workers
     /// do, so a client that gives up leaves the server busy a while.
     pub max_in_progress: usize,
+    /// Keep at most this many connections accepted at once and leave the
+    /// others in the listen backlog until one of them closes (0 = no
+    /// limit): a server whose workers are all held by kept-alive
+    /// connections while the rest wait in its accept queue (puma issue
+    /// 3835). A client's connect succeeds either way (the kernel
+    /// completes it); a connection left in the backlog is never answered.
+    pub accept_at_most: usize,
     /// Serve at most this many admitted requests at once; the others wait
     /// their turn in order (0 = all at once). With `max_in_progress`, a
     /// fixed pool of workers behind a bounded queue (puma's threads and
@@ -100,6 +107,7 @@ impl Default for TestServerConfig {
             close_every: 0,
             max_connections: 0,
             max_in_progress: 0,
+            accept_at_most: 0,
             workers: 0,
             record_arrivals: false,
             path_delays: Vec::new(),

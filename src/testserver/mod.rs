@@ -190,7 +190,13 @@ impl Drop for TestServer {
 
 fn accept_loop(listener: Listener, sh: Arc<Shared>) {
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
+    let at_most = sh.cfg.accept_at_most as u64;
     while !sh.stop.load(Ordering::SeqCst) {
+        if at_most > 0 && sh.open.load(Ordering::SeqCst) >= at_most {
+            // Held: the next connection waits in the backlog.
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        }
         let conn: io::Result<Box<dyn Conn>> = match &listener {
             Listener::Tcp(l) => l.accept().map(|(s, _)| {
                 let _ = s.set_nodelay(true);
@@ -208,7 +214,8 @@ fn accept_loop(listener: Listener, sh: Arc<Shared>) {
                 // Past the limit a connection is served, but every answer
                 // is 503: a crisp, repeatable break point.
                 let limit = sh.cfg.max_connections as u64;
-                let over = limit > 0 && sh.open.fetch_add(1, Ordering::SeqCst) >= limit;
+                let open = sh.open.fetch_add(1, Ordering::SeqCst);
+                let over = limit > 0 && open >= limit;
                 let sh = Arc::clone(&sh);
                 workers.push(std::thread::spawn(move || {
                     serve(c, Arc::clone(&sh), over);

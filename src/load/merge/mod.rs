@@ -8,7 +8,9 @@
 //! nothing (a slow segment's tail would be diluted by the fast ones).
 //! Throughput is the OK responses of every counted window over the union
 //! of those windows on the wall clock; the timeline lines up by wall-clock
-//! second.
+//! second. Fairness is computed afresh over every segment's connections,
+//! from the per-connection counts each segment document keeps; a segment
+//! without them leaves the merge without `fairness`.
 //!
 //! This module reads documents it is handed; it never opens files.
 //!
@@ -138,6 +140,7 @@ pub fn merge_reports(sources: &[(String, LoadReport)]) -> Result<Merged, MergeEr
             connect_failures: reports.iter().map(|r| r.connections.connect_failures).sum(),
             never_answered: reports.iter().map(|r| r.connections.never_answered).sum(),
         },
+        fairness: report::Fairness::merge(reports.iter().map(|r| r.fairness.as_ref())),
         latency_distribution: distribution(&first.latency_distribution, &headline),
         latency_histogram: encode(&headline),
         timeline,
@@ -324,6 +327,28 @@ mod tests {
         assert_eq!(m.latency_us.count, 55);
         let segs = m.segments.unwrap();
         assert_eq!(segs.iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1]);
+    }
+
+    /// Fairness merges from the segments' per-connection counts, and a
+    /// segment without them leaves the merge without fairness: no guess.
+    #[test]
+    fn fairness_merges_over_every_segment_s_connections_or_is_left_out() {
+        use super::super::report::Fairness;
+        let mut a = segment(0, 2, 1000.0, &[(0, 10, 100)]);
+        let mut b = segment(1, 2, 1000.0, &[(0, 10, 100)]);
+        a.fairness = Some(Fairness::of(vec![5, 5], true));
+        b.fairness = Some(Fairness::of(vec![10, 0], true));
+        let both = vec![("a".to_string(), a.clone()), ("b".to_string(), b)];
+        let f = merge_reports(&both).unwrap().report.fairness.unwrap();
+        assert_eq!((f.connections_answered, f.connections_starved), (3, 1));
+        assert_eq!(f.answers_per_connection, Some(vec![10, 5, 5, 0]));
+        // (20)² / (4 · 150) = 2/3.
+        assert!((f.jain_index.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        let old = vec![
+            ("a".to_string(), a),
+            ("c".to_string(), segment(1, 2, 1000.0, &[(0, 10, 100)])),
+        ];
+        assert_eq!(merge_reports(&old).unwrap().report.fairness, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! trusted for. The document's types are in mod.rs; this file never runs
 //! load or reads a document back.
 
+use super::fairness::Fairness;
 use super::generator::GeneratorCost;
 use super::timeline::TimelineRow;
 use super::{
@@ -40,6 +41,8 @@ pub(crate) struct Parts<'a> {
     pub connections_opened: u64,
     pub connect_failures: u64,
     pub never_answered: u64,
+    /// Answers in the window per connection that carried a request in it.
+    pub window_answers: Vec<u64>,
     pub late_sends: u64,
     /// Open loop: requests handed to a connection on the schedule.
     pub sends: u64,
@@ -283,6 +286,8 @@ pub(crate) fn build(p: Parts<'_>) -> LoadReport {
             connect_failures: p.connect_failures,
             never_answered: p.never_answered,
         },
+        // Segment documents keep the counts a merge needs.
+        fairness: Some(Fairness::of(p.window_answers, p.histograms.is_some())),
         latency_distribution: distribution,
         latency_histogram: crate::stats::histogram::encode(p.histogram),
         timeline: p.timeline,

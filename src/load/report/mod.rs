@@ -5,14 +5,17 @@
 //!
 //! This file holds the document's types; `timeline.rs` its per-second
 //! rows, `generator.rs` the generator's own cost, `build.rs` the document
-//! made from a finished run (headline, percentile points, warnings).
+//! made from a finished run (headline, percentile points, warnings),
+//! `fairness.rs` the answers per connection summed into `fairness`.
 
 mod build;
+mod fairness;
 mod generator;
 mod timeline;
 
 pub(crate) use build::{build, unfinished_warning, Parts};
 pub use build::{headline, late_warning, FEW_RESPONSES};
+pub use fairness::{jain_index, top10_count, top10_share, Fairness};
 pub(crate) use generator::process_usage;
 pub use generator::GeneratorCost;
 pub(crate) use timeline::coarsen_timeline;
@@ -73,6 +76,11 @@ pub struct LoadReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleStats>,
     pub connections: ConnectionStats,
+    /// Who got served: the answers per connection in the counted window
+    /// (issue 39). Absent in documents older than the field, and in a
+    /// merge of segments that did not keep their per-connection counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
     /// Distribution of the headline latency for plots: (percentile,
     /// latency_us) pairs.
     pub latency_distribution: Vec<PercentilePoint>,

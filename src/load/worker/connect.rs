@@ -151,7 +151,10 @@ impl Worker {
         c.answered = false;
         c.first_sent = None;
         for p in c.queue.iter_mut() {
-            p.sent = None;
+            // A request given back to the queue was in flight until now.
+            if let Some(sent) = p.sent.take() {
+                c.window_carried |= self.window.meets(sent, now);
+            }
         }
         if ramping {
             // Failed or closed before its first answer: the next slot's turn

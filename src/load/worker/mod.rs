@@ -460,6 +460,9 @@ impl Worker {
             // taking connections.
             let stalled = matches!(c.state, State::Connecting { since } if now.saturating_duration_since(since) >= CONNECT_STALL);
             for p in c.queue.drain(..) {
+                if let Some(sent) = p.sent {
+                    c.window_carried |= self.window.meets(sent, now);
+                }
                 if stalled {
                     self.rec
                         .record(now, p.sched, None, Outcome::Failed(Failure::Connect), p.req);
@@ -474,6 +477,9 @@ impl Worker {
                 .is_some_and(|t| now.saturating_duration_since(t) >= NEVER_ANSWERED_AFTER);
             if c.sock.take().is_some() && c.sent_any && !c.answered && waited {
                 self.stats.never_answered += 1;
+            }
+            if c.window_carried {
+                self.stats.window_answers.push(c.window_answers);
             }
         }
         if self.plan.pacing.is_open() {

@@ -172,6 +172,13 @@ impl Worker {
                     // Never before the request left (a clock step could say so).
                     let ended = arrived.max(p.sent.unwrap_or(p.sched));
                     let lat = ended.saturating_duration_since(p.sched).as_secs_f64() * 1e6;
+                    // Who got served (issue 39): one count per slot.
+                    if self.window.counts(ended) {
+                        c.window_answers += 1;
+                        c.window_carried = true;
+                    } else if !c.window_carried {
+                        c.window_carried = self.window.meets(p.sent.unwrap_or(p.sched), ended);
+                    }
                     self.recent_latency_us += (lat - self.recent_latency_us) / 32.0;
                     self.rec.record_response(
                         ended,
@@ -253,6 +260,9 @@ impl Worker {
         if c.written_reqs > 0 {
             if let Some(p) = c.queue.pop_front() {
                 self.queued -= 1;
+                if let Some(sent) = p.sent {
+                    c.window_carried |= self.window.meets(sent, now);
+                }
                 self.rec
                     .record(now, p.sched, p.sent, Outcome::Failed(kind), p.req);
             }
