@@ -29,6 +29,7 @@
 //! directory it is given.
 
 pub mod error;
+pub mod flame;
 pub mod rbspy;
 pub mod record;
 pub mod stacks;
