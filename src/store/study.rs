@@ -2,7 +2,8 @@
 //! (`ResultsDir::open`) and reads the manifest, the plan's text, every
 //! trial and break-point record and the A/A comparison; every reader
 //! (reports, compare, a sweep's analysis, the runner's summary, resume's
-//! checks) takes the `&Study`, not the directory.
+//! checks, with the copies of the run's servers files) takes the
+//! `&Study`, not the directory.
 //!
 //! What cannot be read never stops the opening: an unreadable record is a
 //! warning, a folder that cannot be listed or a plan that cannot be read
@@ -51,6 +52,8 @@ pub struct Study {
     breakpoints: Result<Vec<StoredBreakpoint>, Kept>,
     breakpoint_warnings: Vec<String>,
     comparison: Option<Comparison>,
+    /// The copies of the run's `--servers-file`s, in order.
+    servers_files: Vec<String>,
 }
 
 impl Study {
@@ -71,6 +74,9 @@ impl Study {
         let breakpoints = read_breakpoints(&dir.breakpoints_dir(), &mut breakpoint_warnings)
             .map_err(|e| Kept::of(&e));
         let comparison = super::read_json(&dir.compare_json()).ok();
+        let servers_files = (1..)
+            .map_while(|n| std::fs::read_to_string(dir.servers_file(n)).ok())
+            .collect();
         Study {
             dir,
             manifest,
@@ -81,6 +87,7 @@ impl Study {
             breakpoints,
             breakpoint_warnings,
             comparison,
+            servers_files,
         }
     }
 
@@ -170,6 +177,14 @@ impl Study {
     /// None when there is none or it cannot be read.
     pub fn comparison(&self) -> Option<&Comparison> {
         self.comparison.as_ref()
+    }
+
+    /// The run's copy of its `n`th `--servers-file` (from 1); None past
+    /// the last.
+    pub fn servers_file(&self, n: usize) -> Option<&str> {
+        self.servers_files
+            .get(n.checked_sub(1)?)
+            .map(String::as_str)
     }
 
     /// Reads `compare.json` again, after `rackbench run --aa` wrote it.
@@ -396,7 +411,8 @@ mod tests {
     }
 
     /// A corrupt record, a corrupt manifest and a corrupt search are
-    /// warnings, each naming its file; the readable record is kept.
+    /// warnings, each naming its file; the readable record is kept, and
+    /// the copies of the servers files are read in order.
     #[test]
     fn corrupt_records_are_warnings_naming_their_file() {
         let dir = temp("corrupt");
@@ -408,7 +424,11 @@ mod tests {
         std::fs::write(rd.manifest(), "{\"seed\": 7}").unwrap();
         std::fs::create_dir_all(rd.breakpoints_dir()).unwrap();
         std::fs::write(rd.breakpoint("g"), "[]").unwrap();
+        std::fs::write(rd.servers_file(1), "one").unwrap();
+        std::fs::write(rd.servers_file(2), "two").unwrap();
         let study = Study::open(&dir).unwrap();
+        let copies: Vec<_> = (0..4).map(|n| study.servers_file(n)).collect();
+        assert_eq!(copies, [None, Some("one"), Some("two"), None]);
         let t = study.trials().unwrap();
         assert_eq!(t.stored.len(), 1);
         assert_eq!(t.warnings().len(), 1);

@@ -99,7 +99,7 @@ pub(super) fn check_resume(
     let mut n = 1;
     loop {
         let copy = results.servers_file(n);
-        let old = std::fs::read_to_string(&copy).ok();
+        let old = study.servers_file(n);
         let new = servers_files.get(n - 1);
         match (old, new) {
             (None, None) => break,
@@ -115,7 +115,7 @@ pub(super) fn check_resume(
                 let new = std::fs::read_to_string(f).map_err(|e| {
                     usage(format!("cannot read --servers-file {}: {e}", f.display()))
                 })?;
-                if let Some(d) = first_difference(&old, &new) {
+                if let Some(d) = first_difference(old, &new) {
                     differences.push(format!(
                         "--servers-file {} differs from the run's copy {}: {d}",
                         f.display(),
@@ -180,7 +180,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("rb-resume-{}", std::process::id()));
         let run = root.join("hello-20261128-101500");
         std::fs::create_dir_all(&run).unwrap();
-        std::fs::write(run.join("manifest.json"), "{}").unwrap();
+        std::fs::write(crate::store::ResultsDir::new(&run).manifest(), "{}").unwrap();
         std::fs::create_dir_all(root.join("empty")).unwrap();
         let at = |name: &str| root.join(name);
         let cases: &[(&str, Option<&str>)] = &[
