@@ -385,7 +385,7 @@ fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
         ))
     })?;
     let json = serde_json::to_string_pretty(&s)?;
-    std::fs::write(dir.join("sweep.json"), format!("{json}\n"))
+    std::fs::write(study.dir().sweep_json(), format!("{json}\n"))
         .with_context(|| format!("cannot write {}/sweep.json", dir.display()))?;
     if args.json {
         println!("{json}");

@@ -19,9 +19,10 @@
 //! DIR/trials/ID.json         rackbench/trial-v1 records (with outcome)
 //! DIR/breakpoints/ID.json    rackbench/breakpoint-v1 records
 //! DIR/work/ID/               each trial's server log and rendered configs
+//! DIR/servers-N.toml         copies of the run's --servers-file, in order
 //! DIR/summary.json           rackbench/summary-v1, written at the end of a run
 //! DIR/compare.json           the A/A comparison of `run --aa`
-//! DIR/sweep.json, fit.json   a sweep's analysis, a fit's document
+//! DIR/sweep.json             a sweep's analysis (`sweep --analyse`)
 //! DIR/report.*, trials.csv   the reports, rebuilt from the records
 //! ```
 
@@ -110,14 +111,6 @@ impl ResultsDir {
     /// A sweep's analysis (sweep-v1).
     pub fn sweep_json(&self) -> PathBuf {
         self.root.join("sweep.json")
-    }
-    /// The plan `rackbench sweep` hands to `run`.
-    pub fn sweep_plan(&self) -> PathBuf {
-        self.root.join("sweep-plan.toml")
-    }
-    /// A fit's document (fit-v1).
-    pub fn fit_json(&self) -> PathBuf {
-        self.root.join("fit.json")
     }
     pub fn report_md(&self) -> PathBuf {
         self.root.join("report.md")

@@ -22,7 +22,6 @@ use super::summary::{summarize_trials, GroupSummary};
 use super::{write_text, ResultsDir};
 use crate::stats::compare::Comparison;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use std::io::{Error, ErrorKind};
 use std::path::{Path, PathBuf};
 
@@ -43,6 +42,8 @@ impl Kept {
 #[derive(Debug)]
 pub struct Study {
     dir: ResultsDir,
+    /// Whether `manifest.json` was there (readable or not).
+    holds_run: bool,
     manifest: Option<Manifest>,
     /// Why there is no manifest (missing, unreadable).
     manifest_warning: Option<String>,
@@ -78,6 +79,7 @@ impl Study {
             .map_while(|n| std::fs::read_to_string(dir.servers_file(n)).ok())
             .collect();
         Study {
+            holds_run: dir.holds_run(),
             dir,
             manifest,
             manifest_warning,
@@ -103,7 +105,7 @@ impl Study {
     /// Whether a run has begun here: it writes its manifest before any
     /// trial.
     pub fn holds_run(&self) -> bool {
-        self.manifest.is_some() || self.dir.holds_run()
+        self.holds_run
     }
 
     /// The manifest; None when it is missing or unreadable
@@ -208,6 +210,7 @@ impl Study {
     pub fn write_manifest(&mut self, m: &Manifest) -> std::io::Result<()> {
         let text = write_text(&self.dir.manifest(), m)?;
         self.manifest = Some(parse_back(&text)?);
+        self.holds_run = true;
         self.seed = m.seed;
         self.manifest_warning = None;
         Ok(())
@@ -218,7 +221,7 @@ impl Study {
         let path = self.dir.trial(&t.id);
         let text = write_text(&path, t)?;
         let kept: StoredTrial = parse_back(&text)?;
-        let trials = self.trials.get_or_insert_with(Trials::default);
+        let trials = listed(&mut self.trials);
         trials.unreadable.retain(|(id, _)| *id != t.id);
         trials.stored.retain(|s| s.id != t.id);
         let name = file_name(&path);
@@ -238,7 +241,7 @@ impl Study {
         let path = self.dir.breakpoint(&b.group);
         let text = write_text(&path, b)?;
         let kept: StoredBreakpoint = parse_back(&text)?;
-        let all = self.breakpoints.get_or_insert_with(Vec::new);
+        let all = listed(&mut self.breakpoints);
         all.retain(|s| s.group != b.group);
         let name = file_name(&path);
         let at = all
@@ -256,19 +259,14 @@ impl Study {
     }
 }
 
-trait GetOrInsert<T> {
-    fn get_or_insert_with(&mut self, f: impl FnOnce() -> T) -> &mut T;
-}
-
-/// A folder that could not be listed stays an error for readers until
-/// the runner writes into it (then it holds what was written).
-impl<T> GetOrInsert<T> for Result<T, Kept> {
-    fn get_or_insert_with(&mut self, f: impl FnOnce() -> T) -> &mut T {
-        if self.is_err() {
-            *self = Ok(f());
-        }
-        self.as_mut().expect("set above")
+/// The records of a folder, to add to: a folder that could not be
+/// listed stays an error for readers until the runner writes into it,
+/// then it holds what was written.
+fn listed<T: Default>(records: &mut Result<T, Kept>) -> &mut T {
+    if records.is_err() {
+        *records = Ok(T::default());
     }
+    records.as_mut().expect("set above")
 }
 
 fn file_name(path: &Path) -> std::ffi::OsString {
@@ -277,7 +275,7 @@ fn file_name(path: &Path) -> std::ffi::OsString {
         .unwrap_or_default()
 }
 
-fn parse_back<T: DeserializeOwned + Serialize>(text: &str) -> std::io::Result<T> {
+fn parse_back<T: DeserializeOwned>(text: &str) -> std::io::Result<T> {
     serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::InvalidData, e))
 }
 
