@@ -657,12 +657,13 @@ fn flagged_rows_are_marked_and_explained_in_every_report() {
     );
     // The summary `run` prints reads the groups in natural order of their
     // names: "…__c4" before "…__c16" (plain order put 16 first).
-    let names: Vec<String> =
-        rackbench::store::summary::summarize(&rackbench::store::ResultsDir::new(&dir))
-            .unwrap()
-            .into_iter()
-            .map(|g| g.group)
-            .collect();
+    let names: Vec<String> = rackbench::store::study::Study::open(&dir)
+        .unwrap()
+        .summary()
+        .unwrap()
+        .into_iter()
+        .map(|g| g.group)
+        .collect();
     assert_eq!(
         names,
         [

@@ -7,10 +7,11 @@
 use super::usage;
 use crate::report::compare as show;
 use crate::stats::compare::{check_metric, Comparison, FailIf, Side};
-use crate::store::samples::{compare, parse_side};
+use crate::store::samples::{compare_in, parse_side};
+use crate::store::study::Study;
 use anyhow::{Context, Result};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The bootstrap seed unless one is given, so the same directories give
@@ -48,23 +49,22 @@ pub struct CompareArgs {
     pub metric: Option<String>,
 }
 
-/// The `primary_metric` of the plan a results directory holds (its
-/// plan.toml), read on its own so an older plan still compares.
-fn plan_primary(dir: &Path) -> Option<String> {
-    let text = crate::store::ResultsDir::new(dir).read_plan_text().ok()?;
-    let table: toml::Table = text.parse().ok()?;
-    table.get("primary_metric")?.as_str().map(str::to_string)
-}
-
-/// `--metric`, else A's plan's `primary_metric`, else B's.
-fn primary(args: &CompareArgs, a: &Side, b: &Side) -> Result<Option<String>, String> {
+/// `--metric`, else A's plan's `primary_metric`, else B's (each read on
+/// its own, `Study::primary_metric`, so an older plan still compares).
+fn primary(
+    args: &CompareArgs,
+    a: (&Side, Option<&Study>),
+    b: Option<&Study>,
+) -> Result<Option<String>, String> {
     if let Some(m) = &args.metric {
         check_metric("--metric", m)?;
         return Ok(Some(m.clone()));
     }
-    let Some(m) = plan_primary(&a.dir).or_else(|| plan_primary(&b.dir)) else {
+    let plan = |s: Option<&Study>| s.and_then(Study::primary_metric);
+    let Some(m) = plan(a.1).or_else(|| plan(b)) else {
         return Ok(None);
     };
+    let a = a.0;
     check_metric("primary_metric", &m)
         .map_err(|e| format!("{e} (in the plan.toml of {}); or give --metric", a.label()))?;
     Ok(Some(m))
@@ -79,8 +79,20 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         .map_err(usage)?;
     let a = parse_side(&args.a).map_err(usage)?;
     let b = parse_side(&args.b).map_err(usage)?;
-    let metric = primary(&args, &a, &b).map_err(usage)?;
-    let (c, warnings) = compare(&a, &b, args.seed, metric.as_deref()).map_err(usage)?;
+    // Each directory read once (A and B may be one directory, two
+    // selections); what is not a results directory is said in its turn.
+    let open = |s: &Side| Study::open(&s.dir).map_err(|e| e.to_string());
+    let sa = open(&a);
+    let sb = (b.dir != a.dir).then(|| open(&b));
+    let sb = sb.as_ref().unwrap_or(&sa);
+    let metric = primary(&args, (&a, sa.as_ref().ok()), sb.as_ref().ok()).map_err(usage)?;
+    let (c, warnings) = compare_in(
+        (&a, sa.as_ref().map_err(String::clone)),
+        (&b, sb.as_ref().map_err(String::clone)),
+        args.seed,
+        metric.as_deref(),
+    )
+    .map_err(usage)?;
     for w in warnings {
         eprintln!("warning: {w}");
     }

@@ -2,7 +2,7 @@
 
 use super::usage;
 use crate::report;
-use crate::store::ResultsDir;
+use crate::store::study::Study;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -21,8 +21,8 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
-    ResultsDir::open(&args.dir).map_err(|e| usage(e.to_string()))?;
-    let written = report::write_all(&args.dir, args.html.as_deref())?;
+    let study = Study::open(&args.dir).map_err(|e| usage(e.to_string()))?;
+    let written = report::write_study(&study, args.html.as_deref())?;
     if !args.quiet {
         print!("{}", written.table);
         println!();

@@ -377,15 +377,15 @@ fn with_stdout_on_stderr<T>(on: bool, f: impl FnOnce() -> T) -> T {
 }
 
 fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
-    crate::store::ResultsDir::open(dir).map_err(|e| usage(e.to_string()))?;
-    let s = show::load(dir).map_err(usage)?.ok_or_else(|| {
+    let study = crate::store::study::Study::open(dir).map_err(|e| usage(e.to_string()))?;
+    let s = show::load(&study).map_err(usage)?.ok_or_else(|| {
         usage(format!(
             "{}/plan.toml has no [sweep] section: this is not a sweep's results directory",
             dir.display()
         ))
     })?;
     let json = serde_json::to_string_pretty(&s)?;
-    std::fs::write(dir.join("sweep.json"), format!("{json}\n"))
+    std::fs::write(study.dir().sweep_json(), format!("{json}\n"))
         .with_context(|| format!("cannot write {}/sweep.json", dir.display()))?;
     if args.json {
         println!("{json}");

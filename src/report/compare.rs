@@ -8,7 +8,6 @@
 use super::svg::esc;
 use crate::stats::compare::{metric_words, pct, split_endpoint_metric, Comparison, Row};
 use std::fmt::Write;
-use std::path::Path;
 
 /// A figure in the metric's own unit, short (a per-endpoint row's in
 /// its metric's).
@@ -288,13 +287,13 @@ pub fn page(c: &Comparison) -> String {
     )
 }
 
-/// Put the comparison section of `dir/compare.json` (written by
+/// Put the comparison section of a study's comparison (written by
 /// `rackbench run --aa`) into a report page, before its errors section.
-pub fn with_section(html: String, dir: &Path) -> String {
-    let Some(c) = crate::store::ResultsDir::new(dir).read_comparison() else {
+pub fn with_section(html: String, c: Option<&Comparison>) -> String {
+    let Some(c) = c else {
         return html;
     };
-    let sec = section(&c);
+    let sec = section(c);
     match html.find("<section id=\"errors\">") {
         Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
         None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),

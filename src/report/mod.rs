@@ -271,14 +271,24 @@ impl Written {
 /// and the HTML report (to `html`, or `dir/report.html`). Returns the
 /// paths and the terminal table (not printed).
 pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
-    let report = Report::load(dir)?;
-    let html_path = html.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
+    write_study(&crate::store::study::Study::open(dir)?, html)
+}
+
+/// `write_all` for a study already open (the runner's, at the end of a
+/// run).
+pub fn write_study(
+    study: &crate::store::study::Study,
+    html: Option<&Path>,
+) -> anyhow::Result<Written> {
+    let report = Report::of(study)?;
+    let dir = study.dir();
+    let html_path = html.map_or_else(|| dir.report_html(), Path::to_path_buf);
     let written = Written {
         table: report.terminal(),
-        markdown: dir.join("report.md"),
-        csv: dir.join("report.csv"),
-        trials_csv: dir.join("trials.csv"),
-        json: dir.join("report.json"),
+        markdown: dir.report_md(),
+        csv: dir.report_csv(),
+        trials_csv: dir.trials_csv(),
+        json: dir.report_json(),
         html: html_path,
     };
     let write = |p: &Path, s: String| {
@@ -288,17 +298,18 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
         }
         std::fs::write(p, s).with_context(|| format!("cannot write {}", p.display()))
     };
+    let sweep = sweep::load(study);
     let mut markdown = report.markdown();
-    if let Ok(Some(s)) = sweep::load(dir) {
+    if let Ok(Some(s)) = &sweep {
         markdown.push('\n');
-        markdown.push_str(&sweep::markdown(&s));
+        markdown.push_str(&sweep::markdown(s));
     }
     write(&written.markdown, markdown)?;
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    let html = compare::with_section(report.html(), dir);
-    write(&written.html, sweep::with_section(html, dir))?;
+    let html = compare::with_section(report.html(), study.comparison());
+    write(&written.html, sweep::with_section(html, &sweep))?;
     Ok(written)
 }
 

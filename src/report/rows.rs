@@ -3,14 +3,14 @@
 //! summary, the break-point searches; in report order, numbers inside
 //! names sorted as numbers.
 //!
-//! It renders nothing, and reads only through store.
+//! It renders nothing, and reads only a `store::study::Study`.
 
 use super::{Group, Report, Status, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::figures::TrialFigures;
 use crate::store::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
+use crate::store::study::Study;
 use crate::store::summary::{summarize_trials, GroupSummary};
-use crate::store::ResultsDir;
 use crate::units::natural_cmp;
 use anyhow::{bail, Context};
 use std::collections::BTreeMap;
@@ -41,26 +41,39 @@ fn planned_order(a: &PlannedTrial, b: &PlannedTrial) -> std::cmp::Ordering {
 }
 
 impl Report {
-    /// Reads the manifest, every trial record and every break point: one
+    /// The report of the results directory `dir` (`Study::open`, then
+    /// [`Report::of`]).
+    pub fn load(dir: &Path) -> anyhow::Result<Report> {
+        Report::of(&Study::open(dir)?)
+    }
+
+    /// The study's manifest, every trial record and every break point: one
     /// row per planned trial (a record on disk, or why there is none), the
     /// groups with their summaries, the searches and those missing. What
     /// cannot be read becomes a warning, not an error, unless nothing is
     /// left to report.
-    pub fn load(dir: &Path) -> anyhow::Result<Report> {
-        let rd = ResultsDir::open(dir)?;
-        let mut warnings = Vec::new();
-        let manifest = rd.read_manifest(&mut warnings);
-        let read = rd
-            .read_trials()
+    pub fn of(study: &Study) -> anyhow::Result<Report> {
+        let dir = study.root();
+        let mut warnings: Vec<String> = study
+            .manifest_warning()
+            .map(String::from)
+            .into_iter()
+            .collect();
+        let manifest = study.manifest().cloned();
+        let read = study
+            .trials()
             .with_context(|| format!("cannot read the trials in {}", dir.display()))?;
         warnings.extend(read.warnings());
         let summaries: BTreeMap<String, GroupSummary> = summarize_trials(&read.stored)
             .into_iter()
             .map(|g| (g.group.clone(), g))
             .collect();
-        let unreadable: BTreeMap<String, String> = read.unreadable.into_iter().collect();
-        let stored: BTreeMap<String, StoredTrial> =
-            read.stored.into_iter().map(|t| (t.id.clone(), t)).collect();
+        let unreadable: BTreeMap<String, String> = read.unreadable.iter().cloned().collect();
+        let stored: BTreeMap<String, StoredTrial> = read
+            .stored
+            .iter()
+            .map(|t| (t.id.clone(), t.clone()))
+            .collect();
         if manifest.is_none() && stored.is_empty() {
             bail!(
                 "{} holds no manifest.json and no trials/*.json: not a rackbench results directory",
@@ -70,7 +83,7 @@ impl Report {
         let trials = trial_rows(manifest.as_ref(), stored, &unreadable);
         let groups = group_rows(&trials, &summaries);
         let (breakpoints, missing_breakpoints) =
-            read_breakpoints(&rd, manifest.as_ref(), &mut warnings)?;
+            read_breakpoints(study, manifest.as_ref(), &mut warnings)?;
         warnings.sort();
         Ok(Report {
             manifest,
@@ -216,11 +229,12 @@ pub(super) fn group_rows(
 /// The break-point records by group, and the groups the manifest planned
 /// a search for that left none.
 pub(super) fn read_breakpoints(
-    rd: &ResultsDir,
+    study: &Study,
     manifest: Option<&Manifest>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<(Vec<StoredBreakpoint>, Vec<String>)> {
-    let mut breakpoints = rd.read_breakpoints(warnings)?;
+    warnings.extend(study.breakpoint_warnings().iter().cloned());
+    let mut breakpoints = study.breakpoints()?.to_vec();
     breakpoints.sort_by(|a, b| natural_cmp(&a.group, &b.group));
     let missing = manifest
         .map(|m| {

@@ -8,9 +8,8 @@
 //! per worker) and a chart of PSS per worker, so `--vary yjit=false,true`
 //! puts each value's memory cost side by side.
 //!
-//! `load` rebuilds the analysis from a results directory alone: its
-//! `plan.toml` says what was swept (`[sweep]`), its trials hold the
-//! figures. The statistics live in `stats::sweep`.
+//! `load` rebuilds the analysis from a results directory's study alone:
+//! its plan says what was swept (`[sweep]`), its trials hold the figures. The statistics live in `stats::sweep`.
 
 use super::svg::{esc, Axis, Plot};
 use crate::plan::sweep::value_of_planned;
@@ -18,30 +17,29 @@ use crate::plan::Plan;
 use crate::stats::compare::pct;
 use crate::stats::sweep::{analyse, Spec, Sweep, ValueRow};
 use std::fmt::Write;
-use std::path::Path;
 
 /// The bootstrap seed of a sweep's intervals, so a directory gives the
 /// same analysis on every call.
 pub const SEED: u64 = 0x5eed_0002;
 
-/// The sweep of a results directory; `Ok(None)` when its plan has no
-/// `[sweep]`.
-pub fn load(dir: &Path) -> Result<Option<Sweep>, String> {
-    let rd = crate::store::ResultsDir::new(dir);
-    let plan_file = rd.plan();
-    let text = rd.read_plan_text().map_err(|e| {
+/// The sweep of a results directory's study; `Ok(None)` when its plan
+/// has no `[sweep]`.
+pub fn load(study: &crate::store::study::Study) -> Result<Option<Sweep>, String> {
+    let dir = study.root();
+    let plan_file = study.dir().plan();
+    let text = study.plan_text().map_err(|e| {
         format!(
             "cannot read {}: {e}; give a directory `rackbench sweep` or `rackbench run` wrote",
             plan_file.display()
         )
     })?;
-    let plan = Plan::parse(&text, &plan_file.display().to_string()).map_err(|e| e.to_string())?;
+    let plan = Plan::parse(text, &plan_file.display().to_string()).map_err(|e| e.to_string())?;
     let Some(section) = plan.sweep else {
         return Ok(None);
     };
     let var = section.validate()?;
     let samples =
-        crate::store::samples::sweep(dir, &section.values, &|p| value_of_planned(&var, p))?;
+        crate::store::samples::sweep(study, &section.values, &|p| value_of_planned(&var, p))?;
     let spec = Spec {
         variable: &section.vary,
         values: &section.values,
@@ -407,13 +405,13 @@ pub fn section(s: &Sweep) -> String {
 
 /// Put the sweep section into a report page when the directory's plan
 /// has a `[sweep]`; a sweep that cannot be analysed says why in its place.
-pub fn with_section(html: String, dir: &Path) -> String {
-    let sec = match load(dir) {
+pub fn with_section(html: String, loaded: &Result<Option<Sweep>, String>) -> String {
+    let sec = match loaded {
         Ok(None) => return html,
-        Ok(Some(s)) => section(&s),
+        Ok(Some(s)) => section(s),
         Err(e) => format!(
             "<section id=\"sweep\"><h2>Sweep</h2><p class=\"note\">No sweep analysis: {}</p></section>",
-            esc(&e)
+            esc(e)
         ),
     };
     match html.find("<section id=\"errors\">") {

@@ -3,7 +3,8 @@
 //! trial ends, atomically (a temporary file renamed into place), so an
 //! interrupted run loses nothing already measured and `--resume` can skip
 //! what is done. Reports read only from here, and only here reads a
-//! results directory: `read` (the one check, typed records), `figures`
+//! results directory or names its files: `read` (the one check),
+//! `study` (the directory read once, for every reader), `figures`
 //! (the one list of a trial's figures), `runtime` (which Ruby and switches
 //! a trial ran on), `budget` (the budget it ran under and its kills for
 //! memory), `slow` (its slow clients and what they saw), `endpoints`
@@ -18,6 +19,11 @@
 //! DIR/trials/ID.json         rackbench/trial-v1 records (with outcome)
 //! DIR/breakpoints/ID.json    rackbench/breakpoint-v1 records
 //! DIR/work/ID/               each trial's server log and rendered configs
+//! DIR/servers-N.toml         copies of the run's --servers-file, in order
+//! DIR/summary.json           rackbench/summary-v1, written at the end of a run
+//! DIR/compare.json           the A/A comparison of `run --aa`
+//! DIR/sweep.json             a sweep's analysis (`sweep --analyse`)
+//! DIR/report.*, trials.csv   the reports, rebuilt from the records
 //! ```
 
 pub mod budget;
@@ -29,6 +35,7 @@ pub mod records;
 pub mod runtime;
 pub mod samples;
 pub mod slow;
+pub mod study;
 pub mod summary;
 
 use serde::de::DeserializeOwned;
@@ -39,14 +46,21 @@ pub const LAYOUT: &str = "rackbench/results-v1";
 
 /// Writes `value` as pretty JSON to `path` atomically.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    write_text(path, value).map(|_| ())
+}
+
+/// `write_json`, returning the text written (`study` reads its records
+/// back from it).
+fn write_text<T: Serialize>(path: &Path, value: &T) -> std::io::Result<String> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text + "\n")?;
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)? + "\n";
+    std::fs::write(&tmp, &text)?;
     // The rename is what makes the record appear whole or not at all.
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    Ok(text)
 }
 
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<T> {
@@ -59,7 +73,7 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<T> {
     })
 }
 
-/// Paths inside one results directory.
+/// Paths inside one results directory: its files are named here only.
 #[derive(Debug, Clone)]
 pub struct ResultsDir {
     pub root: PathBuf,
@@ -75,8 +89,14 @@ impl ResultsDir {
     pub fn manifest(&self) -> PathBuf {
         self.root.join("manifest.json")
     }
+    pub fn trials_dir(&self) -> PathBuf {
+        self.root.join("trials")
+    }
     pub fn trial(&self, id: &str) -> PathBuf {
-        self.root.join("trials").join(format!("{id}.json"))
+        self.trials_dir().join(format!("{id}.json"))
+    }
+    pub fn breakpoints_dir(&self) -> PathBuf {
+        self.root.join("breakpoints")
     }
     /// A trial run and set aside (a disturbed A/B round run again): kept,
     /// out of every figure.
@@ -84,7 +104,33 @@ impl ResultsDir {
         self.root.join("set-aside").join(format!("{id}.json"))
     }
     pub fn breakpoint(&self, id: &str) -> PathBuf {
-        self.root.join("breakpoints").join(format!("{id}.json"))
+        self.breakpoints_dir().join(format!("{id}.json"))
+    }
+    pub fn summary_json(&self) -> PathBuf {
+        self.root.join("summary.json")
+    }
+    /// The A/A comparison of `run --aa`.
+    pub fn compare_json(&self) -> PathBuf {
+        self.root.join("compare.json")
+    }
+    /// A sweep's analysis (sweep-v1).
+    pub fn sweep_json(&self) -> PathBuf {
+        self.root.join("sweep.json")
+    }
+    pub fn report_md(&self) -> PathBuf {
+        self.root.join("report.md")
+    }
+    pub fn report_csv(&self) -> PathBuf {
+        self.root.join("report.csv")
+    }
+    pub fn trials_csv(&self) -> PathBuf {
+        self.root.join("trials.csv")
+    }
+    pub fn report_json(&self) -> PathBuf {
+        self.root.join("report.json")
+    }
+    pub fn report_html(&self) -> PathBuf {
+        self.root.join("report.html")
     }
     pub fn work(&self, id: &str) -> PathBuf {
         self.root.join("work").join(id)

@@ -1,15 +1,15 @@
-//! The one reader of a results directory: [`ResultsDir::open`] holds the
-//! one "is this a results directory" check (with the error that names
-//! the fix), and typed readers of the manifest, the trials and the break
-//! points. Older or damaged records never stop a reader: what cannot be
-//! read becomes a warning string, collected for the caller to show.
+//! The one check of a results directory: [`ResultsDir::open`] holds the
+//! "is this a results directory" check (with the error that names the
+//! fix); `study` reads what it holds. Older or damaged records never stop
+//! a reader: what cannot be read becomes a warning string, collected for
+//! the caller to show.
 //!
 //! Trials are grouped and paired one way: by a key of their planned
 //! trial (`pair_key` for compare, the swept value for a sweep, the
 //! `group` for the summary), in [`group_by`].
 
-use super::records::{Manifest, Outcome, PlannedTrial, StoredBreakpoint, StoredTrial};
-use super::{read_json, ResultsDir};
+use super::records::{Outcome, PlannedTrial, StoredTrial};
+use super::ResultsDir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ pub enum NotResults {
 
 /// The trial records of a directory, in file-name order, and those that
 /// could not be read (id, why).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Trials {
     pub stored: Vec<StoredTrial>,
     pub unreadable: Vec<(String, String)>,
@@ -58,7 +58,7 @@ impl ResultsDir {
         if !dir.root.is_dir() {
             return Err(NotResults::NotADirectory(dir.root));
         }
-        if !dir.holds_run() && !dir.root.join("trials").is_dir() {
+        if !dir.holds_run() && !dir.trials_dir().is_dir() {
             return Err(NotResults::Empty(dir.root));
         }
         Ok(dir)
@@ -69,83 +69,10 @@ impl ResultsDir {
     pub fn holds_run(&self) -> bool {
         self.manifest().exists()
     }
-
-    /// The manifest, or None with a warning saying why (missing: only the
-    /// trials on disk can be shown; unreadable).
-    pub fn read_manifest(&self, warnings: &mut Vec<String>) -> Option<Manifest> {
-        if !self.holds_run() {
-            warnings.push(
-                "manifest.json is missing: only the trials on disk are shown, not what was planned"
-                    .into(),
-            );
-            return None;
-        }
-        match read_json::<Manifest>(&self.manifest()) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                warnings.push(format!("manifest.json unreadable: {e}"));
-                None
-            }
-        }
-    }
-
-    /// Every trial record on disk; an unreadable one is set aside with why.
-    pub fn read_trials(&self) -> std::io::Result<Trials> {
-        let mut out = Trials::default();
-        for path in json_files(&self.root.join("trials"))? {
-            match read_json::<StoredTrial>(&path) {
-                Ok(t) => out.stored.push(t),
-                Err(e) => out.unreadable.push((stem(&path), e.to_string())),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Every break-point record on disk, each unreadable one a warning.
-    pub fn read_breakpoints(
-        &self,
-        warnings: &mut Vec<String>,
-    ) -> std::io::Result<Vec<StoredBreakpoint>> {
-        let mut out = Vec::new();
-        for path in json_files(&self.root.join("breakpoints"))? {
-            match read_json::<StoredBreakpoint>(&path) {
-                Ok(b) => out.push(b),
-                Err(e) => {
-                    warnings.push(format!("breakpoints/{}.json unreadable: {e}", stem(&path)))
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-impl ResultsDir {
-    /// The plan as the run was given it (`plan.toml`).
-    pub fn read_plan_text(&self) -> std::io::Result<String> {
-        std::fs::read_to_string(self.plan())
-    }
-
-    /// The seed the run shuffled its rounds with (the manifest's); None
-    /// without a manifest or in runs made before the shuffle. Only the
-    /// seed is read, so a manifest of an older layout still gives it.
-    pub fn read_seed(&self) -> Option<u64> {
-        #[derive(serde::Deserialize)]
-        struct Seed {
-            #[serde(default)]
-            seed: Option<u64>,
-        }
-        read_json::<Seed>(&self.manifest()).ok()?.seed
-    }
-
-    /// The A/A comparison `rackbench run --aa` kept (`compare.json`);
-    /// None when there is none or it cannot be read.
-    pub fn read_comparison(&self) -> Option<crate::stats::compare::Comparison> {
-        read_json(&self.root.join("compare.json")).ok()
-    }
 }
 
 /// The `.json` files of `dir` in name order (none when it is absent).
-fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+pub(super) fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     if !dir.exists() {
         return Ok(Vec::new());
     }
@@ -159,7 +86,7 @@ fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-fn stem(path: &Path) -> String {
+pub(super) fn stem(path: &Path) -> String {
     path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
@@ -256,9 +183,9 @@ mod tests {
         );
         std::fs::create_dir_all(dir.join("trials")).unwrap();
         std::fs::write(dir.join("trials/bad.json"), "{").unwrap();
-        let rd = ResultsDir::open(&dir).unwrap();
-        assert!(!rd.holds_run());
-        let t = rd.read_trials().unwrap();
+        let study = crate::store::study::Study::open(&dir).unwrap();
+        assert!(!study.holds_run());
+        let t = study.trials().unwrap();
         assert!(t.stored.is_empty());
         assert_eq!(t.warnings().len(), 1);
         assert!(

@@ -8,7 +8,7 @@ use super::figures::TrialFigures;
 use super::read::{group_by, pair_key};
 use super::records::{PlannedTrial, StoredTrial};
 use super::runtime::{labels, ran_on, RanOn};
-use super::ResultsDir;
+use super::study::Study;
 use crate::stats::compare::{Comparison, GroupSamples, Side, SideSamples};
 use crate::stats::disturbance::DisturbedRuns;
 use crate::stats::histogram;
@@ -70,10 +70,32 @@ fn selected(side: &Side, t: &StoredTrial) -> bool {
 }
 
 /// Compare two sides read from disk (`stats::compare::compare`), with
-/// the warnings of records that could not be read.
+/// the warnings of records that could not be read; a directory both sides
+/// name is read once.
 pub fn compare(
     a: &Side,
     b: &Side,
+    seed: u64,
+    primary: Option<&str>,
+) -> Result<(Comparison, Vec<String>), String> {
+    let open = |s: &Side| Study::open(&s.dir).map_err(|e| e.to_string());
+    let sa = open(a);
+    let sb = (b.dir != a.dir).then(|| open(b));
+    let study_b = sb.as_ref().unwrap_or(&sa);
+    compare_in(
+        (a, sa.as_ref().map_err(String::clone)),
+        (b, study_b.as_ref().map_err(String::clone)),
+        seed,
+        primary,
+    )
+}
+
+/// Compare two sides of studies already open (each the study of its
+/// side's directory, or why it is not one), with the warnings of records
+/// that could not be read.
+pub fn compare_in(
+    (a, sa): (&Side, Result<&Study, String>),
+    (b, sb): (&Side, Result<&Study, String>),
     seed: u64,
     primary: Option<&str>,
 ) -> Result<(Comparison, Vec<String>), String> {
@@ -81,20 +103,18 @@ pub fn compare(
         crate::stats::compare::check_metric("the primary metric", m)?;
     }
     let mut warnings = Vec::new();
-    let la = side(a, &mut warnings)?;
-    let lb = side(b, &mut warnings)?;
+    let la = side(a, sa?, &mut warnings)?;
+    let lb = side(b, sb?, &mut warnings)?;
     let c = crate::stats::compare::compare((a, &la), (b, &lb), seed, primary)?;
     Ok((c, warnings))
 }
 
-/// A side's finished trials by pair key. Errors are for the user (not a
-/// results directory, a selector matching nothing, two variants in one
-/// group).
-fn side(side: &Side, warnings: &mut Vec<String>) -> Result<SideSamples, String> {
-    let dir = ResultsDir::open(&side.dir).map_err(|e| e.to_string())?;
-    let trials = dir
-        .read_trials()
-        .map_err(|e| format!("cannot read {}: {e}", dir.root.display()))?;
+/// A side's finished trials by pair key. Errors are for the user (a
+/// selector matching nothing, two variants in one group).
+fn side(side: &Side, study: &Study, warnings: &mut Vec<String>) -> Result<SideSamples, String> {
+    let trials = study
+        .trials()
+        .map_err(|e| format!("cannot read {}: {e}", study.root().display()))?;
     warnings.extend(
         trials
             .warnings()
@@ -191,25 +211,24 @@ fn one_runtime(side: &Side, key: &str, runs: &[&StoredTrial]) -> Result<(), Stri
     ))
 }
 
-/// A sweep's samples: the finished trials of `dir` by their value of the
-/// swept variable (`value_of`, one of `values`), and the server's cores
-/// from the manifest.
+/// A sweep's samples: the finished trials of the study by their value of
+/// the swept variable (`value_of`, one of `values`), and the server's
+/// cores from the manifest.
 pub fn sweep(
-    dir: &Path,
+    study: &Study,
     values: &[String],
     value_of: &dyn Fn(&PlannedTrial) -> Option<String>,
 ) -> Result<Samples, String> {
-    let rd = ResultsDir::open(dir).map_err(|e| e.to_string())?;
-    let mut warnings = Vec::new();
-    let manifest = rd.read_manifest(&mut warnings).ok_or_else(|| {
+    let dir = study.root();
+    let manifest = study.manifest().ok_or_else(|| {
         format!(
             "{} has no readable manifest.json ({}): give a directory `rackbench sweep` wrote",
             dir.display(),
-            warnings.join("; ")
+            study.manifest_warning().unwrap_or_default()
         )
     })?;
     let cores = sweep::server_cores(manifest.environment.cores as f64, &manifest.command);
-    let trials = rd.read_trials().map_err(|e| {
+    let trials = study.trials().map_err(|e| {
         format!("cannot read {}/trials: {e}; give a directory `rackbench sweep` or `rackbench run` wrote", dir.display())
     })?;
     let mut out = Samples {
@@ -478,7 +497,7 @@ mod tests {
         );
         let values: Vec<String> = vec!["2".into(), "1".into()];
         let of = |p: &PlannedTrial| p.workers.map(|w| w.to_string());
-        let samples = sweep(&dir, &values, &of).unwrap();
+        let samples = sweep(&Study::open(&dir).unwrap(), &values, &of).unwrap();
         assert_eq!(samples.cores, 1.0, "two cores, one for the generator");
         assert_eq!(
             samples.values[0]["throughput"],

@@ -4,7 +4,6 @@
 use super::figures::TrialFigures;
 use super::read::group_by;
 use super::records::{Outcome, PlannedTrial, StoredTrial};
-use super::ResultsDir;
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
 use crate::sampler::{PerWorker, Role};
@@ -173,14 +172,9 @@ impl TelemetrySummary {
     }
 }
 
-/// Reads every stored trial and groups repeats: median and range, the
-/// groups in natural order of their names (unreadable records left out:
-/// the report lists them).
-pub fn summarize(dir: &ResultsDir) -> std::io::Result<Vec<GroupSummary>> {
-    Ok(summarize_trials(&dir.read_trials()?.stored))
-}
-
-/// The summary of `trials`, grouped by their `group`.
+/// The summary of `trials`, grouped by their `group`: median and range,
+/// the groups in natural order of their names (`Study::summary` gives a
+/// study's).
 pub fn summarize_trials(trials: &[StoredTrial]) -> Vec<GroupSummary> {
     let groups = group_by(trials, |p| Some(p.group.clone()));
     let mut out: Vec<GroupSummary> = groups

@@ -18,7 +18,7 @@ mod resume;
 
 use aa::{aa_compare, aa_variants};
 use progress::{announce, print_progress, print_summary};
-use resume::{check_resume, resumable};
+use resume::{check_resume, resumable, resumed_seed};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -132,9 +132,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )));
     }
     let results = ResultsDir::new(&out);
+    // Read once: resume's checks and the runner take it.
+    let study = crate::store::study::Study::read(results.clone());
     let seed = if args.resume {
-        check_resume(&results, &text, &args.servers_file, args.force_resume)?;
-        resumed_seed(&results, args.seed)?
+        check_resume(&study, &text, &args.servers_file, args.force_resume)?;
+        resumed_seed(&study, args.seed)?
     } else {
         args.seed
     };
@@ -177,16 +179,18 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         telemetry: args.telemetry,
         runtimes: resolved,
     };
-    let result = run_plan(&plan, &text, &expanded, &opts)?;
+    let mut result = run_plan(&plan, &text, &expanded, &opts, study)?;
     if !result.summary.is_empty() {
-        print_summary(&out, &result.summary);
+        print_summary(&result.study, &result.summary);
     }
     println!("results: {}", out.display());
     if let Some((first, second)) = &aa {
         aa_compare(&out, first, second, plan.primary_metric.as_deref());
+        result.study.reread_comparison();
     }
-    // The report is rebuilt from disk; a failure here loses no result.
-    match crate::report::write_all(&out, None) {
+    // The report is rebuilt from the records as written; a failure here
+    // loses no result.
+    match crate::report::write_study(&result.study, None) {
         Ok(w) => println!("report:  {}", w.html.display()),
         Err(e) => eprintln!(
             "warning: could not write the report ({e}); try `rackbench report {}`",
@@ -258,21 +262,6 @@ fn default_out(plan_name: &str, utc_stamp: &str) -> PathBuf {
         .trim_end_matches('Z')
         .to_string();
     PathBuf::from("results").join(format!("{plan_name}-{stamp}"))
-}
-
-/// The seed a resumed run keeps: the run's own (so the remaining trials
-/// keep its order); a different `--seed` is a usage error.
-fn resumed_seed(results: &ResultsDir, given: Option<u64>) -> Result<Option<u64>> {
-    let stored = results.read_seed();
-    if let (Some(given), Some(stored)) = (given, stored) {
-        if given != stored {
-            return Err(usage(format!(
-                "--seed {given} differs from the run's seed {stored} in {}: drop --seed to resume it",
-                results.manifest().display()
-            )));
-        }
-    }
-    Ok(given.or(stored))
 }
 
 /// Every runtime the plan names, once, before the first trial (a Debian

@@ -144,14 +144,14 @@ pub(super) fn print_progress(p: &Progress) {
 /// The summary after a run: what the data shows, the table, and the
 /// lines of the conditions it ran under (budget, slow clients, database,
 /// endpoints, restarts, soaks; nothing without them). What the data shows
-/// and those lines are rebuilt from disk like every report, so a failure
-/// to read it costs only them.
+/// and those lines are rebuilt from the run's study like every report, so
+/// a record that cannot be read costs only them.
 pub(super) fn print_summary(
-    out: &std::path::Path,
+    study: &crate::store::study::Study,
     summary: &[crate::store::summary::GroupSummary],
 ) {
     use crate::store::summary::GroupSummary;
-    let report = crate::report::Report::load(out).ok();
+    let report = crate::report::Report::of(study).ok();
     if let Some(report) = &report {
         print!("{}", report.terminal_shows(crate::report::table_width()));
     }

@@ -5,6 +5,7 @@
 //! It only reads: it never writes into the results, never runs a trial.
 
 use super::super::usage;
+use crate::store::study::Study;
 use crate::store::ResultsDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -80,14 +81,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// began (its records would mix two experiments), naming the first
 /// difference; `--force-resume` goes through anyway.
 pub(super) fn check_resume(
-    results: &ResultsDir,
+    study: &Study,
     plan_text: &str,
     servers_files: &[PathBuf],
     force: bool,
 ) -> Result<()> {
+    let results = study.dir();
     let mut differences = Vec::new();
-    if let Ok(old) = results.read_plan_text() {
-        if let Some(d) = first_difference(&old, plan_text) {
+    if let Ok(old) = study.plan_text() {
+        if let Some(d) = first_difference(old, plan_text) {
             differences.push(format!(
                 "the plan differs from {}: {d}",
                 results.plan().display()
@@ -97,7 +99,7 @@ pub(super) fn check_resume(
     let mut n = 1;
     loop {
         let copy = results.servers_file(n);
-        let old = std::fs::read_to_string(&copy).ok();
+        let old = study.servers_file(n);
         let new = servers_files.get(n - 1);
         match (old, new) {
             (None, None) => break,
@@ -113,7 +115,7 @@ pub(super) fn check_resume(
                 let new = std::fs::read_to_string(f).map_err(|e| {
                     usage(format!("cannot read --servers-file {}: {e}", f.display()))
                 })?;
-                if let Some(d) = first_difference(&old, &new) {
+                if let Some(d) = first_difference(old, &new) {
                     differences.push(format!(
                         "--servers-file {} differs from the run's copy {}: {d}",
                         f.display(),
@@ -135,6 +137,21 @@ pub(super) fn check_resume(
             results.root.display()
         ))),
     }
+}
+
+/// The seed a resumed run keeps: the run's own (so the remaining trials
+/// keep its order); a different `--seed` is a usage error.
+pub(super) fn resumed_seed(study: &Study, given: Option<u64>) -> Result<Option<u64>> {
+    let stored = study.seed();
+    if let (Some(given), Some(stored)) = (given, stored) {
+        if given != stored {
+            return Err(usage(format!(
+                "--seed {given} differs from the run's seed {stored} in {}: drop --seed to resume it",
+                study.dir().manifest().display()
+            )));
+        }
+    }
+    Ok(given.or(stored))
 }
 
 /// "line 7 was `a`, now `b`", or None when the texts agree line by line.
@@ -163,7 +180,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("rb-resume-{}", std::process::id()));
         let run = root.join("hello-20261128-101500");
         std::fs::create_dir_all(&run).unwrap();
-        std::fs::write(run.join("manifest.json"), "{}").unwrap();
+        std::fs::write(crate::store::ResultsDir::new(&run).manifest(), "{}").unwrap();
         std::fs::create_dir_all(root.join("empty")).unwrap();
         let at = |name: &str| root.join(name);
         let cases: &[(&str, Option<&str>)] = &[

@@ -1,7 +1,10 @@
 //! Runs an expanded plan: one trial after another, each record written to
 //! the results directory the moment it ends; break-point searches when the
 //! plan asks; a summary with the spread across repeats at the end. The
-//! records themselves are `store::records`, the summary `store::summary`.
+//! records themselves are `store::records`, the summary `store::summary`;
+//! every file goes through the run's `store::study::Study`, which keeps
+//! what was written, so the summary and the reports at the end read no
+//! record again.
 //!
 //! Ctrl-C stops the current server (the trial's own cleanup), keeps every
 //! record already written, and the caller prints how to resume.
@@ -12,9 +15,10 @@ use crate::lab::environment::Environment;
 use crate::lab::trial::{run_trial, TrialSpec};
 use crate::search::{self, SearchConfig, StepLoad, StepResult};
 use crate::store::records::{
-    Manifest, Outcome, StoredBreakpoint, StoredTrial, RUN_SCHEMA, STORED_SCHEMA, SUMMARY_SCHEMA,
+    Manifest, Outcome, StoredBreakpoint, StoredTrial, RUN_SCHEMA, STORED_SCHEMA,
 };
-use crate::store::summary::{summarize, GroupSummary};
+use crate::store::study::Study;
+use crate::store::summary::GroupSummary;
 use crate::store::{self, ResultsDir};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,6 +85,9 @@ pub struct RunResult {
     pub skipped_existing: usize,
     pub interrupted: bool,
     pub summary: Vec<GroupSummary>,
+    /// The results directory as the run left it (what a resume kept and
+    /// what this run wrote), for the reports.
+    pub study: Study,
 }
 
 /// One representative trial per server/app/topology: what a break-point
@@ -103,12 +110,6 @@ pub fn breakpoint_groups(e: &Expanded) -> Vec<PlannedTrial> {
         }
     }
     out
-}
-
-fn already_done(path: &std::path::Path) -> Option<StoredTrial> {
-    store::read_json::<StoredTrial>(path)
-        .ok()
-        .filter(|t| t.outcome != Outcome::Interrupted)
 }
 
 /// Shuffles the trials of each round of repeats (their order within the
@@ -156,17 +157,20 @@ pub fn fresh_seed() -> u64 {
 /// Runs the plan into `opts.out`: writes the plan and the manifest, runs
 /// the fixed-load trials (shuffled within each round), then the
 /// break-point searches, each record written the moment it ends, and
-/// last the summary.
+/// last the summary. `study` is what `opts.out` held before (`Study::read`,
+/// read once by the caller, whose resume checks read it too): a resume
+/// keeps its records.
 pub fn run_plan(
     plan: &Plan,
     plan_text: &str,
     e: &Expanded,
     opts: &RunOptions,
+    mut study: Study,
 ) -> std::io::Result<RunResult> {
     let dir = ResultsDir::new(&opts.out);
     std::fs::create_dir_all(&dir.root)?;
     if !opts.resume || !dir.plan().exists() {
-        std::fs::write(dir.plan(), plan_text)?;
+        study.write_plan(plan_text)?;
     }
     let bp_groups = if plan.breakpoint.is_some() {
         breakpoint_groups(e)
@@ -181,16 +185,13 @@ pub fn run_plan(
     };
     shuffle_rounds(&mut trials, |t| t.repeat, opts.seed);
     if !opts.resume || !dir.manifest().exists() {
-        store::write_json(
-            &dir.manifest(),
-            &manifest(plan, e, opts, &trials, &bp_groups),
-        )?;
+        study.write_manifest(&manifest(plan, e, opts, &trials, &bp_groups))?;
     }
     let mut run = Run {
         plan,
         e,
         opts,
-        dir,
+        study,
         total: trials.len() + bp_groups.len(),
         started: Instant::now(),
         counts: Counts::default(),
@@ -199,11 +200,8 @@ pub fn run_plan(
     if let Some(bp) = &plan.breakpoint {
         run.breakpoints(bp, &bp_groups, trials.len())?;
     }
-    let summary = summarize(&run.dir)?;
-    store::write_json(
-        &run.dir.root.join("summary.json"),
-        &serde_json::json!({ "schema": SUMMARY_SCHEMA, "groups": summary }),
-    )?;
+    let summary = run.study.summary()?;
+    run.study.write_summary(&summary)?;
     let c = run.counts;
     Ok(RunResult {
         done: c.done,
@@ -212,6 +210,7 @@ pub fn run_plan(
         skipped_existing: c.existing,
         interrupted: opts.interrupt.load(Ordering::Relaxed),
         summary,
+        study: run.study,
     })
 }
 
@@ -255,7 +254,8 @@ struct Run<'a> {
     plan: &'a Plan,
     e: &'a Expanded,
     opts: &'a RunOptions,
-    dir: ResultsDir,
+    /// The results directory: what it held and what the run wrote.
+    study: Study,
     /// Trials and searches in this run, for `Progress`.
     total: usize,
     started: Instant,
@@ -281,8 +281,8 @@ impl Run<'_> {
             if self.interrupted() {
                 break;
             }
-            let path = self.dir.trial(&t.id);
-            if let Some(old) = self.opts.resume.then(|| already_done(&path)).flatten() {
+            let kept = self.opts.resume.then(|| self.study.trial(&t.id)).flatten();
+            if let Some(old) = kept.filter(|old| old.outcome != Outcome::Interrupted) {
                 self.counts.existing += 1;
                 self.counts.failed += usize::from(old.outcome == Outcome::Failed);
                 self.counts.checks_missed += usize::from(old.checks_missed() > 0);
@@ -304,7 +304,7 @@ impl Run<'_> {
             self.show(&Progress::TrialDone(&stored));
             self.counts.checks_missed += usize::from(stored.checks_missed() > 0);
             // Written now, whole or not at all: a later crash cannot lose it.
-            store::write_json(&path, &stored)?;
+            self.study.write_trial(&stored)?;
             match stored.outcome {
                 Outcome::Ok => self.counts.done += 1,
                 Outcome::Failed => {
@@ -322,7 +322,7 @@ impl Run<'_> {
     /// that kept it from running.
     fn run_trial(&self, t: &PlannedTrial) -> StoredTrial {
         let (plan, opts) = (self.plan, self.opts);
-        let spec = trial_spec(t, self.e, plan, opts, self.dir.work(&t.id), None);
+        let spec = trial_spec(t, self.e, plan, opts, self.study.dir().work(&t.id), None);
         let (outcome, error, checks, trial) = match run_trial(spec) {
             Ok(rec) => {
                 let outcome = if rec.interrupted {
@@ -369,8 +369,7 @@ impl Run<'_> {
             if self.interrupted() {
                 break;
             }
-            let path = self.dir.breakpoint(&t.group);
-            if self.opts.resume && path.exists() {
+            if self.opts.resume && self.study.dir().breakpoint(&t.group).exists() {
                 self.counts.existing += 1;
                 continue;
             }
@@ -379,10 +378,10 @@ impl Run<'_> {
                 total: self.total,
                 trial: t,
             });
-            let record = run_breakpoint(t, self.e, self.plan, bp, self.opts, &self.dir)?;
+            let record = run_breakpoint(t, self.e, self.plan, bp, self.opts, self.study.dir())?;
             self.show(&Progress::BreakpointDone(&record));
             if !self.interrupted() {
-                store::write_json(&path, &record)?;
+                self.study.write_breakpoint(&record)?;
                 self.counts.done += 1;
             }
         }
