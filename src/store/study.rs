@@ -235,6 +235,20 @@ impl Study {
         Ok(())
     }
 
+    /// Moves `trials/ID.json` to `set-aside/ID.json` (a disturbed A/B
+    /// round run again): kept on disk, out of the trials every reader
+    /// counts.
+    pub fn set_aside(&mut self, id: &str) -> std::io::Result<()> {
+        let to = self.dir.set_aside(id);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(self.dir.trial(id), to)?;
+        let trials = listed(&mut self.trials);
+        trials.stored.retain(|s| s.id != id);
+        Ok(())
+    }
+
     /// Writes `breakpoints/GROUP.json`, in place of any record of that
     /// group.
     pub fn write_breakpoint(&mut self, b: &StoredBreakpoint) -> std::io::Result<()> {

@@ -8,9 +8,9 @@
 
 use super::{manifest, Counts, Progress, Run, RunOptions, RunResult};
 use crate::plan::{Expanded, Plan, PlannedTrial};
-use crate::store::records::{StoredTrial, SUMMARY_SCHEMA};
-use crate::store::summary::summarize;
-use crate::store::{self, ResultsDir};
+use crate::store::records::StoredTrial;
+use crate::store::study::Study;
+use crate::store::ResultsDir;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -31,15 +31,14 @@ impl<'a> Session<'a> {
         e: &'a Expanded,
         opts: &'a RunOptions,
     ) -> std::io::Result<Session<'a>> {
-        let dir = ResultsDir::new(&opts.out);
-        std::fs::create_dir_all(&dir.root)?;
-        std::fs::write(dir.plan(), plan_text)?;
-        let session = Session {
+        let mut study = Study::read(ResultsDir::new(&opts.out));
+        study.write_plan(plan_text)?;
+        let mut session = Session {
             run: Run {
                 plan,
                 e,
                 opts,
-                dir,
+                study,
                 total: 0,
                 started: Instant::now(),
                 counts: Counts::default(),
@@ -56,7 +55,7 @@ impl<'a> Session<'a> {
     pub fn trial(&mut self, t: PlannedTrial) -> std::io::Result<StoredTrial> {
         let stored = self.run.run_trial(&t);
         self.run.show(&Progress::TrialDone(&stored));
-        store::write_json(&self.run.dir.trial(&t.id), &stored)?;
+        self.run.study.write_trial(&stored)?;
         self.ran.push(t);
         self.write_manifest()?;
         Ok(stored)
@@ -66,11 +65,7 @@ impl<'a> Session<'a> {
     /// disturbed round the A/B runs again): kept, marked by where it is,
     /// and out of the manifest, the summary and every report's figures.
     pub fn set_aside(&mut self, id: &str) -> std::io::Result<()> {
-        let to = self.run.dir.set_aside(id);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::rename(self.run.dir.trial(id), to)?;
+        self.run.study.set_aside(id)?;
         self.ran.retain(|t| t.id != id);
         self.write_manifest()
     }
@@ -82,17 +77,14 @@ impl<'a> Session<'a> {
 
     /// The results directory.
     pub fn dir(&self) -> &ResultsDir {
-        &self.run.dir
+        self.run.study.dir()
     }
 
     /// Writes the summary of the trials kept; the run's counts.
-    pub fn finish(self) -> std::io::Result<RunResult> {
+    pub fn finish(mut self) -> std::io::Result<RunResult> {
         self.write_manifest()?;
-        let summary = summarize(&self.run.dir)?;
-        store::write_json(
-            &self.run.dir.root.join("summary.json"),
-            &serde_json::json!({ "schema": SUMMARY_SCHEMA, "groups": summary }),
-        )?;
+        let summary = self.run.study.summary()?;
+        self.run.study.write_summary(&summary)?;
         Ok(RunResult {
             done: self.ran.len(),
             failed: 0,
@@ -100,13 +92,14 @@ impl<'a> Session<'a> {
             skipped_existing: 0,
             interrupted: self.interrupted(),
             summary,
+            study: self.run.study,
         })
     }
 
-    fn write_manifest(&self) -> std::io::Result<()> {
+    fn write_manifest(&mut self) -> std::io::Result<()> {
         let trials: Vec<&PlannedTrial> = self.ran.iter().collect();
         let mut m = manifest(self.run.plan, self.run.e, self.run.opts, &trials, &[]);
         m.started_at = self.started_at.clone();
-        store::write_json(&self.run.dir.manifest(), &m)
+        self.run.study.write_manifest(&m)
     }
 }
