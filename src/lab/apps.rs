@@ -190,6 +190,15 @@ const BUILTIN: &[Builtin] = &[
         "/?ms=1",
         "slept 1 ms",
     ),
+    // Puma's long-tail shape (benchmarks/local/long_tail_hey): each
+    // request holds its thread 200 ms, so 4 workers x 5 threads serve at
+    // most 100 a second and N connections wait N / 100 s on average.
+    one_file(
+        "sleep-200ms",
+        include_str!("../../ruby/apps/sleep.ru"),
+        "/?ms=200",
+        "slept 200 ms",
+    ),
     one_file(
         "fib",
         include_str!("../../ruby/apps/fib.ru"),
