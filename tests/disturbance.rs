@@ -159,3 +159,59 @@ fn a_cpu_hog_on_the_servers_cpu_makes_the_trial_disturbed_and_is_named() {
         "the server and the generator's CPU is ours: {quiet:#}"
     );
 }
+
+/// `rerun_disturbed = 2`: a repeat the machine disturbs runs again at the
+/// end of its round, each disturbed attempt kept under `set-aside/`, out of
+/// the trials the summary counts. Two hogs on every CPU disturb every
+/// attempt, so the repeat runs three times: two attempts set aside, the
+/// third kept in `trials/` (still marked disturbed: the limit was reached).
+#[test]
+fn a_disturbed_repeat_runs_again_and_its_disturbed_records_are_set_aside() {
+    let exe = common::EXE;
+    let plan = common::Plan::write(
+        "rerun-disturbed",
+        "plan.toml",
+        &format!(
+            r#"name = "rerun"
+servers = ["own"]
+apps = ["hello"]
+rerun_disturbed = 2
+[server_defs.own]
+command = "{exe} serve-test --listen {{{{listen}}}}"
+[load]
+connections = [2]
+duration = "1s"
+warmup = "200ms"
+"#
+        ),
+    );
+    let hogs: Vec<Hog> = rackbench::load::cpus::allowed()
+        .into_iter()
+        .flat_map(|cpu| [Hog::start(cpu), Hog::start(cpu)])
+        .collect();
+    let out = plan.run_ok(&["--seed", "1"]);
+    drop(hogs);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("[rerun]").count(), 2, "{stderr}");
+    let id = "own__hello__direct__c2__rep1";
+    let aside = plan.out.join("set-aside");
+    for attempt in [1, 2] {
+        let f = aside.join(format!("{id}.{attempt}.json"));
+        let doc: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+        assert_eq!(
+            doc["trial"]["disturbance"]["disturbed"],
+            true,
+            "{}",
+            f.display()
+        );
+    }
+    let kept = plan.out.join("trials").join(format!("{id}.json"));
+    let doc: Value = serde_json::from_slice(&std::fs::read(kept).unwrap()).unwrap();
+    assert_eq!(doc["outcome"], "ok");
+    let files = std::fs::read_dir(plan.out.join("trials")).unwrap().count();
+    assert_eq!(files, 1, "one record of the repeat counts");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(plan.out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["groups"][0]["runs"], 1, "{summary:#}");
+    let _ = std::fs::remove_dir_all(&plan.dir);
+}

@@ -107,6 +107,7 @@ pub(super) const KEYS: &[Key] = &[
     key("sweep.values", "a list of numbers or strings", "values = [1, 2, 4, 8]"),
     key("telemetry", "true or false", "telemetry = true"),
     key("primary_metric", "a metric name, in quotes", "primary_metric = \"throughput\""),
+    key("rerun_disturbed", "a whole number of reruns", "rerun_disturbed = 2"),
     key("runtimes", "a list of runtime names", "runtimes = [\"system\", \"debian-13\"]"),
     key("yjit", "a list of true and/or false", "yjit = [false, true]"),
     key("allocator", "a list of \"glibc\" and/or \"jemalloc\"", "allocator = [\"glibc\", \"jemalloc\"]"),

@@ -74,6 +74,12 @@ pub struct Plan {
     /// on its results and `sweep` judge it alone (docs/STATISTICS.md).
     #[serde(default)]
     pub primary_metric: Option<String>,
+    /// A repeat the machine disturbed (its record's `disturbance`) runs
+    /// again at the end of its round, at most this many times; the
+    /// disturbed record is kept under `set-aside/`, out of the figures
+    /// (`rerun_disturbed = 2`; 0, the default: kept and marked).
+    #[serde(default)]
+    pub rerun_disturbed: u32,
     /// Where the servers run from, each a dimension of the matrix:
     /// `runtimes = ["system", "debian-13"]` (empty: the host, as always).
     #[serde(default)]

@@ -239,7 +239,13 @@ impl Study {
     /// round run again): kept on disk, out of the trials every reader
     /// counts.
     pub fn set_aside(&mut self, id: &str) -> std::io::Result<()> {
-        let to = self.dir.set_aside(id);
+        self.set_aside_as(id, id)
+    }
+
+    /// [`Study::set_aside`] under another name (`set-aside/NAME.json`: a
+    /// repeat's attempt, `ID.1`).
+    pub fn set_aside_as(&mut self, id: &str, name: &str) -> std::io::Result<()> {
+        let to = self.dir.set_aside(name);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;
         }

@@ -79,6 +79,15 @@ pub(super) fn print_progress(p: &Progress) {
                 format!(" · about {}s left", eta.as_secs())
             },
         ),
+        Progress::Rerun {
+            trial: t,
+            attempt,
+            of,
+            why,
+        } => eprintln!(
+            "[rerun] {} · {} · repeat {}: disturbed ({why}), run again at the round's end (attempt {attempt} of at most {of})",
+            t.variant, t.app, t.repeat
+        ),
         Progress::TrialDone(stored) => {
             match &stored.trial {
                 Some(rec) => {

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 pub mod ab;
 mod session;
 mod spec;
+mod trials;
 
 pub use session::Session;
 pub use spec::estimate;
@@ -74,6 +75,14 @@ pub enum Progress<'a> {
     },
     /// A break-point search ended.
     BreakpointDone(&'a StoredBreakpoint),
+    /// A repeat the machine disturbed runs again (`rerun_disturbed`):
+    /// its `attempt` (2 for the first rerun) of at most `of`, and why.
+    Rerun {
+        trial: &'a PlannedTrial,
+        attempt: u32,
+        of: u32,
+        why: &'a str,
+    },
 }
 
 pub struct RunResult {
@@ -271,50 +280,6 @@ impl Run<'_> {
         if let Some(show) = self.opts.progress {
             show(p);
         }
-    }
-
-    /// The fixed-load trials in order; each record is written the moment
-    /// its trial ends. A resume keeps every record that did not end
-    /// interrupted.
-    fn trials(&mut self, trials: &[&PlannedTrial]) -> std::io::Result<()> {
-        for (n, t) in trials.iter().enumerate() {
-            if self.interrupted() {
-                break;
-            }
-            let kept = self.opts.resume.then(|| self.study.trial(&t.id)).flatten();
-            if let Some(old) = kept.filter(|old| old.outcome != Outcome::Interrupted) {
-                self.counts.existing += 1;
-                self.counts.failed += usize::from(old.outcome == Outcome::Failed);
-                self.counts.checks_missed += usize::from(old.checks_missed() > 0);
-                continue;
-            }
-            let done = self.counts.done;
-            let eta = if done > 0 {
-                self.started.elapsed() / done as u32 * (self.total - n) as u32
-            } else {
-                Duration::ZERO
-            };
-            self.show(&Progress::Trial {
-                n: n + 1,
-                total: self.total,
-                trial: t,
-                eta,
-            });
-            let stored = self.run_trial(t);
-            self.show(&Progress::TrialDone(&stored));
-            self.counts.checks_missed += usize::from(stored.checks_missed() > 0);
-            // Written now, whole or not at all: a later crash cannot lose it.
-            self.study.write_trial(&stored)?;
-            match stored.outcome {
-                Outcome::Ok => self.counts.done += 1,
-                Outcome::Failed => {
-                    self.counts.done += 1;
-                    self.counts.failed += 1
-                }
-                Outcome::Interrupted => {}
-            }
-        }
-        Ok(())
     }
 
     /// One trial through the lab, as the record the run keeps: its outcome
