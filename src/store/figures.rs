@@ -59,6 +59,11 @@ pub struct TrialFigures {
     /// ActiveRecord or a trial without telemetry.
     pub db_mean_us: Option<f64>,
     pub pool_wait_mean_us: Option<f64>,
+    /// Who got served (`load.fairness`): connections that carried a
+    /// request in the window and got no answer, and Jain's index over the
+    /// answers per connection; None in records made before it.
+    pub connections_starved: Option<f64>,
+    pub jain_index: Option<f64>,
     /// What the machine did during the run; None in records made before
     /// it was measured.
     pub disturbance: Option<RunDisturbance>,
@@ -110,6 +115,8 @@ impl TrialFigures {
             app_mean_us: tel.map(|t| t.app_us.mean),
             db_mean_us: tel.and_then(|t| t.db_us.map(|q| q.mean)),
             pool_wait_mean_us: tel.and_then(|t| t.pool_wait_us.map(|q| q.mean)),
+            connections_starved: (load.fairness.as_ref()).map(|f| f.connections_starved as f64),
+            jain_index: load.fairness.as_ref().and_then(|f| f.jain_index),
             disturbance: r.disturbance.as_ref().map(|d| RunDisturbance {
                 disturbed: d.disturbed,
                 steal_share: d.steal_share,
@@ -142,6 +149,8 @@ impl TrialFigures {
             "pss_peak" => self.pss_peak_bytes,
             "cpu_per_request" => self.cpu_ms_per_request,
             "error_rate" => self.error_share,
+            "connections_starved" => self.connections_starved,
+            "jain_index" => self.jain_index,
             "gc_runs_per_1k_requests" => self.gc_runs_per_1k_requests,
             "gc_time_share" => self.gc_time_share,
             "queue_us_mean" => self.queue_mean_us,
@@ -228,6 +237,10 @@ pub(crate) mod tests {
             t["db_us"] = q.clone();
             t["pool_wait_us"] = q;
             v["trial"]["server_metrics"]["telemetry"] = t;
+            v["trial"]["load"]["fairness"] = serde_json::json!({
+                "connections_answered": 3, "connections_starved": 1,
+                "top10_share": 0.5, "jain_index": 0.75
+            });
         });
         let names: Vec<&str> = f.by_metric().iter().map(|m| m.0).collect();
         let all: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
@@ -236,6 +249,8 @@ pub(crate) mod tests {
             "a METRICS row without its arm in TrialFigures::metric"
         );
         assert_eq!(f.metric("app_us_mean", 1.0), Some(2.0));
+        assert_eq!(f.metric("connections_starved", 1.0), Some(1.0));
+        assert_eq!(f.metric("jain_index", 1.0), Some(0.75));
         assert_eq!(f.metric("no such metric", 1.0), None);
     }
 

@@ -16,6 +16,9 @@ pub const METRICS: &[(&str, &str, bool)] = &[
     ("pss_peak", "PSS peak", false),
     ("cpu_per_request", "server CPU per request", false),
     ("error_rate", "error rate", false),
+    // Who got served (`load.fairness`), only when both sides have it.
+    ("connections_starved", "connections never answered", false),
+    ("jain_index", "fairness (Jain's index)", true),
     // Telemetry (`server_metrics.telemetry`), only when both sides have it.
     (
         "gc_runs_per_1k_requests",
