@@ -1,9 +1,10 @@
 //! `rackbench breakpoint`: the highest concurrency (or rate) a server takes
 //! with no errors, on a running server's URL or on one the lab starts.
 
-use super::load::{stop_on_signals, LoadOptions};
+use super::load::LoadOptions;
 use super::trial::ServerOptions;
 use super::usage;
+use crate::app::os::stop_on_signals;
 use crate::lab::trial::run_trial;
 use crate::load;
 use crate::search::settle::{self, SettleConfig};

@@ -6,9 +6,10 @@
 //! plan (`rackbench fit PLAN`, read by `plan::fit`) each of its servers is
 //! fitted in turn and the fits end in one table.
 
-use super::load::{stop_on_signals, LoadOptions};
+use super::load::LoadOptions;
 use super::trial::ServerOptions;
 use super::usage;
+use crate::app::os::stop_on_signals;
 use crate::lab::trial::{run_trial, TrialRecord, TrialSpec};
 use crate::plan::fit::{parse_share, FitPlan, FitRig, FitSettings};
 use crate::plan::Plan;
@@ -351,7 +352,7 @@ fn override_plan(args: &FitArgs, plan: &mut Plan) -> Result<()> {
         plan.load.warmup = format!("{}ms", args.load.warmup.as_millis());
     }
     if let Some(m) = &args.load.mix {
-        plan.load.mix = Some(super::run::mix_over_plan(m)?);
+        plan.load.mix = Some(crate::app::run::mix_over_plan(m)?);
     }
     Ok(())
 }
@@ -368,7 +369,7 @@ fn rig(args: &FitArgs, interrupt: Arc<AtomicBool>) -> Result<FitRig> {
     if let Some(cpus) = &args.server.server_cpus {
         crate::load::cpus::check(cpus, "--server-cpus").map_err(usage)?;
     }
-    let (server, load) = super::trial::default_pinning();
+    let (server, load) = crate::app::os::default_pinning();
     Ok(FitRig {
         interrupt,
         server_cpus: args.server.server_cpus.clone().unwrap_or(server),

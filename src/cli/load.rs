@@ -436,18 +436,6 @@ fn write_hist_out(report: &crate::load::LoadReport, path: &std::path::Path) -> s
     std::fs::rename(&tmp, path)
 }
 
-/// Sets `flag` on Ctrl-C or SIGTERM. With `hard_second`, a second signal
-/// exits at once (safe only when no child process depends on a clean stop).
-pub(crate) fn stop_on_signals(flag: &Arc<AtomicBool>, hard_second: bool) {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        if hard_second {
-            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(flag));
-        }
-        let _ = signal_hook::flag::register(sig, Arc::clone(flag));
-    }
-}
-
 /// `--slack` without an open loop is a usage error that says what to add
 /// (`open_with`) instead of a flag silently ignored.
 pub(crate) fn slack_needs_open_loop(slack: &Duration, open: bool, open_with: &str) -> Result<()> {
@@ -469,7 +457,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     // error (exit 2) that names the fix.
     load::ensure_open_files(&config).map_err(usage)?;
     announce_start(&config);
-    stop_on_signals(&config.interrupt, true);
+    crate::app::os::stop_on_signals(&config.interrupt, true);
     let live = !args.json && std::io::stdout().is_terminal();
     let total_s = config.duration.map(|d| (d + config.warmup).as_secs());
     let report = load::run(config, |row: &TimelineRow| {

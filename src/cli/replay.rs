@@ -2,8 +2,9 @@
 //! at their recorded arrival times (scaled by `--speed`), through the
 //! load engine; `--nginx-log` takes them from an nginx access log instead.
 
-use super::load::{exit_code, stop_on_signals};
+use super::load::exit_code;
 use super::{parse, usage};
+use crate::app::os::stop_on_signals;
 use crate::checks::Check;
 use crate::load::schedule::{self, Schedule};
 use crate::load::target::{Endpoint, Url};

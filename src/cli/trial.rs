@@ -1,7 +1,8 @@
 //! `rackbench trial`: one server, one app, one load, end to end.
 
-use super::load::{stop_on_signals, LoadOptions};
+use super::load::LoadOptions;
 use super::{parse, usage};
+use crate::app::os::stop_on_signals;
 use crate::lab::apps::AppSpec;
 use crate::lab::front::{self, HttpVersion};
 use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
@@ -306,18 +307,6 @@ impl RestartFlags {
     }
 }
 
-/// The default CPU split: on 2+ cores the generator gets the last core and
-/// the server the others, so they do not steal each other's cycles. The
-/// cores are the ones this process may use (a cpuset may leave out CPU 0).
-pub fn default_pinning() -> (Vec<usize>, Vec<usize>) {
-    let mut cores = crate::load::cpus::allowed();
-    if cores.len() < 2 {
-        return (Vec::new(), Vec::new());
-    }
-    let last = cores.pop().expect("two or more");
-    (cores, vec![last])
-}
-
 impl ServerOptions {
     pub fn to_spec(
         &self,
@@ -374,7 +363,7 @@ impl ServerOptions {
         let (default_server_cpus, default_load_cpus) = if self.no_pin {
             (Vec::new(), Vec::new())
         } else {
-            default_pinning()
+            crate::app::os::default_pinning()
         };
         let mut cfg = load.to_config("http://127.0.0.1:1/", load_threads)?;
         super::load::slack_needs_open_loop(&cfg.slack, cfg.pacing.is_open(), "--rate R")?;

@@ -1,0 +1,9 @@
+//! The application: the use cases the commands run, over typed requests.
+//! A use case says what it does through a [`sink::Sink`] and prints
+//! nothing itself; the command line (`cli`) only turns flags into
+//! requests and chooses the sink.
+
+pub mod os;
+pub mod run;
+pub mod sink;
+pub mod usage;
