@@ -140,7 +140,11 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     if let Some(out) = &args.out {
         spec.dir = out.join("trials");
     }
-    with_budget(&mut spec, args.memory(), args.cpus());
+    with_budget(
+        &mut spec,
+        args.server.budget.memory,
+        args.server.budget.cpus,
+    );
     let name = spec.server.name.clone();
     let settings = args.settings(FitSettings::default());
     let keep = args.out.is_some();
@@ -207,19 +211,6 @@ fn fit_one(
 }
 
 impl FitArgs {
-    /// --memory (the server options' budget flag), in bytes.
-    fn memory(&self) -> Option<u64> {
-        self.server
-            .budget
-            .budget()
-            .and_then(|b| b.memory_limit_bytes)
-    }
-
-    /// --cpus (the server options' budget flag).
-    fn cpus(&self) -> Option<f64> {
-        self.server.budget.budget().and_then(|b| b.cpus)
-    }
-
     /// The search's settings: each flag given over `base` (a plan's
     /// `[fit]`, or the defaults).
     fn settings(&self, base: FitSettings) -> FitSettings {
@@ -273,7 +264,7 @@ fn check(args: &FitArgs) -> Result<()> {
 fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
     let (mut plan, text) = Plan::load(path).map_err(|e| usage(e.to_string()))?;
     let file = path.display().to_string();
-    override_plan(args, &mut plan)?;
+    plan.apply(&overrides(args), &file).map_err(usage)?;
     let registry = super::servers::registry(&args.server.servers_file)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     let rig = rig(args, Arc::clone(&interrupt))?;
@@ -336,25 +327,18 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
 /// Each flag given replaces that part of the plan: --app its apps,
 /// --env adds to its env, --memory and --cpus its budget, -c, -d,
 /// --warmup and --mix its load.
-fn override_plan(args: &FitArgs, plan: &mut Plan) -> Result<()> {
-    if args.given("app") {
-        plan.apps = vec![args.server.app.clone()];
+fn overrides(args: &FitArgs) -> crate::plan::Overrides {
+    crate::plan::Overrides {
+        app: args.given("app").then(|| args.server.app.clone()),
+        env: args.server.env.clone(),
+        memory: args.server.budget.memory,
+        cpus: args.server.budget.cpus,
+        connections: args.given("connections").then_some(args.load.connections),
+        duration: args.load.duration,
+        warmup: args.given("warmup").then_some(args.load.warmup),
+        mix: args.load.mix.clone(),
+        ..Default::default()
     }
-    plan.env.extend(args.server.env.iter().cloned());
-    args.server.budget.override_plan(&mut plan.budget);
-    if args.given("connections") {
-        plan.load.connections = vec![args.load.connections];
-    }
-    if let Some(d) = args.load.duration {
-        plan.load.duration = format!("{}ms", d.as_millis());
-    }
-    if args.given("warmup") {
-        plan.load.warmup = format!("{}ms", args.load.warmup.as_millis());
-    }
-    if let Some(m) = &args.load.mix {
-        plan.load.mix = Some(crate::app::run::mix_over_plan(m)?);
-    }
-    Ok(())
 }
 
 /// The CPUs for the servers and the load, as `trial` pins them.

@@ -1,10 +1,10 @@
 //! `rackbench load URL`: one load run against a server that is already up.
 
+use super::flags::SlowFlags;
 use super::{parse, usage};
 use crate::checks::{self, Check, CheckResult};
 use crate::load::report::TimelineRow;
 use crate::load::segment::{self, Segment};
-use crate::load::slow::{SlowClients, SlowMode};
 use crate::load::target::{self, parse_header, render_request, Endpoint, RequestSpec, Url};
 use crate::load::{self, ExpectStatus, IoMode, LoadConfig, Pacing};
 use crate::units::fmt_us;
@@ -97,88 +97,6 @@ pub enum IoArg {
     Epoll,
     #[value(name = "io_uring", alias = "uring")]
     IoUring,
-}
-
-/// Slow clients beside the load (`load::slow`): the same flags on `load`,
-/// `trial`, `run` and `sweep` (where they replace the plan's `[load]`
-/// slow keys).
-#[derive(Debug, Clone, Args, Default)]
-pub struct SlowFlags {
-    /// Also keep N slow connections open beside the load, on the same
-    /// server (at most 10000); their account is the report's `slow_clients`.
-    #[arg(long, value_name = "N")]
-    pub slow_clients: Option<usize>,
-    /// What the slow clients do: headers (a head trickled, never ended),
-    /// body (a declared body trickled) or read (the answer read slowly)
-    /// [default: headers].
-    #[arg(long, value_name = "headers|body|read", value_parser = SlowMode::parse)]
-    pub slow_mode: Option<SlowMode>,
-    /// Bytes a slow client writes (or reads) at each step [default: 4].
-    #[arg(long, value_name = "BYTES")]
-    pub slow_bytes: Option<usize>,
-    /// Time between a slow client's steps, e.g. 1s, 500ms [default: 1s].
-    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
-    pub slow_every: Option<Duration>,
-}
-
-impl SlowFlags {
-    /// The slow clients asked (None without --slow-clients, or with 0);
-    /// a pace without a count is a usage error naming the fix.
-    pub fn slow(&self) -> Result<Option<SlowClients>> {
-        let Some(count) = self.slow_clients.filter(|&n| n > 0) else {
-            if let Some(flag) = self.orphan() {
-                return Err(usage(format!(
-                    "{flag} needs --slow-clients N: add it (e.g. --slow-clients 4), or drop {flag}"
-                )));
-            }
-            return Ok(None);
-        };
-        let mut slow = SlowClients::new(count, self.slow_mode.unwrap_or(SlowMode::Headers));
-        if let Some(b) = self.slow_bytes {
-            slow.bytes_per_step = b;
-        }
-        if let Some(e) = self.slow_every {
-            slow.every = e;
-        }
-        slow.check().map_err(usage)?;
-        Ok(Some(slow))
-    }
-
-    /// The first pace flag given without a count.
-    fn orphan(&self) -> Option<&'static str> {
-        if self.slow_clients.is_some() {
-            return None;
-        }
-        [
-            (self.slow_mode.is_some(), "--slow-mode"),
-            (self.slow_bytes.is_some(), "--slow-bytes"),
-            (self.slow_every.is_some(), "--slow-every"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag))
-    }
-
-    /// Each flag given replaces that key of a plan's `[load]`; a pace
-    /// given where neither the flags nor the plan (nor its sweep) has a
-    /// count is a usage error naming the fix.
-    pub fn override_plan(&self, load: &mut crate::plan::LoadSection) -> Result<()> {
-        if let Some(n) = self.slow_clients {
-            self.slow()?;
-            load.slow_clients = vec![n];
-        } else if load.slow_clients.iter().all(|&n| n == 0) {
-            self.slow()?;
-        }
-        if let Some(m) = self.slow_mode {
-            load.slow_mode = Some(m.name().into());
-        }
-        if let Some(b) = self.slow_bytes {
-            load.slow_bytes = Some(b);
-        }
-        if let Some(e) = self.slow_every {
-            load.slow_every = Some(format!("{}ms", e.as_millis()));
-        }
-        Ok(())
-    }
 }
 
 #[derive(Debug, Args)]

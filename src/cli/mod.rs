@@ -10,6 +10,7 @@ mod breakpoint;
 mod compare;
 mod doctor;
 mod fit;
+mod flags;
 mod k8s;
 mod load;
 mod merge;

@@ -5,15 +5,17 @@
 //! sweep's analysis (stats::sweep). `--analyse DIR` rebuilds the analysis
 //! of a finished run from disk alone.
 
-use super::run::{run as run_plan_cli, RunArgs};
 use super::usage;
+use crate::app;
+use crate::app::run::RunRequest;
+use crate::app::sink::Terminal;
 use crate::plan::sweep::SweepSection;
 use crate::report::sweep as show;
 use anyhow::{Context, Result};
 use clap::Args;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use toml::{Table, Value};
 
 #[derive(Debug, Args)]
@@ -90,20 +92,20 @@ pub struct SweepArgs {
     /// --runtime, --yjit, --allocator, --malloc-arena-max: fixed for every
     /// value of the sweep (in place of a plan file's lists).
     #[command(flatten)]
-    pub on: super::trial::RuntimeFlags,
+    pub on: super::flags::RuntimeFlags,
     /// --memory, --cpus: one budget for every value of the sweep (in place
     /// of a plan file's `[budget]`).
     #[command(flatten)]
-    pub budget: super::trial::BudgetFlags,
+    pub budget: super::flags::BudgetFlags,
     /// --database: the blog app's database for every value (in place of
     /// a plan file's `database`).
     #[command(flatten)]
-    pub database: super::trial::DatabaseFlags,
+    pub database: super::flags::DatabaseFlags,
     /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: the same
     /// slow clients beside every value (with `--vary slow_clients=0,4,16`
     /// the pace of each count).
     #[command(flatten)]
-    pub slow: super::load::SlowFlags,
+    pub slow: super::flags::SlowFlags,
     /// A request mix (docs/MIX_FORMAT.md) for every value of the sweep.
     #[arg(long, value_name = "FILE")]
     pub mix: Option<PathBuf>,
@@ -212,42 +214,27 @@ const PLAN_VARIABLES: &[&str] = &[
     "malloc_arena_max",
 ];
 
-fn has_runtime_flags(on: &super::trial::RuntimeFlags) -> bool {
+fn has_runtime_flags(on: &super::flags::RuntimeFlags) -> bool {
     on.runtime.is_some() || !on.switches().is_empty()
 }
 
-/// The runtime flags as one-value plan lists, each in place of the plan's
-/// and its entries' own; a flag on the swept key is refused.
-fn apply_runtime_flags(t: &mut Table, on: &super::trial::RuntimeFlags, vary: &str) -> Result<()> {
+/// A runtime flag on the swept key is refused (the flags themselves
+/// are put in place of the plan's lists by `Plan::apply`).
+fn refuse_fixing_the_swept(on: &super::flags::RuntimeFlags, vary: &str) -> Result<()> {
     let sw = on.switches();
-    let set: [(&str, &str, Option<Value>); 4] = [
-        ("runtime", "runtimes", on.runtime.clone().map(Value::String)),
-        ("yjit", "yjit", sw.yjit.map(Value::Boolean)),
-        (
-            "allocator",
-            "allocator",
-            sw.allocator.map(|a| Value::String(a.name().into())),
-        ),
-        (
-            "malloc_arena_max",
-            "malloc_arena_max",
-            sw.malloc_arena_max.map(|n| Value::Integer(n.into())),
-        ),
+    let given = [
+        ("runtime", on.runtime.is_some()),
+        ("yjit", sw.yjit.is_some()),
+        ("allocator", sw.allocator.is_some()),
+        ("malloc_arena_max", sw.malloc_arena_max.is_some()),
     ];
-    for (name, key, value) in set {
-        let Some(value) = value else {
-            continue;
-        };
-        if name == vary {
-            return Err(usage(format!(
-                "--{} fixes what --vary {vary} varies: drop one of the two",
-                name.replace('_', "-")
-            )));
-        }
-        drop_swept_field(t, name);
-        t.insert(key.into(), Value::Array(vec![value]));
+    match given.iter().find(|(name, given)| *given && *name == vary) {
+        Some((name, _)) => Err(usage(format!(
+            "--{} fixes what --vary {vary} varies: drop one of the two",
+            name.replace('_', "-")
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `--vary` over a plan file replaces the plan's own value of that field
@@ -344,7 +331,7 @@ fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
         }
     };
     let s = flag.expect("checked above");
-    apply_runtime_flags(&mut table, &args.on, &s.vary)?;
+    refuse_fixing_the_swept(&args.on, &s.vary)?;
     let mut section = Table::new();
     section.insert("vary".into(), Value::String(s.vary.clone()));
     section.insert("values".into(), strings(&s.values));
@@ -352,28 +339,6 @@ fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
     let mut text = String::from("# written by rackbench sweep\n");
     text.push_str(&toml::to_string(&table).context("cannot write the sweep's plan")?);
     Ok((text, "sweep plan (from flags)".into()))
-}
-
-/// Run `f` with stdout sent to stderr, so `--json` keeps stdout for the
-/// document alone.
-fn with_stdout_on_stderr<T>(on: bool, f: impl FnOnce() -> T) -> T {
-    if !on {
-        return f();
-    }
-    let _ = std::io::stdout().flush();
-    // SAFETY: dup/dup2 on the process's own standard descriptors.
-    let saved = unsafe { libc::dup(1) };
-    if saved < 0 {
-        return f();
-    }
-    unsafe { libc::dup2(2, 1) };
-    let out = f();
-    let _ = std::io::stdout().flush();
-    unsafe {
-        libc::dup2(saved, 1);
-        libc::close(saved);
-    }
-    out
 }
 
 fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
@@ -397,69 +362,59 @@ fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
     Ok(())
 }
 
+/// The sweep's plan (from flags, or a file), run by `app::run` with the
+/// flags in place of its keys, then its analysis. With --json the run's
+/// result lines go to stderr (the terminal sink's choice), so stdout
+/// holds the document alone.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
     if let Some(dir) = &args.analyse {
         print(dir, &args)?;
         return Ok(ExitCode::SUCCESS);
     }
     let (text, origin) = plan_text(&args)?;
-    // Checked here so a mistake names the flags' plan, not a temporary file.
     let plan = crate::plan::Plan::parse(&text, &origin).map_err(|e| usage(e.to_string()))?;
     let registry = super::servers::registry(&args.servers_file)?;
-    plan.expand(&text, &origin, &registry)
-        .map_err(|e| usage(e.to_string()))?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = crate::host::utc_now()
-            .replace([':', '-'], "")
-            .replace('T', "-")
-            .trim_end_matches('Z')
-            .to_string();
-        PathBuf::from("results").join(format!("{}-{stamp}", plan.name))
-    });
-    // The plan `run` reads; a dry run leaves no results directory behind.
-    let plan_file = if args.dry_run {
-        std::env::temp_dir().join(format!("rackbench-sweep-plan-{}.toml", std::process::id()))
-    } else {
-        std::fs::create_dir_all(&out)
-            .with_context(|| format!("cannot create {}", out.display()))?;
-        out.join("sweep-plan.toml")
-    };
-    std::fs::write(&plan_file, &text)
-        .with_context(|| format!("cannot write {}", plan_file.display()))?;
-    // The copy `run` reads lives elsewhere: a plan's own mix, written
-    // relative to the plan file, is handed over as --mix from there.
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| app::run::default_out(&plan.name, &crate::host::utc_now()));
+    // A plan's own mix, written relative to the plan file, is handed over
+    // as --mix: the sweep's plan is not read from beside it.
     let mix = args.mix.clone().or_else(|| {
         let dir = args.plan.as_ref()?.parent()?;
         plan.load.mix.as_ref().map(|m| dir.join(m))
     });
-    let code = with_stdout_on_stderr(args.json, || {
-        run_plan_cli(RunArgs {
-            plan: Some(plan_file.clone()),
-            out: Some(out.clone()),
-            resume: false,
-            force_resume: false,
-            seed: args.seed,
-            servers_file: args.servers_file.clone(),
-            no_pin: args.no_pin,
-            dry_run: args.dry_run,
-            aa: false,
-            control: None,
-            telemetry: args.telemetry,
-            on: Default::default(),
-            // `run` puts them in place of the plan's [budget].
-            budget: args.budget.clone(),
-            database: args.database.clone(),
-            slow: args.slow.clone(),
-            mix,
-            restart: Default::default(),
-            soak: Default::default(),
-        })
-    })?;
-    if args.dry_run {
-        let _ = std::fs::remove_file(&plan_file);
-        return Ok(code);
+    let mut overrides =
+        super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
+    overrides.mix = mix;
+    let request = RunRequest {
+        // The plan kept in the results directory, as the replay command's.
+        plan_path: (!args.dry_run).then(|| out.join("sweep-plan.toml")),
+        out: Some(out.clone()),
+        resume: false,
+        seed: args.seed,
+        registry,
+        servers_files: args.servers_file.clone(),
+        pin: !args.no_pin,
+        dry_run: args.dry_run,
+        aa: None,
+        telemetry: args.telemetry,
+        overrides,
+    };
+    let source = app::run::PlanSource {
+        plan,
+        text,
+        file: origin,
+    };
+    let prepared = app::run::prepare(source, request)?;
+    if !args.dry_run {
+        app::run::keep_plan(&prepared.out, "sweep-plan.toml", &prepared.source.text)?;
     }
-    if !crate::store::ResultsDir::new(&out).holds_run() {
+    let sink = Terminal {
+        result_on_stderr: args.json,
+    };
+    let code = app::run::execute(prepared, Arc::new(sink))?;
+    if args.dry_run || !crate::store::ResultsDir::new(&out).holds_run() {
         return Ok(code);
     }
     print(&out, &args)?;

@@ -1,5 +1,6 @@
 //! `rackbench trial`: one server, one app, one load, end to end.
 
+use super::flags::{BudgetFlags, DatabaseFlags, RestartFlags, RuntimeFlags, SlowFlags, SoakFlags};
 use super::load::LoadOptions;
 use super::{parse, usage};
 use crate::app::os::stop_on_signals;
@@ -100,155 +101,26 @@ pub struct ServerOptions {
     pub database: DatabaseFlags,
 }
 
-/// The app's database: the same flag on `trial`, `breakpoint`, `mirror
-/// --shadow-server`, `run` and `sweep` (where it replaces the plan's
-/// `database`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct DatabaseFlags {
-    /// The database of an app that has one (the blog app): sqlite (a
-    /// file in the trial's directory) [default] or postgres (Debian's
-    /// PostgreSQL, started and stopped by the trial).
-    #[arg(long, value_name = "sqlite|postgres")]
-    pub database: Option<crate::database::Kind>,
-}
-
-impl DatabaseFlags {
-    /// The flag replaces a plan's `database`.
-    pub fn override_plan(&self, database: &mut Option<String>) {
-        if let Some(k) = self.database {
-            *database = Some(k.name().to_string());
-        }
+/// The soak asked, applied to `spec`'s load; refuses -d and -n beside
+/// it (the soak's duration is the window).
+fn apply_soak(soak: &SoakFlags, load: &LoadOptions, spec: &mut TrialSpec) -> Result<()> {
+    let Some(d) = soak.soak else {
+        return Ok(());
+    };
+    if d.is_zero() {
+        return Err(usage(
+            "--soak must be longer than zero, e.g. --soak 2h".into(),
+        ));
     }
-}
-
-/// A memory and CPU budget for the server's whole process tree: the same
-/// flags on `trial`, `breakpoint`, `mirror --shadow-server`, `run` and
-/// `sweep` (where they replace the plan's `[budget]`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct BudgetFlags {
-    /// Memory limit for the server's process tree (its own control
-    /// group): 512M, 1G, 1.5G or bytes. nginx and the load stay outside.
-    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
-    pub memory: Option<String>,
-    /// CPU limit for the server's process tree: 1.5 is one and a half
-    /// CPUs' worth of time per second.
-    #[arg(long, value_name = "N", value_parser = parse_cpus)]
-    pub cpus: Option<f64>,
-}
-
-impl BudgetFlags {
-    /// The budget the flags ask (None without either).
-    pub fn budget(&self) -> Option<crate::budget::Budget> {
-        crate::budget::Budget::from_flags(self.memory.as_deref(), self.cpus)
-            .expect("checked when parsed")
+    if load.duration.is_some() || load.requests.is_some() {
+        return Err(usage(
+            "--soak sets the counted window itself: drop -d/--duration and -n/--requests".into(),
+        ));
     }
-}
-
-impl BudgetFlags {
-    /// Each flag given replaces that key of a plan's `[budget]`.
-    pub fn override_plan(&self, section: &mut crate::plan::BudgetSection) {
-        if let Some(m) = &self.memory {
-            section.memory = vec![m.clone()];
-        }
-        if let Some(c) = self.cpus {
-            section.cpus = vec![c];
-        }
-    }
-}
-
-fn parse_memory(s: &str) -> Result<String, String> {
-    crate::budget::parse_size(s).map(|_| s.to_string())
-}
-
-fn parse_cpus(s: &str) -> Result<f64, String> {
-    let c: f64 = s
-        .parse()
-        .map_err(|_| format!("--cpus '{s}': give a number of CPUs, like 1 or 1.5"))?;
-    crate::budget::check_cpus(c).map(|()| c)
-}
-
-/// Where the server runs from and what is asked of its Ruby: the same
-/// flags on `trial`, `breakpoint`, `mirror --shadow-server` and `run`
-/// (where each replaces the plan's list of that key).
-#[derive(Debug, Clone, Args, Default)]
-pub struct RuntimeFlags {
-    /// Where the server runs from: system (the host) [default], debian-12,
-    /// debian-13, debian-unstable (built on first use), jruby, or a Ruby
-    /// saved with `rackbench runtime add NAME --ruby PATH`.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
-    /// Run the server's Ruby with YJIT (refused for a Ruby built without it).
-    #[arg(long)]
-    pub yjit: bool,
-    /// The server's malloc: glibc, or jemalloc (preloaded from the
-    /// runtime's own libjemalloc).
-    #[arg(long, value_name = "glibc|jemalloc")]
-    pub allocator: Option<crate::runtime::Allocator>,
-    /// MALLOC_ARENA_MAX for glibc's malloc in the server.
-    #[arg(long, value_name = "N")]
-    pub malloc_arena_max: Option<u32>,
-}
-
-impl RuntimeFlags {
-    /// What the flags ask of the runtime's Ruby.
-    pub fn switches(&self) -> crate::runtime::Switches {
-        crate::runtime::Switches {
-            yjit: self.yjit.then_some(true),
-            allocator: self.allocator,
-            malloc_arena_max: self.malloc_arena_max,
-        }
-    }
-}
-
-/// A soak: `--soak 2h` on `trial` and `run` (where it replaces a plan's
-/// `soak`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct SoakFlags {
-    /// Soak for this long (2h, 30m): an open-loop window after the
-    /// warm-up at --rate (on run: the plan's rates; 100 req/s by default),
-    /// every worker's RSS, PSS, USS and shared memory sampled over time
-    /// and its growth per hour fitted.
-    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
-    pub soak: Option<Duration>,
-}
-
-impl SoakFlags {
-    /// The soak asked, applied to `spec`'s load; refuses -d and -n beside
-    /// it (the soak's duration is the window).
-    pub fn apply(&self, load: &LoadOptions, spec: &mut TrialSpec) -> Result<()> {
-        let Some(d) = self.soak else {
-            return Ok(());
-        };
-        if d.is_zero() {
-            return Err(usage(
-                "--soak must be longer than zero, e.g. --soak 2h".into(),
-            ));
-        }
-        if load.duration.is_some() || load.requests.is_some() {
-            return Err(usage(
-                "--soak sets the counted window itself: drop -d/--duration and -n/--requests"
-                    .into(),
-            ));
-        }
-        let soak = crate::lab::soak::Soak::new(d, load.rate);
-        soak.apply(&mut spec.load);
-        spec.soak = Some(soak);
-        Ok(())
-    }
-
-    /// `--soak` on `run`: replaces the plan's `soak` (checked there, at
-    /// its line, like the plan's own).
-    pub fn override_plan(&self, soak: &mut Option<String>) -> Result<()> {
-        if let Some(d) = self.soak {
-            if d.is_zero() {
-                return Err(usage(
-                    "--soak must be longer than zero, e.g. --soak 2h".into(),
-                ));
-            }
-            *soak = Some(format!("{}ms", d.as_millis()));
-        }
-        Ok(())
-    }
+    let soak = crate::lab::soak::Soak::new(d, load.rate);
+    soak.apply(&mut spec.load);
+    spec.soak = Some(soak);
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -258,7 +130,7 @@ pub struct TrialArgs {
     #[command(flatten)]
     pub load: LoadOptions,
     #[command(flatten)]
-    pub slow: super::load::SlowFlags,
+    pub slow: SlowFlags,
     #[command(flatten)]
     pub soak: SoakFlags,
     /// Load generator threads.
@@ -273,38 +145,6 @@ pub struct TrialArgs {
     pub checks: Vec<crate::checks::Check>,
     #[command(flatten)]
     pub restart: RestartFlags,
-}
-
-/// A restart under load: the same flags on `trial` and `run` (where they
-/// replace the plan's `[restart]`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct RestartFlags {
-    /// Restart the server during the counted window, as its operators do:
-    /// a kind from its adapter (puma: phased, hot; unicorn: reexec;
-    /// passenger: restart) or kill-worker (SIGKILL to one worker).
-    #[arg(long, value_name = "KIND", requires = "restart_at")]
-    pub restart: Option<String>,
-    /// When to restart, from the start of the counted window (e.g. 5s).
-    #[arg(long, value_name = "TIME", requires = "restart", value_parser = parse::duration)]
-    pub restart_at: Option<Duration>,
-}
-
-impl RestartFlags {
-    /// The flags replace a plan's `[restart]`.
-    pub fn override_plan(&self, section: &mut crate::plan::RestartSection) {
-        if let (Some(kind), Some(at)) = (&self.restart, self.restart_at) {
-            section.kind = vec![kind.clone()];
-            section.at = Some(format!("{}s", at.as_secs_f64()));
-        }
-    }
-
-    /// The restart the flags ask (None without them).
-    pub fn restart(&self) -> Option<crate::lab::restart::RestartSpec> {
-        Some(crate::lab::restart::RestartSpec {
-            kind: self.restart.clone()?,
-            at: self.restart_at?,
-        })
-    }
 }
 
 impl ServerOptions {
@@ -693,7 +533,7 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     if let Some(r) = &spec.restart {
         crate::lab::spec::check_restart(&spec, r).map_err(usage)?;
     }
-    args.soak.apply(&args.load, &mut spec)?;
+    apply_soak(&args.soak, &args.load, &mut spec)?;
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
         if let Some(s) = &spec.soak {

@@ -77,10 +77,8 @@ pub struct RunRequest {
     /// seed of the comparison after it.
     pub aa: Option<(Option<String>, u64)>,
     pub telemetry: bool,
-    /// The flags that replaced the plan's keys, for the replay command.
-    pub mix: Option<PathBuf>,
-    pub runtime: Option<String>,
-    pub switches: crate::runtime::Switches,
+    /// The flags in place of the plan's keys (`Plan::apply`).
+    pub overrides: crate::plan::Overrides,
 }
 
 /// A plan expanded and checked, with its results directory settled.
@@ -99,13 +97,19 @@ pub struct Prepared {
 /// refused unless resumed.
 pub fn prepare(mut source: PlanSource, req: RunRequest) -> Result<Prepared> {
     let (plan, text, file) = (&mut source.plan, &source.text, &source.file);
+    plan.apply(&req.overrides, file).map_err(usage)?;
     let mut expanded = plan
         .expand(text, file, &req.registry)
         .map_err(|e| usage(e.to_string()))?;
     let runtimes = plan
         .runtime_registry(text, file)
         .map_err(|e| usage(e.to_string()))?;
-    if let Some(name) = req.runtime.as_deref().filter(|n| !runtimes.knows(n)) {
+    if let Some(name) = req
+        .overrides
+        .runtime
+        .as_deref()
+        .filter(|n| !runtimes.knows(n))
+    {
         return Err(usage(format!(
             "--runtime {name}: {}",
             crate::runtime::RuntimeError::Unknown {
@@ -232,16 +236,13 @@ pub fn execute(p: Prepared, sink: Arc<dyn Sink>) -> Result<ExitCode> {
     Ok(exit_code(&result, &out, &command, &*sink))
 }
 
-/// `--mix FILE` in place of a plan's `[load] mix`: checked here, and
-/// made absolute, since the plan reads a relative mix beside the plan
-/// file while the flag is relative to the working directory. (`run`'s
-/// and `fit`'s.)
-pub fn mix_over_plan(m: &Path) -> Result<String> {
-    let m = std::path::absolute(m).map_err(|e| usage(format!("--mix {}: {e}", m.display())))?;
-    // Its mistakes at the mix file's own line, not at a plan line that
-    // does not hold it.
-    crate::load::mix::Mix::load(&m).map_err(|e| usage(e.to_string()))?;
-    Ok(m.display().to_string())
+/// Keep a plan's text in the results directory as `name` (the sweep's
+/// plan, which its replay command runs).
+pub fn keep_plan(out: &Path, name: &str, text: &str) -> Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let file = out.join(name);
+    std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))
 }
 
 /// `results/PLAN-YYYYMMDD-HHMMSS` from the plan's name and a UTC stamp
@@ -307,7 +308,7 @@ fn replay_command(req: &RunRequest, out: &Path, seed: u64) -> String {
         let abs = std::path::absolute(f).unwrap_or_else(|_| f.clone());
         command.push_str(&format!(" --servers-file {}", abs.display()));
     }
-    if let Some(m) = &req.mix {
+    if let Some(m) = &req.overrides.mix {
         let abs = std::path::absolute(m).unwrap_or_else(|_| m.clone());
         command.push_str(&format!(" --mix {}", abs.display()));
     }
@@ -317,16 +318,16 @@ fn replay_command(req: &RunRequest, out: &Path, seed: u64) -> String {
     if req.telemetry {
         command.push_str(" --telemetry");
     }
-    if let Some(r) = &req.runtime {
+    if let Some(r) = &req.overrides.runtime {
         command.push_str(&format!(" --runtime {r}"));
     }
-    if req.switches.yjit == Some(true) {
+    if req.overrides.switches.yjit == Some(true) {
         command.push_str(" --yjit");
     }
-    if let Some(a) = req.switches.allocator {
+    if let Some(a) = req.overrides.switches.allocator {
         command.push_str(&format!(" --allocator {a}"));
     }
-    if let Some(n) = req.switches.malloc_arena_max {
+    if let Some(n) = req.overrides.switches.malloc_arena_max {
         command.push_str(&format!(" --malloc-arena-max {n}"));
     }
     command.push_str(&format!(" --seed {seed}"));

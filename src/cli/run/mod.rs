@@ -4,7 +4,6 @@ use super::usage;
 use crate::app;
 use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
-use crate::plan::Plan;
 use crate::store::ResultsDir;
 use anyhow::Result;
 use clap::Args;
@@ -56,35 +55,40 @@ pub struct RunArgs {
     /// --runtime, --yjit, --allocator, --malloc-arena-max: each in place
     /// of the plan's list of that key.
     #[command(flatten)]
-    pub on: super::trial::RuntimeFlags,
+    pub on: super::flags::RuntimeFlags,
     /// --memory, --cpus: in place of the plan's `[budget]`.
     #[command(flatten)]
-    pub budget: super::trial::BudgetFlags,
+    pub budget: super::flags::BudgetFlags,
     /// --database: in place of the plan's `database`.
     #[command(flatten)]
-    pub database: super::trial::DatabaseFlags,
+    pub database: super::flags::DatabaseFlags,
     /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: in place
     /// of the plan's `[load]` slow keys.
     #[command(flatten)]
-    pub slow: super::load::SlowFlags,
+    pub slow: super::flags::SlowFlags,
     /// A request mix (docs/MIX_FORMAT.md) for every trial, in place of the
     /// plan's `[load] mix`.
     #[arg(long, value_name = "FILE")]
     pub mix: Option<PathBuf>,
     /// --restart, --restart-at: in place of the plan's `[restart]`.
     #[command(flatten)]
-    pub restart: super::trial::RestartFlags,
+    pub restart: super::flags::RestartFlags,
     /// --soak: every trial a soak this long, in place of the plan's `soak`.
     #[command(flatten)]
-    pub soak: super::trial::SoakFlags,
+    pub soak: super::flags::SoakFlags,
 }
 
-/// Read the plan and put the flags in place of its keys, prepare it
-/// (`app::run`), check a resumed directory, then run it on the terminal.
+/// Read the plan, turn the flags into a request (the overrides of the
+/// plan's keys among it), prepare it (`app::run`), check a resumed
+/// directory, then run it on the terminal.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let mut source = app::run::read_plan(args.plan.as_deref())?;
+    let source = app::run::read_plan(args.plan.as_deref())?;
     let registry = super::servers::registry(&args.servers_file)?;
-    override_plan(&args, &mut source.plan, &source.file)?;
+    let mut overrides =
+        super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
+    overrides.mix = args.mix.clone();
+    overrides.restart = args.restart.restart().map(|r| (r.kind, r.at));
+    overrides.soak = args.soak.soak;
     let request = RunRequest {
         plan_path: args.plan.clone(),
         out: args.out.clone(),
@@ -98,9 +102,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             .aa
             .then(|| (args.control.clone(), super::compare::DEFAULT_SEED)),
         telemetry: args.telemetry,
-        mix: args.mix.clone(),
-        runtime: args.on.runtime.clone(),
-        switches: args.on.switches(),
+        overrides,
     };
     let prepared = app::run::prepare(source, request)?;
     if args.resume {
@@ -114,30 +116,4 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )?;
     }
     app::run::execute(prepared, Arc::new(Terminal::new()))
-}
-
-/// The flags that stand in for the plan's keys: --runtime, --yjit,
-/// --allocator, --malloc-arena-max, --memory, --cpus and --soak (refused
-/// beside a [breakpoint]: a soak is one fixed rate).
-fn override_plan(args: &RunArgs, plan: &mut Plan, file: &str) -> Result<()> {
-    crate::plan::runtimes::override_lists(
-        plan,
-        args.on.runtime.as_deref(),
-        args.on.yjit.then_some(true),
-        args.on.allocator,
-        args.on.malloc_arena_max,
-    );
-    args.budget.override_plan(&mut plan.budget);
-    args.database.override_plan(&mut plan.database);
-    args.slow.override_plan(&mut plan.load)?;
-    if let Some(m) = &args.mix {
-        plan.load.mix = Some(app::run::mix_over_plan(m)?);
-    }
-    args.restart.override_plan(&mut plan.restart);
-    if args.soak.soak.is_some() && plan.breakpoint.is_some() {
-        return Err(usage(format!(
-            "--soak runs every trial at one fixed rate, and {file} has a [breakpoint]: drop --soak, or use a plan without one"
-        )));
-    }
-    args.soak.override_plan(&mut plan.soak)
 }
