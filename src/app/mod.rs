@@ -3,7 +3,10 @@
 //! nothing itself; the command line (`cli`) only turns flags into
 //! requests and chooses the sink.
 
+pub mod breakpoint;
+pub mod fit;
 pub mod os;
 pub mod run;
 pub mod sink;
+pub mod text;
 pub mod usage;
