@@ -8,5 +8,6 @@ pub mod fit;
 pub mod os;
 pub mod run;
 pub mod sink;
+pub mod sweep;
 pub mod text;
 pub mod usage;
