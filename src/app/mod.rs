@@ -7,6 +7,7 @@ pub mod breakpoint;
 pub mod fit;
 pub mod os;
 pub mod run;
+pub mod servers;
 pub mod sink;
 pub mod sweep;
 pub mod text;

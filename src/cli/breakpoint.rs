@@ -1,8 +1,8 @@
 //! `rackbench breakpoint`: the highest concurrency (or rate) a server takes
 //! with no errors, on a running server's URL or on one the lab starts.
 
-use super::load::LoadOptions;
-use super::trial::ServerOptions;
+use super::load_options::LoadOptions;
+use super::server_options::ServerOptions;
 use super::usage;
 use crate::app::breakpoint::{self, OnUrl};
 use crate::app::os::stop_on_signals;
@@ -76,7 +76,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         ));
     }
     let rate_mode = args.mode == "rate";
-    super::load::slack_needs_open_loop(&args.load.slack, rate_mode, "--mode rate")?;
+    super::load_options::slack_needs_open_loop(&args.load.slack, rate_mode, "--mode rate")?;
     let cfg = SearchConfig::new(
         rate_mode,
         args.start,

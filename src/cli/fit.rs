@@ -5,8 +5,8 @@
 //! plan (`rackbench fit PLAN`, read by `plan::fit`) each of its servers is
 //! fitted in turn and the fits end in one table.
 
-use super::load::LoadOptions;
-use super::trial::ServerOptions;
+use super::load_options::LoadOptions;
+use super::server_options::ServerOptions;
 use super::usage;
 use crate::app::fit;
 use crate::app::os::stop_on_signals;
@@ -179,7 +179,7 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
     let (mut plan, text) = Plan::load(path).map_err(|e| usage(e.to_string()))?;
     let file = path.display().to_string();
     plan.apply(&overrides(args), &file).map_err(usage)?;
-    let registry = super::servers::registry(&args.server.servers_file)?;
+    let registry = crate::app::servers::registry(&args.server.servers_file)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     let rig = rig(args, Arc::clone(&interrupt))?;
     let fits = plan

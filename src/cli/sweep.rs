@@ -162,7 +162,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         out: args.out.clone(),
         resume: false,
         seed: args.seed,
-        registry: super::servers::registry(&args.servers_file)?,
+        registry: crate::app::servers::registry(&args.servers_file)?,
         servers_files: args.servers_file.clone(),
         pin: !args.no_pin,
         dry_run: args.dry_run,

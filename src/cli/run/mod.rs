@@ -83,7 +83,7 @@ pub struct RunArgs {
 /// directory, then run it on the terminal.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let source = app::run::read_plan(args.plan.as_deref())?;
-    let registry = super::servers::registry(&args.servers_file)?;
+    let registry = crate::app::servers::registry(&args.servers_file)?;
     let mut overrides =
         super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
     overrides.mix = args.mix.clone();
