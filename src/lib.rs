@@ -6,7 +6,11 @@
 //! ARCHITECTURE.md has the file-by-file map).
 //!
 //! - [`cli`]: the command line: clap types, one file per subcommand, each
-//!   turning flags into a library call and the result into output.
+//!   turning flags into a typed request for `app` (or a library call) and
+//!   the result into output.
+//! - [`app`]: the use cases (run a plan, sweep, ...) over typed requests;
+//!   what they say goes to a sink (terminal, JSON lines, a test's), so
+//!   nothing below the command line prints or moves standard output.
 //! - [`doctor`]: checks of this machine before a study (CPU frequency,
 //!   steal and busy processes, kernel limits, cgroups, Ruby and servers),
 //!   each finding with its fix; reads and probes, never changes a setting.
@@ -70,6 +74,7 @@
 //!   under `RACKBENCH_REQUIRE=all` (CI).
 
 pub mod ab;
+pub mod app;
 pub mod budget;
 pub mod checks;
 pub mod cli;

@@ -1,16 +1,15 @@
 //! `rackbench breakpoint`: the highest concurrency (or rate) a server takes
 //! with no errors, on a running server's URL or on one the lab starts.
 
-use super::load::{stop_on_signals, LoadOptions};
-use super::trial::ServerOptions;
+use super::load_options::LoadOptions;
+use super::server_options::ServerOptions;
 use super::usage;
-use crate::lab::trial::run_trial;
-use crate::load;
-use crate::search::settle::{self, SettleConfig};
-use crate::search::{self, Breakpoint, SearchConfig, StepKind, StepLoad, StepResult};
+use crate::app::breakpoint::{self, OnUrl};
+use crate::app::os::stop_on_signals;
+use crate::app::sink::{Sink, Terminal};
+use crate::search::{self, Breakpoint, SearchConfig, StepLoad};
 use anyhow::Result;
 use clap::Args;
-use serde::Serialize;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -64,49 +63,6 @@ pub struct BreakpointArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Serialize)]
-struct Output<'a> {
-    schema: &'static str,
-    target: String,
-    mode: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    connections: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rate: Option<f64>,
-    throughput_rps: f64,
-    load_seconds: f64,
-    /// Seconds spent waiting for the server to drain between steps.
-    settle_seconds: f64,
-    failed_at: Option<f64>,
-    capped: bool,
-    confirmed: bool,
-    method: String,
-    search: &'a SearchConfig,
-    steps: &'a [StepResult],
-}
-
-/// One line per step on stderr, as the search goes.
-fn print_step(r: &StepResult, kind: StepKind) {
-    eprintln!(
-        "  {:>8.0}{}: {:>9.0} req/s, p99 {:>9}, errors {}{}{}",
-        r.level,
-        if kind == StepKind::Probe {
-            " probe"
-        } else {
-            "  full"
-        },
-        r.throughput_rps,
-        crate::units::fmt_us(r.p99_us as f64),
-        r.errors,
-        r.cause().map_or(String::new(), |c| format!(" ({c})")),
-        if r.settle_s >= 0.05 {
-            format!(", after {:.1}s settling", r.settle_s)
-        } else {
-            String::new()
-        }
-    );
-}
-
 pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     if args.url.is_some() == args.server.server.is_some() {
         return Err(usage(
@@ -120,7 +76,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         ));
     }
     let rate_mode = args.mode == "rate";
-    super::load::slack_needs_open_loop(&args.load.slack, rate_mode, "--mode rate")?;
+    super::load_options::slack_needs_open_loop(&args.load.slack, rate_mode, "--mode rate")?;
     let cfg = SearchConfig::new(
         rate_mode,
         args.start,
@@ -139,9 +95,26 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         probe: args.probe,
         rate_connections: None,
     };
+    let sink: Arc<dyn Sink> = Arc::new(Terminal::new());
+    let quiet = args.json;
     let (target, mut step) = match &args.url {
-        Some(url) => (url.clone(), url_steps(&args, url, step_load, &interrupt)?),
-        None => lab_steps(&args, step_load, &interrupt)?,
+        Some(url) => {
+            let base = args.load.to_config(url, args.load_threads)?;
+            let on_url = OnUrl {
+                url,
+                base,
+                settle_max: args.settle_max,
+                slo: args.slo,
+            };
+            let steps = breakpoint::url_steps(on_url, step_load, &interrupt, quiet, &sink)?;
+            (url.clone(), steps)
+        }
+        None => {
+            let spec =
+                args.server
+                    .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
+            breakpoint::lab_steps(spec, step_load, quiet, &sink)
+        }
     };
     let stop = || interrupt.load(Ordering::Relaxed);
     let result: Breakpoint = match args.linear {
@@ -153,7 +126,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         }
         None => search::find_breakpoint(&cfg, &mut step, stop),
     };
-    let out = Output {
+    let out = breakpoint::Output {
         schema: search::SCHEMA,
         target,
         mode: &args.mode,
@@ -184,197 +157,17 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         search: &cfg,
         steps: &result.steps,
     };
-    print_result(&out, &result, args.json, interrupt.load(Ordering::Relaxed))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "{}",
+            breakpoint::result_text(&out, &result, interrupt.load(Ordering::Relaxed))
+        );
+    }
     Ok(if interrupt.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// One step of a search: the level and kind in, its result out.
-type Steps = Box<dyn FnMut(f64, StepKind) -> StepResult>;
-
-/// A search step on a running server's URL: settle (wait for the server to
-/// drain the last step), then one load run at the level.
-fn url_steps(
-    args: &BreakpointArgs,
-    url: &str,
-    step_load: StepLoad,
-    interrupt: &Arc<AtomicBool>,
-) -> Result<Steps> {
-    let quiet = args.json;
-    let base = args.load.to_config(url, args.load_threads)?;
-    let interrupt = Arc::clone(interrupt);
-    let parsed = load::Url::parse(url)?;
-    let server = settle::Target::new(
-        base.endpoint.clone(),
-        parsed.host.clone(),
-        parsed.path.clone(),
-        base.expect_status.clone(),
-    );
-    let settle_cfg = SettleConfig {
-        ceiling: args.settle_max,
-        ..SettleConfig::default()
-    };
-    // A run just before this one may have left requests the server is
-    // still working off (their clients gone): the first step, and the idle
-    // request below, wait for them as any later step waits for the last.
-    let mut first_wait = 0.0;
-    if !settle_cfg.ceiling.is_zero() && server.look(None, &settle_cfg).is_err() {
-        first_wait = settle_wait(&server, &settle_cfg, None, &interrupt, quiet);
-    }
-    // What "as fast as a clean step" means before any step was clean:
-    // one request to the idle server.
-    // If even that fails, a failing probe says nothing about draining:
-    // only the connections are waited for.
-    let idle = server.probe(base.timeout);
-    let probe_tells = idle.is_ok();
-    let mut reference = idle.unwrap_or(Duration::ZERO);
-    let mut first = true;
-    let slo = args.slo;
-    Ok(Box::new(move |level, kind| {
-        let mut settle_s = std::mem::take(&mut first_wait);
-        if !first && !settle_cfg.ceiling.is_zero() {
-            let reference = probe_tells.then_some(reference);
-            settle_s = settle_wait(&server, &settle_cfg, reference, &interrupt, quiet);
-        }
-        first = false;
-        let mut c = base.clone();
-        step_load.apply(level, kind, &mut c);
-        let flag = Arc::new(AtomicBool::new(false));
-        c.interrupt = Arc::clone(&flag);
-        let user = Arc::clone(&interrupt);
-        let report = load::run(c, |_| {
-            if user.load(Ordering::Relaxed) {
-                flag.store(true, Ordering::Relaxed);
-            }
-        });
-        let mut r = match report {
-            Ok(report) => {
-                let r = StepResult::from_load(level, &report);
-                let within_slo = slo.is_none_or(|ceiling| r.p99_us <= ceiling);
-                if r.errors == 0 && within_slo && report.latency_us.count > 0 {
-                    reference = Duration::from_micros(report.latency_us.p50);
-                }
-                r
-            }
-            Err(e) => StepResult::failed(level, e.to_string()),
-        };
-        r.settle_s = settle_s;
-        if !quiet {
-            print_step(&r, kind);
-        }
-        r
-    }))
-}
-
-/// Waits until `server` has drained (`settle::Target::look` with
-/// `reference`), or the ceiling or Ctrl-C ends the wait, which is then
-/// said on stderr; returns the wait in seconds.
-fn settle_wait(
-    server: &settle::Target,
-    cfg: &SettleConfig,
-    reference: Option<Duration>,
-    interrupt: &AtomicBool,
-    quiet: bool,
-) -> f64 {
-    let settled = settle::wait_until(
-        cfg,
-        || server.look(reference, cfg),
-        || interrupt.load(Ordering::Relaxed),
-    );
-    let waited = settled.waited.as_secs_f64();
-    if let (false, Some(why), false) = (settled.drained, &settled.last_busy, quiet) {
-        eprintln!("  (the server had not drained after {waited:.1}s: {why}; stepping on)");
-    }
-    waited
-}
-
-/// A search step in the lab: a fresh server per step (`TrialSpec::at_step`).
-fn lab_steps(
-    args: &BreakpointArgs,
-    step_load: StepLoad,
-    interrupt: &Arc<AtomicBool>,
-) -> Result<(String, Steps)> {
-    let quiet = args.json;
-    let spec = args
-        .server
-        .to_spec(&args.load, args.load_threads, Arc::clone(interrupt))?;
-    let target = format!("{} with {}", spec.server.name, spec.app.name);
-    let mut n = 0;
-    Ok((
-        target,
-        Box::new(move |level, kind| {
-            n += 1;
-            let s = spec.at_step(&step_load, level, kind, spec.dir.join(format!("step{n}")));
-            let r = match run_trial(s) {
-                Ok(rec) => rec.as_step(level),
-                Err(e) => StepResult::failed(level, e.to_string()),
-            };
-            if !quiet {
-                print_step(&r, kind);
-            }
-            r
-        }),
-    ))
-}
-
-/// The search's result on stdout: the JSON document, or one line (two
-/// when the first failing level says why).
-fn print_result(out: &Output, result: &Breakpoint, json: bool, interrupted: bool) -> Result<()> {
-    let rate_mode = out.mode == "rate";
-    if json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        match result.level {
-            Some(l) => println!(
-                "break point: {l:.0} {} at {:.0} req/s{}{}; {:.0} load-seconds over {} steps{}{}",
-                if rate_mode {
-                    "req/s offered"
-                } else {
-                    "connections"
-                },
-                result.throughput_rps,
-                if result.capped {
-                    " (no failure up to --max)"
-                } else {
-                    ""
-                },
-                if result.confirmed {
-                    ""
-                } else {
-                    " (interrupted before its full step: a probe's figures)"
-                },
-                result.load_seconds,
-                result.steps.len(),
-                if result.settle_seconds() >= 0.05 {
-                    format!(" (and {:.1}s settling)", result.settle_seconds())
-                } else {
-                    String::new()
-                },
-                match (result.failed_at, result.why_failed()) {
-                    (Some(at), Some(why)) => format!("\nfirst failing level {at:.0}: {why}"),
-                    _ => String::new(),
-                }
-            ),
-            None if interrupted => {
-                println!("interrupted before any level held")
-            }
-            None => println!(
-                "no break point: even {} failed{}",
-                if rate_mode {
-                    format!("{} req/s", search::FLOOR)
-                } else {
-                    format!("{} connection", search::FLOOR)
-                },
-                result
-                    .steps
-                    .last()
-                    .and_then(|s| s.why.as_ref())
-                    .map_or(String::new(), |w| format!(" ({w})"))
-            ),
-        }
-    }
-    Ok(())
 }

@@ -1,20 +1,20 @@
 //! `rackbench fit`: the workers × threads that give the most throughput
 //! inside a memory (and CPU) budget, under a latency objective, with no
-//! errors and no worker killed for memory. Each candidate is measured with
-//! real trials (`lab::trial::run_trial`, a fresh server per repeat); the
-//! search is `search::fit`, the document and page `report::fit`. With a
+//! errors and no worker killed for memory. The flags become a trial's spec
+//! (or a plan's overrides) and `app::fit` measures and searches. With a
 //! plan (`rackbench fit PLAN`, read by `plan::fit`) each of its servers is
 //! fitted in turn and the fits end in one table.
 
-use super::load::{stop_on_signals, LoadOptions};
-use super::trial::ServerOptions;
+use super::load_options::LoadOptions;
+use super::server_options::ServerOptions;
 use super::usage;
-use crate::lab::trial::{run_trial, TrialRecord, TrialSpec};
+use crate::app::fit;
+use crate::app::os::stop_on_signals;
+use crate::app::sink::Terminal;
 use crate::plan::fit::{parse_share, FitPlan, FitRig, FitSettings};
 use crate::plan::Plan;
 use crate::report::fit::{self as page, FitDocument, FitsDocument};
-use crate::search::fit::{fit_until, Candidate, FitOptions, Outcome, Repeat, Tried};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -81,47 +81,6 @@ pub fn given(m: &clap::ArgMatches) -> Vec<String> {
         .collect()
 }
 
-/// The budget on one trial's spec.
-fn with_budget(spec: &mut TrialSpec, memory: Option<u64>, cpus: Option<f64>) {
-    spec.budget = (memory.is_some() || cpus.is_some()).then_some(crate::budget::Budget {
-        memory_limit_bytes: memory,
-        cpus,
-    });
-}
-
-/// One trial's memory peak and kills for memory: the group's own peak
-/// and its kills with a budget, else the tree's PSS peak (pages shared
-/// with a parent counted once, as the group counts them; RSS where PSS
-/// was unreadable) and no kill.
-fn budget_figures(rec: &TrialRecord) -> (u64, u64) {
-    let m = &rec.server_metrics;
-    if let Some(b) = &rec.budget {
-        let peak = b
-            .memory_peak_bytes
-            .unwrap_or(m.pss_peak_bytes.unwrap_or(m.rss_peak_bytes));
-        return (peak, b.oom_kills);
-    }
-    (m.pss_peak_bytes.unwrap_or(m.rss_peak_bytes), 0)
-}
-
-/// The setting in the words a team uses for this server.
-fn setting(server: &str, processes: bool, threads: bool, t: &Tried) -> String {
-    match server {
-        "puma" => format!(
-            "WEB_CONCURRENCY={} RAILS_MAX_THREADS={}",
-            t.workers, t.threads
-        ),
-        "unicorn" => format!("worker_processes {}", t.workers),
-        "passenger" => format!("--max-pool-size {}", t.workers),
-        _ => match (processes, threads) {
-            (true, true) => format!("workers={} threads={}", t.workers, t.threads),
-            (true, false) => format!("workers={}", t.workers),
-            (false, true) => format!("threads={}", t.threads),
-            (false, false) => "the server as it is (nothing to vary)".into(),
-        },
-    }
-}
-
 pub fn run(args: FitArgs) -> Result<ExitCode> {
     check(&args)?;
     if let Some(path) = args.plan.clone() {
@@ -139,11 +98,22 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     if let Some(out) = &args.out {
         spec.dir = out.join("trials");
     }
-    with_budget(&mut spec, args.memory(), args.cpus());
+    fit::with_budget(
+        &mut spec,
+        args.server.budget.memory,
+        args.server.budget.cpus,
+    );
     let name = spec.server.name.clone();
     let settings = args.settings(FitSettings::default());
     let keep = args.out.is_some();
-    let doc = fit_one(&name, spec, &settings, (args.json, keep), &interrupt);
+    let doc = fit::fit_one(
+        &name,
+        spec,
+        &settings,
+        (args.json, keep),
+        &interrupt,
+        &Terminal::new(),
+    );
     write_outputs(&doc, &args)?;
     Ok(if interrupt.load(Ordering::Relaxed) {
         ExitCode::from(130)
@@ -154,71 +124,7 @@ pub fn run(args: FitArgs) -> Result<ExitCode> {
     })
 }
 
-/// One server's search from its base trial (the budget on it), as the
-/// fit-v1 document; `name` is the server as the results name it. With
-/// `keep`, each trial's record is written beside its directory.
-fn fit_one(
-    name: &str,
-    spec: TrialSpec,
-    settings: &FitSettings,
-    (quiet, keep): (bool, bool),
-    interrupt: &Arc<AtomicBool>,
-) -> FitDocument {
-    let (processes, threads) = (spec.server.processes, spec.server.threads);
-    let (memory, cpus) = spec
-        .budget
-        .map_or((None, None), |b| (b.memory_limit_bytes, b.cpus));
-    let opts = FitOptions {
-        memory_limit_bytes: memory,
-        headroom: settings.headroom,
-        slo_p99_us: settings.slo_p99_us,
-        max_workers: settings.max_workers,
-        max_threads: settings.max_threads,
-        start_threads: spec.server.default_threads.max(1),
-        threads,
-        processes,
-        seed: 0x0f17,
-    };
-    let server = spec.server.name.clone();
-    let app = spec.app.name.clone();
-    if !quiet {
-        eprintln!(
-            "fitting {name} with {app}: up to {} workers × {} threads, {} trials each",
-            if processes { settings.max_workers } else { 1 },
-            if threads { settings.max_threads } else { 1 },
-            settings.repeats
-        );
-    }
-    let measure = measure(spec, settings.repeats, (quiet, keep));
-    let result = fit_until(measure, opts, || interrupt.load(Ordering::Relaxed));
-    FitDocument::new(
-        (name, &app),
-        (
-            memory,
-            cpus,
-            settings.headroom,
-            settings.slo_p99_us,
-            settings.repeats,
-        ),
-        result,
-        |t| setting(&server, processes, threads, t),
-    )
-}
-
 impl FitArgs {
-    /// --memory (the server options' budget flag), in bytes.
-    fn memory(&self) -> Option<u64> {
-        self.server
-            .budget
-            .budget()
-            .and_then(|b| b.memory_limit_bytes)
-    }
-
-    /// --cpus (the server options' budget flag).
-    fn cpus(&self) -> Option<f64> {
-        self.server.budget.budget().and_then(|b| b.cpus)
-    }
-
     /// The search's settings: each flag given over `base` (a plan's
     /// `[fit]`, or the defaults).
     fn settings(&self, base: FitSettings) -> FitSettings {
@@ -272,8 +178,8 @@ fn check(args: &FitArgs) -> Result<()> {
 fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
     let (mut plan, text) = Plan::load(path).map_err(|e| usage(e.to_string()))?;
     let file = path.display().to_string();
-    override_plan(args, &mut plan)?;
-    let registry = super::servers::registry(&args.server.servers_file)?;
+    plan.apply(&overrides(args), &file).map_err(usage)?;
+    let registry = crate::app::servers::registry(&args.server.servers_file)?;
     let interrupt = Arc::new(AtomicBool::new(false));
     let rig = rig(args, Arc::clone(&interrupt))?;
     let fits = plan
@@ -309,15 +215,16 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
                 crate::plan::slug(&t.name)
             )),
         };
-        let doc = fit_one(
+        let doc = fit::fit_one(
             &t.name,
             t.spec,
             &settings,
             (args.json, dir.is_some()),
             &interrupt,
+            &Terminal::new(),
         );
         if let Some(d) = &dir {
-            write_server(d, &doc)?;
+            fit::write_server(d, &doc)?;
         }
         docs.push(doc);
     }
@@ -335,25 +242,18 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
 /// Each flag given replaces that part of the plan: --app its apps,
 /// --env adds to its env, --memory and --cpus its budget, -c, -d,
 /// --warmup and --mix its load.
-fn override_plan(args: &FitArgs, plan: &mut Plan) -> Result<()> {
-    if args.given("app") {
-        plan.apps = vec![args.server.app.clone()];
+fn overrides(args: &FitArgs) -> crate::plan::Overrides {
+    crate::plan::Overrides {
+        app: args.given("app").then(|| args.server.app.clone()),
+        env: args.server.env.clone(),
+        memory: args.server.budget.memory,
+        cpus: args.server.budget.cpus,
+        connections: args.given("connections").then_some(args.load.connections),
+        duration: args.load.duration,
+        warmup: args.given("warmup").then_some(args.load.warmup),
+        mix: args.load.mix.clone(),
+        ..Default::default()
     }
-    plan.env.extend(args.server.env.iter().cloned());
-    args.server.budget.override_plan(&mut plan.budget);
-    if args.given("connections") {
-        plan.load.connections = vec![args.load.connections];
-    }
-    if let Some(d) = args.load.duration {
-        plan.load.duration = format!("{}ms", d.as_millis());
-    }
-    if args.given("warmup") {
-        plan.load.warmup = format!("{}ms", args.load.warmup.as_millis());
-    }
-    if let Some(m) = &args.load.mix {
-        plan.load.mix = Some(super::run::mix_over_plan(m)?);
-    }
-    Ok(())
 }
 
 /// The CPUs for the servers and the load, as `trial` pins them.
@@ -368,7 +268,7 @@ fn rig(args: &FitArgs, interrupt: Arc<AtomicBool>) -> Result<FitRig> {
     if let Some(cpus) = &args.server.server_cpus {
         crate::load::cpus::check(cpus, "--server-cpus").map_err(usage)?;
     }
-    let (server, load) = super::trial::default_pinning();
+    let (server, load) = crate::app::os::default_pinning();
     Ok(FitRig {
         interrupt,
         server_cpus: args.server.server_cpus.clone().unwrap_or(server),
@@ -399,16 +299,6 @@ fn announce(name: &str, fits: &FitPlan, s: &FitSettings) {
     }
 }
 
-/// DIR/SERVER/fit.json and fit.html.
-fn write_server(dir: &Path, doc: &FitDocument) -> Result<()> {
-    let json = dir.join("fit.json");
-    crate::store::write_json(&json, doc)
-        .with_context(|| format!("cannot write {}", json.display()))?;
-    let html = dir.join("fit.html");
-    std::fs::write(&html, page::page(doc))
-        .with_context(|| format!("cannot write {}", html.display()))
-}
-
 /// The table (or the fits-v1 document) on stdout; --out's fits.md and
 /// fits.json.
 fn write_fits(all: &FitsDocument, args: &FitArgs) -> Result<()> {
@@ -418,89 +308,9 @@ fn write_fits(all: &FitsDocument, args: &FitArgs) -> Result<()> {
         print!("{}", page::fits_text(all));
     }
     if let Some(out) = &args.out {
-        let json = out.join("fits.json");
-        crate::store::write_json(&json, all)
-            .with_context(|| format!("cannot write {}", json.display()))?;
-        let md = out.join("fits.md");
-        std::fs::write(&md, page::fits_markdown(all))
-            .with_context(|| format!("cannot write {}", md.display()))?;
+        fit::write_fits(out, all)?;
     }
     Ok(())
-}
-
-/// One candidate's trials: `--repeats` fresh servers at its workers and
-/// threads, each in the budget. With `keep` (--out), each trial's
-/// rackbench/trial-v1 record goes beside its directory
-/// (`trials/w2-t4-r1.json`): the fit document keeps only the figures the
-/// search judged, the record keeps the rest (a mix's endpoints among them).
-fn measure(
-    spec: TrialSpec,
-    repeats: usize,
-    (quiet, keep): (bool, bool),
-) -> impl FnMut(Candidate) -> Outcome {
-    move |c| {
-        let mut out = Outcome::default();
-        for r in 1..=repeats {
-            let mut s = spec.clone();
-            s.workers = spec.server.processes.then_some(c.workers);
-            s.threads = spec.server.threads.then_some(c.threads);
-            s.dir = spec.dir.join(format!("w{}-t{}-r{r}", c.workers, c.threads));
-            let path = s.dir.with_extension("json");
-            match run_trial(s) {
-                Ok(rec) => {
-                    if keep {
-                        if let Err(e) = crate::store::write_json(&path, &rec) {
-                            eprintln!("  cannot write {}: {e}", path.display());
-                        }
-                    }
-                    let (memory_peak_bytes, oom_kills) = budget_figures(&rec);
-                    let l = &rec.load.latency_us;
-                    out.repeats.push(Repeat {
-                        throughput_rps: rec.load.throughput_rps,
-                        p50_us: l.p50,
-                        p90_us: l.p90,
-                        p99_us: l.p99,
-                        errors: rec.as_step(0.0).errors,
-                        memory_peak_bytes,
-                        oom_kills,
-                    });
-                    if rec.interrupted {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    out.no_start = Some(e.to_string());
-                    break;
-                }
-            }
-        }
-        if !quiet {
-            print_candidate(c, &out);
-        }
-        out
-    }
-}
-
-/// One line per candidate on stderr, as the search goes.
-fn print_candidate(c: Candidate, o: &Outcome) {
-    let rps: Vec<String> = o
-        .repeats
-        .iter()
-        .map(|r| format!("{:.0}", r.throughput_rps))
-        .collect();
-    eprintln!(
-        "  {:>3} workers × {:>3} threads: {} req/s{}",
-        c.workers,
-        c.threads,
-        if rps.is_empty() {
-            "-".into()
-        } else {
-            rps.join(", ")
-        },
-        o.no_start
-            .as_ref()
-            .map_or(String::new(), |w| format!(" (did not start: {w})"))
-    );
 }
 
 /// The document on stdout (or the text), the page, and --out's fit.json.
@@ -510,40 +320,5 @@ fn write_outputs(doc: &FitDocument, args: &FitArgs) -> Result<()> {
     } else {
         print!("{}", page::text(doc));
     }
-    if let Some(path) = &args.html {
-        std::fs::write(path, page::page(doc))
-            .with_context(|| format!("cannot write --html {}", path.display()))?;
-    }
-    if let Some(out) = &args.out {
-        let path = out.join("fit.json");
-        crate::store::write_json(&path, doc)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The setting in a team's words, per server.
-    #[test]
-    fn each_server_gets_its_own_words() {
-        let t: Tried = serde_json::from_value(serde_json::json!({
-            "workers": 3, "threads": 5, "throughput_rps": 1.0, "throughput_spread": null,
-            "throughput_samples_rps": [], "latency_us": {"p50": 1, "p90": 1, "p99": 1},
-            "errors": 0, "memory_peak_bytes": 1, "oom_kills": 0, "verdict": "ok", "trials": 1
-        }))
-        .unwrap();
-        let rows = [
-            ("puma", true, true, "WEB_CONCURRENCY=3 RAILS_MAX_THREADS=5"),
-            ("unicorn", true, false, "worker_processes 3"),
-            ("passenger", true, false, "--max-pool-size 3"),
-            ("mine", true, true, "workers=3 threads=5"),
-            ("mine", true, false, "workers=3"),
-        ];
-        for (server, p, th, want) in rows {
-            assert_eq!(setting(server, p, th, &t), want);
-        }
-    }
+    fit::write_fit(args.html.as_deref(), args.out.as_deref(), doc)
 }

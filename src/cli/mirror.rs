@@ -90,7 +90,7 @@ pub struct MirrorArgs {
     #[arg(long, value_name = "NAME")]
     pub shadow_server: Option<String>,
     #[command(flatten, next_help_heading = "Shadow server (with --shadow-server)")]
-    pub server: super::trial::ServerOptions,
+    pub server: super::server_options::ServerOptions,
 }
 
 impl MirrorArgs {
@@ -213,7 +213,7 @@ fn start_shadow_server(
 #[derive(clap::Parser)]
 struct LoadDefaults {
     #[command(flatten)]
-    options: super::load::LoadOptions,
+    options: super::load_options::LoadOptions,
 }
 
 fn serve(args: MirrorArgs) -> Result<ExitCode> {

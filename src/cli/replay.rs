@@ -2,8 +2,9 @@
 //! at their recorded arrival times (scaled by `--speed`), through the
 //! load engine; `--nginx-log` takes them from an nginx access log instead.
 
-use super::load::{exit_code, stop_on_signals};
+use super::output::exit_code;
 use super::{parse, usage};
+use crate::app::os::stop_on_signals;
 use crate::checks::Check;
 use crate::load::schedule::{self, Schedule};
 use crate::load::target::{Endpoint, Url};
@@ -72,7 +73,7 @@ pub struct ReplayArgs {
     pub checks: Vec<Check>,
     /// --segment I/N takes every N-th request from the I-th (docs/SCALING.md).
     #[command(flatten)]
-    pub segment: super::load::SegmentOptions,
+    pub segment: super::load_options::SegmentOptions,
 }
 
 /// Reads a record file, or an nginx log, into entries; errors name the line.
@@ -207,12 +208,12 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         "{}",
         length_line(config.schedule.as_ref().expect("a replay"), &args)
     );
-    super::load::announce_start(&config);
+    super::output::announce_start(&config);
     crate::load::raise_open_files_limit();
     stop_on_signals(&config.interrupt, true);
     let schedule = Arc::clone(config.schedule.as_ref().expect("a replay"));
     let report = load::run(config, |_| {})?;
-    super::load::after_segment(&report, &args.segment)?;
+    super::output::after_segment(&report, &args.segment)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &report)?;

@@ -1,6 +1,6 @@
 //! `rackbench servers`: every adapter, whether it is installed, its version.
 
-use crate::server::spec::{installed_version, Registry};
+use crate::server::spec::installed_version;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -31,16 +31,8 @@ struct Row {
     notes: String,
 }
 
-pub fn registry(files: &[PathBuf]) -> Result<Registry> {
-    let mut reg = Registry::builtin();
-    for f in files {
-        reg.add_file(f).map_err(|e| super::usage(e.to_string()))?;
-    }
-    Ok(reg)
-}
-
 pub fn run(args: ServersArgs) -> Result<ExitCode> {
-    let reg = registry(&args.servers_file)?;
+    let reg = crate::app::servers::registry(&args.servers_file)?;
     let rows: Vec<Row> = reg
         .servers
         .iter()

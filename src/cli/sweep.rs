@@ -1,20 +1,19 @@
 //! `rackbench sweep`: one variable at a time. From flags (`--server puma
 //! --vary workers=1,2,4,8 --app fib`) or a plan file (its `[sweep]`, or
-//! `--vary` in its place) it writes a plan with a `[sweep]` section, runs
-//! it like `rackbench run` (interleaved, shuffled rounds), then prints the
-//! sweep's analysis (stats::sweep). `--analyse DIR` rebuilds the analysis
-//! of a finished run from disk alone.
+//! `--vary` in its place) `app::sweep` makes a plan with a `[sweep]`
+//! section and runs it like `rackbench run` (interleaved, shuffled
+//! rounds); this prints the sweep's analysis (stats::sweep). `--analyse
+//! DIR` rebuilds the analysis of a finished run from disk alone.
 
-use super::run::{run as run_plan_cli, RunArgs};
-use super::usage;
-use crate::plan::sweep::SweepSection;
+use crate::app::run::RunRequest;
+use crate::app::sink::Terminal;
+use crate::app::sweep::{self, SweepPlan};
 use crate::report::sweep as show;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use toml::{Table, Value};
+use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -90,20 +89,20 @@ pub struct SweepArgs {
     /// --runtime, --yjit, --allocator, --malloc-arena-max: fixed for every
     /// value of the sweep (in place of a plan file's lists).
     #[command(flatten)]
-    pub on: super::trial::RuntimeFlags,
+    pub on: super::flags::RuntimeFlags,
     /// --memory, --cpus: one budget for every value of the sweep (in place
     /// of a plan file's `[budget]`).
     #[command(flatten)]
-    pub budget: super::trial::BudgetFlags,
+    pub budget: super::flags::BudgetFlags,
     /// --database: the blog app's database for every value (in place of
     /// a plan file's `database`).
     #[command(flatten)]
-    pub database: super::trial::DatabaseFlags,
+    pub database: super::flags::DatabaseFlags,
     /// --slow-clients, --slow-mode, --slow-bytes, --slow-every: the same
     /// slow clients beside every value (with `--vary slow_clients=0,4,16`
     /// the pace of each count).
     #[command(flatten)]
-    pub slow: super::load::SlowFlags,
+    pub slow: super::flags::SlowFlags,
     /// A request mix (docs/MIX_FORMAT.md) for every value of the sweep.
     #[arg(long, value_name = "FILE")]
     pub mix: Option<PathBuf>,
@@ -116,277 +115,9 @@ pub struct SweepArgs {
     pub markdown: bool,
 }
 
-fn strings(v: &[String]) -> Value {
-    Value::Array(v.iter().cloned().map(Value::String).collect())
-}
-
-fn map(kv: &[(String, String)]) -> Value {
-    Value::Table(
-        kv.iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect(),
-    )
-}
-
-/// The plan a flag-only sweep runs.
-fn plan_from_flags(args: &SweepArgs, sweep: &SweepSection) -> Result<Table> {
-    let name = match (&args.server, &args.command) {
-        (Some(s), None) => s.clone(),
-        (None, Some(_)) => "custom".to_string(),
-        _ => {
-            return Err(usage(
-                "name the server: --server puma (see `rackbench servers`), --command TEMPLATE, or give a plan file".into(),
-            ))
-        }
-    };
-    let mut plan = Table::new();
-    plan.insert(
-        "name".into(),
-        Value::String(format!("sweep-{}", crate::plan::slug(&sweep.vary))),
-    );
-    plan.insert("repeats".into(), Value::Integer(args.repeats.into()));
-    plan.insert("apps".into(), strings(std::slice::from_ref(&args.app)));
-    if args.behind.is_some() || sweep.vary == "nginx_workers" {
-        plan.insert("behind".into(), strings(&["nginx".to_string()]));
-    }
-    let mut server = Table::new();
-    server.insert("name".into(), Value::String(name.clone()));
-    if let Some(w) = args.workers {
-        server.insert(
-            "workers".into(),
-            Value::Array(vec![Value::Integer(w.into())]),
-        );
-    }
-    if let Some(t) = args.threads {
-        server.insert(
-            "threads".into(),
-            Value::Array(vec![Value::Integer(t.into())]),
-        );
-    }
-    if !args.settings.is_empty() {
-        server.insert("settings".into(), map(&args.settings));
-    }
-    if !args.env.is_empty() {
-        server.insert("env".into(), map(&args.env));
-    }
-    plan.insert("server".into(), Value::Array(vec![Value::Table(server)]));
-    let mut load = Table::new();
-    if sweep.vary != "connections" {
-        load.insert(
-            "connections".into(),
-            Value::Array(vec![Value::Integer(args.connections as i64)]),
-        );
-    }
-    load.insert("duration".into(), Value::String(args.duration.clone()));
-    load.insert("warmup".into(), Value::String(args.warmup.clone()));
-    plan.insert("load".into(), Value::Table(load));
-    if let Some(cmd) = &args.command {
-        let mut def = Table::new();
-        def.insert("command".into(), Value::String(cmd.clone()));
-        def.insert("processes".into(), Value::Boolean(true));
-        def.insert("threads".into(), Value::Boolean(true));
-        let mut settings: Vec<(String, String)> = args.settings.clone();
-        if !sweep.vary.starts_with("env.") && !PLAN_VARIABLES.contains(&sweep.vary.as_str()) {
-            settings.push((sweep.vary.clone(), sweep.values[0].clone()));
-        }
-        if !settings.is_empty() {
-            def.insert("settings".into(), map(&settings));
-        }
-        let mut defs = Table::new();
-        defs.insert(name, Value::Table(def));
-        plan.insert("server_defs".into(), Value::Table(defs));
-    }
-    Ok(plan)
-}
-
-/// The variables a plan says in its own keys, not as a server setting.
-const PLAN_VARIABLES: &[&str] = &[
-    "workers",
-    "threads",
-    "connections",
-    "nginx_workers",
-    "app",
-    "runtime",
-    "yjit",
-    "allocator",
-    "malloc_arena_max",
-];
-
-fn has_runtime_flags(on: &super::trial::RuntimeFlags) -> bool {
-    on.runtime.is_some() || !on.switches().is_empty()
-}
-
-/// The runtime flags as one-value plan lists, each in place of the plan's
-/// and its entries' own; a flag on the swept key is refused.
-fn apply_runtime_flags(t: &mut Table, on: &super::trial::RuntimeFlags, vary: &str) -> Result<()> {
-    let sw = on.switches();
-    let set: [(&str, &str, Option<Value>); 4] = [
-        ("runtime", "runtimes", on.runtime.clone().map(Value::String)),
-        ("yjit", "yjit", sw.yjit.map(Value::Boolean)),
-        (
-            "allocator",
-            "allocator",
-            sw.allocator.map(|a| Value::String(a.name().into())),
-        ),
-        (
-            "malloc_arena_max",
-            "malloc_arena_max",
-            sw.malloc_arena_max.map(|n| Value::Integer(n.into())),
-        ),
-    ];
-    for (name, key, value) in set {
-        let Some(value) = value else {
-            continue;
-        };
-        if name == vary {
-            return Err(usage(format!(
-                "--{} fixes what --vary {vary} varies: drop one of the two",
-                name.replace('_', "-")
-            )));
-        }
-        drop_swept_field(t, name);
-        t.insert(key.into(), Value::Array(vec![value]));
-    }
-    Ok(())
-}
-
-/// `--vary` over a plan file replaces the plan's own value of that field
-/// (its [sweep] included), so one plan serves several sweeps.
-fn drop_swept_field(t: &mut Table, vary: &str) {
-    match vary {
-        "runtime" | "yjit" | "allocator" | "malloc_arena_max" => {
-            let key = if vary == "runtime" { "runtimes" } else { vary };
-            t.remove(key);
-            if let Some(Value::Array(servers)) = t.get_mut("server") {
-                for s in servers.iter_mut().filter_map(Value::as_table_mut) {
-                    s.remove(key);
-                }
-            }
-        }
-        "nginx_workers" => {
-            t.remove("nginx_workers");
-        }
-        "app" => {
-            t.remove("apps");
-        }
-        "connections" => {
-            if let Some(Value::Table(load)) = t.get_mut("load") {
-                load.remove("connections");
-                load.remove("rates");
-            }
-        }
-        _ => {
-            let (key, inner) = match vary.strip_prefix("env.") {
-                Some(name) => ("env", Some(name)),
-                None if vary == "workers" || vary == "threads" => (vary, None),
-                None => ("settings", Some(vary)),
-            };
-            if let Some(Value::Array(servers)) = t.get_mut("server") {
-                for s in servers.iter_mut().filter_map(Value::as_table_mut) {
-                    match inner {
-                        None => {
-                            s.remove(key);
-                        }
-                        Some(name) => {
-                            if let Some(Value::Table(m)) = s.get_mut(key) {
-                                m.remove(name);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The plan text to run and where it came from.
-fn plan_text(args: &SweepArgs) -> Result<(String, String)> {
-    let flag = args
-        .vary
-        .as_deref()
-        .map(SweepSection::from_flag)
-        .transpose()
-        .map_err(usage)?;
-    let mut table = match &args.plan {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| usage(format!("cannot read plan {}: {e}", p.display())))?;
-            let mut t: Table = text
-                .parse()
-                .map_err(|e| usage(format!("{}: {e}", p.display())))?;
-            if flag.is_none() {
-                if !t.contains_key("sweep") {
-                    return Err(usage(format!(
-                        "{} has no [sweep] section: add one (vary = \"workers\", values = [1, 2, 4]) or give --vary workers=1,2,4",
-                        p.display()
-                    )));
-                }
-                if has_runtime_flags(&args.on) {
-                    return Err(usage(format!(
-                        "--runtime, --yjit, --allocator and --malloc-arena-max apply to a sweep from flags or with --vary; for {}'s own [sweep] set `runtimes`, `yjit`, `allocator` in the plan",
-                        p.display()
-                    )));
-                }
-                // The file as written, so its comments and lines stay.
-                return Ok((text, p.display().to_string()));
-            }
-            t.remove("sweep");
-            drop_swept_field(&mut t, &flag.as_ref().expect("checked").vary);
-            t
-        }
-        None => {
-            let Some(s) = &flag else {
-                return Err(usage(
-                    "say what to vary: --vary workers=1,2,4,8 (or give a plan file with a [sweep] section)".into(),
-                ));
-            };
-            plan_from_flags(args, s)?
-        }
-    };
-    let s = flag.expect("checked above");
-    apply_runtime_flags(&mut table, &args.on, &s.vary)?;
-    let mut section = Table::new();
-    section.insert("vary".into(), Value::String(s.vary.clone()));
-    section.insert("values".into(), strings(&s.values));
-    table.insert("sweep".into(), Value::Table(section));
-    let mut text = String::from("# written by rackbench sweep\n");
-    text.push_str(&toml::to_string(&table).context("cannot write the sweep's plan")?);
-    Ok((text, "sweep plan (from flags)".into()))
-}
-
-/// Run `f` with stdout sent to stderr, so `--json` keeps stdout for the
-/// document alone.
-fn with_stdout_on_stderr<T>(on: bool, f: impl FnOnce() -> T) -> T {
-    if !on {
-        return f();
-    }
-    let _ = std::io::stdout().flush();
-    // SAFETY: dup/dup2 on the process's own standard descriptors.
-    let saved = unsafe { libc::dup(1) };
-    if saved < 0 {
-        return f();
-    }
-    unsafe { libc::dup2(2, 1) };
-    let out = f();
-    let _ = std::io::stdout().flush();
-    unsafe {
-        libc::dup2(saved, 1);
-        libc::close(saved);
-    }
-    out
-}
-
+/// The analysis on stdout: JSON, Markdown or the terminal's text.
 fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
-    let study = crate::store::study::Study::open(dir).map_err(|e| usage(e.to_string()))?;
-    let s = show::load(&study).map_err(usage)?.ok_or_else(|| {
-        usage(format!(
-            "{}/plan.toml has no [sweep] section: this is not a sweep's results directory",
-            dir.display()
-        ))
-    })?;
-    let json = serde_json::to_string_pretty(&s)?;
-    std::fs::write(study.dir().sweep_json(), format!("{json}\n"))
-        .with_context(|| format!("cannot write {}/sweep.json", dir.display()))?;
+    let (s, json) = sweep::analysis(dir)?;
     if args.json {
         println!("{json}");
     } else if args.markdown {
@@ -397,71 +128,54 @@ fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
     Ok(())
 }
 
+/// The sweep's plan (from flags, or a file), run by `app::sweep` with the
+/// flags in place of its keys, then its analysis. With --json the run's
+/// result lines go to stderr (the terminal sink's choice), so stdout
+/// holds the document alone.
 pub fn run(args: SweepArgs) -> Result<ExitCode> {
     if let Some(dir) = &args.analyse {
         print(dir, &args)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let (text, origin) = plan_text(&args)?;
-    // Checked here so a mistake names the flags' plan, not a temporary file.
-    let plan = crate::plan::Plan::parse(&text, &origin).map_err(|e| usage(e.to_string()))?;
-    let registry = super::servers::registry(&args.servers_file)?;
-    plan.expand(&text, &origin, &registry)
-        .map_err(|e| usage(e.to_string()))?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = crate::host::utc_now()
-            .replace([':', '-'], "")
-            .replace('T', "-")
-            .trim_end_matches('Z')
-            .to_string();
-        PathBuf::from("results").join(format!("{}-{stamp}", plan.name))
-    });
-    // The plan `run` reads; a dry run leaves no results directory behind.
-    let plan_file = if args.dry_run {
-        std::env::temp_dir().join(format!("rackbench-sweep-plan-{}.toml", std::process::id()))
-    } else {
-        std::fs::create_dir_all(&out)
-            .with_context(|| format!("cannot create {}", out.display()))?;
-        out.join("sweep-plan.toml")
+    let plan = SweepPlan {
+        file: args.plan.clone(),
+        vary: args.vary.clone(),
+        server: args.server.clone(),
+        command: args.command.clone(),
+        app: args.app.clone(),
+        workers: args.workers,
+        threads: args.threads,
+        settings: args.settings.clone(),
+        env: args.env.clone(),
+        behind_nginx: args.behind.is_some(),
+        connections: args.connections,
+        duration: args.duration.clone(),
+        warmup: args.warmup.clone(),
+        repeats: args.repeats,
     };
-    std::fs::write(&plan_file, &text)
-        .with_context(|| format!("cannot write {}", plan_file.display()))?;
-    // The copy `run` reads lives elsewhere: a plan's own mix, written
-    // relative to the plan file, is handed over as --mix from there.
-    let mix = args.mix.clone().or_else(|| {
-        let dir = args.plan.as_ref()?.parent()?;
-        plan.load.mix.as_ref().map(|m| dir.join(m))
-    });
-    let code = with_stdout_on_stderr(args.json, || {
-        run_plan_cli(RunArgs {
-            plan: Some(plan_file.clone()),
-            out: Some(out.clone()),
-            resume: false,
-            force_resume: false,
-            seed: args.seed,
-            servers_file: args.servers_file.clone(),
-            no_pin: args.no_pin,
-            dry_run: args.dry_run,
-            aa: false,
-            control: None,
-            telemetry: args.telemetry,
-            on: Default::default(),
-            // `run` puts them in place of the plan's [budget].
-            budget: args.budget.clone(),
-            database: args.database.clone(),
-            slow: args.slow.clone(),
-            mix,
-            restart: Default::default(),
-            soak: Default::default(),
-        })
-    })?;
-    if args.dry_run {
-        let _ = std::fs::remove_file(&plan_file);
-        return Ok(code);
+    let mut overrides =
+        super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
+    overrides.mix = args.mix.clone();
+    let source = sweep::plan(&plan, &overrides)?;
+    let request = RunRequest {
+        plan_path: None,
+        out: args.out.clone(),
+        resume: false,
+        seed: args.seed,
+        registry: crate::app::servers::registry(&args.servers_file)?,
+        servers_files: args.servers_file.clone(),
+        pin: !args.no_pin,
+        dry_run: args.dry_run,
+        aa: None,
+        telemetry: args.telemetry,
+        overrides,
+    };
+    let sink = Terminal {
+        result_on_stderr: args.json,
+    };
+    let (code, finished) = sweep::run(source, &plan, request, Arc::new(sink))?;
+    if let Some(out) = finished {
+        print(&out, &args)?;
     }
-    if !crate::store::ResultsDir::new(&out).holds_run() {
-        return Ok(code);
-    }
-    print(&out, &args)?;
     Ok(code)
 }

@@ -1,253 +1,37 @@
 //! `rackbench trial`: one server, one app, one load, end to end.
 
-use super::load::{stop_on_signals, LoadOptions};
-use super::{parse, usage};
-use crate::lab::apps::AppSpec;
-use crate::lab::front::{self, HttpVersion};
-use crate::lab::trial::{run_trial, Topology, TrialRecord, TrialSpec};
-use crate::server::spec::ServerSpec;
-use crate::units::{fmt_bytes, fmt_us};
+use super::flags::{RestartFlags, SlowFlags, SoakFlags};
+use super::load_options::LoadOptions;
+use super::server_options::ServerOptions;
+use super::usage;
+use crate::app::os::stop_on_signals;
+use crate::lab::trial::{run_trial, TrialSpec};
 use anyhow::Result;
 use clap::Args;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// Server-side options shared by `trial` and the plan runner.
-#[derive(Debug, Clone, Args)]
-pub struct ServerOptions {
-    /// Server adapter (see `rackbench servers`), or a name for --command.
-    #[arg(long)]
-    pub server: Option<String>,
-    /// Built-in app (hello, ip, sleep, sleep-1ms, fib, primes, memory, leak, rails, rails-fib, gc-profiler, blog) or a rackup file path.
-    #[arg(long, default_value = "hello")]
-    pub app: String,
-    /// Body substring a user's app must answer with.
-    #[arg(long = "app-expect-body")]
-    pub app_expect_body: Option<String>,
-    /// The most of the app's answer the check before the load reads, e.g.
-    /// 64M (the default) or 1G; a body past it without the expected text
-    /// is refused in words.
-    #[arg(long = "check-max-body", value_name = "SIZE", value_parser = check_max_body)]
-    pub check_max_body: Option<u64>,
-    /// Request path (and query) for a user's app.
-    #[arg(long = "app-path")]
-    pub app_path: Option<String>,
-    /// Worker processes.
-    #[arg(long)]
-    pub workers: Option<u32>,
-    /// Threads per worker.
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Server setting, name=value (e.g. rb_gc_freq=10 for uwsgi, preload=true).
-    #[arg(long = "set", value_parser = parse::key_value)]
-    pub settings: Vec<(String, String)>,
-    /// Environment for the server, NAME=value (e.g. RUBY_GC_MALLOC_LIMIT=90000000).
-    #[arg(long = "env", value_parser = parse::key_value)]
-    pub env: Vec<(String, String)>,
-    /// A user-defined server: command template with {{port}}, {{app}}, ...
-    #[arg(long)]
-    pub command: Option<String>,
-    /// Extra server definitions (TOML, same shape as ruby/servers/servers.toml).
-    #[arg(long)]
-    pub servers_file: Vec<PathBuf>,
-    /// Put nginx in front: --behind nginx.
-    #[arg(long, value_parser = ["nginx"])]
-    pub behind: Option<String>,
-    /// nginx worker processes when behind nginx.
-    #[arg(long, default_value_t = 1)]
-    pub nginx_workers: u32,
-    /// Behind nginx, connect over TCP even when the server can use a unix socket.
-    #[arg(long)]
-    pub nginx_tcp: bool,
-    /// nginx's upstream keep-alive: off, or the pool size per worker [default: 64].
-    #[arg(long, value_name = "off|N", requires = "behind", value_parser = crate::lab::front::parse_keepalive)]
-    pub nginx_keepalive: Option<u32>,
-    /// HTTP version nginx speaks to the server: 1.0 (no keep-alive) or 1.1 [default: 1.1].
-    #[arg(long, value_name = "1.0|1.1", requires = "behind")]
-    pub nginx_http: Option<HttpVersion>,
-    /// Copies of the server behind nginx, each on its own socket or port,
-    /// balanced as one upstream (seed 000: four thin) [default: 1].
-    #[arg(long, value_name = "N", requires = "behind")]
-    pub instances: Option<u32>,
-    /// Pin the server to these CPUs [default: all but the last core on machines with 2+ cores].
-    #[arg(long, value_parser = parse::cpu_list)]
-    // The full path keeps clap from reading `Vec` as "the flag repeated"
-    // (it panicked on any use): the value is one list.
-    pub server_cpus: Option<::std::vec::Vec<usize>>,
-    /// Do not pin the server or the generator to CPUs.
-    #[arg(long)]
-    pub no_pin: bool,
-    /// How long the server may take to answer its first request.
-    #[arg(long, value_parser = parse::duration)]
-    pub start_timeout: Option<Duration>,
-    /// Keep server logs and rendered configs here [default: a temporary directory].
-    #[arg(long)]
-    pub work_dir: Option<PathBuf>,
-    /// Wrap the app in rackbench's telemetry middleware: app time, queue
-    /// time behind nginx, GC runs and time (docs/TELEMETRY.md).
-    #[arg(long)]
-    pub telemetry: bool,
-    #[command(flatten)]
-    pub on: RuntimeFlags,
-    #[command(flatten)]
-    pub budget: BudgetFlags,
-    #[command(flatten)]
-    pub database: DatabaseFlags,
-}
-
-/// The app's database: the same flag on `trial`, `breakpoint`, `mirror
-/// --shadow-server`, `run` and `sweep` (where it replaces the plan's
-/// `database`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct DatabaseFlags {
-    /// The database of an app that has one (the blog app): sqlite (a
-    /// file in the trial's directory) [default] or postgres (Debian's
-    /// PostgreSQL, started and stopped by the trial).
-    #[arg(long, value_name = "sqlite|postgres")]
-    pub database: Option<crate::database::Kind>,
-}
-
-impl DatabaseFlags {
-    /// The flag replaces a plan's `database`.
-    pub fn override_plan(&self, database: &mut Option<String>) {
-        if let Some(k) = self.database {
-            *database = Some(k.name().to_string());
-        }
+/// The soak asked, applied to `spec`'s load; refuses -d and -n beside
+/// it (the soak's duration is the window).
+fn apply_soak(soak: &SoakFlags, load: &LoadOptions, spec: &mut TrialSpec) -> Result<()> {
+    let Some(d) = soak.soak else {
+        return Ok(());
+    };
+    if d.is_zero() {
+        return Err(usage(
+            "--soak must be longer than zero, e.g. --soak 2h".into(),
+        ));
     }
-}
-
-/// A memory and CPU budget for the server's whole process tree: the same
-/// flags on `trial`, `breakpoint`, `mirror --shadow-server`, `run` and
-/// `sweep` (where they replace the plan's `[budget]`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct BudgetFlags {
-    /// Memory limit for the server's process tree (its own control
-    /// group): 512M, 1G, 1.5G or bytes. nginx and the load stay outside.
-    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
-    pub memory: Option<String>,
-    /// CPU limit for the server's process tree: 1.5 is one and a half
-    /// CPUs' worth of time per second.
-    #[arg(long, value_name = "N", value_parser = parse_cpus)]
-    pub cpus: Option<f64>,
-}
-
-impl BudgetFlags {
-    /// The budget the flags ask (None without either).
-    pub fn budget(&self) -> Option<crate::budget::Budget> {
-        crate::budget::Budget::from_flags(self.memory.as_deref(), self.cpus)
-            .expect("checked when parsed")
+    if load.duration.is_some() || load.requests.is_some() {
+        return Err(usage(
+            "--soak sets the counted window itself: drop -d/--duration and -n/--requests".into(),
+        ));
     }
-}
-
-impl BudgetFlags {
-    /// Each flag given replaces that key of a plan's `[budget]`.
-    pub fn override_plan(&self, section: &mut crate::plan::BudgetSection) {
-        if let Some(m) = &self.memory {
-            section.memory = vec![m.clone()];
-        }
-        if let Some(c) = self.cpus {
-            section.cpus = vec![c];
-        }
-    }
-}
-
-fn parse_memory(s: &str) -> Result<String, String> {
-    crate::budget::parse_size(s).map(|_| s.to_string())
-}
-
-fn parse_cpus(s: &str) -> Result<f64, String> {
-    let c: f64 = s
-        .parse()
-        .map_err(|_| format!("--cpus '{s}': give a number of CPUs, like 1 or 1.5"))?;
-    crate::budget::check_cpus(c).map(|()| c)
-}
-
-/// Where the server runs from and what is asked of its Ruby: the same
-/// flags on `trial`, `breakpoint`, `mirror --shadow-server` and `run`
-/// (where each replaces the plan's list of that key).
-#[derive(Debug, Clone, Args, Default)]
-pub struct RuntimeFlags {
-    /// Where the server runs from: system (the host) [default], debian-12,
-    /// debian-13, debian-unstable (built on first use), jruby, or a Ruby
-    /// saved with `rackbench runtime add NAME --ruby PATH`.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
-    /// Run the server's Ruby with YJIT (refused for a Ruby built without it).
-    #[arg(long)]
-    pub yjit: bool,
-    /// The server's malloc: glibc, or jemalloc (preloaded from the
-    /// runtime's own libjemalloc).
-    #[arg(long, value_name = "glibc|jemalloc")]
-    pub allocator: Option<crate::runtime::Allocator>,
-    /// MALLOC_ARENA_MAX for glibc's malloc in the server.
-    #[arg(long, value_name = "N")]
-    pub malloc_arena_max: Option<u32>,
-}
-
-impl RuntimeFlags {
-    /// What the flags ask of the runtime's Ruby.
-    pub fn switches(&self) -> crate::runtime::Switches {
-        crate::runtime::Switches {
-            yjit: self.yjit.then_some(true),
-            allocator: self.allocator,
-            malloc_arena_max: self.malloc_arena_max,
-        }
-    }
-}
-
-/// A soak: `--soak 2h` on `trial` and `run` (where it replaces a plan's
-/// `soak`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct SoakFlags {
-    /// Soak for this long (2h, 30m): an open-loop window after the
-    /// warm-up at --rate (on run: the plan's rates; 100 req/s by default),
-    /// every worker's RSS, PSS, USS and shared memory sampled over time
-    /// and its growth per hour fitted.
-    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
-    pub soak: Option<Duration>,
-}
-
-impl SoakFlags {
-    /// The soak asked, applied to `spec`'s load; refuses -d and -n beside
-    /// it (the soak's duration is the window).
-    pub fn apply(&self, load: &LoadOptions, spec: &mut TrialSpec) -> Result<()> {
-        let Some(d) = self.soak else {
-            return Ok(());
-        };
-        if d.is_zero() {
-            return Err(usage(
-                "--soak must be longer than zero, e.g. --soak 2h".into(),
-            ));
-        }
-        if load.duration.is_some() || load.requests.is_some() {
-            return Err(usage(
-                "--soak sets the counted window itself: drop -d/--duration and -n/--requests"
-                    .into(),
-            ));
-        }
-        let soak = crate::lab::soak::Soak::new(d, load.rate);
-        soak.apply(&mut spec.load);
-        spec.soak = Some(soak);
-        Ok(())
-    }
-
-    /// `--soak` on `run`: replaces the plan's `soak` (checked there, at
-    /// its line, like the plan's own).
-    pub fn override_plan(&self, soak: &mut Option<String>) -> Result<()> {
-        if let Some(d) = self.soak {
-            if d.is_zero() {
-                return Err(usage(
-                    "--soak must be longer than zero, e.g. --soak 2h".into(),
-                ));
-            }
-            *soak = Some(format!("{}ms", d.as_millis()));
-        }
-        Ok(())
-    }
+    let soak = crate::lab::soak::Soak::new(d, load.rate);
+    soak.apply(&mut spec.load);
+    spec.soak = Some(soak);
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -257,7 +41,7 @@ pub struct TrialArgs {
     #[command(flatten)]
     pub load: LoadOptions,
     #[command(flatten)]
-    pub slow: super::load::SlowFlags,
+    pub slow: SlowFlags,
     #[command(flatten)]
     pub soak: SoakFlags,
     /// Load generator threads.
@@ -274,425 +58,6 @@ pub struct TrialArgs {
     pub restart: RestartFlags,
 }
 
-/// A restart under load: the same flags on `trial` and `run` (where they
-/// replace the plan's `[restart]`).
-#[derive(Debug, Clone, Args, Default)]
-pub struct RestartFlags {
-    /// Restart the server during the counted window, as its operators do:
-    /// a kind from its adapter (puma: phased, hot; unicorn: reexec;
-    /// passenger: restart) or kill-worker (SIGKILL to one worker).
-    #[arg(long, value_name = "KIND", requires = "restart_at")]
-    pub restart: Option<String>,
-    /// When to restart, from the start of the counted window (e.g. 5s).
-    #[arg(long, value_name = "TIME", requires = "restart", value_parser = parse::duration)]
-    pub restart_at: Option<Duration>,
-}
-
-impl RestartFlags {
-    /// The flags replace a plan's `[restart]`.
-    pub fn override_plan(&self, section: &mut crate::plan::RestartSection) {
-        if let (Some(kind), Some(at)) = (&self.restart, self.restart_at) {
-            section.kind = vec![kind.clone()];
-            section.at = Some(format!("{}s", at.as_secs_f64()));
-        }
-    }
-
-    /// The restart the flags ask (None without them).
-    pub fn restart(&self) -> Option<crate::lab::restart::RestartSpec> {
-        Some(crate::lab::restart::RestartSpec {
-            kind: self.restart.clone()?,
-            at: self.restart_at?,
-        })
-    }
-}
-
-/// The default CPU split: on 2+ cores the generator gets the last core and
-/// the server the others, so they do not steal each other's cycles. The
-/// cores are the ones this process may use (a cpuset may leave out CPU 0).
-pub fn default_pinning() -> (Vec<usize>, Vec<usize>) {
-    let mut cores = crate::load::cpus::allowed();
-    if cores.len() < 2 {
-        return (Vec::new(), Vec::new());
-    }
-    let last = cores.pop().expect("two or more");
-    (cores, vec![last])
-}
-
-impl ServerOptions {
-    pub fn to_spec(
-        &self,
-        load: &LoadOptions,
-        load_threads: usize,
-        interrupt: Arc<AtomicBool>,
-    ) -> Result<TrialSpec> {
-        if let (Some(cpus), false) = (&self.server_cpus, self.no_pin) {
-            crate::load::cpus::check(cpus, "--server-cpus").map_err(usage)?;
-        }
-        let reg = super::servers::registry(&self.servers_file)?;
-        let name = self.server.as_deref().ok_or_else(|| {
-            usage("name the server: --server puma (see `rackbench servers`)".into())
-        })?;
-        let server = match &self.command {
-            Some(cmd) => {
-                let spec = ServerSpec::custom(name, cmd);
-                spec.check_listens()
-                    .map_err(|e| usage(format!("--command: {e}")))?;
-                spec
-            }
-            None => reg.get(name).map_err(|e| usage(e.to_string()))?.clone(),
-        };
-        let switches = self.on.switches();
-        let runtime = resolve_runtime(self.on.runtime.as_deref(), &switches)?;
-        if let Some(rt) = &runtime {
-            rt.check_server(&server.name, &server.requires)
-                .map_err(|e| usage(e.to_string()))?;
-            switches.env(rt).map_err(|e| usage(e.to_string()))?;
-        }
-        let on_host = runtime.as_ref().is_none_or(|rt| rt.is_system());
-        if self.command.is_none() && on_host && !server.installed() {
-            return Err(usage(format!(
-                "{} is not installed (needs {} on PATH); on Debian: apt-get install {}",
-                server.name,
-                server.requires.join(", "),
-                debian_package(&server.name)
-            )));
-        }
-        let mut app = AppSpec::resolve(&self.app).map_err(|e| usage(e.to_string()))?;
-        if let Some(b) = &self.app_expect_body {
-            app.expect_body = b.clone();
-        }
-        if let Some(cap) = self.check_max_body {
-            app.check_max_body_bytes = cap;
-        }
-        if let Some(p) = &self.app_path {
-            if !p.starts_with('/') {
-                return Err(usage(format!("--app-path '{p}' must start with '/'")));
-            }
-            app.path = p.clone();
-        }
-        apply_request_flags(&mut app, load, self.app_expect_body.is_some()).map_err(usage)?;
-        let (default_server_cpus, default_load_cpus) = if self.no_pin {
-            (Vec::new(), Vec::new())
-        } else {
-            default_pinning()
-        };
-        let mut cfg = load.to_config("http://127.0.0.1:1/", load_threads)?;
-        super::load::slack_needs_open_loop(&cfg.slack, cfg.pacing.is_open(), "--rate R")?;
-        if load.load_cpus.is_none() {
-            cfg.cpus = default_load_cpus;
-        }
-        if self.no_pin {
-            cfg.cpus = Vec::new();
-        }
-        cfg.interrupt = Arc::clone(&interrupt);
-        let dir = match &self.work_dir {
-            Some(d) => d.clone(),
-            None => std::env::temp_dir().join(format!(
-                "rackbench-trial-{}-{}",
-                std::process::id(),
-                server.name
-            )),
-        };
-        Ok(TrialSpec {
-            server,
-            app,
-            workers: self.workers,
-            threads: self.threads,
-            settings: self.settings.iter().cloned().collect::<BTreeMap<_, _>>(),
-            env: self.env.clone(),
-            topology: self.topology()?,
-            load: cfg,
-            server_cpus: if self.no_pin {
-                Vec::new()
-            } else {
-                self.server_cpus.clone().unwrap_or(default_server_cpus)
-            },
-            start_timeout: self.start_timeout,
-            grace: Duration::from_secs(10),
-            dir,
-            interrupt,
-            sample_interval: Duration::from_millis(200),
-            stop_on_errors: false,
-            telemetry: self.telemetry,
-            runtime,
-            switches,
-            budget: self.budget.budget(),
-            restart: None,
-            soak: None,
-            database: self.database.database,
-            profile: None,
-        })
-    }
-}
-
-/// The runtime `name` names, built on first use and probed; None when
-/// neither a runtime nor a switch is asked (the host, unprobed).
-pub fn resolve_runtime(
-    name: Option<&str>,
-    switches: &crate::runtime::Switches,
-) -> Result<Option<crate::runtime::Runtime>> {
-    if name.is_none() && switches.is_empty() {
-        return Ok(None);
-    }
-    let reg =
-        crate::runtime::Registry::load(&Default::default()).map_err(|e| usage(e.to_string()))?;
-    let rt = reg
-        .resolve(name.unwrap_or(crate::runtime::SYSTEM), &mut |m| {
-            eprintln!("{m}")
-        })
-        .map_err(|e| usage(e.to_string()))?;
-    Ok(Some(rt))
-}
-
-/// `--check-max-body SIZE`: bytes, or with K, M, G (64M, 1G).
-fn check_max_body(text: &str) -> Result<u64, String> {
-    crate::budget::parse_size(text).map_err(|_| {
-        format!("--check-max-body '{text}': write bytes or a number with K, M or G, like 64M or 1G")
-    })
-}
-
-/// The load flags that shape the request and its expected answer, applied
-/// to the app the lab verifies and loads: -m, -H, --body/--body-file,
-/// --expect-status, --expect-body. A flag the lab cannot honour is
-/// refused, naming what to use instead.
-fn apply_request_flags(
-    app: &mut AppSpec,
-    load: &LoadOptions,
-    app_body: bool,
-) -> Result<(), String> {
-    if let Some(p) = &load.unix_socket {
-        return Err(format!(
-            "--unix-socket {} does not apply to a trial: the lab chooses where the server listens; for a unix socket between nginx and the server use --behind nginx",
-            p.display()
-        ));
-    }
-    app.method = load.method.to_ascii_uppercase();
-    app.headers = load.headers.clone();
-    app.body = match (&load.body, &load.body_file) {
-        (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
-        (None, None) => Vec::new(),
-    };
-    if let Some(crate::load::ExpectStatus::Codes(codes)) = &load.expect_status {
-        match codes.as_slice() {
-            [one] => app.expect_status = *one,
-            _ => {
-                return Err(
-                    "a trial verifies its app against one status: give one code, e.g. --expect-status 201"
-                        .into(),
-                )
-            }
-        }
-    }
-    if app.method == "HEAD" && !app_body {
-        // The answer to a HEAD has no body to hold the app's text.
-        app.expect_body.clear();
-    }
-    if let Some(b) = &load.expect_body {
-        if app_body {
-            return Err(
-                "--expect-body and --app-expect-body both set the body the app must answer: keep one"
-                    .into(),
-            );
-        }
-        app.expect_body = b.clone();
-    }
-    Ok(())
-}
-
-impl ServerOptions {
-    /// Where the load enters, from --behind and the nginx knobs.
-    fn topology(&self) -> Result<Topology> {
-        if self.behind.as_deref() != Some("nginx") {
-            return Ok(Topology::Direct);
-        }
-        let keepalive = self.nginx_keepalive.unwrap_or(front::DEFAULT_KEEPALIVE);
-        let http_version = self.nginx_http.unwrap_or_default();
-        if let Some(why) = front::conflict(keepalive, http_version) {
-            let fix = if self.nginx_keepalive.is_some() {
-                "add --nginx-keepalive off or use --nginx-http 1.1"
-            } else {
-                "add --nginx-keepalive off"
-            };
-            return Err(usage(format!("--nginx-http {http_version}: {why} ({fix})")));
-        }
-        if self.instances == Some(0) {
-            return Err(usage("--instances 0: give 1 or more".into()));
-        }
-        Ok(Topology::Nginx {
-            workers: self.nginx_workers.max(1),
-            unix_socket: !self.nginx_tcp,
-            keepalive,
-            http_version,
-            instances: self.instances.unwrap_or(1),
-        })
-    }
-}
-
-fn debian_package(server: &str) -> &'static str {
-    match server {
-        "puma" => "puma",
-        "unicorn" => "unicorn",
-        "thin" => "thin",
-        "passenger" => "passenger",
-        "webrick" => "ruby-webrick ruby-rack",
-        "uwsgi" => "uwsgi-core uwsgi-plugin-rack-ruby3.1",
-        _ => "the server's package",
-    }
-}
-
-pub fn render_trial(r: &TrialRecord) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let m = &r.server_metrics;
-    let _ = writeln!(
-        s,
-        "{} {} ({} workers, {} threads) · app {} · {}",
-        r.server.name,
-        r.server.version.as_deref().unwrap_or(""),
-        r.server.workers,
-        r.server.threads,
-        if r.app.is_plain_get() {
-            r.app.name.clone()
-        } else {
-            format!("{} ({} {})", r.app.name, r.app.method, r.app.path)
-        },
-        match &r.topology.topology {
-            t @ Topology::Direct => t.label(),
-            t @ Topology::Nginx { instances, .. } => format!(
-                "behind {}{}",
-                t.label(),
-                if *instances > 1 {
-                    format!(" · {instances} instances")
-                } else {
-                    String::new()
-                }
-            ),
-        }
-    );
-    s.push_str(&r.load.render_text());
-    let _ = writeln!(
-        s,
-        "  server:      cpu {:.2}s user + {:.2}s sys ({} per request), RSS peak {}, PSS peak {}, USS peak {}, {} processes",
-        m.cpu_user_s,
-        m.cpu_sys_s,
-        m.cpu_ms_per_request.map_or("-".into(), |v| fmt_us(v * 1000.0)),
-        fmt_bytes(m.rss_peak_bytes),
-        m.pss_peak_bytes.map_or("-".into(), fmt_bytes),
-        m.uss_peak_bytes.map_or("-".into(), fmt_bytes),
-        m.processes_peak
-    );
-    render_inside(&mut s, r);
-    if let Some(d) = &r.database {
-        let _ = writeln!(s, "  database:    {}", database_line(d));
-    }
-    if let Some(soak) = &r.soak {
-        for w in &soak.workers {
-            let _ = writeln!(s, "  soak:        {}", w.verdict);
-        }
-        let _ = writeln!(s, "  soak:        {}", soak.rackbench.verdict);
-    }
-    if let Some(d) = &r.disturbance {
-        let _ = writeln!(s, "  machine:     {}", d.describe());
-    }
-    if let Some(x) = &r.restart {
-        let _ = writeln!(
-            s,
-            "  restart:     {} at {:.1}s: {}",
-            x.kind, x.at_s, x.verdict
-        );
-        let _ = writeln!(
-            s,
-            "               pids {:?} -> {:?}",
-            x.pids_before, x.pids_after
-        );
-    }
-    for f in r.faults.sentences() {
-        let _ = writeln!(s, "  FAULT:       {f}");
-    }
-    if let Some(e) = &r.server_exit {
-        let _ = writeln!(s, "  SERVER DIED: {e}");
-    }
-    let _ = writeln!(s, "  logs:        {}", r.dir);
-    s
-}
-
-/// The database in one line: which, its rows, and PostgreSQL's own cost.
-fn database_line(d: &crate::database::DatabaseRecord) -> String {
-    let mut line = format!(
-        "{} ({}), {} rows seeded, {} written",
-        d.kind,
-        d.version,
-        d.rows_seeded,
-        d.rows_written.map_or("?".into(), |n| n.to_string())
-    );
-    // Which Ruby seeded, when it is not the host's.
-    if !d.seed_runtime.is_empty() && d.seed_runtime != crate::runtime::SYSTEM {
-        line.push_str(&format!(
-            " (seeded on {}, ActiveRecord {})",
-            d.seed_runtime,
-            d.seed_activerecord.as_deref().unwrap_or("?")
-        ));
-    }
-    if let (Some(u), Some(sys), Some(rss)) = (d.cpu_user_s, d.cpu_sys_s, d.rss_peak_bytes) {
-        line.push_str(&format!(
-            "; cpu {u:.2}s user + {sys:.2}s sys, RSS peak {}, {} processes",
-            fmt_bytes(rss),
-            d.processes_peak.unwrap_or(0)
-        ));
-    }
-    line
-}
-
-/// The accept queue, and with telemetry where the time went inside.
-fn render_inside(s: &mut String, r: &TrialRecord) {
-    use std::fmt::Write;
-    let m = &r.server_metrics;
-    if let Some(q) = &m.accept_queue {
-        let _ = writeln!(
-            s,
-            "  queue:       accept queue max {}, mean {:.1} (connections waiting for a worker)",
-            q.max, q.mean
-        );
-    }
-    if !r.telemetry {
-        return;
-    }
-    let Some(t) = m.telemetry.as_ref().filter(|t| t.requests > 0) else {
-        let _ = writeln!(
-            s,
-            "  inside:      telemetry was on but no request reached the middleware; see the server log"
-        );
-        return;
-    };
-    let _ = writeln!(
-        s,
-        "  inside:      app p50 {}, p99 {}{}; GC {:.1} per 1k requests{}, {:.0} objects per request ({} requests, {} processes)",
-        fmt_us(t.app_us.p50),
-        fmt_us(t.app_us.p99),
-        t.queue_us
-            .map_or(String::new(), |q| format!("; queue p50 {}, p99 {}", fmt_us(q.p50), fmt_us(q.p99))),
-        t.gc_runs_per_1k_requests,
-        t.gc_time_share
-            .map_or(String::new(), |g| format!(", {:.1}% of app time", g * 100.0)),
-        t.allocated_objects_per_request,
-        t.requests,
-        t.processes
-    );
-    if let (Some(db), Some(pool)) = (t.db_us, t.pool_wait_us) {
-        let _ = writeln!(
-            s,
-            "  database:    SQL p50 {}, p99 {} ({:.0}% of app time); pool wait p50 {}, p99 {}",
-            fmt_us(db.p50),
-            fmt_us(db.p99),
-            t.db_time_share.unwrap_or(0.0) * 100.0,
-            fmt_us(pool.p50),
-            fmt_us(pool.p99)
-        );
-    }
-}
-
 pub fn run(args: TrialArgs) -> Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
@@ -705,7 +70,7 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     if let Some(r) = &spec.restart {
         crate::lab::spec::check_restart(&spec, r).map_err(usage)?;
     }
-    args.soak.apply(&args.load, &mut spec)?;
+    apply_soak(&args.soak, &args.load, &mut spec)?;
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
         if let Some(s) = &spec.soak {
@@ -716,9 +81,9 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&record)?);
     } else {
-        print!("{}", render_trial(&record));
+        print!("{}", crate::app::text::trial::render_trial(&record));
     }
-    let checks_met = super::load::print_checks(
+    let checks_met = super::output::print_checks(
         &crate::checks::evaluate_all(&args.checks, &record.load),
         args.json,
     );
@@ -727,64 +92,11 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     } else if record.interrupted {
         ExitCode::from(130)
     } else if record.load.requests.ok == 0 {
-        eprintln!("{}", super::load::nothing_succeeded(&record.load));
+        eprintln!("{}", super::output::nothing_succeeded(&record.load));
         ExitCode::from(1)
     } else if !checks_met {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_database_line_names_the_runtime_that_seeded_unless_it_is_the_host() {
-        let blog: serde_json::Value =
-            serde_json::from_str(include_str!("../../tests/contracts/trial-v1-blog.json")).unwrap();
-        let mut d: crate::database::DatabaseRecord =
-            serde_json::from_value(blog["database"].clone()).unwrap();
-        assert_eq!(d.seed_runtime, "system");
-        assert!(!database_line(&d).contains("seeded on"));
-        d.seed_runtime = "debian-13".into();
-        d.seed_activerecord = Some("7.2.2.2".into());
-        assert!(
-            database_line(&d).contains(
-                "6050 rows seeded, 0 written (seeded on debian-13, ActiveRecord 7.2.2.2)"
-            ),
-            "{}",
-            database_line(&d)
-        );
-    }
-
-    /// A trial with telemetry prints where the time went; one without
-    /// says nothing of it (a real record: tests/contracts/trial-v1.json).
-    #[test]
-    fn the_trial_text_says_what_telemetry_saw() {
-        let mut r: TrialRecord =
-            serde_json::from_str(include_str!("../../tests/contracts/trial-v1.json")).unwrap();
-        let text = render_trial(&r);
-        assert!(text.contains("  inside:      app p50 "), "{text}");
-        assert!(text.contains("per 1k requests"), "{text}");
-        assert!(text.contains("  queue:       accept queue max "), "{text}");
-        r.telemetry = false;
-        r.server_metrics.telemetry = None;
-        assert!(!render_trial(&r).contains("inside:"));
-    }
-
-    /// The machine line says what disturbed the trial and who was busy.
-    #[test]
-    fn the_trial_text_says_what_the_machine_did() {
-        let mut r: TrialRecord =
-            serde_json::from_str(include_str!("../../tests/contracts/trial-v1.json")).unwrap();
-        let text = render_trial(&r);
-        assert!(
-            text.contains("  machine:     steal 0.0%, foreign CPU 60.2% of CPUs 0-1 over 9.9 s, DISTURBED (thresholds 5% steal, 10% foreign CPU); busiest: rustc 5.25 s"),
-            "{text}"
-        );
-        r.disturbance = None;
-        assert!(!render_trial(&r).contains("machine:"));
-    }
 }

@@ -13,7 +13,8 @@
 //! carries in `naming`), `sweep` is the one-variable form folded into the
 //! fields, `fit` reads a plan's `[fit]` as one base trial per server for
 //! `rackbench fit`, `runtimes` resolves and checks the runtimes the trials
-//! name, `runner` runs the trials.
+//! name, `overrides` puts the command line's flags in place of a plan's
+//! keys, `runner` runs the trials.
 //! This file only joins them: read, check, expand.
 
 mod check;
@@ -24,6 +25,7 @@ mod flavour;
 mod fronts;
 mod keys;
 mod naming;
+pub mod overrides;
 pub mod runner;
 pub mod runtimes;
 mod schema;
@@ -33,6 +35,7 @@ pub use crate::store::records::{PlannedTrial, Shape};
 pub use error::PlanError;
 pub use expand::Expanded;
 pub use naming::slug;
+pub use overrides::Overrides;
 pub use schema::{
     BreakpointSection, BudgetSection, FitSection, LoadSection, Plan, RestartSection, ServerEntry,
 };

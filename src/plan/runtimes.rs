@@ -6,7 +6,7 @@
 
 use super::error::at_line;
 use super::{Expanded, Plan, PlanError, PlannedTrial};
-use crate::runtime::{Allocator, Registry, Runtime, RuntimeError, Switches, SYSTEM};
+use crate::runtime::{Registry, Runtime, RuntimeError, Switches, SYSTEM};
 use std::collections::BTreeMap;
 
 /// The runtimes a plan's trials run from, by name, resolved.
@@ -144,36 +144,6 @@ fn refused_key(s: &Switches, rt: &Runtime) -> &'static str {
         .into_iter()
         .find(|(_, one)| one.env(rt).is_err())
         .map_or("malloc_arena_max", |(key, _)| key)
-}
-
-/// The plan's lists replaced by one value each (`run --runtime NAME
-/// --yjit --allocator X --malloc-arena-max N`), its entries' own lists
-/// of the same key dropped; None leaves a key as the plan says.
-pub fn override_lists(
-    plan: &mut Plan,
-    runtime: Option<&str>,
-    yjit: Option<bool>,
-    allocator: Option<Allocator>,
-    malloc_arena_max: Option<u32>,
-) {
-    if let Some(r) = runtime {
-        plan.runtimes = vec![r.to_string()];
-        plan.server.iter_mut().for_each(|e| e.runtimes.clear());
-    }
-    if let Some(y) = yjit {
-        plan.yjit = vec![y];
-        plan.server.iter_mut().for_each(|e| e.yjit.clear());
-    }
-    if let Some(a) = allocator {
-        plan.allocator = vec![a];
-        plan.server.iter_mut().for_each(|e| e.allocator.clear());
-    }
-    if let Some(n) = malloc_arena_max {
-        plan.malloc_arena_max = vec![n];
-        plan.server
-            .iter_mut()
-            .for_each(|e| e.malloc_arena_max.clear());
-    }
 }
 
 #[cfg(test)]

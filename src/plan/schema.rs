@@ -157,9 +157,13 @@ impl RestartSection {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetSection {
-    /// "512M", "1G": checked as read.
-    #[serde(default, deserialize_with = "memory_sizes")]
-    pub memory: Vec<String>,
+    /// "512M", "1G": read once, in bytes.
+    #[serde(
+        default,
+        deserialize_with = "memory_sizes",
+        serialize_with = "sizes_written"
+    )]
+    pub memory: Vec<u64>,
     #[serde(default, deserialize_with = "cpu_counts")]
     pub cpus: Vec<f64>,
 }
@@ -178,12 +182,7 @@ impl BudgetSection {
                 v
             }
         }
-        let mems = each(
-            self.memory
-                .iter()
-                .map(|m| crate::budget::parse_size(m).ok())
-                .collect(),
-        );
+        let mems = each(self.memory.iter().map(|&m| Some(m)).collect());
         let cpus = each(self.cpus.iter().map(|&c| Some(c)).collect());
         let mut out = Vec::new();
         for &m in &mems {
@@ -218,12 +217,16 @@ where
     })
 }
 
-fn memory_sizes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+fn memory_sizes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
     let v: Vec<String> = one_or_many(d)?;
-    for m in &v {
-        crate::budget::parse_size(m).map_err(serde::de::Error::custom)?;
-    }
-    Ok(v)
+    v.iter()
+        .map(|m| crate::budget::parse_size(m).map_err(serde::de::Error::custom))
+        .collect()
+}
+
+/// Sizes as a plan writes them ("512M").
+fn sizes_written<S: serde::Serializer>(v: &[u64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|&m| crate::budget::format_size(m)))
 }
 
 fn cpu_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {

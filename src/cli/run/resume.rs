@@ -139,20 +139,6 @@ pub(super) fn check_resume(
     }
 }
 
-/// The seed a resumed run keeps: the run's own (so the remaining trials
-/// keep its order); a different `--seed` is a usage error.
-pub(super) fn resumed_seed(study: &Study, given: Option<u64>) -> Result<Option<u64>> {
-    let stored = study.seed();
-    if let (Some(given), Some(stored)) = (given, stored) {
-        if given != stored {
-            return Err(usage(format!(
-                "--seed {given} differs from the run's seed {stored} in {}: drop --seed to resume it",
-                study.dir().manifest().display()
-            )));
-        }
-    }
-    Ok(given.or(stored))
-}
 
 /// "line 7 was `a`, now `b`", or None when the texts agree line by line.
 fn first_difference(old: &str, new: &str) -> Option<String> {

@@ -41,9 +41,9 @@ pub struct RunOptions {
     pub interrupt: Arc<AtomicBool>,
     pub server_cpus: Vec<usize>,
     pub load_cpus: Vec<usize>,
-    /// Told of each trial and search as it starts and ends (the CLI prints
-    /// it); the runner itself never prints.
-    pub progress: Option<fn(&Progress)>,
+    /// Told of each trial and search as it starts and ends (a sink of
+    /// `app` shows it); the runner itself never prints.
+    pub progress: Option<ShowProgress>,
     /// The command line to print for resuming.
     pub command: String,
     /// Seed of the shuffle within each round of repeats.
@@ -55,6 +55,9 @@ pub struct RunOptions {
     /// runs on the host, unread.
     pub runtimes: super::runtimes::Resolved,
 }
+
+/// Whoever shows the runner's progress.
+pub type ShowProgress = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// What the runner is doing, for whoever shows progress.
 pub enum Progress<'a> {
@@ -277,7 +280,7 @@ impl Run<'_> {
     }
 
     fn show(&self, p: &Progress) {
-        if let Some(show) = self.opts.progress {
+        if let Some(show) = &self.opts.progress {
             show(p);
         }
     }

@@ -1,11 +1,19 @@
-//! `rackbench run --aa`: the plan turned into an A/A run (the control's
+//! An A/A run (`rackbench run --aa`): the plan turned into an A/A run (the control's
 //! trials twice, as two variants) and, after it, the two compared as the
 //! machine's noise floor.
 //!
 //! It runs no trial itself, and a failed comparison loses no result.
 
+use super::super::sink::Sink;
 use crate::plan::Plan;
-use anyhow::Result;
+
+/// The two variants of an A/A run, and the seed of their comparison's
+/// resampling (compare's default).
+pub struct Aa {
+    pub first: String,
+    pub second: String,
+    pub seed: u64,
+}
 
 /// Turn the plan into an A/A run: only the control's trials, each twice,
 /// as variants `CONTROL-aa1` and `CONTROL-aa2` (interleaved by the usual
@@ -54,32 +62,36 @@ pub(super) fn aa_variants(
     Ok(labels)
 }
 
-/// Compare the two A/A variants, print the result and keep it as
+/// Compare the two A/A variants, say the result and keep it as
 /// compare.json (the HTML report shows it). A failure here loses no result.
-pub(super) fn aa_compare(out: &std::path::Path, first: &str, second: &str, primary: Option<&str>) {
+pub(super) fn aa_compare(out: &std::path::Path, aa: &Aa, primary: Option<&str>, sink: &dyn Sink) {
+    let (first, second) = (&aa.first, &aa.second);
     let side = |v: &str| crate::stats::compare::Side {
         dir: out.to_path_buf(),
         selector: Some(format!("variant={v}")),
     };
-    match crate::store::samples::compare(&side(first), &side(second), super::super::compare::DEFAULT_SEED, primary) {
+    match crate::store::samples::compare(&side(first), &side(second), aa.seed, primary) {
         Ok((c, warnings)) => {
             for w in warnings {
-                eprintln!("warning: {w}");
+                sink.note(&format!("warning: {w}"));
             }
-            println!("\nA/A comparison (noise floor of this machine):\n{}", crate::report::compare::terminal(&c));
+            sink.out(&format!(
+                "\nA/A comparison (noise floor of this machine):\n{}\n",
+                crate::report::compare::terminal(&c)
+            ));
             let path = out.join("compare.json");
             match serde_json::to_string_pretty(&c) {
                 Ok(text) => {
                     if let Err(e) = std::fs::write(&path, text + "\n") {
-                        eprintln!("warning: cannot write {}: {e}", path.display());
+                        sink.note(&format!("warning: cannot write {}: {e}", path.display()));
                     }
                 }
-                Err(e) => eprintln!("warning: cannot encode the comparison: {e}"),
+                Err(e) => sink.note(&format!("warning: cannot encode the comparison: {e}")),
             }
         }
-        Err(e) => eprintln!(
+        Err(e) => sink.note(&format!(
             "warning: no A/A comparison ({e}); try `rackbench compare {0}:variant={first} {0}:variant={second}`",
             out.display()
-        ),
+        )),
     }
 }

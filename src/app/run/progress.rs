@@ -1,7 +1,8 @@
-//! What `rackbench run` says while it runs: the plan's line with its
-//! length, each trial's progress line, and the summary at the end.
+//! What a run says while it runs: the plan's line with its length, each
+//! trial's progress line, and the summary at the end.
 //!
-//! Words on stderr and stdout only: it decides nothing and writes no file.
+//! Words only, handed back as text for a sink: it decides nothing, prints
+//! nothing and writes no file.
 
 use crate::lab::trial::TrialRecord;
 use crate::load::caveats::Caveats;
@@ -10,9 +11,9 @@ use crate::plan::Plan;
 use crate::report::render_summary;
 use crate::store::records::Outcome;
 
-/// The plan's line on stderr: its name, how many trials and searches,
-/// about how long; then each combination skipped and why.
-pub(super) fn announce(plan: &Plan, expanded: &crate::plan::Expanded) {
+/// The plan's line: its name, how many trials and searches, about how
+/// long; then each combination skipped and why.
+pub(super) fn announce(plan: &Plan, expanded: &crate::plan::Expanded) -> Vec<String> {
     let eta = estimate(expanded, plan);
     let fixed = plan.breakpoint.as_ref().is_none_or(|b| b.and_fixed_loads);
     let searches = if plan.breakpoint.is_some() {
@@ -20,7 +21,7 @@ pub(super) fn announce(plan: &Plan, expanded: &crate::plan::Expanded) {
     } else {
         0
     };
-    eprintln!(
+    let mut lines = vec![format!(
         "plan {}{}: {} trials{}, about {}",
         plan.name,
         plan.follows
@@ -33,10 +34,11 @@ pub(super) fn announce(plan: &Plan, expanded: &crate::plan::Expanded) {
             String::new()
         },
         about(eta)
-    );
+    )];
     for s in &expanded.skipped {
-        eprintln!("  skipped: {s}");
+        lines.push(format!("  skipped: {s}"));
     }
+    lines
 }
 
 /// A plan's length as its announcement says it: "4 s" under a minute
@@ -54,15 +56,24 @@ fn about(d: std::time::Duration) -> String {
     format!("{} h {} min", min / 60, min % 60)
 }
 
-/// The run's progress on stderr, as the runner reports it.
-pub(super) fn print_progress(p: &Progress) {
+/// The lines a terminal shows for one of the runner's progress events.
+pub fn lines(p: &Progress) -> Vec<String> {
     match p {
+        Progress::Rerun {
+            trial: t,
+            attempt,
+            of,
+            why,
+        } => vec![format!(
+            "[rerun] {} · {} · repeat {}: disturbed ({why}), run again at the round's end (attempt {attempt} of at most {of})",
+            t.variant, t.app, t.repeat
+        )],
         Progress::Trial {
             n,
             total,
             trial: t,
             eta,
-        } => eprintln!(
+        } => vec![format!(
             "[{n}/{total}] {} · {} · {} · {} (repeat {}){}",
             t.variant,
             t.app,
@@ -78,61 +89,16 @@ pub(super) fn print_progress(p: &Progress) {
             } else {
                 format!(" · about {}s left", eta.as_secs())
             },
-        ),
-        Progress::Rerun {
-            trial: t,
-            attempt,
-            of,
-            why,
-        } => eprintln!(
-            "[rerun] {} · {} · repeat {}: disturbed ({why}), run again at the round's end (attempt {attempt} of at most {of})",
-            t.variant, t.app, t.repeat
-        ),
-        Progress::TrialDone(stored) => {
-            match &stored.trial {
-                Some(rec) => {
-                    eprintln!("        {}", progress_line(rec));
-                    if let Some(x) = &rec.restart {
-                        eprintln!(
-                            "        {} restart at {:.1}s: {}",
-                            x.kind, x.at_s, x.verdict
-                        );
-                    }
-                    if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
-                        eprintln!("        {n}");
-                    }
-                    for f in rec.faults.sentences() {
-                        eprintln!("        FAULT: {f}");
-                    }
-                    if let Some(soak) = &rec.soak {
-                        for w in &soak.workers {
-                            eprintln!("        soak: {}", w.verdict);
-                        }
-                        eprintln!("        soak: {}", soak.rackbench.verdict);
-                    }
-                }
-                None => eprintln!(
-                    "        {}: {}",
-                    if stored.outcome == Outcome::Interrupted {
-                        "interrupted"
-                    } else {
-                        "failed"
-                    },
-                    stored.error.as_deref().unwrap_or("")
-                ),
-            }
-            for c in stored.checks.iter().filter(|c| !c.met) {
-                eprintln!("        {c}");
-            }
-        }
-        Progress::Breakpoint { n, total, trial: t } => eprintln!(
+        )],
+        Progress::TrialDone(stored) => trial_done(stored),
+        Progress::Breakpoint { n, total, trial: t } => vec![format!(
             "[{n}/{total}] break point of {} · {} · {}",
             t.variant,
             t.app,
             t.front()
-        ),
+        )],
         Progress::BreakpointDone(record) => {
-            eprintln!(
+            let mut out = vec![format!(
                 "        {} {} at {:.0} req/s ({:.0} load-seconds, {} steps)",
                 record.mode,
                 record
@@ -142,12 +108,56 @@ pub(super) fn print_progress(p: &Progress) {
                 record.throughput_rps,
                 record.load_seconds,
                 record.result.steps.len()
-            );
+            )];
             if let (Some(at), Some(why)) = (record.result.failed_at, record.result.why_failed()) {
-                eprintln!("        first failing level {at:.0}: {why}");
+                out.push(format!("        first failing level {at:.0}: {why}"));
             }
+            out
         }
     }
+}
+
+/// The lines under a trial that ended: its figures, a restart's verdict,
+/// a disturbance, faults, a soak's verdicts (or why it failed), and each
+/// check it missed.
+fn trial_done(stored: &crate::store::records::StoredTrial) -> Vec<String> {
+    let mut out = Vec::new();
+    match &stored.trial {
+        Some(rec) => {
+            out.push(format!("        {}", progress_line(rec)));
+            if let Some(x) = &rec.restart {
+                out.push(format!(
+                    "        {} restart at {:.1}s: {}",
+                    x.kind, x.at_s, x.verdict
+                ));
+            }
+            if let Some(n) = rec.disturbance.as_ref().and_then(|d| d.note()) {
+                out.push(format!("        {n}"));
+            }
+            for f in rec.faults.sentences() {
+                out.push(format!("        FAULT: {f}"));
+            }
+            if let Some(soak) = &rec.soak {
+                for w in &soak.workers {
+                    out.push(format!("        soak: {}", w.verdict));
+                }
+                out.push(format!("        soak: {}", soak.rackbench.verdict));
+            }
+        }
+        None => out.push(format!(
+            "        {}: {}",
+            if stored.outcome == Outcome::Interrupted {
+                "interrupted"
+            } else {
+                "failed"
+            },
+            stored.error.as_deref().unwrap_or("")
+        )),
+    }
+    for c in stored.checks.iter().filter(|c| !c.met) {
+        out.push(format!("        {c}"));
+    }
+    out
 }
 
 /// The summary after a run: what the data shows, the table, and the
@@ -155,14 +165,15 @@ pub(super) fn print_progress(p: &Progress) {
 /// endpoints, restarts, soaks; nothing without them). What the data shows
 /// and those lines are rebuilt from the run's study like every report, so
 /// a record that cannot be read costs only them.
-pub(super) fn print_summary(
+pub(super) fn summary_text(
     study: &crate::store::study::Study,
     summary: &[crate::store::summary::GroupSummary],
-) {
+) -> String {
     use crate::store::summary::GroupSummary;
     let report = crate::report::Report::of(study).ok();
+    let mut text = String::new();
     if let Some(report) = &report {
-        print!("{}", report.terminal_shows(crate::report::table_width()));
+        text.push_str(&report.terminal_shows(crate::report::table_width()));
     }
     // The planned groups an interruption kept from running have no record:
     // a row each, "not run", so the table shows the whole plan.
@@ -173,10 +184,12 @@ pub(super) fn print_summary(
         }
     }
     rows.sort_by(|a, b| crate::units::natural_cmp(&a.group, &b.group));
-    println!("{}", render_summary(&rows));
+    text.push_str(&render_summary(&rows));
+    text.push('\n');
     if let Some(report) = &report {
-        print!("{}", report.terminal_conditions());
+        text.push_str(&report.terminal_conditions());
     }
+    text
 }
 
 /// One trial's figures for the progress output, with the same marks and

@@ -1,0 +1,14 @@
+//! The application: the use cases the commands run, over typed requests.
+//! A use case says what it does through a [`sink::Sink`] and prints
+//! nothing itself; the command line (`cli`) only turns flags into
+//! requests and chooses the sink.
+
+pub mod breakpoint;
+pub mod fit;
+pub mod os;
+pub mod run;
+pub mod servers;
+pub mod sink;
+pub mod sweep;
+pub mod text;
+pub mod usage;

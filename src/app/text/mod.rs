@@ -1,0 +1,4 @@
+//! Terminal text of the use cases' results, one file per result (the
+//! reports' own text is `report`'s).
+
+pub mod trial;

@@ -1,0 +1,208 @@
+//! The flags several subcommands share (the runtime, the budget, the
+//! database, slow clients, a restart, a soak), each turning into its part
+//! of `plan::Overrides` (or of one trial's spec). Their own file, so that
+//! no subcommand file imports another for them.
+
+use super::{parse, usage};
+use crate::load::slow::{SlowClients, SlowMode};
+use crate::plan::overrides::SlowOverride;
+use anyhow::Result;
+use clap::Args;
+use std::time::Duration;
+
+/// The app's database: the same flag on `trial`, `breakpoint`, `mirror
+/// --shadow-server`, `run` and `sweep` (where it replaces the plan's
+/// `database`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct DatabaseFlags {
+    /// The database of an app that has one (the blog app): sqlite (a
+    /// file in the trial's directory) [default] or postgres (Debian's
+    /// PostgreSQL, started and stopped by the trial).
+    #[arg(long, value_name = "sqlite|postgres")]
+    pub database: Option<crate::database::Kind>,
+}
+
+/// A memory and CPU budget for the server's whole process tree: the same
+/// flags on `trial`, `breakpoint`, `mirror --shadow-server`, `run` and
+/// `sweep` (where they replace the plan's `[budget]`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct BudgetFlags {
+    /// Memory limit for the server's process tree (its own control
+    /// group): 512M, 1G, 1.5G or bytes. nginx and the load stay outside.
+    #[arg(long, value_name = "SIZE", value_parser = crate::budget::parse_size)]
+    pub memory: Option<u64>,
+    /// CPU limit for the server's process tree: 1.5 is one and a half
+    /// CPUs' worth of time per second.
+    #[arg(long, value_name = "N", value_parser = parse_cpus)]
+    pub cpus: Option<f64>,
+}
+
+impl BudgetFlags {
+    /// The budget the flags ask (None without either).
+    pub fn budget(&self) -> Option<crate::budget::Budget> {
+        (self.memory.is_some() || self.cpus.is_some()).then_some(crate::budget::Budget {
+            memory_limit_bytes: self.memory,
+            cpus: self.cpus,
+        })
+    }
+}
+
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    let c: f64 = s
+        .parse()
+        .map_err(|_| format!("--cpus '{s}': give a number of CPUs, like 1 or 1.5"))?;
+    crate::budget::check_cpus(c).map(|()| c)
+}
+
+/// Where the server runs from and what is asked of its Ruby: the same
+/// flags on `trial`, `breakpoint`, `mirror --shadow-server` and `run`
+/// (where each replaces the plan's list of that key).
+#[derive(Debug, Clone, Args, Default)]
+pub struct RuntimeFlags {
+    /// Where the server runs from: system (the host) [default], debian-12,
+    /// debian-13, debian-unstable (built on first use), jruby, or a Ruby
+    /// saved with `rackbench runtime add NAME --ruby PATH`.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// Run the server's Ruby with YJIT (refused for a Ruby built without it).
+    #[arg(long)]
+    pub yjit: bool,
+    /// The server's malloc: glibc, or jemalloc (preloaded from the
+    /// runtime's own libjemalloc).
+    #[arg(long, value_name = "glibc|jemalloc")]
+    pub allocator: Option<crate::runtime::Allocator>,
+    /// MALLOC_ARENA_MAX for glibc's malloc in the server.
+    #[arg(long, value_name = "N")]
+    pub malloc_arena_max: Option<u32>,
+}
+
+impl RuntimeFlags {
+    /// What the flags ask of the runtime's Ruby.
+    pub fn switches(&self) -> crate::runtime::Switches {
+        crate::runtime::Switches {
+            yjit: self.yjit.then_some(true),
+            allocator: self.allocator,
+            malloc_arena_max: self.malloc_arena_max,
+        }
+    }
+}
+
+/// A soak: `--soak 2h` on `trial` and `run` (where it replaces a plan's
+/// `soak`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct SoakFlags {
+    /// Soak for this long (2h, 30m): an open-loop window after the
+    /// warm-up at --rate (on run: the plan's rates; 100 req/s by default),
+    /// every worker's RSS, PSS, USS and shared memory sampled over time
+    /// and its growth per hour fitted.
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub soak: Option<Duration>,
+}
+
+/// A restart under load: the same flags on `trial` and `run` (where they
+/// replace the plan's `[restart]`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct RestartFlags {
+    /// Restart the server during the counted window, as its operators do:
+    /// a kind from its adapter (puma: phased, hot; unicorn: reexec;
+    /// passenger: restart) or kill-worker (SIGKILL to one worker).
+    #[arg(long, value_name = "KIND", requires = "restart_at")]
+    pub restart: Option<String>,
+    /// When to restart, from the start of the counted window (e.g. 5s).
+    #[arg(long, value_name = "TIME", requires = "restart", value_parser = parse::duration)]
+    pub restart_at: Option<Duration>,
+}
+
+impl RestartFlags {
+    /// The restart the flags ask (None without them).
+    pub fn restart(&self) -> Option<crate::lab::restart::RestartSpec> {
+        Some(crate::lab::restart::RestartSpec {
+            kind: self.restart.clone()?,
+            at: self.restart_at?,
+        })
+    }
+}
+
+/// Slow clients beside the load (`load::slow`): the same flags on `load`,
+/// `trial`, `run` and `sweep` (where they replace the plan's `[load]`
+/// slow keys).
+#[derive(Debug, Clone, Args, Default)]
+pub struct SlowFlags {
+    /// Also keep N slow connections open beside the load, on the same
+    /// server (at most 10000); their account is the report's `slow_clients`.
+    #[arg(long, value_name = "N")]
+    pub slow_clients: Option<usize>,
+    /// What the slow clients do: headers (a head trickled, never ended),
+    /// body (a declared body trickled) or read (the answer read slowly)
+    /// [default: headers].
+    #[arg(long, value_name = "headers|body|read", value_parser = SlowMode::parse)]
+    pub slow_mode: Option<SlowMode>,
+    /// Bytes a slow client writes (or reads) at each step [default: 4].
+    #[arg(long, value_name = "BYTES")]
+    pub slow_bytes: Option<usize>,
+    /// Time between a slow client's steps, e.g. 1s, 500ms [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub slow_every: Option<Duration>,
+}
+
+impl SlowFlags {
+    fn given(&self) -> SlowOverride {
+        SlowOverride {
+            clients: self.slow_clients,
+            mode: self.slow_mode,
+            bytes: self.slow_bytes,
+            every: self.slow_every,
+        }
+    }
+
+    /// The slow clients asked (None without --slow-clients, or with 0);
+    /// a pace without a count is a usage error naming the fix.
+    pub fn slow(&self) -> Result<Option<SlowClients>> {
+        let Some(count) = self.slow_clients.filter(|&n| n > 0) else {
+            if let Some(flag) = self.given().orphan() {
+                return Err(usage(format!(
+                    "{flag} needs --slow-clients N: add it (e.g. --slow-clients 4), or drop {flag}"
+                )));
+            }
+            return Ok(None);
+        };
+        let mut slow = SlowClients::new(count, self.slow_mode.unwrap_or(SlowMode::Headers));
+        if let Some(b) = self.slow_bytes {
+            slow.bytes_per_step = b;
+        }
+        if let Some(e) = self.slow_every {
+            slow.every = e;
+        }
+        slow.check().map_err(usage)?;
+        Ok(Some(slow))
+    }
+
+    /// The flags in place of a plan's slow keys: a count given is checked
+    /// here; a pace without one is `Plan::apply`'s to judge (the plan may
+    /// have a count).
+    pub fn overrides(&self) -> Result<SlowOverride> {
+        if self.slow_clients.is_some() {
+            self.slow()?;
+        }
+        Ok(self.given())
+    }
+}
+
+/// The flags `run` and `sweep` share, in place of a plan's keys: the
+/// runtime, the budget, the database and slow clients.
+pub fn plan_overrides(
+    on: &RuntimeFlags,
+    budget: &BudgetFlags,
+    database: &DatabaseFlags,
+    slow: &SlowFlags,
+) -> Result<crate::plan::Overrides> {
+    Ok(crate::plan::Overrides {
+        runtime: on.runtime.clone(),
+        switches: on.switches(),
+        memory: budget.memory,
+        cpus: budget.cpus,
+        database: database.database,
+        slow: slow.overrides()?,
+        ..Default::default()
+    })
+}
