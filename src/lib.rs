@@ -8,9 +8,10 @@
 //! - [`cli`]: the command line: clap types, one file per subcommand, each
 //!   turning flags into a typed request for `app` (or a library call) and
 //!   the result into output.
-//! - [`app`]: the use cases (run a plan, sweep, ...) over typed requests;
-//!   what they say goes to a sink (terminal, JSON lines, a test's), so
-//!   nothing below the command line prints or moves standard output.
+//! - [`app`]: the use cases (run a plan, sweep, fit, a break-point search)
+//!   over typed requests; what they say goes to a sink (terminal, JSON
+//!   lines, a test's), so a use case neither prints nor moves standard
+//!   output.
 //! - [`doctor`]: checks of this machine before a study (CPU frequency,
 //!   steal and busy processes, kernel limits, cgroups, Ruby and servers),
 //!   each finding with its fix; reads and probes, never changes a setting.

@@ -2,7 +2,7 @@
 //! asks for fits, and makes one base trial per server from it — the
 //! plan's servers (with their settings and env), its first app, its one
 //! `[budget]`, its `[load]` and `env` — with the search's settings from
-//! `[fit]`. It never runs a trial (cli::fit runs each search) and never
+//! `[fit]`. It never runs a trial (app::fit runs each search) and never
 //! judges one (search::fit).
 //!
 //! The workers and threads are what a fit searches, so a plan that fixes

@@ -86,8 +86,8 @@ pub enum StepKind {
 }
 
 /// How one step of a search loads the server: the one place a step's load
-/// is set up, for a URL (`cli::breakpoint`) and for the lab
-/// (`lab::trial::TrialSpec::at_step`, used by `cli::breakpoint` and the plan
+/// is set up, for a URL (`app::breakpoint`) and for the lab
+/// (`lab::trial::TrialSpec::at_step`, used by `app::breakpoint` and the plan
 /// runner).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepLoad {

@@ -4,7 +4,7 @@
 //!
 //! Like the break-point search, it sees only a closure that measures one
 //! candidate (`Candidate` in, `Outcome` out), so the lab drives it with
-//! real trials (`cli::fit`) and its tests with model servers whose truth is
+//! real trials (`app::fit`) and its tests with model servers whose truth is
 //! known. It never starts a server and never touches disk.
 //!
 //! It does not try every pair. The first two trials (1 and 2 workers) give
