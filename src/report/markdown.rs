@@ -7,17 +7,13 @@
 //! time split (time_split.rs) and the terminal's cells (text.rs) give
 //! them.
 
-use super::text::{latency, rps_spread};
+use super::table::md_cell;
 use super::time_split::time_split;
 use super::{breakpoint_front, load_label, short, Group, Report, TrialRow};
-use crate::stats::spread::Spread;
 use crate::store::summary::GroupSummary;
-use crate::units::{fmt_mib, fmt_ms, num};
+use crate::units::{fmt_ms, num};
 use std::fmt::Write;
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
 /// "Where the time goes" under a section's table, for the groups that had
 /// telemetry on (nothing when none had); SQL and pool-wait columns when
 /// one of them ran an app with ActiveRecord.
@@ -211,74 +207,9 @@ impl Report {
     /// One table per app and front, one row per trial group, and where
     /// the time went when telemetry was on.
     fn md_groups(&self, s: &mut String) {
-        let varies = self.runtime_varies();
-        let (runtime_head, runtime_align) = if varies {
-            ("| Runtime ", "|:--")
-        } else {
-            ("", "")
-        };
         for ((app, fr), groups) in self.sections() {
             let _ = writeln!(s, "## {app}, {fr}\n");
-            let _ = writeln!(
-                s,
-                "| Server {runtime_head}| Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
-            );
-            let _ = writeln!(
-                s,
-                "|:--{runtime_align}|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-            );
-            for g in &groups {
-                let p = &g.planned;
-                let runtime = if varies {
-                    format!("| {} ", md_cell(&g.runtime_label()))
-                } else {
-                    String::new()
-                };
-                let lead = format!(
-                    "| {} {runtime}| {} | {}/{} ",
-                    md_cell(&p.variant),
-                    load_label(p),
-                    g.ok,
-                    g.planned_runs
-                );
-                let c = g.caveats();
-                let bound = |v: Option<Spread>| {
-                    v.map_or("-".into(), |v| {
-                        if c.lower_bound {
-                            format!("≥ {}", fmt_ms(v.median))
-                        } else {
-                            fmt_ms(v.median)
-                        }
-                    })
-                };
-                match g.good() {
-                    Some(sum) => {
-                        let _ = writeln!(
-                            s,
-                            "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
-                            c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                            bound(sum.latency_mean_us),
-                            sum.latency_stdev_us
-                                .map_or("-".into(), |v| fmt_ms(v.median)),
-                            bound(sum.latency_max_us),
-                            latency(&c, 0.99, sum.latency_p99_us, fmt_ms),
-                            fmt_mib(sum.rss_peak_bytes.median),
-                            sum.pss_peak_bytes.map_or("-".into(), |p| fmt_mib(p.median)),
-                            sum.cpu_ms_per_request
-                                .map_or("-".into(), |c| format!("{:.3}", c.median)),
-                            sum.errors,
-                            md_cell(&g.all_notes())
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(
-                            s,
-                            "{lead}| - | - | - | - | - | - | - | **no data: {}** |",
-                            g.notes()
-                        );
-                    }
-                }
-            }
+            s.push_str(&super::summary::table(self, &groups, &[]).markdown());
             s.push('\n');
             md_time_split(s, &groups);
             super::memory::markdown(s, &groups);

@@ -39,6 +39,7 @@ mod runtime;
 mod shows;
 mod slow;
 mod soak;
+mod summary;
 pub(crate) mod svg;
 pub mod sweep;
 mod table;

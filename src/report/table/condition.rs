@@ -7,25 +7,13 @@
 //! It knows no condition and decides nothing: the callers give the heads,
 //! the label and the cells, and whether there is a table at all.
 
-use super::svg::esc;
-use super::Group;
+use super::Align;
+use crate::report::svg::esc;
+use crate::report::{load_label, Group};
 use std::fmt::Write;
 
-/// A CSV column: its header and how a row's cell is made. Header and cell
-/// stand on one line, so a column added or moved cannot put a figure
-/// under another's name (the two tables were once a header list and a row
-/// list kept in step by hand, with the count of empty cells written out).
-pub(super) type Column<T> = (&'static str, fn(&T) -> String);
-
-/// How a column's Markdown cells align.
-#[derive(Clone, Copy)]
-pub(super) enum Align {
-    Left,
-    Right,
-}
-
 /// One cell: its text, and whether HTML marks it as bad.
-pub(super) struct Cell {
+pub(in crate::report) struct Cell {
     pub text: String,
     pub bad: bool,
 }
@@ -37,7 +25,7 @@ impl From<String> for Cell {
 }
 
 /// One group's row.
-pub(super) struct ConditionRow<'a> {
+pub(in crate::report) struct ConditionRow<'a> {
     pub group: &'a Group,
     /// Its setting, shown only when the table has a label column.
     pub label: String,
@@ -45,7 +33,7 @@ pub(super) struct ConditionRow<'a> {
     pub cells: Option<Vec<Cell>>,
 }
 
-pub(super) struct ConditionTable<'a> {
+pub(in crate::report) struct ConditionTable<'a> {
     /// "### {heading}" in Markdown; in HTML only when `html_titled`.
     pub heading: &'a str,
     /// A paragraph under the heading, with it.
@@ -65,7 +53,7 @@ pub(super) struct ConditionTable<'a> {
 /// for each group `rest` gives words to (its setting when the study's
 /// differ, its figures) a line that starts with the group. Nothing
 /// without a header line.
-pub(super) fn terminal_lines(
+pub(in crate::report) fn terminal_lines(
     s: &mut String,
     groups: &[Group],
     line: Option<String>,
@@ -82,7 +70,7 @@ pub(super) fn terminal_lines(
 }
 
 /// One row per group: its label and its cells (None: dashes).
-pub(super) fn rows<'a>(
+pub(in crate::report) fn rows<'a>(
     groups: &[&'a Group],
     label: impl Fn(&Group) -> String,
     cells: impl Fn(&Group) -> Option<Vec<Cell>>,
@@ -99,7 +87,7 @@ pub(super) fn rows<'a>(
 
 /// The table in Markdown, heading and note above, a blank line below;
 /// nothing without one.
-pub(super) fn markdown(s: &mut String, t: Option<ConditionTable>) {
+pub(in crate::report) fn markdown(s: &mut String, t: Option<ConditionTable>) {
     let Some(t) = t else { return };
     let _ = write!(s, "### {}\n\n", t.heading);
     if let Some(n) = t.note {
@@ -127,7 +115,7 @@ pub(super) fn markdown(s: &mut String, t: Option<ConditionTable>) {
             s,
             "| {} | {} | ",
             r.group.planned.variant.replace('|', "\\|"),
-            super::load_label(&r.group.planned)
+            load_label(&r.group.planned)
         );
         if t.label.is_some() {
             let _ = write!(s, "{} | ", r.label);
@@ -143,7 +131,7 @@ pub(super) fn markdown(s: &mut String, t: Option<ConditionTable>) {
 
 /// The table in HTML, with its heading and note when `html_titled`;
 /// nothing without one.
-pub(super) fn html(s: &mut String, t: Option<ConditionTable>) {
+pub(in crate::report) fn html(s: &mut String, t: Option<ConditionTable>) {
     let Some(t) = t else { return };
     if t.html_titled {
         let _ = write!(s, "<h3>{}</h3>", esc(t.heading));
@@ -168,7 +156,7 @@ pub(super) fn html(s: &mut String, t: Option<ConditionTable>) {
             s,
             "<tr><td class=\"l\">{}</td><td>{}</td>",
             esc(&r.group.planned.variant),
-            esc(&super::load_label(&r.group.planned))
+            esc(&load_label(&r.group.planned))
         );
         if t.label.is_some() {
             let _ = write!(s, "<td class=\"l\">{}</td>", esc(&r.label));
@@ -190,12 +178,12 @@ pub(super) fn html(s: &mut String, t: Option<ConditionTable>) {
 /// The start of a group's line under the terminal table: server, app,
 /// its front in `front_width` columns when given, load; the caller
 /// writes the rest.
-pub(super) fn line_start(g: &Group, front_width: Option<usize>) -> String {
+pub(in crate::report) fn line_start(g: &Group, front_width: Option<usize>) -> String {
     let mut s = format!("  {:<24} {:<8} ", g.planned.variant, g.planned.app);
     if let Some(w) = front_width {
         let _ = write!(s, "{:<w$} ", g.planned.front());
     }
-    let _ = write!(s, "{:<10} ", super::load_label(&g.planned));
+    let _ = write!(s, "{:<10} ", load_label(&g.planned));
     s
 }
 
@@ -206,7 +194,7 @@ mod tests {
     /// The committed stored trial's group, as `variant` direct with the
     /// app hello at 4 connections.
     fn group(variant: &str) -> Group {
-        let mut g = super::super::memory::tests::group(|_| {});
+        let mut g = crate::report::memory::tests::group(|_| {});
         g.planned.variant = variant.into();
         g.planned.app = "hello".into();
         g.planned.behind = "none".into();
