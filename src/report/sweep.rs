@@ -13,6 +13,7 @@
 //! figures. The statistics live in `stats::sweep`.
 
 use super::svg::{esc, Axis, Plot};
+use super::table::{Align, Table};
 use crate::plan::sweep::value_of_planned;
 use crate::plan::Plan;
 use crate::stats::compare::pct;
@@ -176,16 +177,16 @@ fn cells(s: &Sweep, r: &ValueRow) -> Vec<String> {
     out
 }
 
+/// A row per value: the value left, its figures right.
+fn table(s: &Sweep) -> Table {
+    let heads: Vec<(&str, Align)> = (head(s).into_iter().enumerate())
+        .map(|(i, h)| (h, if i == 0 { Align::Left } else { Align::Right }))
+        .collect();
+    Table::of_text(&heads, s.values.iter().map(|r| cells(s, r)).collect())
+}
+
 /// The terminal table, then the verdict lines.
 pub fn terminal(s: &Sweep) -> String {
-    let head = head(s);
-    let rows: Vec<Vec<String>> = s.values.iter().map(|r| cells(s, r)).collect();
-    let mut width: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
     let mut out = format!(
         "sweep of {} in {} (control {}={}; server CPU is the share of {} core{})\n\n",
         s.variable,
@@ -195,23 +196,7 @@ pub fn terminal(s: &Sweep) -> String {
         s.server_cores,
         if s.server_cores == 1.0 { "" } else { "s" }
     );
-    let line = |out: &mut String, cols: &[String]| {
-        for (i, (c, w)) in cols.iter().zip(&width).enumerate() {
-            let pad = " ".repeat(*w - c.chars().count());
-            if i == 0 {
-                let _ = write!(out, "{c}{pad}  ");
-            } else {
-                let _ = write!(out, "{pad}{c}  ");
-            }
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    };
-    let names: Vec<String> = head.iter().map(|h| h.to_string()).collect();
-    line(&mut out, &names);
-    for r in &rows {
-        line(&mut out, r);
-    }
+    out.push_str(&table(s).terminal_lines());
     out.push('\n');
     for v in &s.verdicts {
         let _ = writeln!(out, "{v}");
@@ -222,17 +207,13 @@ pub fn terminal(s: &Sweep) -> String {
 /// Markdown: the same table and verdicts.
 pub fn markdown(s: &Sweep) -> String {
     let mut out = format!(
-        "## Sweep of {}\n\nControl: {}={}. Server CPU is the share of the {} core(s) the server was given.\n\n| {} |\n|{}|\n",
+        "## Sweep of {}\n\nControl: {}={}. Server CPU is the share of the {} core(s) the server was given.\n\n{}",
         s.variable,
         s.variable,
         s.control,
         s.server_cores,
-        head(s).join(" | "),
-        head(s).iter().map(|_| "---").collect::<Vec<_>>().join("|")
+        table(s).markdown()
     );
-    for r in &s.values {
-        let _ = writeln!(out, "| {} |", cells(s, r).join(" | "));
-    }
     out.push('\n');
     for v in &s.verdicts {
         let _ = writeln!(out, "- {v}");

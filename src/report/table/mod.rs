@@ -323,9 +323,30 @@ pub(super) struct Table {
     pub rows: Vec<Row>,
     /// The HTML table's class.
     pub class: Option<&'static str>,
+    /// Two spaces between terminal columns rather than one.
+    pub wide: bool,
 }
 
 impl Table {
+    /// A table of text already written (the compare, sweep and fits
+    /// tables, whose figures carry their own units): each column its
+    /// head on the terminal (as wide as its widest cell) and in Markdown,
+    /// two spaces between terminal columns.
+    pub fn of_text(heads: &[(&str, Align)], rows: Vec<Vec<String>>) -> Table {
+        let columns = (heads.iter())
+            .map(|(h, a)| Column::new(Kind::Text, *a).term(h, Width::Fit).md(h))
+            .collect();
+        let rows = (rows.into_iter())
+            .map(|r| Row::new(r.into_iter().map(Cell::text).collect()))
+            .collect();
+        Table {
+            columns,
+            rows,
+            class: None,
+            wide: true,
+        }
+    }
+
     /// The columns shown in `format`, with their indexes.
     fn shown(&self, format: Format) -> Vec<(usize, &Column)> {
         (self.columns.iter().enumerate())
@@ -399,6 +420,7 @@ pub(super) mod tests {
             ],
             rows,
             class: None,
+            wide: false,
         }
     }
 

@@ -1,5 +1,6 @@
 //! A [`Table`] on the terminal: a head line, then a line per row, each
-//! cell padded to its column's width and aligned, one space between; a
+//! cell padded to its column's width and aligned, one space between (two
+//! in a wide table), no space at a line's end; a
 //! wrapped column (notes) after the row in brackets, wrapped to the
 //! terminal's width under its first character.
 
@@ -15,7 +16,8 @@ impl Table {
         let heads: Vec<String> = (plain.iter().zip(&widths))
             .map(|((_, c), w)| pad(c.head(Format::Terminal).unwrap_or(""), c.align, *w))
             .collect();
-        let mut s = heads.join(" ");
+        let gap = if self.wide { "  " } else { " " };
+        let mut s = heads.join(gap).trim_end().to_string();
         for (_, c) in &wrapped {
             match c.head(Format::Terminal) {
                 Some(h) if !h.is_empty() => {
@@ -47,9 +49,15 @@ impl Table {
                 .filter(|n| !n.is_empty())
                 .map(|n| format!("({n})"))
                 .collect();
-            push_row(&mut s, &cells.join(" "), &notes.join(" "), width);
+            push_row(&mut s, cells.join(gap).trim_end(), &notes.join(" "), width);
         }
         s
+    }
+
+    /// The table on the terminal when it has no wrapped column (nothing
+    /// to fit to the terminal's width).
+    pub fn terminal_lines(&self) -> String {
+        self.terminal(usize::MAX)
     }
 
     /// Column `i`'s width: its minimum, or its widest cell or head.
@@ -152,6 +160,21 @@ mod tests {
             "longer text is left whole"
         );
         assert_eq!(pad("ab", Align::Right, 4), "  ab");
+    }
+
+    #[test]
+    fn a_wide_table_has_two_spaces_between_columns_and_none_at_a_lines_end() {
+        let rows = vec![
+            vec!["a".into(), "10".into(), "".into()],
+            vec!["long".into(), "2".into(), "x".into()],
+        ];
+        let heads = [
+            ("name", Align::Left),
+            ("n", Align::Right),
+            ("", Align::Left),
+        ];
+        let t = Table::of_text(&heads, rows);
+        assert_eq!(t.terminal_lines(), "name   n\na     10\nlong   2  x\n");
     }
 
     #[test]
