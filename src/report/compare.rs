@@ -279,17 +279,12 @@ pub fn page(c: &Comparison) -> String {
     )
 }
 
-/// Put the comparison section of `dir/compare.json` (written by
-/// `rackbench run --aa`) into a report page, before its errors section.
-pub fn with_section(html: String, dir: &Path) -> String {
-    let Some(c) = crate::store::ResultsDir::new(dir).read_comparison() else {
-        return html;
-    };
-    let sec = section(&c);
-    match html.find("<section id=\"errors\">") {
-        Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
-        None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
-    }
+/// The comparison section of `dir/compare.json` (written by
+/// `rackbench run --aa`) for the report page; None without one.
+pub fn section_in(dir: &Path) -> Option<String> {
+    crate::store::ResultsDir::new(dir)
+        .read_comparison()
+        .map(|c| section(&c))
 }
 
 #[cfg(test)]

@@ -298,8 +298,9 @@ pub fn write_all(dir: &Path, html: Option<&Path>) -> anyhow::Result<Written> {
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    let html = compare::with_section(report.html(), dir);
-    write(&written.html, sweep::with_section(html, dir))?;
+    let studies = [compare::section_in(dir), sweep::section_in(dir)];
+    let studies: Vec<String> = studies.into_iter().flatten().collect();
+    write(&written.html, report.page(&studies))?;
     Ok(written)
 }
 

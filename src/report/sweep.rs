@@ -386,20 +386,17 @@ pub fn section(s: &Sweep) -> String {
     out
 }
 
-/// Put the sweep section into a report page when the directory's plan
-/// has a `[sweep]`; a sweep that cannot be analysed says why in its place.
-pub fn with_section(html: String, dir: &Path) -> String {
-    let sec = match load(dir) {
-        Ok(None) => return html,
-        Ok(Some(s)) => section(&s),
-        Err(e) => format!(
+/// The sweep section for the report page when the directory's plan has
+/// a `[sweep]` (None without one); a sweep that cannot be analysed says
+/// why in its place.
+pub fn section_in(dir: &Path) -> Option<String> {
+    match load(dir) {
+        Ok(None) => None,
+        Ok(Some(s)) => Some(section(&s)),
+        Err(e) => Some(format!(
             "<section id=\"sweep\"><h2>Sweep</h2><p class=\"note\">No sweep analysis: {}</p></section>",
             esc(&e)
-        ),
-    };
-    match html.find("<section id=\"errors\">") {
-        Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
-        None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
+        )),
     }
 }
 
