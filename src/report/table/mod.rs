@@ -3,7 +3,7 @@
 //! csv.rs, html.rs), so a column is declared once and each format shows
 //! it its own way.
 //!
-//! A column has a kind (text, count, rate, latency, bytes, a fixed number
+//! A column has a kind (text, count, rate, latency, bytes, MiB, a fixed number
 //! of decimals): the kind, not the section, decides how a figure is
 //! written in each format (a latency is "1.25ms" on the terminal and in
 //! HTML, "1.25" under a "(ms)" head in Markdown, "1250.0" µs in CSV), and
@@ -54,6 +54,9 @@ pub(super) enum Kind {
     /// Bytes, as "12.5 MiB" (terminal, HTML), "12.5" (Markdown, the head
     /// says MiB) or bytes with one decimal (CSV).
     Bytes,
+    /// Bytes in MiB with one decimal in every format but CSV (bytes,
+    /// one decimal); the head says MiB.
+    Mib,
     /// A plain number with this many decimals in every format.
     Fixed(usize),
 }
@@ -73,7 +76,8 @@ impl Kind {
             (Kind::Rate, _) => format!("{v:.0}"),
             (Kind::Latency, Format::Markdown) => fmt_ms(v),
             (Kind::Bytes, Format::Markdown) => fmt_mib(v),
-            (Kind::Latency | Kind::Bytes, Format::Csv) => format!("{v:.1}"),
+            (Kind::Latency | Kind::Bytes | Kind::Mib, Format::Csv) => format!("{v:.1}"),
+            (Kind::Mib, _) => fmt_mib(v),
             (Kind::Latency, _) => fmt_us(v),
             (Kind::Bytes, _) => fmt_bytes(v as u64),
             (Kind::Fixed(d), _) => format!("{v:.d$}"),
@@ -433,6 +437,7 @@ pub(super) mod tests {
             (Kind::Latency, 1250.0, "1.25ms", "1.25", "1250.0"),
             (Kind::Bytes, 13107200.0, "12.5 MiB", "12.5", "13107200.0"),
             (Kind::Fixed(3), 0.12345, "0.123", "0.123", "0.123"),
+            (Kind::Mib, 13107200.0, "12.5", "12.5", "13107200.0"),
         ];
         for (kind, v, term, md, csv) in cases {
             assert_eq!(kind.figure(Format::Terminal, v), term, "{kind:?}");
