@@ -7,9 +7,10 @@
 //! time split (time_split.rs) and the terminal's cells (text.rs) give
 //! them.
 
-use super::table::md_cell;
+use super::table::{md_cell, Align, Cell, Column, Kind, Row, Table};
 use super::time_split::time_split;
 use super::{breakpoint_front, load_label, short, Group, Report, TrialRow};
+use crate::stats::spread::Spread;
 use crate::store::summary::GroupSummary;
 use crate::units::{fmt_ms, num};
 use std::fmt::Write;
@@ -43,67 +44,91 @@ fn md_time_split(s: &mut String, groups: &[&Group]) {
             ""
         }
     );
+    let mut heads = vec![
+        ("Server", Kind::Text, Align::Left),
+        ("Load", Kind::Text, Align::Right),
+        ("queue p50 (ms)", Kind::Latency, Align::Right),
+        ("app p50 (ms)", Kind::Latency, Align::Right),
+    ];
     if db {
-        let _ = writeln!(
-            s,
-            "| Server | Load | queue p50 (ms) | app p50 (ms) | SQL p50 (ms) | pool wait p50 / p99 (ms) | GC/1k req | GC time % | Mean: queue / app (pool wait, SQL, GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-        );
-    } else {
-        let _ = writeln!(
-            s,
-            "| Server | Load | queue p50 (ms) | app p50 (ms) | GC/1k req | GC time % | Mean: queue / app (GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|:--|"
-        );
+        heads.push(("SQL p50 (ms)", Kind::Latency, Align::Right));
+        heads.push(("pool wait p50 / p99 (ms)", Kind::Text, Align::Right));
     }
-    let ms = |v: Option<crate::stats::spread::Spread>| v.map_or("-".into(), |v| fmt_ms(v.median));
-    for (g, sum) in with {
-        let t = sum.telemetry.as_ref().expect("filtered");
-        let v = time_split(sum).expect("has telemetry");
-        let mut cells = vec![
-            md_cell(&g.planned.variant),
-            load_label(&g.planned),
-            ms(t.queue_p50_us),
-            fmt_ms(t.app_p50_us.median),
-        ];
-        if db {
-            cells.push(ms(t.db_p50_us));
-            cells.push(match (t.pool_wait_p50_us, t.pool_wait_p99_us) {
-                (Some(a), Some(b)) => format!("{} / {}", fmt_ms(a.median), fmt_ms(b.median)),
-                _ => "-".into(),
-            });
-        }
-        cells.push(format!("{:.1}", t.gc_runs_per_1k_requests.median));
-        cells.push(
-            t.gc_time_share
-                .map_or("-".into(), |g| format!("{:.1}", g.median * 100.0)),
-        );
-        let queue = if t.queue_mean_us.is_some() {
-            fmt_ms(v.queue_us)
-        } else {
-            "-".into()
-        };
-        let [_, pool, sql, _, gc, _] = v.parts();
-        cells.push(if db {
-            format!(
-                "{queue} / {} ({}, {}, {}) / {}",
-                fmt_ms(v.app_us),
-                fmt_ms(pool.1),
-                fmt_ms(sql.1),
-                fmt_ms(gc.1),
-                fmt_ms(v.rest_us)
-            )
-        } else {
-            format!(
-                "{queue} / {} ({}) / {}",
-                fmt_ms(v.app_us),
-                fmt_ms(v.gc_us),
-                fmt_ms(v.rest_us)
-            )
-        });
-        cells.push(md_cell(&g.short_notes()));
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
+    heads.extend([
+        ("GC/1k req", Kind::Fixed(1), Align::Right),
+        ("GC time %", Kind::Fixed(1), Align::Right),
+        (
+            if db {
+                "Mean: queue / app (pool wait, SQL, GC) / rest (ms)"
+            } else {
+                "Mean: queue / app (GC) / rest (ms)"
+            },
+            Kind::Text,
+            Align::Right,
+        ),
+        ("Notes", Kind::Text, Align::Left),
+    ]);
+    let rows = with
+        .into_iter()
+        .map(|(g, sum)| Row::new(split_cells(g, sum, db)));
+    let t = Table {
+        columns: (heads.into_iter())
+            .map(|(h, kind, align)| Column::new(kind, align).md(h))
+            .collect(),
+        rows: rows.collect(),
+        ..Table::default()
+    };
+    s.push_str(&t.markdown());
     s.push('\n');
 }
+
+/// A group's row of "where the time goes".
+fn split_cells(g: &Group, sum: &GroupSummary, db: bool) -> Vec<Cell> {
+    let t = sum.telemetry.as_ref().expect("filtered");
+    let v = time_split(sum).expect("has telemetry");
+    let median = |v: Option<Spread>| Cell::num(v.map(|v| v.median));
+    let mut cells = vec![
+        Cell::text(g.planned.variant.clone()),
+        Cell::text(load_label(&g.planned)),
+        median(t.queue_p50_us),
+        median(Some(t.app_p50_us)),
+    ];
+    if db {
+        cells.push(median(t.db_p50_us));
+        cells.push(Cell::text(match (t.pool_wait_p50_us, t.pool_wait_p99_us) {
+            (Some(a), Some(b)) => format!("{} / {}", fmt_ms(a.median), fmt_ms(b.median)),
+            _ => "-".into(),
+        }));
+    }
+    cells.push(median(Some(t.gc_runs_per_1k_requests)));
+    cells.push(Cell::num(t.gc_time_share.map(|g| g.median * 100.0)));
+    let queue = if t.queue_mean_us.is_some() {
+        fmt_ms(v.queue_us)
+    } else {
+        "-".into()
+    };
+    let [_, pool, sql, _, gc, _] = v.parts();
+    cells.push(Cell::text(if db {
+        format!(
+            "{queue} / {} ({}, {}, {}) / {}",
+            fmt_ms(v.app_us),
+            fmt_ms(pool.1),
+            fmt_ms(sql.1),
+            fmt_ms(gc.1),
+            fmt_ms(v.rest_us)
+        )
+    } else {
+        format!(
+            "{queue} / {} ({}) / {}",
+            fmt_ms(v.app_us),
+            fmt_ms(v.gc_us),
+            fmt_ms(v.rest_us)
+        )
+    }));
+    cells.push(Cell::text(g.short_notes()));
+    cells
+}
+
 impl Report {
     /// Markdown in the style of costajob's README tables.
     pub fn markdown(&self) -> String {
