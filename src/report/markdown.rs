@@ -71,15 +71,21 @@ fn md_time_split(s: &mut String, groups: &[&Group]) {
     let rows = with
         .into_iter()
         .map(|(g, sum)| Row::new(split_cells(g, sum, db)));
-    let t = Table {
-        columns: (heads.into_iter())
-            .map(|(h, kind, align)| Column::new(kind, align).md(h))
-            .collect(),
-        rows: rows.collect(),
-        ..Table::default()
-    };
-    s.push_str(&t.markdown());
+    s.push_str(&md_table(&heads, rows.collect()));
     s.push('\n');
+}
+
+/// A Markdown table of these columns (head, kind, alignment) and rows.
+fn md_table(heads: &[(&str, Kind, Align)], rows: Vec<Row>) -> String {
+    let columns = (heads.iter())
+        .map(|(h, kind, align)| Column::new(*kind, *align).md(h))
+        .collect();
+    Table {
+        columns,
+        rows,
+        ..Table::default()
+    }
+    .markdown()
 }
 
 /// A group's row of "where the time goes".
@@ -250,16 +256,19 @@ impl Report {
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "## Trials not completed\n");
-            let _ = writeln!(s, "| Trial | Status | Reason |\n|:--|:--|:--|");
-            for t in bad {
-                let _ = writeln!(
-                    s,
-                    "| {} | **{}** | {} |",
-                    t.planned.id,
-                    t.status.label(),
-                    md_cell(&short(t.reason.as_deref().unwrap_or(""), 160))
-                );
-            }
+            let rows = bad.iter().map(|t| {
+                Row::new(vec![
+                    Cell::text(t.planned.id.clone()),
+                    Cell::text(format!("**{}**", t.status.label())),
+                    Cell::text(short(t.reason.as_deref().unwrap_or(""), 160)),
+                ])
+            });
+            let heads = [
+                ("Trial", Kind::Text, Align::Left),
+                ("Status", Kind::Text, Align::Left),
+                ("Reason", Kind::Text, Align::Left),
+            ];
+            s.push_str(&md_table(&heads, rows.collect()));
             s.push('\n');
         }
     }
@@ -278,25 +287,28 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "## Disturbed trials\n\nSteal or other processes' CPU on the server's and the generator's CPUs passed its threshold during the counted window: their figures may be the host's (docs/STATISTICS.md).\n\n| Trial | Steal | Foreign CPU | CPUs | Busiest foreign processes |\n|:--|--:|--:|:--|:--|"
+            "## Disturbed trials\n\nSteal or other processes' CPU on the server's and the generator's CPUs passed its threshold during the counted window: their figures may be the host's (docs/STATISTICS.md).\n"
         );
-        for (t, d) in disturbed {
-            let top: Vec<String> = d
-                .foreign_top
-                .iter()
-                .take(3)
+        let rows = disturbed.into_iter().map(|(t, d)| {
+            let top: Vec<String> = (d.foreign_top.iter().take(3))
                 .map(|p| format!("{} ({:.1} s)", p.name, p.cpu_s))
                 .collect();
-            let _ = writeln!(
-                s,
-                "| {} | {:.1}% | {:.1}% | {} | {} |",
-                t.planned.id,
-                d.steal_share * 100.0,
-                d.foreign_cpu_share * 100.0,
-                crate::load::cpus::format_list(&d.cpus),
-                md_cell(&top.join(", "))
-            );
-        }
+            Row::new(vec![
+                Cell::text(t.planned.id.clone()),
+                Cell::num(Some(d.steal_share)),
+                Cell::num(Some(d.foreign_cpu_share)),
+                Cell::text(crate::load::cpus::format_list(&d.cpus)),
+                Cell::text(top.join(", ")),
+            ])
+        });
+        let heads = [
+            ("Trial", Kind::Text, Align::Left),
+            ("Steal", Kind::Percent, Align::Right),
+            ("Foreign CPU", Kind::Percent, Align::Right),
+            ("CPUs", Kind::Text, Align::Left),
+            ("Busiest foreign processes", Kind::Text, Align::Left),
+        ];
+        s.push_str(&md_table(&heads, rows.collect()));
         s.push('\n');
     }
 
@@ -309,34 +321,38 @@ impl Report {
             .collect();
         if !with_errors.is_empty() {
             let _ = writeln!(s, "## Errors\n");
-            let _ = writeln!(
-                s,
-                "| Trial | Total | connect | timeout | reset | parse | status | body | Failed p50 / p99 (ms) | Seconds with errors |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-            );
-            for (t, r) in with_errors {
+            let count = |n: u64| Cell::num(Some(n as f64));
+            let rows = with_errors.into_iter().map(|(t, r)| {
                 let e = &r.load.errors;
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    t.planned.id,
-                    e.total(),
-                    e.connect,
-                    e.timeout,
-                    e.reset,
-                    e.parse,
-                    e.status,
-                    e.body,
-                    r.load
-                        .latency_failed_us
-                        .as_ref()
-                        .map_or("-".into(), |f| format!(
-                            "{} / {}",
-                            fmt_ms(f.p50 as f64),
-                            fmt_ms(f.p99 as f64)
-                        )),
-                    super::error_seconds(&r.load)
+                let failed = r.load.latency_failed_us.as_ref().map_or("-".into(), |f| {
+                    format!("{} / {}", fmt_ms(f.p50 as f64), fmt_ms(f.p99 as f64))
+                });
+                let mut cells = vec![Cell::text(t.planned.id.clone())];
+                cells.extend(
+                    [
+                        e.total(),
+                        e.connect,
+                        e.timeout,
+                        e.reset,
+                        e.parse,
+                        e.status,
+                        e.body,
+                    ]
+                    .map(count),
                 );
+                cells.push(Cell::text(failed));
+                cells.push(Cell::text(super::error_seconds(&r.load)));
+                Row::new(cells)
+            });
+            let mut heads = vec![("Trial", Kind::Text, Align::Left)];
+            for h in [
+                "Total", "connect", "timeout", "reset", "parse", "status", "body",
+            ] {
+                heads.push((h, Kind::Count, Align::Right));
             }
+            heads.push(("Failed p50 / p99 (ms)", Kind::Text, Align::Right));
+            heads.push(("Seconds with errors", Kind::Text, Align::Left));
+            s.push_str(&md_table(&heads, rows.collect()));
             s.push('\n');
         }
     }

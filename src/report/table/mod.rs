@@ -3,8 +3,8 @@
 //! csv.rs, html.rs), so a column is declared once and each format shows
 //! it its own way.
 //!
-//! A column has a kind (text, count, rate, latency, bytes, MiB, a fixed number
-//! of decimals): the kind, not the section, decides how a figure is
+//! A column has a kind (text, count, rate, latency, bytes, MiB, percent,
+//! a fixed number of decimals): the kind, not the section, decides how a figure is
 //! written in each format (a latency is "1.25ms" on the terminal and in
 //! HTML, "1.25" under a "(ms)" head in Markdown, "1250.0" µs in CSV), and
 //! what a missing figure looks like ("-", "–" in HTML, empty in CSV). A
@@ -57,6 +57,9 @@ pub(super) enum Kind {
     /// Bytes in MiB with one decimal in every format but CSV (bytes,
     /// one decimal); the head says MiB.
     Mib,
+    /// A share of 1 as a percentage with one decimal ("12.5%"); the
+    /// share itself in CSV.
+    Percent,
     /// A plain number with this many decimals in every format.
     Fixed(usize),
 }
@@ -78,6 +81,8 @@ impl Kind {
             (Kind::Bytes, Format::Markdown) => fmt_mib(v),
             (Kind::Latency | Kind::Bytes | Kind::Mib, Format::Csv) => format!("{v:.1}"),
             (Kind::Mib, _) => fmt_mib(v),
+            (Kind::Percent, Format::Csv) => format!("{v:.4}"),
+            (Kind::Percent, _) => format!("{:.1}%", v * 100.0),
             (Kind::Latency, _) => fmt_us(v),
             (Kind::Bytes, _) => fmt_bytes(v as u64),
             (Kind::Fixed(d), _) => format!("{v:.d$}"),
@@ -438,6 +443,7 @@ pub(super) mod tests {
             (Kind::Bytes, 13107200.0, "12.5 MiB", "12.5", "13107200.0"),
             (Kind::Fixed(3), 0.12345, "0.123", "0.123", "0.123"),
             (Kind::Mib, 13107200.0, "12.5", "12.5", "13107200.0"),
+            (Kind::Percent, 0.125, "12.5%", "12.5%", "0.1250"),
         ];
         for (kind, v, term, md, csv) in cases {
             assert_eq!(kind.figure(Format::Terminal, v), term, "{kind:?}");
