@@ -5,9 +5,10 @@
 //! without the condition; and the start of their per-group terminal lines.
 //!
 //! It knows no condition and decides nothing: the callers give the heads,
-//! the label and the cells, and whether there is a table at all.
+//! the label and the cells, and whether there is a table at all; the
+//! table model (mod.rs) writes the Markdown and HTML.
 
-use super::Align;
+use super::{Align, Cell as ModelCell, Column, Kind, Row, Table, Value};
 use crate::report::svg::esc;
 use crate::report::{load_label, Group};
 use std::fmt::Write;
@@ -85,6 +86,40 @@ pub(in crate::report) fn rows<'a>(
         .collect()
 }
 
+/// The table on the model: Server, Load, the label column when asked,
+/// the condition's columns; a group without the condition has no figure
+/// in them ("-" in Markdown, "–" in HTML).
+fn model(t: &ConditionTable) -> Table {
+    let text = |head: &str, align| Column::new(Kind::Text, align).page(head);
+    let mut columns = vec![text("Server", Align::Left), text("Load", Align::Right)];
+    columns.extend(t.label.map(|l| text(l, Align::Left)));
+    columns.extend(t.heads.iter().map(|(h, a)| text(h, *a)));
+    let rows = (t.rows.iter())
+        .map(|r| {
+            let mut cells = vec![
+                ModelCell::text(r.group.planned.variant.clone()),
+                ModelCell::text(load_label(&r.group.planned)),
+            ];
+            if t.label.is_some() {
+                cells.push(ModelCell::text(r.label.clone()));
+            }
+            match &r.cells {
+                Some(c) => {
+                    cells.extend(c.iter().map(|c| ModelCell::text(c.text.clone()).bad(c.bad)))
+                }
+                None => cells.extend(t.heads.iter().map(|_| ModelCell::new(Value::None))),
+            }
+            Row::new(cells)
+        })
+        .collect();
+    Table {
+        columns,
+        rows,
+        class: Some(t.class.to_string()),
+        wide: false,
+    }
+}
+
 /// The table in Markdown, heading and note above, a blank line below;
 /// nothing without one.
 pub(in crate::report) fn markdown(s: &mut String, t: Option<ConditionTable>) {
@@ -93,39 +128,7 @@ pub(in crate::report) fn markdown(s: &mut String, t: Option<ConditionTable>) {
     if let Some(n) = t.note {
         let _ = write!(s, "{n}\n\n");
     }
-    s.push_str("| Server | Load | ");
-    if let Some(l) = t.label {
-        let _ = write!(s, "{l} | ");
-    }
-    let heads: Vec<&str> = t.heads.iter().map(|(h, _)| *h).collect();
-    let _ = writeln!(s, "{} |", heads.join(" | "));
-    s.push_str("|:--|--:|");
-    if t.label.is_some() {
-        s.push_str(":--|");
-    }
-    for (_, a) in t.heads {
-        s.push_str(match a {
-            Align::Left => ":--|",
-            Align::Right => "--:|",
-        });
-    }
-    s.push('\n');
-    for r in &t.rows {
-        let _ = write!(
-            s,
-            "| {} | {} | ",
-            r.group.planned.variant.replace('|', "\\|"),
-            load_label(&r.group.planned)
-        );
-        if t.label.is_some() {
-            let _ = write!(s, "{} | ", r.label);
-        }
-        let cells: Vec<&str> = match &r.cells {
-            Some(c) => c.iter().map(|c| c.text.as_str()).collect(),
-            None => vec!["-"; t.heads.len()],
-        };
-        let _ = writeln!(s, "{} |", cells.join(" | "));
-    }
+    s.push_str(&model(&t).markdown());
     s.push('\n');
 }
 
@@ -139,40 +142,7 @@ pub(in crate::report) fn html(s: &mut String, t: Option<ConditionTable>) {
             let _ = write!(s, "<p class=\"note\">{}</p>", esc(n));
         }
     }
-    let _ = write!(
-        s,
-        "<table class=\"{}\"><tr><th class=\"l\">Server</th><th>Load</th>",
-        t.class
-    );
-    if let Some(l) = t.label {
-        let _ = write!(s, "<th class=\"l\">{}</th>", esc(l));
-    }
-    for (h, _) in t.heads {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr>");
-    for r in &t.rows {
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td>",
-            esc(&r.group.planned.variant),
-            esc(&load_label(&r.group.planned))
-        );
-        if t.label.is_some() {
-            let _ = write!(s, "<td class=\"l\">{}</td>", esc(&r.label));
-        }
-        match &r.cells {
-            Some(cells) => {
-                for c in cells {
-                    let class = if c.bad { " class=\"bad-text\"" } else { "" };
-                    let _ = write!(s, "<td{class}>{}</td>", esc(&c.text));
-                }
-            }
-            None => s.push_str(&"<td>–</td>".repeat(t.heads.len())),
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</table>");
+    s.push_str(&model(&t).html());
 }
 
 /// The start of a group's line under the terminal table: server, app,
@@ -241,18 +211,18 @@ mod tests {
                 "### Things\n\nWhat they <are>.\n\n| Server | Load | Kind | Count |\n|:--|--:|:--|--:|\n\
                  | puma\\|x | 4 conn | a | 2 |\n| thin | 4 conn | - | - |\n\n",
                 "<h3>Things</h3><p class=\"note\">What they &lt;are&gt;.</p><table class=\"things\">\
-                 <tr><th class=\"l\">Server</th><th>Load</th><th>Kind</th><th>Count</th></tr>\
-                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td>a</td><td class=\"bad-text\">2</td></tr>\
-                 <tr><td class=\"l\">thin</td><td>4 conn</td><td>–</td><td>–</td></tr></table>",
+                 <tr><th class=\"l\">Server</th><th>Load</th><th class=\"l\">Kind</th><th>Count</th></tr>\
+                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td class=\"l\">a</td><td class=\"bad-text\">2</td></tr>\
+                 <tr><td class=\"l\">thin</td><td>4 conn</td><td class=\"l\">–</td><td>–</td></tr></table>",
             ),
             (
                 Some("Setting"),
                 "### Things\n\nWhat they <are>.\n\n| Server | Load | Setting | Kind | Count |\n|:--|--:|:--|:--|--:|\n\
                  | puma\\|x | 4 conn | some | a | 2 |\n| thin | 4 conn | none | - | - |\n\n",
                 "<h3>Things</h3><p class=\"note\">What they &lt;are&gt;.</p><table class=\"things\">\
-                 <tr><th class=\"l\">Server</th><th>Load</th><th class=\"l\">Setting</th><th>Kind</th><th>Count</th></tr>\
-                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td class=\"l\">some</td><td>a</td><td class=\"bad-text\">2</td></tr>\
-                 <tr><td class=\"l\">thin</td><td>4 conn</td><td class=\"l\">none</td><td>–</td><td>–</td></tr></table>",
+                 <tr><th class=\"l\">Server</th><th>Load</th><th class=\"l\">Setting</th><th class=\"l\">Kind</th><th>Count</th></tr>\
+                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td class=\"l\">some</td><td class=\"l\">a</td><td class=\"bad-text\">2</td></tr>\
+                 <tr><td class=\"l\">thin</td><td>4 conn</td><td class=\"l\">none</td><td class=\"l\">–</td><td>–</td></tr></table>",
             ),
         ];
         for (label, md, page) in cases {

@@ -11,7 +11,7 @@ use std::fmt::Write;
 impl Table {
     pub fn html(&self) -> String {
         let shown = self.shown(Format::Html);
-        let mut s = match self.class {
+        let mut s = match &self.class {
             Some(c) => format!("<table class=\"{c}\"><tr>"),
             None => "<table><tr>".to_string(),
         };

@@ -331,7 +331,7 @@ pub(super) struct Table {
     pub columns: Vec<Column>,
     pub rows: Vec<Row>,
     /// The HTML table's class.
-    pub class: Option<&'static str>,
+    pub class: Option<String>,
     /// Two spaces between terminal columns rather than one.
     pub wide: bool,
 }
