@@ -37,6 +37,7 @@ pub(super) fn table(report: &Report, groups: &[&Group], variants: &[String]) -> 
         columns: columns.into_iter().map(|(c, _)| c).collect(),
         rows,
         class: None,
+        caption: None,
         wide: false,
     }
 }

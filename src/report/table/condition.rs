@@ -116,6 +116,7 @@ fn model(t: &ConditionTable) -> Table {
         columns,
         rows,
         class: Some(t.class.to_string()),
+        caption: None,
         wide: false,
     }
 }

@@ -12,9 +12,13 @@ impl Table {
     pub fn html(&self) -> String {
         let shown = self.shown(Format::Html);
         let mut s = match &self.class {
-            Some(c) => format!("<table class=\"{c}\"><tr>"),
-            None => "<table><tr>".to_string(),
+            Some(c) => format!("<table class=\"{c}\">"),
+            None => "<table>".to_string(),
         };
+        if let Some(c) = &self.caption {
+            let _ = write!(s, "<caption>{}</caption>", esc(c));
+        }
+        s.push_str("<tr>");
         for (_, c) in &shown {
             s.push_str("<th");
             if c.align == Align::Left {
@@ -98,6 +102,9 @@ fn td(s: &mut String, c: &Column, cell: &Cell) {
         }
         Value::Spread(sp) => s.push_str(&esc(&marked(sp.median))),
     }
+    if let Some(sub) = &cell.sub {
+        let _ = write!(s, "<br><small>{}</small>", esc(sub));
+    }
     if let Some(a) = &cell.aside {
         let _ = write!(
             s,
@@ -123,6 +130,24 @@ mod tests {
              <tr><td class=\"l\"><span style=\"color:#123\">■</span> puma|x</td><td><b>14647†</b><br><small>6967–22327</small></td>\
              <td class=\"l notes\">a, &quot;b&quot; <span class=\"note\" title=\"why\">⚠ disturbed &lt;1&gt;</span></td></tr>\
              <tr class=\"bad\"><td class=\"l\">thin</td><td colspan=\"1\" class=\"bad-text\">no data</td><td class=\"l notes bad-text\">1 failed</td></tr></table>"
+        );
+    }
+
+    #[test]
+    fn a_caption_heads_the_table_and_a_second_line_is_small_under_its_text() {
+        let mut t = sample();
+        t.rows.truncate(1);
+        t.caption = Some("puma <1>".into());
+        t.class = Some("endpoints".into());
+        t.rows[0].cells[0] = super::super::Cell::text("show").sub("GET /a?b=<c>".into());
+        let page = t.html();
+        assert!(
+            page.starts_with("<table class=\"endpoints\"><caption>puma &lt;1&gt;</caption><tr>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"l\">show<br><small>GET /a?b=&lt;c&gt;</small></td>"),
+            "{page}"
         );
     }
 }

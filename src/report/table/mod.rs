@@ -224,6 +224,8 @@ pub(super) struct Cell {
     pub bad: bool,
     /// A colour key HTML shows before the text (a server's colour).
     pub swatch: Option<String>,
+    /// A second line: in brackets after the text, small under it in HTML.
+    pub sub: Option<String>,
     pub aside: Option<Aside>,
 }
 
@@ -235,6 +237,7 @@ impl Cell {
             after: "",
             bad: false,
             swatch: None,
+            sub: None,
             aside: None,
         }
     }
@@ -271,6 +274,13 @@ impl Cell {
         }
     }
 
+    pub fn sub(self, sub: String) -> Cell {
+        Cell {
+            sub: Some(sub),
+            ..self
+        }
+    }
+
     pub fn aside(self, aside: Option<Aside>) -> Cell {
         Cell { aside, ..self }
     }
@@ -295,6 +305,10 @@ impl Cell {
             text
         } else {
             format!("{}{text}{}", self.before, self.after)
+        };
+        let text = match &self.sub {
+            Some(sub) => format!("{text} ({sub})"),
+            None => text,
         };
         match &self.aside {
             Some(a) if text.is_empty() => a.text.clone(),
@@ -332,6 +346,8 @@ pub(super) struct Table {
     pub rows: Vec<Row>,
     /// The HTML table's class.
     pub class: Option<String>,
+    /// The HTML table's caption.
+    pub caption: Option<String>,
     /// Two spaces between terminal columns rather than one.
     pub wide: bool,
 }
@@ -352,6 +368,7 @@ impl Table {
             columns,
             rows,
             class: None,
+            caption: None,
             wide: true,
         }
     }
@@ -429,6 +446,7 @@ pub(super) mod tests {
             ],
             rows,
             class: None,
+            caption: None,
             wide: false,
         }
     }
@@ -472,6 +490,8 @@ pub(super) mod tests {
             title: "",
         }));
         assert_eq!(text.plain(Kind::Text, Format::Markdown), "quiet");
+        let two = Cell::text("show").sub("GET /a".into());
+        assert_eq!(two.plain(Kind::Text, Format::Terminal), "show (GET /a)");
     }
 
     #[test]
