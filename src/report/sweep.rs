@@ -366,19 +366,8 @@ pub fn section(s: &Sweep) -> String {
             false,
         ));
     }
-    out.push_str("<table><thead><tr>");
-    for h in head(s) {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for r in &s.values {
-        out.push_str("<tr>");
-        for c in cells(s, r) {
-            let _ = write!(out, "<td>{}</td>", esc(&c));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table><ul>");
+    out.push_str(&table(s).html());
+    out.push_str("<ul>");
     for v in &s.verdicts {
         let _ = write!(out, "<li>{}</li>", esc(v));
     }

@@ -355,11 +355,11 @@ pub(super) struct Table {
 impl Table {
     /// A table of text already written (the compare, sweep and fits
     /// tables, whose figures carry their own units): each column its
-    /// head on the terminal (as wide as its widest cell) and in Markdown,
-    /// two spaces between terminal columns.
+    /// head on the terminal (as wide as its widest cell), in Markdown and
+    /// HTML, two spaces between terminal columns.
     pub fn of_text(heads: &[(&str, Align)], rows: Vec<Vec<String>>) -> Table {
         let columns = (heads.iter())
-            .map(|(h, a)| Column::new(Kind::Text, *a).term(h, Width::Fit).md(h))
+            .map(|(h, a)| Column::new(Kind::Text, *a).term(h, Width::Fit).page(h))
             .collect();
         let rows = (rows.into_iter())
             .map(|r| Row::new(r.into_iter().map(Cell::text).collect()))
