@@ -10,6 +10,7 @@
 use super::table::{CsvColumn as Column, Table};
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
+use crate::store::figures::TrialFigures;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
@@ -76,7 +77,16 @@ impl Report {
     }
 }
 
-/// A figure of a trial's record; empty when it has none (failed, missing).
+/// A figure of a trial's record (`store::figures`, where the reports
+/// take their numbers); empty when it has none (failed, missing).
+fn figured(t: &TrialRow, figure: impl Fn(&TrialFigures) -> String) -> String {
+    t.record
+        .as_ref()
+        .map_or(String::new(), |r| figure(&TrialFigures::of(r)))
+}
+
+/// A field of a trial's record that `store::figures` does not carry;
+/// empty when it has none (failed, missing).
 fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
     t.record.as_ref().map_or(String::new(), figure)
 }
@@ -99,14 +109,6 @@ fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String)
     t.record
         .as_ref()
         .and_then(|r| r.server_metrics.telemetry.as_ref())
-        .map_or(String::new(), figure)
-}
-
-/// A disturbance figure of a trial's record; empty without one.
-fn machine(t: &TrialRow, figure: impl Fn(&crate::sampler::Disturbance) -> String) -> String {
-    t.record
-        .as_ref()
-        .and_then(|r| r.disturbance.as_ref())
         .map_or(String::new(), figure)
 }
 
@@ -236,30 +238,28 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     ("rate", |t| opt(t.planned.shape.rate)),
     ("status", |t| t.status.label().to_string()),
     ("error", |t| t.reason.clone().unwrap_or_default()),
-    ("throughput_rps", |t| {
-        recorded(t, |r| f1(r.load.throughput_rps))
-    }),
+    ("throughput_rps", |t| figured(t, |f| f1(f.throughput_rps))),
     ("requests_ok", |t| {
         recorded(t, |r| r.load.requests.ok.to_string())
     }),
-    ("errors", |t| {
-        recorded(t, |r| r.load.errors.total().to_string())
+    ("errors", |t| figured(t, |f| f.errors.to_string())),
+    ("latency_mean_us", |t| {
+        figured(t, |f| opt(f.latency_mean_us.map(f1)))
     }),
-    ("latency_mean_us", |t| measured(t, |l| f1(l.mean))),
-    ("latency_stdev_us", |t| measured(t, |l| f1(l.stdev))),
-    ("latency_p50_us", |t| measured(t, |l| l.p50.to_string())),
-    ("latency_p90_us", |t| measured(t, |l| l.p90.to_string())),
-    ("latency_p99_us", |t| measured(t, |l| l.p99.to_string())),
+    ("latency_stdev_us", |t| {
+        figured(t, |f| opt(f.latency_stdev_us.map(f1)))
+    }),
+    ("latency_p50_us", |t| figured(t, |f| opt(f.latency_p50_us))),
+    ("latency_p90_us", |t| figured(t, |f| opt(f.latency_p90_us))),
+    ("latency_p99_us", |t| figured(t, |f| opt(f.latency_p99_us))),
     ("latency_p999_us", |t| measured(t, |l| l.p999.to_string())),
-    ("latency_max_us", |t| measured(t, |l| l.max.to_string())),
+    ("latency_max_us", |t| figured(t, |f| opt(f.latency_max_us))),
     ("rss_peak_bytes", |t| {
-        recorded(t, |r| r.server_metrics.rss_peak_bytes.to_string())
+        figured(t, |f| f.rss_peak_bytes.to_string())
     }),
-    ("pss_peak_bytes", |t| {
-        recorded(t, |r| opt(r.server_metrics.pss_peak_bytes))
-    }),
+    ("pss_peak_bytes", |t| figured(t, |f| opt(f.pss_peak_bytes))),
     ("cpu_ms_per_request", |t| {
-        recorded(t, |r| opt(r.server_metrics.cpu_ms_per_request.map(f3)))
+        figured(t, |f| opt(f.cpu_ms_per_request.map(f3)))
     }),
     ("latency_lower_bound", |t| {
         recorded(t, |r| r.load.latency_lower_bound.to_string())
@@ -272,16 +272,24 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     }),
     ("app_p50_us", |t| inside(t, |x| f1(x.app_us.p50))),
     ("gc_runs_per_1k_requests", |t| {
-        inside(t, |x| f1(x.gc_runs_per_1k_requests))
+        figured(t, |f| opt(f.gc_runs_per_1k_requests.map(f1)))
     }),
     ("gc_time_pct", |t| {
-        inside(t, |x| opt(x.gc_time_share.map(|s| f1(s * 100.0))))
+        figured(t, |f| opt(f.gc_time_share.map(|s| f1(s * 100.0))))
     }),
     // The machine during the window (sampler::disturbance); empty for
     // records made before it was measured.
-    ("disturbed", |t| machine(t, |d| d.disturbed.to_string())),
-    ("steal_share", |t| machine(t, |d| f3(d.steal_share))),
+    ("disturbed", |t| {
+        figured(t, |f| opt(f.disturbance.as_ref().map(|d| d.disturbed)))
+    }),
+    ("steal_share", |t| {
+        figured(t, |f| {
+            opt(f.disturbance.as_ref().map(|d| f3(d.steal_share)))
+        })
+    }),
     ("foreign_cpu_share", |t| {
-        machine(t, |d| f3(d.foreign_cpu_share))
+        figured(t, |f| {
+            opt(f.disturbance.as_ref().map(|d| f3(d.foreign_cpu_share)))
+        })
     }),
 ];
