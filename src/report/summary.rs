@@ -1,6 +1,6 @@
 //! The summary table, one row per trial group, in every format from one
 //! list of columns: the terminal's table (server, app, front, load,
-//! throughput, p50/p99, memory, errors, notes), Markdown's and HTML's
+//! throughput, p50/p99, memory, errors, requests per worker, notes), Markdown's and HTML's
 //! table per app and front (latency avg/stdev/max, CPU per request too)
 //! and report.csv's fixed columns (medians, ranges, run counts,
 //! telemetry). A column is added here once, with a head in each format
@@ -11,21 +11,25 @@
 //! carries.
 
 use super::table::{Align, Aside, Cell, Column, Kind, Row, Table, Value, Width};
-use super::{load_label, Group, Report};
+use super::{load_label, Group, Report, Status, TrialRow};
 use crate::load::caveats::Caveats;
 use crate::stats::spread::Spread;
+use crate::store::figures::TrialFigures;
 use crate::store::summary::{GroupSummary, TelemetrySummary};
 use crate::units::fmt_ms;
 
 /// What the HTML page says of a disturbed group's quiet mark.
 const DISTURBED: &str = "steal or other processes' CPU on the server's and the generator's CPUs passed its threshold (docs/STATISTICS.md)";
 
+/// What "requests per worker" is (the HTML head's title).
+const PER_WORKER: &str = "requests counted in the window ÷ the server's workers (its one process without workers), the median over the runs that recorded their workers";
+
 type CellOf<'a> = Box<dyn Fn(&Group) -> Cell + 'a>;
 
 /// The summary table of `groups`; `variants` colour the servers (HTML).
 /// A runtime column when the study ran on more than one.
 pub(super) fn table(report: &Report, groups: &[&Group], variants: &[String]) -> Table {
-    let columns = columns(report.runtime_varies(), variants);
+    let columns = columns(report, variants);
     let rows = (groups.iter())
         .map(|g| Row {
             bad: !g.is_result(),
@@ -73,7 +77,7 @@ fn latency(g: &Group, q: Option<f64>, v: impl Fn(&GroupSummary) -> Option<Spread
 }
 
 /// The group's plan, its run counts and figures, then its notes.
-fn columns<'a>(runtime: bool, variants: &'a [String]) -> Vec<(Column, CellOf<'a>)> {
+fn columns<'a>(report: &'a Report, variants: &'a [String]) -> Vec<(Column, CellOf<'a>)> {
     let text = |f: fn(&Group) -> String| -> CellOf<'a> { Box::new(move |g| Cell::text(f(g))) };
     let count = |n: usize| Cell::num(Some(n as f64));
     let mut v: Vec<(Column, CellOf<'a>)> = vec![
@@ -96,7 +100,7 @@ fn columns<'a>(runtime: bool, variants: &'a [String]) -> Vec<(Column, CellOf<'a>
             }),
         ),
     ];
-    if runtime {
+    if report.runtime_varies() {
         v.push((
             col(Kind::Text, Align::Left)
                 .term("runtime", Width::Fit)
@@ -183,7 +187,7 @@ fn columns<'a>(runtime: bool, variants: &'a [String]) -> Vec<(Column, CellOf<'a>
     ];
     v.extend(plan);
     v.extend(figures());
-    v.extend(counts_and_notes());
+    v.extend(counts_and_notes(&report.trials));
     v
 }
 
@@ -266,8 +270,9 @@ fn figures<'a>() -> Vec<(Column, CellOf<'a>)> {
 }
 
 /// CPU per request, errors, the notes of report.csv, telemetry, the
-/// machine, then the notes.
-fn counts_and_notes<'a>() -> Vec<(Column, CellOf<'a>)> {
+/// machine, requests per worker (of `trials`, the group's good runs),
+/// then the notes.
+fn counts_and_notes<'a>(trials: &'a [TrialRow]) -> Vec<(Column, CellOf<'a>)> {
     vec![
         (
             col(Kind::Fixed(3), Align::Right).page("CPU (ms/req)"),
@@ -321,6 +326,22 @@ fn counts_and_notes<'a>() -> Vec<(Column, CellOf<'a>)> {
         (
             col(Kind::Count, Align::Right).csv("disturbed_runs"),
             Box::new(|g| good(g, |m| Some(m.disturbance.disturbed as f64))),
+        ),
+        (
+            {
+                let mut c = col(Kind::Count, Align::Right)
+                    .term("req/worker", Width::Min(10))
+                    .page("Requests per worker")
+                    .csv("requests_per_worker");
+                c.note = Some(PER_WORKER.into());
+                c
+            },
+            Box::new(move |g| {
+                let runs = (trials.iter())
+                    .filter(|t| t.planned.group == g.group && t.status == Status::Ok)
+                    .filter_map(|t| TrialFigures::of(t.record.as_ref()?).requests_per_worker());
+                Cell::num(Spread::of(&runs.collect::<Vec<f64>>()).map(|s| s.median))
+            }),
         ),
         (
             col(Kind::Text, Align::Left)
