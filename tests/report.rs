@@ -821,10 +821,14 @@ fn a_disturbed_trial_is_noted_in_every_report() {
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = head.iter().position(|h| *h == "disturbed_runs").unwrap();
     // The notes column holds commas inside quotes: count from the end.
-    let last = |lead: &str| line(&csv, lead, "").rsplit(',').next().unwrap().to_string();
-    assert_eq!(col, head.len() - 1, "disturbed_runs is the last column");
-    assert_eq!(last("puma__hello__direct__c4,"), "1", "{csv}");
-    assert_eq!(last("thin__hello__direct__c4,"), "0", "{csv}");
+    let disturbed = |lead: &str| line(&csv, lead, "").rsplit(',').nth(1).unwrap().to_string();
+    assert_eq!(
+        head[col..],
+        ["disturbed_runs", "requests_per_worker"],
+        "disturbed_runs is before the last column"
+    );
+    assert_eq!(disturbed("puma__hello__direct__c4,"), "1", "{csv}");
+    assert_eq!(disturbed("thin__hello__direct__c4,"), "0", "{csv}");
     let trials = r.trials_csv();
     assert!(
         line(&trials, "puma__hello__direct__c4__rep1", "").ends_with(",true,0.1800,0.0200"),

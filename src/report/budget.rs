@@ -8,7 +8,8 @@
 //! its reports byte for byte as before. It never reads a record's JSON:
 //! the figures come from `store::figures` (`store::budget`).
 
-use super::table::{Align, Cell, ConditionTable};
+use super::table::condition::{Cell, ConditionTable};
+use super::table::Align;
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::budget::{GroupBudget, TrialBudget};
@@ -112,7 +113,7 @@ fn throttled(b: &GroupBudget) -> String {
 /// budgets.
 pub(super) fn terminal(s: &mut String, report: &Report) {
     let varies = report.budget_varies();
-    super::table::terminal_lines(s, &report.groups, report.budget_line(), None, |g| {
+    super::table::condition::terminal_lines(s, &report.groups, report.budget_line(), None, |g| {
         let b = g.budget.as_ref()?;
         let label = if varies {
             format!("{}; ", b.label)
@@ -155,19 +156,19 @@ fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>
         class: "budget",
         label: report.budget_varies().then_some("Budget"),
         heads: &HEADS,
-        rows: super::table::rows(groups, label, |g| g.budget.as_ref().map(cells)),
+        rows: super::table::condition::rows(groups, label, |g| g.budget.as_ref().map(cells)),
     })
 }
 
 /// The section's budget table in Markdown; nothing when none of its
 /// groups ran with one.
 pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
-    super::table::markdown(s, table(report, groups));
+    super::table::condition::markdown(s, table(report, groups));
 }
 
 /// The section's budget table in HTML; nothing without budgets.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
-    super::table::html(s, table(report, groups));
+    super::table::condition::html(s, table(report, groups));
 }
 
 /// The seconds on a trial's timeline (from its start, warm-up included)

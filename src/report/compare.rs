@@ -6,6 +6,7 @@
 //! beside a report; the statistics live in `stats::compare`.
 
 use super::svg::esc;
+use super::table::{Align, Table};
 use crate::stats::compare::{metric_words, pct, split_endpoint_metric, Comparison, Row};
 use std::fmt::Write;
 
@@ -93,34 +94,28 @@ fn cells(c: &Comparison, r: &Row) -> [String; 8] {
     ]
 }
 
-const HEAD: [&str; 8] = ["group", "metric", "A", "B", "change", "95% CI", "n", ""];
+/// The table's heads: the figures, change, interval and counts right,
+/// the names and the mark left.
+const HEAD: [(&str, Align); 8] = [
+    ("group", Align::Left),
+    ("metric", Align::Left),
+    ("A", Align::Right),
+    ("B", Align::Right),
+    ("change", Align::Right),
+    ("95% CI", Align::Right),
+    ("n", Align::Right),
+    ("", Align::Left),
+];
+
+/// A row per group and metric.
+fn table(c: &Comparison) -> Table {
+    Table::of_text(&HEAD, c.rows.iter().map(|r| cells(c, r).to_vec()).collect())
+}
 
 /// The terminal table, then one verdict line per group and the overall one.
 pub fn terminal(c: &Comparison) -> String {
-    let rows: Vec<[String; 8]> = c.rows.iter().map(|r| cells(c, r)).collect();
-    let mut width = HEAD.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, cell) in width.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
     let mut s = format!("A: {}\nB: {}\n\n", c.side_shown(false), c.side_shown(true));
-    let line = |s: &mut String, cols: &[String]| {
-        for (i, (cell, w)) in cols.iter().zip(width).enumerate() {
-            let pad = w - cell.chars().count();
-            if (2..7).contains(&i) {
-                let _ = write!(s, "{}{cell}  ", " ".repeat(pad));
-            } else {
-                let _ = write!(s, "{cell}{}  ", " ".repeat(pad));
-            }
-        }
-        s.truncate(s.trim_end().len());
-        s.push('\n');
-    };
-    line(&mut s, &HEAD.map(String::from));
-    for r in &rows {
-        line(&mut s, r);
-    }
+    s.push_str(&table(c).terminal_lines());
     let _ = write!(s, "\n~ {}; ? too few repeats to tell\n\n", legend(c));
     for v in &c.verdicts {
         let _ = writeln!(s, "{v}");
@@ -135,15 +130,11 @@ pub fn terminal(c: &Comparison) -> String {
 /// The same as a Markdown document.
 pub fn markdown(c: &Comparison) -> String {
     let mut s = format!(
-        "# rackbench compare\n\nA: `{}`  \nB: `{}`\n\n| {} |\n|{}|\n",
+        "# rackbench compare\n\nA: `{}`  \nB: `{}`\n\n{}",
         c.side_shown(false),
         c.side_shown(true),
-        HEAD.join(" | "),
-        "---|".repeat(HEAD.len())
+        table(c).markdown()
     );
-    for r in &c.rows {
-        let _ = writeln!(s, "| {} |", cells(c, r).join(" | "));
-    }
     let _ = write!(s, "\n`~` {}; `?` too few repeats to tell.\n\n", legend(c));
     for v in &c.verdicts {
         let _ = writeln!(s, "- {v}");
@@ -287,17 +278,10 @@ pub fn page(c: &Comparison) -> String {
     )
 }
 
-/// Put the comparison section of a study's comparison (written by
-/// `rackbench run --aa`) into a report page, before its errors section.
-pub fn with_section(html: String, c: Option<&Comparison>) -> String {
-    let Some(c) = c else {
-        return html;
-    };
-    let sec = section(c);
-    match html.find("<section id=\"errors\">") {
-        Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
-        None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
-    }
+/// The comparison section of a study's comparison (written by
+/// `rackbench run --aa`) for the report page; None without one.
+pub fn section_in(c: Option<&Comparison>) -> Option<String> {
+    c.map(section)
 }
 
 #[cfg(test)]

@@ -7,28 +7,10 @@
 //!
 //! It never reads a file: the figures come from the Report.
 
-use super::table::Column;
+use super::table::{CsvColumn as Column, Table};
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
-use crate::store::summary::GroupSummary;
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn csv_row(fields: &[String]) -> String {
-    let mut line = fields
-        .iter()
-        .map(|f| csv_field(f))
-        .collect::<Vec<_>>()
-        .join(",");
-    line.push('\n');
-    line
-}
+use crate::store::figures::TrialFigures;
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
@@ -43,34 +25,37 @@ fn f3(v: f64) -> String {
 }
 
 impl Report {
-    /// One row per trial group: medians, ranges and run counts.
+    /// One row per trial group: medians, ranges and run counts (the
+    /// summary table's CSV columns), then the conditions'.
     pub fn csv(&self) -> String {
-        let mut columns = GROUP_COLUMNS.to_vec();
+        let groups: Vec<&Group> = self.groups.iter().collect();
+        let mut t = super::summary::table(self, &groups, &[]);
+        let mut extra: Vec<Column<Group>> = Vec::new();
         if self.runtime_varies() {
-            columns.extend_from_slice(GROUP_RUNTIME_COLUMNS);
+            extra.extend_from_slice(GROUP_RUNTIME_COLUMNS);
         }
         if !self.budgets().is_empty() {
-            columns.extend_from_slice(GROUP_BUDGET_COLUMNS);
+            extra.extend_from_slice(GROUP_BUDGET_COLUMNS);
         }
         if !self.slow_settings().is_empty() {
-            columns.extend_from_slice(GROUP_SLOW_COLUMNS);
+            extra.extend_from_slice(GROUP_SLOW_COLUMNS);
         }
         if !self.databases().is_empty() {
-            columns.extend_from_slice(super::database::GROUP_COLUMNS);
+            extra.extend_from_slice(super::database::GROUP_COLUMNS);
+        }
+        for (head, cell) in extra {
+            t.push_text_column(head, self.groups.iter().map(cell).collect());
         }
         if self.has_endpoints() {
             // Columns per endpoint of the mix, after every fixed one.
-            let mut head: Vec<String> = columns.iter().map(|(n, _)| n.to_string()).collect();
-            head.extend(super::endpoints::csv_heads(self));
-            let mut s = csv_row(&head);
-            for g in &self.groups {
-                let mut cells: Vec<String> = columns.iter().map(|(_, cell)| cell(g)).collect();
-                cells.extend(super::endpoints::csv_cells(self, g));
-                s.push_str(&csv_row(&cells));
+            let cells: Vec<Vec<String>> = (self.groups.iter())
+                .map(|g| super::endpoints::csv_cells(self, g))
+                .collect();
+            for (i, head) in super::endpoints::csv_heads(self).iter().enumerate() {
+                t.push_text_column(head, cells.iter().map(|c| c[i].clone()).collect());
             }
-            return s;
         }
-        csv_table(&columns, &self.groups)
+        t.csv()
     }
 
     /// One row per planned trial run, the missing and failed included.
@@ -88,27 +73,20 @@ impl Report {
         if !self.databases().is_empty() {
             columns.extend_from_slice(super::database::TRIAL_COLUMNS);
         }
-        csv_table(&columns, &self.trials)
+        Table::of_csv(&columns, &self.trials).csv()
     }
 }
 
-/// A header line, then one line per row.
-fn csv_table<T>(columns: &[Column<T>], rows: &[T]) -> String {
-    let head: Vec<String> = columns.iter().map(|(name, _)| name.to_string()).collect();
-    let mut s = csv_row(&head);
-    for r in rows {
-        let cells: Vec<String> = columns.iter().map(|(_, cell)| cell(r)).collect();
-        s.push_str(&csv_row(&cells));
-    }
-    s
+/// A figure of a trial's record (`store::figures`, where the reports
+/// take their numbers); empty when it has none (failed, missing).
+fn figured(t: &TrialRow, figure: impl Fn(&TrialFigures) -> String) -> String {
+    t.record
+        .as_ref()
+        .map_or(String::new(), |r| figure(&TrialFigures::of(r)))
 }
 
-/// A figure of a group's good runs; empty when it has none.
-fn good(g: &Group, figure: impl Fn(&GroupSummary) -> String) -> String {
-    g.good().map_or(String::new(), figure)
-}
-
-/// A figure of a trial's record; empty when it has none (failed, missing).
+/// A field of a trial's record that `store::figures` does not carry;
+/// empty when it has none (failed, missing).
 fn recorded(t: &TrialRow, figure: impl Fn(&TrialRecord) -> String) -> String {
     t.record.as_ref().map_or(String::new(), figure)
 }
@@ -126,13 +104,6 @@ fn measured(
         .map_or(String::new(), figure)
 }
 
-/// A telemetry figure of a group's good runs; empty without telemetry.
-fn told(g: &Group, figure: impl Fn(&crate::store::summary::TelemetrySummary) -> String) -> String {
-    g.good()
-        .and_then(|m| m.telemetry.as_ref())
-        .map_or(String::new(), figure)
-}
-
 /// A telemetry figure of a trial's record; empty without telemetry.
 fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String) -> String {
     t.record
@@ -140,98 +111,6 @@ fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String)
         .and_then(|r| r.server_metrics.telemetry.as_ref())
         .map_or(String::new(), figure)
 }
-
-/// A disturbance figure of a trial's record; empty without one.
-fn machine(t: &TrialRow, figure: impl Fn(&crate::sampler::Disturbance) -> String) -> String {
-    t.record
-        .as_ref()
-        .and_then(|r| r.disturbance.as_ref())
-        .map_or(String::new(), figure)
-}
-
-/// `summary.csv`: a group's plan, run counts, then the medians and ranges
-/// of its good runs.
-const GROUP_COLUMNS: &[Column<Group>] = &[
-    ("group", |g| g.group.clone()),
-    ("server", |g| g.planned.server.clone()),
-    ("variant", |g| g.planned.variant.clone()),
-    ("app", |g| g.planned.app.clone()),
-    ("behind", |g| g.planned.behind.clone()),
-    ("nginx_workers", |g| g.planned.nginx_workers.to_string()),
-    ("connections", |g| g.planned.shape.connections.to_string()),
-    ("rate", |g| opt(g.planned.shape.rate)),
-    ("planned_runs", |g| g.planned_runs.to_string()),
-    ("ok", |g| g.ok.to_string()),
-    ("failed", |g| g.failed.to_string()),
-    ("interrupted", |g| g.interrupted.to_string()),
-    ("missing", |g| g.missing.to_string()),
-    ("throughput_rps_median", |g| {
-        good(g, |m| f1(m.throughput_rps.median))
-    }),
-    ("throughput_rps_min", |g| {
-        good(g, |m| f1(m.throughput_rps.min))
-    }),
-    ("throughput_rps_max", |g| {
-        good(g, |m| f1(m.throughput_rps.max))
-    }),
-    ("latency_mean_us", |g| {
-        good(g, |m| opt(m.latency_mean_us.map(|v| f1(v.median))))
-    }),
-    ("latency_stdev_us", |g| {
-        good(g, |m| opt(m.latency_stdev_us.map(|v| f1(v.median))))
-    }),
-    ("latency_p50_us", |g| {
-        good(g, |m| opt(m.latency_p50_us.map(|v| f1(v.median))))
-    }),
-    ("latency_p99_us", |g| {
-        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.median))))
-    }),
-    ("latency_p99_us_min", |g| {
-        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.min))))
-    }),
-    ("latency_p99_us_max", |g| {
-        good(g, |m| opt(m.latency_p99_us.map(|v| f1(v.max))))
-    }),
-    ("latency_max_us", |g| {
-        good(g, |m| opt(m.latency_max_us.map(|v| f1(v.median))))
-    }),
-    ("rss_peak_bytes", |g| {
-        good(g, |m| f1(m.rss_peak_bytes.median))
-    }),
-    ("rss_peak_bytes_min", |g| {
-        good(g, |m| f1(m.rss_peak_bytes.min))
-    }),
-    ("rss_peak_bytes_max", |g| {
-        good(g, |m| f1(m.rss_peak_bytes.max))
-    }),
-    ("pss_peak_bytes", |g| {
-        good(g, |m| opt(m.pss_peak_bytes.map(|p| f1(p.median))))
-    }),
-    ("cpu_ms_per_request", |g| {
-        good(g, |m| opt(m.cpu_ms_per_request.map(|c| f3(c.median))))
-    }),
-    ("errors", |g| good(g, |m| m.errors.to_string())),
-    ("latency_lower_bound", |g| {
-        good(g, |m| m.caveats.lower_bound.to_string())
-    }),
-    ("notes", |g| g.all_notes()),
-    // Telemetry (issue 15), after the older columns so readers by position
-    // keep working; empty for groups that ran without it.
-    ("queue_p50_us", |g| {
-        told(g, |t| opt(t.queue_p50_us.map(|q| f1(q.median))))
-    }),
-    ("app_p50_us", |g| told(g, |t| f1(t.app_p50_us.median))),
-    ("gc_runs_per_1k_requests", |g| {
-        told(g, |t| f1(t.gc_runs_per_1k_requests.median))
-    }),
-    ("gc_time_pct", |g| {
-        told(g, |t| opt(t.gc_time_share.map(|s| f1(s.median * 100.0))))
-    }),
-    // The machine (sampler::disturbance): good runs it disturbed.
-    ("disturbed_runs", |g| {
-        good(g, |m| m.disturbance.disturbed.to_string())
-    }),
-];
 
 /// The runtime of a group's runs, last, only when a study ran on more
 /// than one (`report::runtime`).
@@ -359,30 +238,28 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     ("rate", |t| opt(t.planned.shape.rate)),
     ("status", |t| t.status.label().to_string()),
     ("error", |t| t.reason.clone().unwrap_or_default()),
-    ("throughput_rps", |t| {
-        recorded(t, |r| f1(r.load.throughput_rps))
-    }),
+    ("throughput_rps", |t| figured(t, |f| f1(f.throughput_rps))),
     ("requests_ok", |t| {
         recorded(t, |r| r.load.requests.ok.to_string())
     }),
-    ("errors", |t| {
-        recorded(t, |r| r.load.errors.total().to_string())
+    ("errors", |t| figured(t, |f| f.errors.to_string())),
+    ("latency_mean_us", |t| {
+        figured(t, |f| opt(f.latency_mean_us.map(f1)))
     }),
-    ("latency_mean_us", |t| measured(t, |l| f1(l.mean))),
-    ("latency_stdev_us", |t| measured(t, |l| f1(l.stdev))),
-    ("latency_p50_us", |t| measured(t, |l| l.p50.to_string())),
-    ("latency_p90_us", |t| measured(t, |l| l.p90.to_string())),
-    ("latency_p99_us", |t| measured(t, |l| l.p99.to_string())),
+    ("latency_stdev_us", |t| {
+        figured(t, |f| opt(f.latency_stdev_us.map(f1)))
+    }),
+    ("latency_p50_us", |t| figured(t, |f| opt(f.latency_p50_us))),
+    ("latency_p90_us", |t| figured(t, |f| opt(f.latency_p90_us))),
+    ("latency_p99_us", |t| figured(t, |f| opt(f.latency_p99_us))),
     ("latency_p999_us", |t| measured(t, |l| l.p999.to_string())),
-    ("latency_max_us", |t| measured(t, |l| l.max.to_string())),
+    ("latency_max_us", |t| figured(t, |f| opt(f.latency_max_us))),
     ("rss_peak_bytes", |t| {
-        recorded(t, |r| r.server_metrics.rss_peak_bytes.to_string())
+        figured(t, |f| f.rss_peak_bytes.to_string())
     }),
-    ("pss_peak_bytes", |t| {
-        recorded(t, |r| opt(r.server_metrics.pss_peak_bytes))
-    }),
+    ("pss_peak_bytes", |t| figured(t, |f| opt(f.pss_peak_bytes))),
     ("cpu_ms_per_request", |t| {
-        recorded(t, |r| opt(r.server_metrics.cpu_ms_per_request.map(f3)))
+        figured(t, |f| opt(f.cpu_ms_per_request.map(f3)))
     }),
     ("latency_lower_bound", |t| {
         recorded(t, |r| r.load.latency_lower_bound.to_string())
@@ -395,16 +272,24 @@ const TRIAL_COLUMNS: &[Column<TrialRow>] = &[
     }),
     ("app_p50_us", |t| inside(t, |x| f1(x.app_us.p50))),
     ("gc_runs_per_1k_requests", |t| {
-        inside(t, |x| f1(x.gc_runs_per_1k_requests))
+        figured(t, |f| opt(f.gc_runs_per_1k_requests.map(f1)))
     }),
     ("gc_time_pct", |t| {
-        inside(t, |x| opt(x.gc_time_share.map(|s| f1(s * 100.0))))
+        figured(t, |f| opt(f.gc_time_share.map(|s| f1(s * 100.0))))
     }),
     // The machine during the window (sampler::disturbance); empty for
     // records made before it was measured.
-    ("disturbed", |t| machine(t, |d| d.disturbed.to_string())),
-    ("steal_share", |t| machine(t, |d| f3(d.steal_share))),
+    ("disturbed", |t| {
+        figured(t, |f| opt(f.disturbance.as_ref().map(|d| d.disturbed)))
+    }),
+    ("steal_share", |t| {
+        figured(t, |f| {
+            opt(f.disturbance.as_ref().map(|d| f3(d.steal_share)))
+        })
+    }),
     ("foreign_cpu_share", |t| {
-        machine(t, |d| f3(d.foreign_cpu_share))
+        figured(t, |f| {
+            opt(f.disturbance.as_ref().map(|d| f3(d.foreign_cpu_share)))
+        })
     }),
 ];

@@ -11,7 +11,8 @@
 //! column, its reports byte for byte as before. It never reads a
 //! record's JSON: the figures come from `store::database`.
 
-use super::table::{Align, Cell, Column, ConditionTable};
+use super::table::condition::{Cell, ConditionTable};
+use super::table::{Align, CsvColumn as Column};
 use super::{Group, Report, TrialRow};
 use crate::stats::spread::Spread;
 use crate::store::budget::size;
@@ -126,7 +127,7 @@ fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>
         class: "database",
         label: report.database_varies().then_some("Database"),
         heads: &HEADS,
-        rows: super::table::rows(groups, label, |g| g.database.as_ref().map(cells)),
+        rows: super::table::condition::rows(groups, label, |g| g.database.as_ref().map(cells)),
     })
 }
 
@@ -134,7 +135,7 @@ fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>
 /// nothing without one.
 pub(super) fn terminal(s: &mut String, report: &Report) {
     let varies = report.database_varies();
-    super::table::terminal_lines(s, &report.groups, report.database_line(), None, |g| {
+    super::table::condition::terminal_lines(s, &report.groups, report.database_line(), None, |g| {
         let d = g.database.as_ref()?;
         let label = if varies {
             format!("{}; ", d.label)
@@ -147,12 +148,12 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
 
 /// The section's database table in Markdown; nothing without one.
 pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
-    super::table::markdown(s, table(report, groups));
+    super::table::condition::markdown(s, table(report, groups));
 }
 
 /// The section's database table in HTML; nothing without one.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
-    super::table::html(s, table(report, groups));
+    super::table::condition::html(s, table(report, groups));
 }
 
 /// A group's database figure; empty for a group without one.

@@ -10,6 +10,7 @@
 //! figures come from `store::endpoints`, through `Group::endpoints`.
 
 use super::svg::{color, esc, hbar_rows, Bar, BarRow};
+use super::table::{md_cell, Align, Cell, Column, Kind, Row, Table};
 use super::{load_label, Group, Report};
 use crate::stats::spread::Spread;
 use crate::store::endpoints::GroupEndpoint;
@@ -210,23 +211,35 @@ pub(super) fn markdown(s: &mut String, groups: &[&Group]) {
     }
     let _ = writeln!(s, "### Endpoints\n\n{NOTE}\n");
     for g in groups.iter().filter(|g| !g.endpoints.is_empty()) {
-        let extra = Extra::of(g);
-        let heads = extra.heads();
-        let _ = writeln!(
-            s,
-            "**{}**\n\n| {} |\n|:--|{}",
-            title(g).replace('|', "\\|"),
-            heads.join(" | "),
-            "--:|".repeat(heads.len() - 1)
-        );
-        for e in &g.endpoints {
-            let row: Vec<String> = cells(e, extra)
-                .iter()
-                .map(|c| c.replace('|', "\\|"))
-                .collect();
-            let _ = writeln!(s, "| {} |", row.join(" | "));
-        }
+        let _ = writeln!(s, "**{}**\n", md_cell(&title(g)));
+        s.push_str(&table(g).markdown());
         s.push('\n');
+    }
+}
+
+/// A group's endpoint table: the endpoint and its request (under it in
+/// HTML), then its figures; errors red when there are any.
+fn table(g: &Group) -> Table {
+    let extra = Extra::of(g);
+    let columns = (extra.heads().into_iter().enumerate())
+        .map(|(i, h)| {
+            Column::new(Kind::Text, if i == 0 { Align::Left } else { Align::Right }).page(h)
+        })
+        .collect();
+    let rows = (g.endpoints.iter())
+        .map(|e| {
+            let mut cells: Vec<Cell> = cells(e, extra).into_iter().map(Cell::text).collect();
+            cells[0] = Cell::text(e.name.clone()).sub(format!("{} {}", e.method, e.path));
+            cells[7] = Cell::text(errors(e)).bad(e.errors > 0);
+            Row::new(cells)
+        })
+        .collect();
+    Table {
+        columns,
+        rows,
+        class: Some("endpoints".into()),
+        caption: Some(title(g)),
+        wide: false,
     }
 }
 
@@ -238,42 +251,7 @@ pub(super) fn html(s: &mut String, groups: &[&Group], variants: &[String]) {
     }
     let _ = write!(s, "<h3>Endpoints</h3><p class=\"note\">{}</p>", esc(NOTE));
     for g in groups.iter().filter(|g| !g.endpoints.is_empty()) {
-        let _ = write!(
-            s,
-            "<table class=\"endpoints\"><caption>{}</caption><tr>",
-            esc(&title(g))
-        );
-        let extra = Extra::of(g);
-        for (i, h) in extra.heads().iter().enumerate() {
-            let class = if i == 0 { " class=\"l\"" } else { "" };
-            let _ = write!(s, "<th{class}>{}</th>", esc(h));
-        }
-        s.push_str("</tr>");
-        for e in &g.endpoints {
-            s.push_str("<tr>");
-            for (i, c) in cells(e, extra).iter().enumerate() {
-                let class = match i {
-                    0 => " class=\"l\"",
-                    7 if e.errors > 0 => " class=\"bad-text\"",
-                    _ => "",
-                };
-                if i == 0 {
-                    // The request under the name, so long paths do not
-                    // widen the table past the page.
-                    let _ = write!(
-                        s,
-                        "<td{class}>{}<br><small>{} {}</small></td>",
-                        esc(&e.name),
-                        esc(&e.method),
-                        esc(&e.path)
-                    );
-                } else {
-                    let _ = write!(s, "<td{class}>{}</td>", esc(c));
-                }
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</table>");
+        s.push_str(&table(g).html());
     }
     s.push_str("<p class=\"note\">Per group and endpoint: its p50 (solid) and p99 (pale) latency, the median across repeats, whiskers from the lowest to the highest repeat.</p>");
     s.push_str(&chart(groups, variants));

@@ -8,6 +8,7 @@
 //! a trial.
 
 use super::svg::esc;
+use super::table::{Align, Table};
 use crate::search::fit::{Difference, FitResult, MemoryModel, Tried, Verdict};
 use crate::units::{fmt_bytes, fmt_us};
 use serde::{Deserialize, Serialize};
@@ -281,41 +282,20 @@ const FITS_COLUMNS: [&str; 7] = [
     "runner-up",
 ];
 
+/// The fits, a row per server, every column left.
+fn fits_table(doc: &FitsDocument) -> Table {
+    let heads = FITS_COLUMNS.map(|h| (h, Align::Left));
+    Table::of_text(&heads, doc.rows().into_iter().map(Vec::from).collect())
+}
+
 /// The fits as a text table, columns aligned.
 pub fn fits_text(doc: &FitsDocument) -> String {
-    let rows = doc.rows();
-    let mut widths = FITS_COLUMNS.map(|c| c.chars().count());
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
-            .collect();
-        padded.join("  ").trim_end().to_string()
-    };
-    let mut s = format!("{}\n", doc.head());
-    let _ = writeln!(s, "{}", line(&FITS_COLUMNS.map(String::from)));
-    for row in &rows {
-        let _ = writeln!(s, "{}", line(row));
-    }
-    s
+    format!("{}\n{}", doc.head(), fits_table(doc).terminal_lines())
 }
 
 /// The fits as a Markdown table (fits.md; docs/BUDGETS.md shows one).
 pub fn fits_markdown(doc: &FitsDocument) -> String {
-    let mut s = format!("{}\n\n| {} |\n|", doc.head(), FITS_COLUMNS.join(" | "));
-    s.push_str(&"---|".repeat(FITS_COLUMNS.len()));
-    s.push('\n');
-    for row in doc.rows() {
-        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
-    s
+    format!("{}\n\n{}", doc.head(), fits_table(doc).markdown())
 }
 
 /// A colour from pale to deep blue by `x` in 0..=1.

@@ -54,9 +54,34 @@ function setAll(sel, open) {
 }
 "#;
 
+/// A section of the page: it writes its whole `<section>` (or nothing)
+/// from the report and the variants in colour order.
+type Section = fn(&mut String, &Report, &[String]);
+
+/// The sections of a study with trials, in the page's order.
+const TRIAL_SECTIONS: [Section; 9] = [
+    html_summary::section,
+    html_throughput::section,
+    html_latency::section,
+    |s, r, _| html_bars::time_split(s, r),
+    |s, r, _| html_timeline::section(s, r),
+    html_bars::memory,
+    |s, r, _| super::soak::html(s, r),
+    html_bars::cpu,
+    html_bars::spread,
+];
+
 impl Report {
-    /// The whole HTML document: its sections' order is decided here.
+    /// The whole HTML document.
     pub fn html(&self) -> String {
+        self.page(&[])
+    }
+
+    /// The whole HTML document with `studies`' sections (a comparison,
+    /// a sweep: what the directory holds beside its trials) after the
+    /// report's own and before the errors and the environment. The
+    /// sections' order is decided here.
+    pub fn page(&self, studies: &[String]) -> String {
         let variants = self.variants();
         let mut s = String::new();
         let title = format!(
@@ -93,18 +118,15 @@ impl Report {
         self.shows(&mut s);
         self.header(&mut s);
         if has_trials {
-            html_summary::section(&mut s, self, &variants);
-            html_throughput::section(&mut s, self, &variants);
-            html_latency::section(&mut s, self, &variants);
-            html_bars::time_split(&mut s, self);
-            html_timeline::section(&mut s, self);
-            html_bars::memory(&mut s, self, &variants);
-            super::soak::html(&mut s, self);
-            html_bars::cpu(&mut s, self, &variants);
-            html_bars::spread(&mut s, self, &variants);
+            for section in TRIAL_SECTIONS {
+                section(&mut s, self, &variants);
+            }
         }
         if !self.breakpoints.is_empty() || !self.missing_breakpoints.is_empty() {
             html_breakpoints::section(&mut s, self, &variants);
+        }
+        for study in studies {
+            s.push_str(study);
         }
         html_runs::errors(&mut s, self);
         html_runs::environment(&mut s, self);

@@ -7,17 +7,14 @@
 //! time split (time_split.rs) and the terminal's cells (text.rs) give
 //! them.
 
-use super::text::{latency, rps_spread};
+use super::table::{md_cell, Align, Cell, Column, Kind, Row, Table};
 use super::time_split::time_split;
 use super::{breakpoint_front, load_label, short, Group, Report, TrialRow};
 use crate::stats::spread::Spread;
 use crate::store::summary::GroupSummary;
-use crate::units::{fmt_mib, fmt_ms, num};
+use crate::units::{fmt_ms, num};
 use std::fmt::Write;
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
-}
 /// "Where the time goes" under a section's table, for the groups that had
 /// telemetry on (nothing when none had); SQL and pool-wait columns when
 /// one of them ran an app with ActiveRecord.
@@ -47,67 +44,97 @@ fn md_time_split(s: &mut String, groups: &[&Group]) {
             ""
         }
     );
+    let mut heads = vec![
+        ("Server", Kind::Text, Align::Left),
+        ("Load", Kind::Text, Align::Right),
+        ("queue p50 (ms)", Kind::Latency, Align::Right),
+        ("app p50 (ms)", Kind::Latency, Align::Right),
+    ];
     if db {
-        let _ = writeln!(
-            s,
-            "| Server | Load | queue p50 (ms) | app p50 (ms) | SQL p50 (ms) | pool wait p50 / p99 (ms) | GC/1k req | GC time % | Mean: queue / app (pool wait, SQL, GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-        );
-    } else {
-        let _ = writeln!(
-            s,
-            "| Server | Load | queue p50 (ms) | app p50 (ms) | GC/1k req | GC time % | Mean: queue / app (GC) / rest (ms) | Notes |\n|:--|--:|--:|--:|--:|--:|--:|:--|"
-        );
+        heads.push(("SQL p50 (ms)", Kind::Latency, Align::Right));
+        heads.push(("pool wait p50 / p99 (ms)", Kind::Text, Align::Right));
     }
-    let ms = |v: Option<crate::stats::spread::Spread>| v.map_or("-".into(), |v| fmt_ms(v.median));
-    for (g, sum) in with {
-        let t = sum.telemetry.as_ref().expect("filtered");
-        let v = time_split(sum).expect("has telemetry");
-        let mut cells = vec![
-            md_cell(&g.planned.variant),
-            load_label(&g.planned),
-            ms(t.queue_p50_us),
-            fmt_ms(t.app_p50_us.median),
-        ];
-        if db {
-            cells.push(ms(t.db_p50_us));
-            cells.push(match (t.pool_wait_p50_us, t.pool_wait_p99_us) {
-                (Some(a), Some(b)) => format!("{} / {}", fmt_ms(a.median), fmt_ms(b.median)),
-                _ => "-".into(),
-            });
-        }
-        cells.push(format!("{:.1}", t.gc_runs_per_1k_requests.median));
-        cells.push(
-            t.gc_time_share
-                .map_or("-".into(), |g| format!("{:.1}", g.median * 100.0)),
-        );
-        let queue = if t.queue_mean_us.is_some() {
-            fmt_ms(v.queue_us)
-        } else {
-            "-".into()
-        };
-        let [_, pool, sql, _, gc, _] = v.parts();
-        cells.push(if db {
-            format!(
-                "{queue} / {} ({}, {}, {}) / {}",
-                fmt_ms(v.app_us),
-                fmt_ms(pool.1),
-                fmt_ms(sql.1),
-                fmt_ms(gc.1),
-                fmt_ms(v.rest_us)
-            )
-        } else {
-            format!(
-                "{queue} / {} ({}) / {}",
-                fmt_ms(v.app_us),
-                fmt_ms(v.gc_us),
-                fmt_ms(v.rest_us)
-            )
-        });
-        cells.push(md_cell(&g.short_notes()));
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
+    heads.extend([
+        ("GC/1k req", Kind::Fixed(1), Align::Right),
+        ("GC time %", Kind::Fixed(1), Align::Right),
+        (
+            if db {
+                "Mean: queue / app (pool wait, SQL, GC) / rest (ms)"
+            } else {
+                "Mean: queue / app (GC) / rest (ms)"
+            },
+            Kind::Text,
+            Align::Right,
+        ),
+        ("Notes", Kind::Text, Align::Left),
+    ]);
+    let rows = with
+        .into_iter()
+        .map(|(g, sum)| Row::new(split_cells(g, sum, db)));
+    s.push_str(&md_table(&heads, rows.collect()));
     s.push('\n');
 }
+
+/// A Markdown table of these columns (head, kind, alignment) and rows.
+fn md_table(heads: &[(&str, Kind, Align)], rows: Vec<Row>) -> String {
+    let columns = (heads.iter())
+        .map(|(h, kind, align)| Column::new(*kind, *align).md(h))
+        .collect();
+    Table {
+        columns,
+        rows,
+        ..Table::default()
+    }
+    .markdown()
+}
+
+/// A group's row of "where the time goes".
+fn split_cells(g: &Group, sum: &GroupSummary, db: bool) -> Vec<Cell> {
+    let t = sum.telemetry.as_ref().expect("filtered");
+    let v = time_split(sum).expect("has telemetry");
+    let median = |v: Option<Spread>| Cell::num(v.map(|v| v.median));
+    let mut cells = vec![
+        Cell::text(g.planned.variant.clone()),
+        Cell::text(load_label(&g.planned)),
+        median(t.queue_p50_us),
+        median(Some(t.app_p50_us)),
+    ];
+    if db {
+        cells.push(median(t.db_p50_us));
+        cells.push(Cell::text(match (t.pool_wait_p50_us, t.pool_wait_p99_us) {
+            (Some(a), Some(b)) => format!("{} / {}", fmt_ms(a.median), fmt_ms(b.median)),
+            _ => "-".into(),
+        }));
+    }
+    cells.push(median(Some(t.gc_runs_per_1k_requests)));
+    cells.push(Cell::num(t.gc_time_share.map(|g| g.median * 100.0)));
+    let queue = if t.queue_mean_us.is_some() {
+        fmt_ms(v.queue_us)
+    } else {
+        "-".into()
+    };
+    let [_, pool, sql, _, gc, _] = v.parts();
+    cells.push(Cell::text(if db {
+        format!(
+            "{queue} / {} ({}, {}, {}) / {}",
+            fmt_ms(v.app_us),
+            fmt_ms(pool.1),
+            fmt_ms(sql.1),
+            fmt_ms(gc.1),
+            fmt_ms(v.rest_us)
+        )
+    } else {
+        format!(
+            "{queue} / {} ({}) / {}",
+            fmt_ms(v.app_us),
+            fmt_ms(v.gc_us),
+            fmt_ms(v.rest_us)
+        )
+    }));
+    cells.push(Cell::text(g.short_notes()));
+    cells
+}
+
 impl Report {
     /// Markdown in the style of costajob's README tables.
     pub fn markdown(&self) -> String {
@@ -211,74 +238,9 @@ impl Report {
     /// One table per app and front, one row per trial group, and where
     /// the time went when telemetry was on.
     fn md_groups(&self, s: &mut String) {
-        let varies = self.runtime_varies();
-        let (runtime_head, runtime_align) = if varies {
-            ("| Runtime ", "|:--")
-        } else {
-            ("", "")
-        };
         for ((app, fr), groups) in self.sections() {
             let _ = writeln!(s, "## {app}, {fr}\n");
-            let _ = writeln!(
-                s,
-                "| Server {runtime_head}| Load | Runs | Throughput (req/s) | Latency avg / stdev / max (ms) | p99 (ms) | RSS peak (MiB) | PSS peak (MiB) | CPU (ms/req) | Errors | Notes |"
-            );
-            let _ = writeln!(
-                s,
-                "|:--{runtime_align}|--:|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-            );
-            for g in &groups {
-                let p = &g.planned;
-                let runtime = if varies {
-                    format!("| {} ", md_cell(&g.runtime_label()))
-                } else {
-                    String::new()
-                };
-                let lead = format!(
-                    "| {} {runtime}| {} | {}/{} ",
-                    md_cell(&p.variant),
-                    load_label(p),
-                    g.ok,
-                    g.planned_runs
-                );
-                let c = g.caveats();
-                let bound = |v: Option<Spread>| {
-                    v.map_or("-".into(), |v| {
-                        if c.lower_bound {
-                            format!("≥ {}", fmt_ms(v.median))
-                        } else {
-                            fmt_ms(v.median)
-                        }
-                    })
-                };
-                match g.good() {
-                    Some(sum) => {
-                        let _ = writeln!(
-                            s,
-                            "{lead}| {} | {} / {} / {} | {} | {} | {} | {} | {} | {} |",
-                            c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                            bound(sum.latency_mean_us),
-                            sum.latency_stdev_us
-                                .map_or("-".into(), |v| fmt_ms(v.median)),
-                            bound(sum.latency_max_us),
-                            latency(&c, 0.99, sum.latency_p99_us, fmt_ms),
-                            fmt_mib(sum.rss_peak_bytes.median),
-                            sum.pss_peak_bytes.map_or("-".into(), |p| fmt_mib(p.median)),
-                            sum.cpu_ms_per_request
-                                .map_or("-".into(), |c| format!("{:.3}", c.median)),
-                            sum.errors,
-                            md_cell(&g.all_notes())
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(
-                            s,
-                            "{lead}| - | - | - | - | - | - | - | **no data: {}** |",
-                            g.notes()
-                        );
-                    }
-                }
-            }
+            s.push_str(&super::summary::table(self, &groups, &[]).markdown());
             s.push('\n');
             md_time_split(s, &groups);
             super::memory::markdown(s, &groups);
@@ -294,16 +256,19 @@ impl Report {
         let bad = self.incomplete();
         if !bad.is_empty() {
             let _ = writeln!(s, "## Trials not completed\n");
-            let _ = writeln!(s, "| Trial | Status | Reason |\n|:--|:--|:--|");
-            for t in bad {
-                let _ = writeln!(
-                    s,
-                    "| {} | **{}** | {} |",
-                    t.planned.id,
-                    t.status.label(),
-                    md_cell(&short(t.reason.as_deref().unwrap_or(""), 160))
-                );
-            }
+            let rows = bad.iter().map(|t| {
+                Row::new(vec![
+                    Cell::text(t.planned.id.clone()),
+                    Cell::text(format!("**{}**", t.status.label())),
+                    Cell::text(short(t.reason.as_deref().unwrap_or(""), 160)),
+                ])
+            });
+            let heads = [
+                ("Trial", Kind::Text, Align::Left),
+                ("Status", Kind::Text, Align::Left),
+                ("Reason", Kind::Text, Align::Left),
+            ];
+            s.push_str(&md_table(&heads, rows.collect()));
             s.push('\n');
         }
     }
@@ -322,25 +287,28 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "## Disturbed trials\n\nSteal or other processes' CPU on the server's and the generator's CPUs passed its threshold during the counted window: their figures may be the host's (docs/STATISTICS.md).\n\n| Trial | Steal | Foreign CPU | CPUs | Busiest foreign processes |\n|:--|--:|--:|:--|:--|"
+            "## Disturbed trials\n\nSteal or other processes' CPU on the server's and the generator's CPUs passed its threshold during the counted window: their figures may be the host's (docs/STATISTICS.md).\n"
         );
-        for (t, d) in disturbed {
-            let top: Vec<String> = d
-                .foreign_top
-                .iter()
-                .take(3)
+        let rows = disturbed.into_iter().map(|(t, d)| {
+            let top: Vec<String> = (d.foreign_top.iter().take(3))
                 .map(|p| format!("{} ({:.1} s)", p.name, p.cpu_s))
                 .collect();
-            let _ = writeln!(
-                s,
-                "| {} | {:.1}% | {:.1}% | {} | {} |",
-                t.planned.id,
-                d.steal_share * 100.0,
-                d.foreign_cpu_share * 100.0,
-                crate::load::cpus::format_list(&d.cpus),
-                md_cell(&top.join(", "))
-            );
-        }
+            Row::new(vec![
+                Cell::text(t.planned.id.clone()),
+                Cell::num(Some(d.steal_share)),
+                Cell::num(Some(d.foreign_cpu_share)),
+                Cell::text(crate::load::cpus::format_list(&d.cpus)),
+                Cell::text(top.join(", ")),
+            ])
+        });
+        let heads = [
+            ("Trial", Kind::Text, Align::Left),
+            ("Steal", Kind::Percent, Align::Right),
+            ("Foreign CPU", Kind::Percent, Align::Right),
+            ("CPUs", Kind::Text, Align::Left),
+            ("Busiest foreign processes", Kind::Text, Align::Left),
+        ];
+        s.push_str(&md_table(&heads, rows.collect()));
         s.push('\n');
     }
 
@@ -353,34 +321,38 @@ impl Report {
             .collect();
         if !with_errors.is_empty() {
             let _ = writeln!(s, "## Errors\n");
-            let _ = writeln!(
-                s,
-                "| Trial | Total | connect | timeout | reset | parse | status | body | Failed p50 / p99 (ms) | Seconds with errors |\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|:--|"
-            );
-            for (t, r) in with_errors {
+            let count = |n: u64| Cell::num(Some(n as f64));
+            let rows = with_errors.into_iter().map(|(t, r)| {
                 let e = &r.load.errors;
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    t.planned.id,
-                    e.total(),
-                    e.connect,
-                    e.timeout,
-                    e.reset,
-                    e.parse,
-                    e.status,
-                    e.body,
-                    r.load
-                        .latency_failed_us
-                        .as_ref()
-                        .map_or("-".into(), |f| format!(
-                            "{} / {}",
-                            fmt_ms(f.p50 as f64),
-                            fmt_ms(f.p99 as f64)
-                        )),
-                    super::error_seconds(&r.load)
+                let failed = r.load.latency_failed_us.as_ref().map_or("-".into(), |f| {
+                    format!("{} / {}", fmt_ms(f.p50 as f64), fmt_ms(f.p99 as f64))
+                });
+                let mut cells = vec![Cell::text(t.planned.id.clone())];
+                cells.extend(
+                    [
+                        e.total(),
+                        e.connect,
+                        e.timeout,
+                        e.reset,
+                        e.parse,
+                        e.status,
+                        e.body,
+                    ]
+                    .map(count),
                 );
+                cells.push(Cell::text(failed));
+                cells.push(Cell::text(super::error_seconds(&r.load)));
+                Row::new(cells)
+            });
+            let mut heads = vec![("Trial", Kind::Text, Align::Left)];
+            for h in [
+                "Total", "connect", "timeout", "reset", "parse", "status", "body",
+            ] {
+                heads.push((h, Kind::Count, Align::Right));
             }
+            heads.push(("Failed p50 / p99 (ms)", Kind::Text, Align::Right));
+            heads.push(("Seconds with errors", Kind::Text, Align::Left));
+            s.push_str(&md_table(&heads, rows.collect()));
             s.push('\n');
         }
     }

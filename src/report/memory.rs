@@ -11,31 +11,37 @@
 //! figures `store::summary` computed; it never computes one.
 
 use super::svg::esc;
+use super::table::{Align, Cell, Column, Format, Kind, Row, Table};
 use super::{load_label, Group};
 use crate::sampler::Role;
 use crate::stats::spread::Spread;
-use crate::units::fmt_mib;
 use std::fmt::Write;
 
-const HEAD: [&str; 9] = [
-    "Server",
-    "Load",
-    "Workers",
-    "PSS/worker (MiB)",
-    "USS/worker (MiB)",
-    "RSS/worker (MiB)",
-    "Master PSS / USS (MiB)",
-    "Tree PSS peak (MiB)",
-    "Tree USS peak (MiB)",
-];
-
-fn median(s: Option<Spread>) -> String {
-    s.map_or("-".into(), |s| fmt_mib(s.median))
+/// The table's columns: the server, its load and worker count, then
+/// memory in MiB.
+fn columns() -> Vec<Column> {
+    let mib = |h: &str| Column::new(Kind::Mib, Align::Right).page(h);
+    vec![
+        Column::new(Kind::Text, Align::Left).page("Server"),
+        Column::new(Kind::Text, Align::Right).page("Load"),
+        Column::new(Kind::Text, Align::Right).page("Workers"),
+        mib("PSS/worker (MiB)"),
+        mib("USS/worker (MiB)"),
+        mib("RSS/worker (MiB)"),
+        Column::new(Kind::Text, Align::Right).page("Master PSS / USS (MiB)"),
+        mib("Tree PSS peak (MiB)"),
+        mib("Tree USS peak (MiB)"),
+    ]
 }
 
-/// The rows of the groups that have memory per worker, medians over runs.
-fn rows(groups: &[&Group]) -> Vec<Vec<String>> {
-    groups
+fn median(s: Option<Spread>) -> Cell {
+    Cell::num(s.map(|s| s.median))
+}
+
+/// The table of the groups that have memory per worker, medians over
+/// runs; None when no group has.
+fn table(groups: &[&Group]) -> Option<Table> {
+    let rows: Vec<Row> = groups
         .iter()
         .filter_map(|g| {
             let sum = g.good()?;
@@ -46,68 +52,55 @@ fn rows(groups: &[&Group]) -> Vec<Vec<String>> {
             };
             let master = match (w.master_pss_mean_bytes, w.master_uss_mean_bytes) {
                 (None, None) => "-".to_string(),
-                (p, u) => format!("{} / {}", median(p), median(u)),
+                (p, u) => format!("{} / {}", mib(p), mib(u)),
             };
-            Some(vec![
-                g.planned.variant.clone(),
-                load_label(&g.planned),
-                workers,
+            Some(Row::new(vec![
+                Cell::text(g.planned.variant.clone()),
+                Cell::text(load_label(&g.planned)),
+                Cell::text(workers),
                 median(w.pss_mean_bytes),
                 median(w.uss_mean_bytes),
-                fmt_mib(w.rss_mean_bytes.median),
-                master,
+                median(Some(w.rss_mean_bytes)),
+                Cell::text(master),
                 median(sum.pss_peak_bytes),
                 median(w.uss_peak_bytes),
-            ])
+            ]))
         })
-        .collect()
+        .collect();
+    (!rows.is_empty()).then(|| Table {
+        columns: columns(),
+        rows,
+        ..Table::default()
+    })
+}
+
+/// A median in MiB, "-" without one (the master's cell, two in one).
+fn mib(s: Option<Spread>) -> String {
+    s.map_or("-".into(), |s| Kind::Mib.figure(Format::Markdown, s.median))
 }
 
 const NOTE: &str = "Memory per worker: the mean over workers of each worker's mean over the counted window (a server without workers: its one process); medians across runs. USS is a worker's private memory, what one more worker costs; PSS adds its share of the pages it shares with its master and siblings.";
 
 /// The Markdown table of a section (nothing when no group has the figures).
 pub fn markdown(s: &mut String, groups: &[&Group]) {
-    let rows = rows(groups);
-    if rows.is_empty() {
-        return;
-    }
+    let Some(t) = table(groups) else { return };
     let _ = writeln!(s, "{NOTE}\n");
-    let _ = writeln!(s, "| {} |", HEAD.join(" | "));
-    let _ = writeln!(s, "|:--|{}|", vec!["--:"; HEAD.len() - 1].join("|"));
-    for r in rows {
-        let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
-        let _ = writeln!(s, "| {} |", cells.join(" | "));
-    }
+    s.push_str(&t.markdown());
     s.push('\n');
 }
 
 /// The HTML table of a section, under `title` (empty when no group has
 /// the figures).
 pub fn html(title: &str, groups: &[&Group]) -> String {
-    let rows = rows(groups);
-    if rows.is_empty() {
+    let Some(t) = table(groups) else {
         return String::new();
-    }
-    let mut s = format!(
-        "<h3>{}</h3><p class=\"note\">{}</p><table><tr>",
+    };
+    format!(
+        "<h3>{}</h3><p class=\"note\">{}</p>{}",
         esc(title),
-        esc(NOTE)
-    );
-    for (i, h) in HEAD.iter().enumerate() {
-        let class = if i == 0 { " class=\"l\"" } else { "" };
-        let _ = write!(s, "<th{class}>{}</th>", esc(h));
-    }
-    s.push_str("</tr>");
-    for r in rows {
-        s.push_str("<tr>");
-        for (i, c) in r.iter().enumerate() {
-            let class = if i == 0 { " class=\"l\"" } else { "" };
-            let _ = write!(s, "<td{class}>{}</td>", esc(c));
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</table>");
-    s
+        esc(NOTE),
+        t.html()
+    )
 }
 
 #[cfg(test)]

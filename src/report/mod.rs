@@ -39,6 +39,7 @@ mod runtime;
 mod shows;
 mod slow;
 mod soak;
+mod summary;
 pub(crate) mod svg;
 pub mod sweep;
 mod table;
@@ -308,8 +309,9 @@ pub fn write_study(
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    let html = compare::with_section(report.html(), study.comparison());
-    write(&written.html, sweep::with_section(html, &sweep))?;
+    let studies = [compare::section_in(study.comparison()), sweep::section_in(&sweep)];
+    let studies: Vec<String> = studies.into_iter().flatten().collect();
+    write(&written.html, report.page(&studies))?;
     Ok(written)
 }
 

@@ -9,7 +9,8 @@
 //! hold (`lab::restart` judged each restart when it ran).
 
 use super::svg::esc;
-use super::table::{Align, Cell, ConditionRow, ConditionTable};
+use super::table::condition::{Cell, ConditionRow, ConditionTable};
+use super::table::Align;
 use super::{Group, Report};
 use crate::lab::record::{RestartErrors, RestartRecord};
 use crate::lab::trial::TrialRecord;
@@ -158,7 +159,7 @@ pub(super) fn terminal(s: &mut String, report: &Report) {
         let _ = writeln!(
             s,
             "{}{}: {}; {}; {}; {}",
-            super::table::line_start(g, Some(8)),
+            super::table::condition::line_start(g, Some(8)),
             r.kind,
             r.zero_cell(),
             r.errors_cell(),
@@ -212,7 +213,7 @@ fn table<'a>(report: &'a Report, groups: &[&'a Group]) -> Option<ConditionTable<
 /// none of its groups restarted.
 pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
     if let Some(t) = table(report, groups) {
-        super::table::markdown(s, Some(t));
+        super::table::condition::markdown(s, Some(t));
         let _ = write!(s, "{NOTE}\n\n");
     }
 }
@@ -221,7 +222,7 @@ pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
 /// restarts.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
     if let Some(t) = table(report, groups) {
-        super::table::html(s, Some(t));
+        super::table::condition::html(s, Some(t));
         let _ = write!(s, "<p class=\"note\">{}</p>", esc(NOTE));
     }
 }

@@ -10,7 +10,8 @@
 //! column, its reports byte for byte as before. It never reads a record's
 //! JSON: the figures come from `store::figures` (`store::slow`).
 
-use super::table::{Align, Cell, ConditionTable};
+use super::table::condition::{Cell, ConditionTable};
+use super::table::Align;
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::figures::TrialFigures;
@@ -112,7 +113,7 @@ const HEADS: [(&str, Align); 4] = [
 /// nothing without them.
 pub(super) fn terminal(s: &mut String, report: &Report) {
     let varies = report.slow_varies();
-    super::table::terminal_lines(s, &report.groups, report.slow_line(), Some(9), |g| {
+    super::table::condition::terminal_lines(s, &report.groups, report.slow_line(), Some(9), |g| {
         let w = g.slow.as_ref()?;
         let label = if varies {
             format!("{}: ", w.label)
@@ -136,7 +137,7 @@ fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>
         class: "slow",
         label: report.slow_varies().then_some("Slow"),
         heads: &HEADS,
-        rows: super::table::rows(groups, label, |g| {
+        rows: super::table::condition::rows(groups, label, |g| {
             g.slow.as_ref().map(|w| cells(w).map(Cell::from).into())
         }),
     })
@@ -145,10 +146,10 @@ fn table<'a>(report: &Report, groups: &[&'a Group]) -> Option<ConditionTable<'a>
 /// The section's slow-client table in Markdown; nothing when none of its
 /// groups ran with them.
 pub(super) fn markdown(s: &mut String, report: &Report, groups: &[&Group]) {
-    super::table::markdown(s, table(report, groups));
+    super::table::condition::markdown(s, table(report, groups));
 }
 
 /// The section's slow-client table in HTML; nothing without them.
 pub(super) fn html(s: &mut String, report: &Report, groups: &[&Group]) {
-    super::table::html(s, table(report, groups));
+    super::table::condition::html(s, table(report, groups));
 }

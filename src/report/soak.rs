@@ -11,6 +11,7 @@
 //! of the points' offsets from the slope, as Theil-Sen places it).
 
 use super::svg::{esc, Axis, Plot, PALETTE};
+use super::table::{Align, Cell, Column, Kind, Row, Table};
 use super::{Report, TrialRow};
 use crate::lab::soak::{Growth, SoakRecord, SoakWorker};
 use crate::sampler::SeriesPoint;
@@ -100,18 +101,34 @@ pub(super) fn markdown(s: &mut String, report: &Report) {
     );
     for (t, soak) in all {
         let _ = writeln!(s, "### {}: {}\n", t.planned.id, heading(soak));
-        let _ = writeln!(
-            s,
-            "| Worker | Metric | Growth | 95% CI | Shared | Verdict |\n|:--|:--|--:|--:|--:|:--|"
-        );
-        for (name, metric, g, shared, verdict) in rows(soak) {
-            let _ = writeln!(
-                s,
-                "| {name} | {metric} | {} | {} | {shared} | {verdict} |",
-                slope(g.slope_mib_per_hour),
-                interval(g.ci_low_mib_per_hour, g.ci_high_mib_per_hour)
-            );
-        }
+        let columns = [
+            ("Worker", Align::Left),
+            ("Metric", Align::Left),
+            ("Growth", Align::Right),
+            ("95% CI", Align::Right),
+            ("Shared", Align::Right),
+            ("Verdict", Align::Left),
+        ]
+        .map(|(h, a)| Column::new(Kind::Text, a).md(h));
+        let rows = (rows(soak).into_iter())
+            .map(|(name, metric, g, shared, verdict)| {
+                let cells = [
+                    name,
+                    metric,
+                    slope(g.slope_mib_per_hour),
+                    interval(g.ci_low_mib_per_hour, g.ci_high_mib_per_hour),
+                    shared,
+                    verdict,
+                ];
+                Row::new(cells.map(Cell::text).to_vec())
+            })
+            .collect();
+        let table = Table {
+            columns: columns.to_vec(),
+            rows,
+            ..Table::default()
+        };
+        s.push_str(&table.markdown());
         s.push('\n');
     }
 }

@@ -12,6 +12,7 @@
 //! its plan says what was swept (`[sweep]`), its trials hold the figures. The statistics live in `stats::sweep`.
 
 use super::svg::{esc, Axis, Plot};
+use super::table::{Align, Table};
 use crate::plan::sweep::value_of_planned;
 use crate::plan::Plan;
 use crate::stats::compare::pct;
@@ -174,16 +175,16 @@ fn cells(s: &Sweep, r: &ValueRow) -> Vec<String> {
     out
 }
 
+/// A row per value: the value left, its figures right.
+fn table(s: &Sweep) -> Table {
+    let heads: Vec<(&str, Align)> = (head(s).into_iter().enumerate())
+        .map(|(i, h)| (h, if i == 0 { Align::Left } else { Align::Right }))
+        .collect();
+    Table::of_text(&heads, s.values.iter().map(|r| cells(s, r)).collect())
+}
+
 /// The terminal table, then the verdict lines.
 pub fn terminal(s: &Sweep) -> String {
-    let head = head(s);
-    let rows: Vec<Vec<String>> = s.values.iter().map(|r| cells(s, r)).collect();
-    let mut width: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
     let mut out = format!(
         "sweep of {} in {} (control {}={}; server CPU is the share of {} core{})\n\n",
         s.variable,
@@ -193,23 +194,7 @@ pub fn terminal(s: &Sweep) -> String {
         s.server_cores,
         if s.server_cores == 1.0 { "" } else { "s" }
     );
-    let line = |out: &mut String, cols: &[String]| {
-        for (i, (c, w)) in cols.iter().zip(&width).enumerate() {
-            let pad = " ".repeat(*w - c.chars().count());
-            if i == 0 {
-                let _ = write!(out, "{c}{pad}  ");
-            } else {
-                let _ = write!(out, "{pad}{c}  ");
-            }
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    };
-    let names: Vec<String> = head.iter().map(|h| h.to_string()).collect();
-    line(&mut out, &names);
-    for r in &rows {
-        line(&mut out, r);
-    }
+    out.push_str(&table(s).terminal_lines());
     out.push('\n');
     for v in &s.verdicts {
         let _ = writeln!(out, "{v}");
@@ -220,17 +205,13 @@ pub fn terminal(s: &Sweep) -> String {
 /// Markdown: the same table and verdicts.
 pub fn markdown(s: &Sweep) -> String {
     let mut out = format!(
-        "## Sweep of {}\n\nControl: {}={}. Server CPU is the share of the {} core(s) the server was given.\n\n| {} |\n|{}|\n",
+        "## Sweep of {}\n\nControl: {}={}. Server CPU is the share of the {} core(s) the server was given.\n\n{}",
         s.variable,
         s.variable,
         s.control,
         s.server_cores,
-        head(s).join(" | "),
-        head(s).iter().map(|_| "---").collect::<Vec<_>>().join("|")
+        table(s).markdown()
     );
-    for r in &s.values {
-        let _ = writeln!(out, "| {} |", cells(s, r).join(" | "));
-    }
     out.push('\n');
     for v in &s.verdicts {
         let _ = writeln!(out, "- {v}");
@@ -383,19 +364,8 @@ pub fn section(s: &Sweep) -> String {
             false,
         ));
     }
-    out.push_str("<table><thead><tr>");
-    for h in head(s) {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
-    for r in &s.values {
-        out.push_str("<tr>");
-        for c in cells(s, r) {
-            let _ = write!(out, "<td>{}</td>", esc(&c));
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table><ul>");
+    out.push_str(&table(s).html());
+    out.push_str("<ul>");
     for v in &s.verdicts {
         let _ = write!(out, "<li>{}</li>", esc(v));
     }
@@ -403,20 +373,17 @@ pub fn section(s: &Sweep) -> String {
     out
 }
 
-/// Put the sweep section into a report page when the directory's plan
-/// has a `[sweep]`; a sweep that cannot be analysed says why in its place.
-pub fn with_section(html: String, loaded: &Result<Option<Sweep>, String>) -> String {
-    let sec = match loaded {
-        Ok(None) => return html,
-        Ok(Some(s)) => section(s),
-        Err(e) => format!(
+/// The sweep section for the report page when the directory's plan has
+/// a `[sweep]` (None without one); a sweep that cannot be analysed says
+/// why in its place.
+pub fn section_in(loaded: &Result<Option<Sweep>, String>) -> Option<String> {
+    match loaded {
+        Ok(None) => None,
+        Ok(Some(s)) => Some(section(s)),
+        Err(e) => Some(format!(
             "<section id=\"sweep\"><h2>Sweep</h2><p class=\"note\">No sweep analysis: {}</p></section>",
             esc(e)
-        ),
-    };
-    match html.find("<section id=\"errors\">") {
-        Some(at) => format!("{}{sec}{}", &html[..at], &html[at..]),
-        None => html.replacen("</main></body>", &format!("{sec}</main></body>"), 1),
+        )),
     }
 }
 

@@ -5,31 +5,19 @@
 //!
 //! It never writes Markdown, HTML or a file.
 
-use super::{breakpoint_front, load_label, short, Report};
+use super::table::{push_row, wrap, MIN_NOTES_WIDTH};
+use super::{breakpoint_front, short, Report};
 use crate::load::caveats::Caveats;
 use crate::stats::spread::Spread;
 use crate::store::records::front_of;
 use crate::store::summary::GroupSummary;
 use crate::units::num;
-use crate::units::{fmt_bytes, fmt_us};
 use std::fmt::Write;
-
-/// "14647 (6967-22327)" or "14647" for one run.
-pub(super) fn rps_spread(s: &Spread) -> String {
-    if s.n > 1 {
-        format!("{:.0} ({:.0}-{:.0})", s.median, s.min, s.max)
-    } else {
-        format!("{:.0}", s.median)
-    }
-}
 
 /// Width the terminal tables wrap their notes to when stdout is not a
 /// terminal (a file, a pipe, a test): fixed, so the output is the same
 /// everywhere.
 pub const TABLE_WIDTH: usize = 140;
-/// The narrowest a notes column gets, however wide the row before it.
-const MIN_NOTES_WIDTH: usize = 36;
-
 /// The terminal's width in columns when stdout is one, else
 /// [`TABLE_WIDTH`].
 pub fn table_width() -> usize {
@@ -44,46 +32,6 @@ pub fn table_width() -> usize {
         usize::from(ws.ws_col)
     } else {
         TABLE_WIDTH
-    }
-}
-
-/// `text` broken at spaces into lines of at most `width` characters (a
-/// word longer than that stands alone on its line).
-pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        let need = line.chars().count() + 1 + word.chars().count();
-        if !line.is_empty() && need > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
-/// A table row, then its notes two spaces after it, wrapped to `width`
-/// with the continuation lines under the notes' first character.
-fn push_row(s: &mut String, row: &str, notes: &str, width: usize) {
-    s.push_str(row);
-    if notes.is_empty() {
-        s.push('\n');
-        return;
-    }
-    let indent = row.chars().count() + 2;
-    let room = width.saturating_sub(indent).max(MIN_NOTES_WIDTH);
-    for (i, line) in wrap(notes, room).iter().enumerate() {
-        if i == 0 {
-            let _ = writeln!(s, "  {line}");
-        } else {
-            let _ = writeln!(s, "{:indent$}{line}", "");
-        }
     }
 }
 
@@ -197,75 +145,8 @@ impl Report {
 
     /// The trial table of [`Report::terminal`], notes wrapped to `width`.
     fn terminal_trials(&self, s: &mut String, width: usize) {
-        // A runtime column only when the study ran on more than one.
-        let runtime_cell = |label: String| -> String {
-            if self.runtime_varies() {
-                let w = self
-                    .groups
-                    .iter()
-                    .map(|g| g.runtime_label().chars().count())
-                    .max()
-                    .unwrap_or(0);
-                format!("{label:<w$} ")
-            } else {
-                String::new()
-            }
-        };
-        let _ = writeln!(
-            s,
-            "{:<24} {}{:<8} {:<8} {:>10} {:>5} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
-            "server",
-            runtime_cell("runtime".into()),
-            "app",
-            "front",
-            "load",
-            "runs",
-            "req/s (min-max)",
-            "p50",
-            "p99",
-            "RSS peak",
-            "PSS peak",
-            "errors"
-        );
-        for g in &self.groups {
-            let p = &g.planned;
-            let runs = format!("{}/{}", g.ok, g.planned_runs);
-            let head = format!(
-                "{:<24} {}{:<8} {:<8} {:>10} {:>5}",
-                p.variant,
-                runtime_cell(g.runtime_label()),
-                p.app,
-                p.front(),
-                load_label(p),
-                runs
-            );
-            let notes = g.all_notes();
-            let c = g.caveats();
-            match g.good() {
-                Some(sum) => {
-                    let row = format!(
-                        "{head} {:>20} {:>9} {:>9} {:>10} {:>10} {:>6}",
-                        c.mark_throughput(rps_spread(&sum.throughput_rps)),
-                        latency(&c, 0.5, sum.latency_p50_us, fmt_us),
-                        latency(&c, 0.99, sum.latency_p99_us, fmt_us),
-                        fmt_bytes(sum.rss_peak_bytes.median as u64),
-                        sum.pss_peak_bytes
-                            .map_or("-".into(), |p| fmt_bytes(p.median as u64)),
-                        sum.errors,
-                    );
-                    let notes = if notes.is_empty() {
-                        notes
-                    } else {
-                        format!("({notes})")
-                    };
-                    push_row(s, &row, &notes, width);
-                }
-                None => {
-                    let row = format!("{head} {:>20}", "no data");
-                    push_row(s, &row, &format!("({notes})"), width);
-                }
-            }
-        }
+        let groups: Vec<&super::Group> = self.groups.iter().collect();
+        s.push_str(&super::summary::table(self, &groups, &[]).terminal(width));
     }
 }
 
@@ -387,42 +268,5 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("KiB") && !text.contains("not run"), "{text}");
-    }
-
-    #[test]
-    fn notes_wrap_at_spaces_within_the_width() {
-        // (text, width, lines)
-        let cases: &[(&str, usize, &[&str])] = &[
-            ("", 10, &[]),
-            ("short", 10, &["short"]),
-            ("one two three", 7, &["one two", "three"]),
-            ("one two three", 8, &["one two", "three"]),
-            ("a verylongword b", 4, &["a", "verylongword", "b"]),
-            ("  spaced   out  ", 20, &["spaced out"]),
-            ("≥: ages ≥ bound", 7, &["≥: ages", "≥ bound"]),
-        ];
-        for (text, width, want) in cases {
-            assert_eq!(wrap(text, *width), *want, "{text:?} at {width}");
-        }
-    }
-
-    #[test]
-    fn a_rows_notes_continue_under_their_first_character() {
-        let mut s = String::new();
-        let notes = "(†: p99 from 500 latencies, fewer than 10 beyond; †: throughput from 120 responses (under 200))";
-        push_row(&mut s, "row", notes, 50);
-        let lines: Vec<&str> = s.lines().collect();
-        assert!(lines.len() > 1, "{s}");
-        assert!(lines[0].starts_with("row  (†"), "{s}");
-        for l in &lines[1..] {
-            assert!(l.starts_with("     ") && !l.starts_with("      "), "{l:?}");
-        }
-        // The narrowest notes column is kept however long the row.
-        let mut s = String::new();
-        push_row(&mut s, &"x".repeat(200), "a b", 50);
-        assert_eq!(s, format!("{}  a b\n", "x".repeat(200)));
-        let mut s = String::new();
-        push_row(&mut s, "row", "", 50);
-        assert_eq!(s, "row\n");
     }
 }

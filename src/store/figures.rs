@@ -46,6 +46,8 @@ pub struct TrialFigures {
     pub cpu_s: f64,
     /// The counted window of the load, seconds.
     pub window_s: f64,
+    /// Requests counted in the window, OK and failed.
+    pub requests: u64,
     /// Failed requests, and their share of all counted requests (None
     /// when none was counted).
     pub errors: u64,
@@ -106,6 +108,7 @@ impl TrialFigures {
             cpu_ms_per_request: sm.cpu_ms_per_request,
             cpu_s: sm.cpu_user_s + sm.cpu_sys_s,
             window_s: load.duration_s,
+            requests: load.requests.total,
             errors: load.errors.total(),
             error_share: (load.requests.total > 0)
                 .then(|| load.errors.total() as f64 / load.requests.total as f64),
@@ -197,6 +200,14 @@ impl TrialFigures {
         .collect()
     }
 
+    /// Requests counted in the window ÷ the server's workers (its one
+    /// process for a server without workers); None when the record does
+    /// not say how many workers (made before memory per worker).
+    pub fn requests_per_worker(&self) -> Option<f64> {
+        let workers = self.per_worker.as_ref()?.workers;
+        (workers > 0).then(|| self.requests as f64 / f64::from(workers))
+    }
+
     /// Server CPU seconds over the counted window ÷ (window × `cores`):
     /// 1.0 is every core the server was given busy all the time.
     pub fn cpu_utilization(&self, cores: f64) -> Option<f64> {
@@ -280,6 +291,26 @@ pub(crate) mod tests {
             s.remove("per_worker");
         });
         assert!(old.per_worker.is_none() && old.per_worker_figures().is_empty());
+    }
+
+    #[test]
+    fn requests_per_worker_needs_the_worker_count() {
+        let f = figures(|v| {
+            v["trial"]["load"]["requests"]["total"] = 900.into();
+            v["trial"]["server_metrics"]["samples"]["per_worker"]["workers"] = 3.into();
+        });
+        assert_eq!((f.requests, f.requests_per_worker()), (900, Some(300.0)));
+        let none = figures(|v| {
+            v["trial"]["server_metrics"]["samples"]["per_worker"]["workers"] = 0.into();
+        });
+        assert_eq!(none.requests_per_worker(), None, "no worker counted");
+        let old = figures(|v| {
+            let s = v["trial"]["server_metrics"]["samples"]
+                .as_object_mut()
+                .unwrap();
+            s.remove("per_worker");
+        });
+        assert_eq!(old.requests_per_worker(), None, "made before per_worker");
     }
 
     #[test]

@@ -5,27 +5,16 @@
 //! without the condition; and the start of their per-group terminal lines.
 //!
 //! It knows no condition and decides nothing: the callers give the heads,
-//! the label and the cells, and whether there is a table at all.
+//! the label and the cells, and whether there is a table at all; the
+//! table model (mod.rs) writes the Markdown and HTML.
 
-use super::svg::esc;
-use super::Group;
+use super::{Align, Cell as ModelCell, Column, Kind, Row, Table, Value};
+use crate::report::svg::esc;
+use crate::report::{load_label, Group};
 use std::fmt::Write;
 
-/// A CSV column: its header and how a row's cell is made. Header and cell
-/// stand on one line, so a column added or moved cannot put a figure
-/// under another's name (the two tables were once a header list and a row
-/// list kept in step by hand, with the count of empty cells written out).
-pub(super) type Column<T> = (&'static str, fn(&T) -> String);
-
-/// How a column's Markdown cells align.
-#[derive(Clone, Copy)]
-pub(super) enum Align {
-    Left,
-    Right,
-}
-
 /// One cell: its text, and whether HTML marks it as bad.
-pub(super) struct Cell {
+pub(in crate::report) struct Cell {
     pub text: String,
     pub bad: bool,
 }
@@ -37,7 +26,7 @@ impl From<String> for Cell {
 }
 
 /// One group's row.
-pub(super) struct ConditionRow<'a> {
+pub(in crate::report) struct ConditionRow<'a> {
     pub group: &'a Group,
     /// Its setting, shown only when the table has a label column.
     pub label: String,
@@ -45,7 +34,7 @@ pub(super) struct ConditionRow<'a> {
     pub cells: Option<Vec<Cell>>,
 }
 
-pub(super) struct ConditionTable<'a> {
+pub(in crate::report) struct ConditionTable<'a> {
     /// "### {heading}" in Markdown; in HTML only when `html_titled`.
     pub heading: &'a str,
     /// A paragraph under the heading, with it.
@@ -65,7 +54,7 @@ pub(super) struct ConditionTable<'a> {
 /// for each group `rest` gives words to (its setting when the study's
 /// differ, its figures) a line that starts with the group. Nothing
 /// without a header line.
-pub(super) fn terminal_lines(
+pub(in crate::report) fn terminal_lines(
     s: &mut String,
     groups: &[Group],
     line: Option<String>,
@@ -82,7 +71,7 @@ pub(super) fn terminal_lines(
 }
 
 /// One row per group: its label and its cells (None: dashes).
-pub(super) fn rows<'a>(
+pub(in crate::report) fn rows<'a>(
     groups: &[&'a Group],
     label: impl Fn(&Group) -> String,
     cells: impl Fn(&Group) -> Option<Vec<Cell>>,
@@ -97,53 +86,56 @@ pub(super) fn rows<'a>(
         .collect()
 }
 
+/// The table on the model: Server, Load, the label column when asked,
+/// the condition's columns; a group without the condition has no figure
+/// in them ("-" in Markdown, "–" in HTML).
+fn model(t: &ConditionTable) -> Table {
+    let text = |head: &str, align| Column::new(Kind::Text, align).page(head);
+    let mut columns = vec![text("Server", Align::Left), text("Load", Align::Right)];
+    columns.extend(t.label.map(|l| text(l, Align::Left)));
+    columns.extend(t.heads.iter().map(|(h, a)| text(h, *a)));
+    let rows = (t.rows.iter())
+        .map(|r| {
+            let mut cells = vec![
+                ModelCell::text(r.group.planned.variant.clone()),
+                ModelCell::text(load_label(&r.group.planned)),
+            ];
+            if t.label.is_some() {
+                cells.push(ModelCell::text(r.label.clone()));
+            }
+            match &r.cells {
+                Some(c) => {
+                    cells.extend(c.iter().map(|c| ModelCell::text(c.text.clone()).bad(c.bad)))
+                }
+                None => cells.extend(t.heads.iter().map(|_| ModelCell::new(Value::None))),
+            }
+            Row::new(cells)
+        })
+        .collect();
+    Table {
+        columns,
+        rows,
+        class: Some(t.class.to_string()),
+        caption: None,
+        wide: false,
+    }
+}
+
 /// The table in Markdown, heading and note above, a blank line below;
 /// nothing without one.
-pub(super) fn markdown(s: &mut String, t: Option<ConditionTable>) {
+pub(in crate::report) fn markdown(s: &mut String, t: Option<ConditionTable>) {
     let Some(t) = t else { return };
     let _ = write!(s, "### {}\n\n", t.heading);
     if let Some(n) = t.note {
         let _ = write!(s, "{n}\n\n");
     }
-    s.push_str("| Server | Load | ");
-    if let Some(l) = t.label {
-        let _ = write!(s, "{l} | ");
-    }
-    let heads: Vec<&str> = t.heads.iter().map(|(h, _)| *h).collect();
-    let _ = writeln!(s, "{} |", heads.join(" | "));
-    s.push_str("|:--|--:|");
-    if t.label.is_some() {
-        s.push_str(":--|");
-    }
-    for (_, a) in t.heads {
-        s.push_str(match a {
-            Align::Left => ":--|",
-            Align::Right => "--:|",
-        });
-    }
-    s.push('\n');
-    for r in &t.rows {
-        let _ = write!(
-            s,
-            "| {} | {} | ",
-            r.group.planned.variant.replace('|', "\\|"),
-            super::load_label(&r.group.planned)
-        );
-        if t.label.is_some() {
-            let _ = write!(s, "{} | ", r.label);
-        }
-        let cells: Vec<&str> = match &r.cells {
-            Some(c) => c.iter().map(|c| c.text.as_str()).collect(),
-            None => vec!["-"; t.heads.len()],
-        };
-        let _ = writeln!(s, "{} |", cells.join(" | "));
-    }
+    s.push_str(&model(&t).markdown());
     s.push('\n');
 }
 
 /// The table in HTML, with its heading and note when `html_titled`;
 /// nothing without one.
-pub(super) fn html(s: &mut String, t: Option<ConditionTable>) {
+pub(in crate::report) fn html(s: &mut String, t: Option<ConditionTable>) {
     let Some(t) = t else { return };
     if t.html_titled {
         let _ = write!(s, "<h3>{}</h3>", esc(t.heading));
@@ -151,51 +143,18 @@ pub(super) fn html(s: &mut String, t: Option<ConditionTable>) {
             let _ = write!(s, "<p class=\"note\">{}</p>", esc(n));
         }
     }
-    let _ = write!(
-        s,
-        "<table class=\"{}\"><tr><th class=\"l\">Server</th><th>Load</th>",
-        t.class
-    );
-    if let Some(l) = t.label {
-        let _ = write!(s, "<th class=\"l\">{}</th>", esc(l));
-    }
-    for (h, _) in t.heads {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr>");
-    for r in &t.rows {
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td>",
-            esc(&r.group.planned.variant),
-            esc(&super::load_label(&r.group.planned))
-        );
-        if t.label.is_some() {
-            let _ = write!(s, "<td class=\"l\">{}</td>", esc(&r.label));
-        }
-        match &r.cells {
-            Some(cells) => {
-                for c in cells {
-                    let class = if c.bad { " class=\"bad-text\"" } else { "" };
-                    let _ = write!(s, "<td{class}>{}</td>", esc(&c.text));
-                }
-            }
-            None => s.push_str(&"<td>–</td>".repeat(t.heads.len())),
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</table>");
+    s.push_str(&model(&t).html());
 }
 
 /// The start of a group's line under the terminal table: server, app,
 /// its front in `front_width` columns when given, load; the caller
 /// writes the rest.
-pub(super) fn line_start(g: &Group, front_width: Option<usize>) -> String {
+pub(in crate::report) fn line_start(g: &Group, front_width: Option<usize>) -> String {
     let mut s = format!("  {:<24} {:<8} ", g.planned.variant, g.planned.app);
     if let Some(w) = front_width {
         let _ = write!(s, "{:<w$} ", g.planned.front());
     }
-    let _ = write!(s, "{:<10} ", super::load_label(&g.planned));
+    let _ = write!(s, "{:<10} ", load_label(&g.planned));
     s
 }
 
@@ -206,7 +165,7 @@ mod tests {
     /// The committed stored trial's group, as `variant` direct with the
     /// app hello at 4 connections.
     fn group(variant: &str) -> Group {
-        let mut g = super::super::memory::tests::group(|_| {});
+        let mut g = crate::report::memory::tests::group(|_| {});
         g.planned.variant = variant.into();
         g.planned.app = "hello".into();
         g.planned.behind = "none".into();
@@ -253,18 +212,18 @@ mod tests {
                 "### Things\n\nWhat they <are>.\n\n| Server | Load | Kind | Count |\n|:--|--:|:--|--:|\n\
                  | puma\\|x | 4 conn | a | 2 |\n| thin | 4 conn | - | - |\n\n",
                 "<h3>Things</h3><p class=\"note\">What they &lt;are&gt;.</p><table class=\"things\">\
-                 <tr><th class=\"l\">Server</th><th>Load</th><th>Kind</th><th>Count</th></tr>\
-                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td>a</td><td class=\"bad-text\">2</td></tr>\
-                 <tr><td class=\"l\">thin</td><td>4 conn</td><td>–</td><td>–</td></tr></table>",
+                 <tr><th class=\"l\">Server</th><th>Load</th><th class=\"l\">Kind</th><th>Count</th></tr>\
+                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td class=\"l\">a</td><td class=\"bad-text\">2</td></tr>\
+                 <tr><td class=\"l\">thin</td><td>4 conn</td><td class=\"l\">–</td><td>–</td></tr></table>",
             ),
             (
                 Some("Setting"),
                 "### Things\n\nWhat they <are>.\n\n| Server | Load | Setting | Kind | Count |\n|:--|--:|:--|:--|--:|\n\
                  | puma\\|x | 4 conn | some | a | 2 |\n| thin | 4 conn | none | - | - |\n\n",
                 "<h3>Things</h3><p class=\"note\">What they &lt;are&gt;.</p><table class=\"things\">\
-                 <tr><th class=\"l\">Server</th><th>Load</th><th class=\"l\">Setting</th><th>Kind</th><th>Count</th></tr>\
-                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td class=\"l\">some</td><td>a</td><td class=\"bad-text\">2</td></tr>\
-                 <tr><td class=\"l\">thin</td><td>4 conn</td><td class=\"l\">none</td><td>–</td><td>–</td></tr></table>",
+                 <tr><th class=\"l\">Server</th><th>Load</th><th class=\"l\">Setting</th><th class=\"l\">Kind</th><th>Count</th></tr>\
+                 <tr><td class=\"l\">puma|x</td><td>4 conn</td><td class=\"l\">some</td><td class=\"l\">a</td><td class=\"bad-text\">2</td></tr>\
+                 <tr><td class=\"l\">thin</td><td>4 conn</td><td class=\"l\">none</td><td class=\"l\">–</td><td>–</td></tr></table>",
             ),
         ];
         for (label, md, page) in cases {
