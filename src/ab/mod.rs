@@ -65,6 +65,10 @@ pub struct Options {
     pub rerun_disturbed: u32,
     /// The seed of the order drawn per round.
     pub seed: u64,
+    /// Seconds of load (both sides, set-aside windows included) after
+    /// which no round starts: the budget in machine time, beside the
+    /// design's rounds. None: the rounds alone.
+    pub max_load_s: Option<f64>,
 }
 
 /// A round run again because the machine disturbed it: both windows,
@@ -176,6 +180,10 @@ pub fn run<T>(
         wall_s: 0.0,
     };
     'rounds: while !out.verdict.stopped {
+        if opts.max_load_s.is_some_and(|max| out.load_s >= max) {
+            out.verdict = sequence.verdict_at_budget();
+            break;
+        }
         let index = out.rounds.len() + 1;
         let mut set_aside = Vec::new();
         let (first, a, b) = loop {

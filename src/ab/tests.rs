@@ -13,6 +13,7 @@ fn options(budget: usize, rerun: u32) -> Options {
         design: Design::with_budget(budget),
         rerun_disturbed: rerun,
         seed: 38,
+        max_load_s: None,
     }
 }
 
@@ -275,4 +276,33 @@ fn the_document_carries_the_contract_fields_and_every_pair() {
     assert_eq!(v["verdict"], "slower");
     assert_eq!(doc.pairs.len(), out.rounds.len());
     assert_eq!(doc.pairs[0].a.record.as_deref(), Some("trials/A-1.json"));
+}
+
+#[test]
+fn a_budget_of_load_stops_the_rounds_undecided_and_counts_set_aside_windows() {
+    // Every round's first attempt disturbed and set aside: each round
+    // costs two pairs of 2 s windows, 8 s; no round starts at 20 s or
+    // more, so the third (ending at 24 s) is the last.
+    let m = Model::new(1.0, 0.05, 0.0);
+    let seen = RefCell::new(std::collections::BTreeSet::new());
+    let window = |s: Side, r: usize| {
+        let mut w = m.window(s, r)?;
+        if s == Side::B && seen.borrow_mut().insert(r) {
+            w.disturbed = Some("steal 30%".into());
+        }
+        Ok(w)
+    };
+    let mut o = options(40, 1);
+    o.max_load_s = Some(20.0);
+    let out = run(&o, window, quiet, || false).unwrap();
+    assert_eq!(out.end, End::Verdict);
+    assert_eq!(out.rounds.len(), 3, "{}", out.verdict.reason);
+    assert_eq!(out.load_s, 24.0);
+    assert_eq!(out.rounds_disturbed_rerun, 3);
+    assert_eq!(out.verdict.verdict, Call::Undecided);
+    assert!(
+        out.verdict.stopped && out.verdict.reason.contains("budget"),
+        "{}",
+        out.verdict.reason
+    );
 }

@@ -3,6 +3,7 @@
 //! nothing itself; the command line (`cli`) only turns flags into
 //! requests and chooses the sink.
 
+pub mod ab;
 pub mod breakpoint;
 pub mod fit;
 pub mod os;

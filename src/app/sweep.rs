@@ -17,6 +17,7 @@ use std::sync::Arc;
 use toml::{Table, Value};
 
 /// What a sweep's plan is made of: a plan file, or the flags alone.
+#[derive(Clone)]
 pub struct SweepPlan {
     pub file: Option<PathBuf>,
     /// `NAME=V1,V2,...`, in place of a file's `[sweep]`.

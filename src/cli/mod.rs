@@ -6,6 +6,7 @@
 //! closed early (`rackbench servers | head`: as a tool killed by SIGPIPE,
 //! and quietly, after the servers it started were stopped).
 
+mod ab;
 mod breakpoint;
 mod compare;
 mod doctor;
@@ -70,6 +71,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Compare two results directories (or two variants of one): change, 95% interval, significance.
     Compare(compare::CompareArgs),
+    /// Is B better than A? Paired rounds until the answer is known: faster, slower, equivalent or undecided.
+    Ab(Box<ab::AbArgs>),
     /// Vary one thing (workers, threads, a setting, an env variable, nginx workers): each value vs the first, the knee, the USL fit.
     Sweep(Box<sweep::SweepArgs>),
     /// Proxy to a primary, copying each request to shadow servers (bounded, never slowing the primary).
@@ -149,6 +152,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Sweep(args) => sweep::run(*args),
+        Command::Ab(args) => ab::run(*args),
         Command::ServeTest(args) => serve_test::run(args),
         Command::Mirror(args) => mirror::run(*args),
         Command::Record(args) => mirror::run_record(*args),

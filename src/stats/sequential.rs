@@ -276,6 +276,23 @@ impl Sequence {
         }
     }
 
+    /// The verdict when the caller's own budget (seconds of load, not
+    /// rounds) is spent before the design's rounds: decided if the
+    /// interval decides, else undecided at the budget.
+    pub fn verdict_at_budget(&self) -> Verdict {
+        let v = self.verdict();
+        if v.stopped || self.rounds == 0 {
+            return v;
+        }
+        let change_pct = to_pct(self.mean);
+        let ci = self.interval().map(|(lo, hi)| (to_pct(lo), to_pct(hi)));
+        Verdict {
+            stopped: true,
+            reason: self.reason(Stop::Budget, Call::Undecided, change_pct, ci),
+            ..v
+        }
+    }
+
     fn reason(&self, stop: Stop, call: Call, change: f64, ci: Option<(f64, f64)>) -> String {
         let what = metric_words(&self.metric);
         let ci = match ci {

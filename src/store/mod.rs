@@ -114,6 +114,10 @@ impl ResultsDir {
         self.root.join("compare.json")
     }
     /// A sweep's analysis (sweep-v1).
+    /// The A/B's verdict and rounds (rackbench/ab-v1).
+    pub fn ab_json(&self) -> PathBuf {
+        self.root.join("ab.json")
+    }
     pub fn sweep_json(&self) -> PathBuf {
         self.root.join("sweep.json")
     }

@@ -272,6 +272,11 @@ impl Study {
         Ok(())
     }
 
+    /// Writes `ab.json` (rackbench/ab-v1: the A/B's verdict and rounds).
+    pub fn write_ab(&self, doc: &impl serde::Serialize) -> std::io::Result<()> {
+        write_text(&self.dir.ab_json(), doc).map(|_| ())
+    }
+
     /// Writes `summary.json` (summary-v1) of the groups given.
     pub fn write_summary(&self, groups: &[GroupSummary]) -> std::io::Result<()> {
         let doc = serde_json::json!({ "schema": super::records::SUMMARY_SCHEMA, "groups": groups });

@@ -240,6 +240,40 @@ pub fn execute(p: Prepared, sink: Arc<dyn Sink>) -> Result<ExitCode> {
     Ok(exit_code(&result, &out, &command, &*sink))
 }
 
+/// What a use case that runs its own trials from a prepared plan (the
+/// A/B) starts from, as `execute` starts a run: the runtimes resolved,
+/// Ctrl-C caught, the CPUs pinned, the seed settled and the progress on
+/// the sink. A resume is not one of them.
+pub fn options(p: &mut Prepared, sink: &Arc<dyn Sink>, command: &str) -> Result<RunOptions> {
+    let seed = p.req.seed.unwrap_or_else(crate::plan::runner::fresh_seed);
+    let interrupt = Arc::new(AtomicBool::new(false));
+    super::os::stop_on_signals(&interrupt, false);
+    crate::load::raise_open_files_limit();
+    let (plan, text, file) = (&p.source.plan, &p.source.text, &p.source.file);
+    let resolved = resolve_runtimes(plan, text, file, &mut p.expanded, &p.runtimes, &**sink)?;
+    let (server_cpus, load_cpus) = if p.req.pin {
+        super::os::default_pinning()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    copy_servers_files(&ResultsDir::new(&p.out), &p.req.servers_files)?;
+    let shown = Arc::clone(sink);
+    Ok(RunOptions {
+        out: p.out.clone(),
+        resume: false,
+        interrupt,
+        server_cpus,
+        load_cpus,
+        progress: Some(Arc::new(move |p: &crate::plan::runner::Progress| {
+            shown.progress(p)
+        })),
+        command: command.to_string(),
+        seed,
+        telemetry: p.req.telemetry,
+        runtimes: resolved,
+    })
+}
+
 /// Keep a plan's text in the results directory as `name` (the sweep's
 /// plan, which its replay command runs).
 pub fn keep_plan(out: &Path, name: &str, text: &str) -> Result<()> {

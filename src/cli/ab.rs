@@ -1,0 +1,194 @@
+//! `rackbench ab`: is B better than A, by how much, and can I stop?
+//! Paired rounds until the answer is known (`app::ab`). The sides come
+//! from `--vary NAME=A,B` over trial-like flags (or a plan file), or from
+//! a plan and `--a`/`--b` selections of its groups; the verdict is printed
+//! (or, with --json, the rackbench/ab-v1 document) and kept as ab.json in
+//! a results directory that `report` and `compare` read.
+
+use super::parse;
+use crate::app::ab::{self, AbRequest, Sides};
+use crate::app::run::RunRequest;
+use crate::app::sink::Terminal;
+use crate::app::sweep::SweepPlan;
+use crate::stats::sequential::{ALPHA, DEFAULT_MARGIN_PCT};
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// A plan file: with --a and --b, two of its groups; with --vary, the
+    /// base the two values are put in.
+    pub plan: Option<PathBuf>,
+    /// What differs and its two values, A then B: workers=2,3,
+    /// env.RUBY_GC_MALLOC_LIMIT=16000000,64000000, runtime=system,debian-13,
+    /// yjit=false,true, a server setting (NAME=...), ...
+    #[arg(long, value_name = "NAME=A,B", conflicts_with_all = ["a", "b"])]
+    pub vary: Option<String>,
+    /// With a plan: side A, a selection of one of its groups
+    /// (label=control, server=puma, app=NAME, runtime=NAME, connections=N).
+    #[arg(long, value_name = "SELECTION", requires_all = ["plan", "b"])]
+    pub a: Option<String>,
+    /// With a plan: side B, as --a.
+    #[arg(long, value_name = "SELECTION", requires_all = ["plan", "a"])]
+    pub b: Option<String>,
+    /// The same configuration on both sides, on purpose (an A/A: what this
+    /// machine's noise calls a difference).
+    #[arg(long)]
+    pub aa: bool,
+    /// The server (see `rackbench servers`), without a plan file.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Your own server's command template (as in servers.toml).
+    #[arg(long, conflicts_with = "server")]
+    pub command: Option<String>,
+    /// The app: a built-in name or a config.ru path.
+    #[arg(long, default_value = "hello")]
+    pub app: String,
+    /// Worker processes (when not varied).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Threads per worker (when not varied).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// A server setting KEY=VALUE (repeatable).
+    #[arg(long = "set", value_parser = parse::key_value)]
+    pub settings: Vec<(String, String)>,
+    /// An environment variable KEY=VALUE for the server (repeatable).
+    #[arg(long = "env", value_parser = parse::key_value)]
+    pub env: Vec<(String, String)>,
+    /// Put nginx in front.
+    #[arg(long, value_parser = ["nginx"])]
+    pub behind: Option<String>,
+    /// Closed-loop connections.
+    #[arg(short = 'c', long, default_value_t = 10)]
+    pub connections: usize,
+    /// Each side's counted window in a round.
+    #[arg(short = 'd', long, default_value = "3s", value_parser = parse::duration)]
+    pub duration: Duration,
+    /// Warm-up before each window (a fresh server each window).
+    #[arg(long, default_value = "1s", value_parser = parse::duration)]
+    pub warmup: Duration,
+    /// The metric judged: throughput, p50, p90, p99, cpu_per_request,
+    /// rss_peak, ... (compare's names).
+    #[arg(long, default_value = "throughput")]
+    pub metric: String,
+    /// An interval inside ±margin percent is "equivalent".
+    #[arg(long, default_value_t = DEFAULT_MARGIN_PCT)]
+    pub margin: f64,
+    /// The error rate of a verdict (0.05: 95% intervals).
+    #[arg(long, default_value_t = ALPHA)]
+    pub alpha: f64,
+    /// Counted load over both sides at most; then "undecided".
+    #[arg(long, default_value = "2m", value_parser = parse::duration)]
+    pub max_load: Duration,
+    /// A round whose window the machine disturbed runs again, at most
+    /// this many times.
+    #[arg(long, default_value_t = 3)]
+    pub rerun_disturbed: u32,
+    /// Results directory [default: results/ab-...-DATE-TIME].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Seed of the order drawn per round.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Also read these server definitions.
+    #[arg(long)]
+    pub servers_file: Vec<PathBuf>,
+    /// Do not pin the servers and the generator to separate CPUs.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Telemetry in every window (app time, queue time, GC).
+    #[arg(long)]
+    pub telemetry: bool,
+    /// --runtime, --yjit, --allocator, --malloc-arena-max: on both sides.
+    #[command(flatten)]
+    pub on: super::flags::RuntimeFlags,
+    /// --memory, --cpus: one budget for both sides.
+    #[command(flatten)]
+    pub budget: super::flags::BudgetFlags,
+    /// --database: the blog app's database on both sides.
+    #[command(flatten)]
+    pub database: super::flags::DatabaseFlags,
+    /// Print the rackbench/ab-v1 document on stdout (the rounds on stderr).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the A/B; 0 with a verdict (undecided at the budget included), 1
+/// when a side failed, 130 when interrupted.
+pub fn run(args: AbArgs) -> Result<ExitCode> {
+    let overrides =
+        super::flags::plan_overrides(&args.on, &args.budget, &args.database, &Default::default())?;
+    let sides = match (&args.plan, &args.a, &args.b) {
+        (Some(file), Some(a), Some(b)) => Sides::Select {
+            file: file.clone(),
+            a: a.clone(),
+            b: b.clone(),
+        },
+        _ => Sides::Vary(Box::new(SweepPlan {
+            file: args.plan.clone(),
+            vary: args.vary.clone(),
+            server: args.server.clone(),
+            command: args.command.clone(),
+            app: args.app.clone(),
+            workers: args.workers,
+            threads: args.threads,
+            settings: args.settings.clone(),
+            env: args.env.clone(),
+            behind_nginx: args.behind.is_some(),
+            connections: args.connections,
+            duration: format!("{}ms", args.duration.as_millis()),
+            warmup: format!("{}ms", args.warmup.as_millis()),
+            repeats: 1,
+        })),
+    };
+    let req = AbRequest {
+        sides,
+        aa: args.aa,
+        metric: args.metric.clone(),
+        margin_pct: args.margin,
+        alpha: args.alpha,
+        max_load: args.max_load,
+        window: args.duration,
+        rerun_disturbed: args.rerun_disturbed,
+        run: RunRequest {
+            plan_path: args.plan.clone(),
+            out: args.out.clone(),
+            resume: false,
+            seed: args.seed,
+            registry: crate::app::servers::registry(&args.servers_file)?,
+            servers_files: args.servers_file.clone(),
+            pin: !args.no_pin,
+            dry_run: false,
+            aa: None,
+            telemetry: args.telemetry,
+            overrides,
+        },
+    };
+    let sink = Terminal {
+        result_on_stderr: args.json,
+    };
+    let done = ab::run(req, Arc::new(sink))?;
+    let doc = &done.doc;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(doc)?);
+    } else {
+        println!("{}: {}", doc.verdict.word(), doc.reason);
+        println!(
+            "{} rounds ({} run again, disturbed), {:.0} s of counted load, {:.0} s in all",
+            doc.rounds, doc.rounds_disturbed_rerun, doc.load_s, doc.wall_s
+        );
+        println!("results: {}", done.out.display());
+        let report = crate::store::ResultsDir::new(&done.out).report_html();
+        println!("report:  {}", report.display());
+    }
+    Ok(match doc.end.as_str() {
+        "interrupted" => ExitCode::from(130),
+        "failed" => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    })
+}

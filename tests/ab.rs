@@ -1,0 +1,180 @@
+//! `rackbench ab` against servers whose truth is known (issue 38): the
+//! built-in test server answering after a fixed delay, 20 ms on one side
+//! and 21 ms (5% slower) on the other, is called slower in throughput
+//! with an interval that holds the truth; two identical servers are never
+//! called faster or slower; a bad request is refused before anything
+//! starts, naming the fix. The ab-v1 document is held to its schema.
+
+mod common;
+
+use common::rackbench_cmd as bin;
+use serde_json::Value;
+use std::process::Output;
+
+/// A plan with the test server at 20 ms ("base"), at 21 ms ("slow") and at
+/// 20 ms again ("same"); 8 connections, 1 s windows.
+fn write_plan(name: &str) -> common::Plan {
+    let exe = common::EXE;
+    common::Plan::write(
+        name,
+        "plan.toml",
+        &format!(
+            r#"name = "ab"
+servers = ["base", "slow", "same"]
+apps = ["hello"]
+[server_defs.base]
+command = "{exe} serve-test --listen {{{{listen}}}} --delay 20ms"
+[server_defs.slow]
+command = "{exe} serve-test --listen {{{{listen}}}} --delay 21ms"
+[server_defs.same]
+command = "{exe} serve-test --listen {{{{listen}}}} --delay 20ms"
+[load]
+connections = [8]
+duration = "1s"
+warmup = "200ms"
+"#
+        ),
+    )
+}
+
+fn ab(plan: &common::Plan, args: &[&str]) -> Output {
+    bin()
+        .arg("ab")
+        .arg(&plan.file)
+        .args(["--no-pin", "--seed", "38", "--json", "--out"])
+        .arg(&plan.out)
+        .args(args)
+        .output()
+        .expect("run rackbench ab")
+}
+
+fn doc_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("ab-v1 on stdout");
+    common::schema::assert_valid("ab-v1", &doc, "rackbench ab --json");
+    doc
+}
+
+#[test]
+fn a_five_percent_longer_service_time_is_called_slower() {
+    let plan = write_plan("ab-slower");
+    let out = ab(
+        &plan,
+        &[
+            "--a",
+            "server=base",
+            "--b",
+            "server=slow",
+            "--max-load",
+            "80s",
+        ],
+    );
+    let doc = doc_of(&out);
+    assert_eq!(doc["verdict"], "slower", "{doc:#}");
+    // 8 / 21 ms against 8 / 20 ms: -4.8%, less the server's own overhead
+    // per request (the same on both sides).
+    let (lo, hi) = (
+        doc["ci_low_pct"].as_f64().unwrap(),
+        doc["ci_high_pct"].as_f64().unwrap(),
+    );
+    assert!(lo < -1.0 && hi < 0.0, "{doc:#}");
+    assert!(lo <= -4.0, "the interval leaves out the truth: {lo} {hi}");
+    // Every counted window's record is in the results directory, which
+    // `report` reads like any run's.
+    let stored = std::fs::read_dir(plan.out.join("trials")).unwrap().count();
+    assert_eq!(stored as u64, 2 * doc["rounds"].as_u64().unwrap());
+    assert!(plan.out.join("ab.json").is_file());
+    assert!(plan.out.join("report.html").is_file());
+    let _ = std::fs::remove_dir_all(&plan.dir);
+}
+
+#[test]
+fn identical_servers_are_never_called_faster_or_slower() {
+    let plan = write_plan("ab-same");
+    let out = ab(
+        &plan,
+        &[
+            "--a",
+            "server=base",
+            "--b",
+            "server=same",
+            "--max-load",
+            "30s",
+            "--alpha",
+            "0.01",
+        ],
+    );
+    let doc = doc_of(&out);
+    let verdict = doc["verdict"].as_str().unwrap();
+    assert!(
+        verdict == "equivalent" || verdict == "undecided",
+        "{verdict}: {}",
+        doc["reason"]
+    );
+    let _ = std::fs::remove_dir_all(&plan.dir);
+}
+
+/// Refused in one line naming the fix, before any server starts.
+#[test]
+fn bad_requests_are_refused_with_their_fix() {
+    let plan = write_plan("ab-bad");
+    let refused = |args: &[&str], says: &str| {
+        let out = bin().arg("ab").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    let p = plan.file.to_str().unwrap();
+    refused(
+        &["--server", "puma", "--vary", "workers=1,2,3"],
+        "exactly two values",
+    );
+    refused(&["--server", "puma", "--vary", "workers=2,2"], "--aa");
+    refused(&[p, "--a", "server=base", "--b", "server=base"], "--aa");
+    refused(
+        &[p, "--a", "server=nope", "--b", "server=base"],
+        "selects none",
+    );
+    refused(
+        &[
+            p,
+            "--a",
+            "server=base",
+            "--b",
+            "server=slow",
+            "--metric",
+            "speed",
+        ],
+        "--metric",
+    );
+    refused(
+        &[
+            p,
+            "--a",
+            "server=base",
+            "--b",
+            "server=slow",
+            "--max-load",
+            "3s",
+        ],
+        "--max-load",
+    );
+    refused(
+        &[
+            p,
+            "--a",
+            "server=base",
+            "--b",
+            "server=slow",
+            "--metric",
+            "error_rate",
+        ],
+        "compare",
+    );
+    assert!(!plan.out.exists(), "nothing was run");
+    let _ = std::fs::remove_dir_all(&plan.dir);
+}
