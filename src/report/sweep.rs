@@ -48,7 +48,55 @@ pub fn load(study: &crate::store::study::Study) -> Result<Option<Sweep>, String>
         scales: var.scales(),
         primary: plan.primary_metric.as_deref(),
     };
-    analyse(dir, &spec, &samples, SEED).map(Some)
+    let mut sweep = analyse(dir, &spec, &samples, SEED)?;
+    let starved: Vec<(String, Option<super::starved::Starved>)> = (section.values.iter())
+        .map(|v| {
+            let figs: Vec<crate::store::figures::TrialFigures> = (study.trials().ok().into_iter())
+                .flat_map(|t| t.ok())
+                .filter(|t| value_of_planned(&var, &t.planned).as_ref() == Some(v))
+                .filter_map(|t| {
+                    t.trial
+                        .as_ref()
+                        .map(crate::store::figures::TrialFigures::of)
+                })
+                .collect();
+            (v.clone(), super::starved::Starved::of_runs(&figs))
+        })
+        .collect();
+    sweep
+        .verdicts
+        .extend(starvation(&section.vary, var.ordered(), &starved));
+    Ok(Some(sweep))
+}
+
+/// Where connections went unanswered (records with `load.fairness`;
+/// report/starved.rs): in an ordered sweep the first value where it
+/// begins, in another each value where it happened; None when none did.
+fn starvation(
+    variable: &str,
+    ordered: bool,
+    values: &[(String, Option<super::starved::Starved>)],
+) -> Option<String> {
+    let said =
+        |v: &str, s: &super::starved::Starved| Some(format!("{variable}={v}: {}", s.words()?));
+    let starved: Vec<String> = (values.iter())
+        .filter_map(|(v, s)| said(v, s.as_ref()?))
+        .collect();
+    let first = starved.first()?;
+    let before = (values.iter()).take_while(|(_, s)| s.as_ref().is_none_or(|s| s.count == 0));
+    let below = before.clone().count() > 0 && before.clone().all(|(_, s)| s.is_some());
+    Some(if ordered {
+        format!(
+            "Starvation begins at {first}{}.",
+            if below {
+                "; below it every connection got an answer"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!("Connections left unanswered at {}.", starved.join("; "))
+    })
 }
 
 fn rps(s: Option<crate::stats::spread::Spread>) -> String {
@@ -499,5 +547,39 @@ mod tests {
             markdown(&s).contains("| workers | PSS/worker MiB | USS/worker MiB | RSS/worker MiB |")
         );
         assert!(section(&s).contains("PSS per worker against the swept value"));
+    }
+
+    #[test]
+    fn the_sweep_says_where_starvation_begins() {
+        use crate::report::starved::{Per, Starved};
+        let s = |count| {
+            Some(Starved {
+                count,
+                of: 80,
+                per: Per::Client,
+                runs: 1,
+                jain_index: None,
+            })
+        };
+        let values = vec![
+            ("20".to_string(), s(0)),
+            ("40".to_string(), s(0)),
+            ("80".to_string(), s(44)),
+        ];
+        assert_eq!(
+            starvation("connections", true, &values).as_deref(),
+            Some("Starvation begins at connections=80: 44 of 80 connections never answered; below it every connection got an answer.")
+        );
+        let older = vec![("20".to_string(), None), ("80".to_string(), s(44))];
+        assert_eq!(
+            starvation("connections", true, &older).as_deref(),
+            Some("Starvation begins at connections=80: 44 of 80 connections never answered."),
+            "no fairness below: nothing said of it"
+        );
+        assert_eq!(
+            starvation("app", false, &values).as_deref(),
+            Some("Connections left unanswered at app=80: 44 of 80 connections never answered.")
+        );
+        assert_eq!(starvation("connections", true, &values[..2]), None);
     }
 }
