@@ -582,4 +582,44 @@ mod tests {
         );
         assert_eq!(starvation("connections", true, &values[..2]), None);
     }
+
+    /// The committed workers sweep with `load.fairness` added to every
+    /// record: 2 of 8 connections starved from 3 workers on (a made-up
+    /// count; the sweep's figures are the committed ones).
+    #[test]
+    fn a_sweep_from_disk_says_where_starvation_begins() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("bench/runs/2026-11-23-sweep-puma-workers/run3-quiet/results");
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-sweep-starved-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        for f in ["manifest.json", "plan.toml"] {
+            std::fs::copy(src.join(f), dir.join(f)).unwrap();
+        }
+        for e in std::fs::read_dir(src.join("trials")).unwrap() {
+            let p = e.unwrap().path();
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            let starved = ["w3-", "w4-", "w6-"].iter().any(|w| name.contains(w));
+            let n = if starved { 2 } else { 0 };
+            if let Some(load) = v.get_mut("trial").map(|t| &mut t["load"]) {
+                load["connections"]["never_answered"] = n.into();
+                load["fairness"] = serde_json::json!({
+                    "connections_answered": 8 - n, "connections_starved": n,
+                    "top10_share": 0.2, "jain_index": 0.9
+                });
+            }
+            std::fs::write(dir.join("trials").join(name), v.to_string()).unwrap();
+        }
+        let study = crate::store::study::Study::open(&dir).unwrap();
+        let sweep = load(&study).unwrap().unwrap();
+        let text = sweep.verdicts.join("\n");
+        assert!(
+            text.contains("Starvation begins at workers=3: 2 of 8 connections never answered in the worst of 5 runs; below it every connection got an answer."),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
