@@ -1752,3 +1752,164 @@ fn no_database_adds_nothing() {
     assert!(!written.table.contains("Database"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The seeded directory with `load.fairness` in every good record: puma
+/// at 4 connections left 3 of its 4 connections unanswered in rep 2
+/// (per client and per socket alike), every other run none.
+fn seed_fairness(dir: &Path) {
+    seed_with(dir, |v| {
+        if v.get("trial").is_none() {
+            return;
+        }
+        let conns = v["trial"]["load"]["connections"]["configured"]
+            .as_u64()
+            .unwrap();
+        let starved = if v["id"] == "puma__hello__direct__c4__rep2" {
+            3
+        } else {
+            0
+        };
+        let load = &mut v["trial"]["load"];
+        load["connections"]["never_answered"] = json!(starved);
+        load["fairness"] = json!({
+            "connections_answered": conns - starved, "connections_starved": starved,
+            "top10_share": 0.1, "jain_index": if starved > 0 { 0.6 } else { 1.0 }
+        });
+    });
+}
+
+#[test]
+fn starved_connections_are_marked_in_every_report_and_the_row_is_no_result() {
+    let dir = common::scratch("report-starved");
+    seed_fairness(&dir);
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    let note = "3 of 4 connections never answered in the worst of 2 runs: not a result";
+    let shows =
+        "puma at 4 conn served 1 of 4 connections in the worst of 2 runs; the rest got no answer";
+
+    let term = &written.table;
+    let flat = term.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains(note) && flat.contains(shows), "{term}");
+    assert!(
+        flat.contains("puma at 4 conn (3 of 4 connections never answered in the worst of 2 runs)"),
+        "{term}"
+    );
+    assert!(!term.contains("puma is the fastest"), "{term}");
+
+    let md = read(&written.markdown);
+    assert!(md.contains(shows), "{md}");
+    let row = |prefix: &str| md.lines().find(|l| l.starts_with(prefix)).unwrap();
+    assert!(row("| puma | 4 conn | 2/2 ").contains(note), "{md}");
+    assert!(
+        !row("| thin | 4 conn | 2/2 ").contains("never answered"),
+        "{md}"
+    );
+
+    let csv = read(&written.csv);
+    assert!(
+        (csv.lines().next().unwrap()).ends_with(
+            ",requests_per_worker,connections_starved,connections_starved_of,jain_index"
+        ),
+        "{csv}"
+    );
+    let line = |group: &str| csv.lines().find(|l| l.starts_with(group)).unwrap();
+    // The median Jain's index of 0.6 and 1.
+    assert!(
+        line("puma__hello__direct__c4,").ends_with(",3,4,0.800"),
+        "{csv}"
+    );
+    assert!(
+        line("thin__hello__direct__c4,").ends_with(",0,4,1.000"),
+        "{csv}"
+    );
+    assert!(csv.contains(note), "{csv}");
+    let trials = read(&written.trials_csv);
+    assert!(
+        trials.lines().next().unwrap().ends_with(
+            ",connections_answered,connections_starved,connections_opened,never_answered,jain_index,worker_deviation"
+        ),
+        "{trials}"
+    );
+
+    let html = read(&written.html);
+    assert!(html.contains(shows), "{html}");
+    let tr = (html.split("<tr"))
+        .find(|r| r.contains("class=\"l notes") && r.contains(note))
+        .expect("a row with the note");
+    assert!(
+        tr.starts_with(" class=\"bad\""),
+        "marked as no result: {tr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn records_without_fairness_are_not_judged_and_add_no_column() {
+    let dir = fixture_dir("no-fairness");
+    let written = report::write_all(&dir, None).unwrap();
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    assert!(!written.table.contains("never answered"));
+    assert!(!read(&written.csv).contains("connections_starved"));
+    assert!(!read(&written.trials_csv).contains("jain_index"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The committed long-tail run (bench/runs/2026-11-28-puma-long-tail):
+/// its report rebuilt from its records names the starved rows in every
+/// format, as its README's table counts them.
+#[test]
+fn the_committed_long_tail_run_marks_its_starved_rows() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/runs/2026-11-28-puma-long-tail");
+    let dir = common::work_dir("report-long-tail");
+    for sub in ["", "trials"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for e in std::fs::read_dir(src.join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, dir.join(sub).join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let out = common::rackbench(&["report", dir.to_str().unwrap()]);
+    common::assert_ran(&out, "rackbench report");
+    let term = String::from_utf8_lossy(&out.stdout).to_string();
+    // Per connection opened: 43 of 140 (puma 6.6.0, Debian 13) and 40 of
+    // 135 (puma 5.6.5, the system's) in their worse run.
+    let six = "43 of 140 connections opened never answered in the worst of 2 runs";
+    let five = "40 of 135 connections opened never answered in the worst of 2 runs";
+    let flat = term.split_whitespace().collect::<Vec<_>>().join(" ");
+    for w in [six, five] {
+        assert!(flat.contains(&format!("{w}: not a result")), "{term}");
+    }
+    assert!(
+        flat.contains("puma-w4-t5@debian-13 at 80 conn served 97 of 140 connections opened"),
+        "{term}"
+    );
+    assert!(
+        !flat.contains("puma-w4-t5@debian-13 is the fastest"),
+        "{term}"
+    );
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let md = read("report.md");
+    assert!(md.contains(&format!("{six}: not a result")), "{md}");
+    assert!(md.contains(&format!("{five}: not a result")), "{md}");
+    // Puma 8.0.2 served every connection: no mark.
+    let unstable = (md.lines())
+        .find(|l| l.contains("puma-w4-t5@debian-unstable") && l.contains("| 80 conn |"))
+        .unwrap();
+    assert!(!unstable.contains("never answered"), "{unstable}");
+    let csv = read("report.csv");
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains(",connections_starved,"));
+    assert!(csv.contains(six), "{csv}");
+    let html = read("report.html");
+    let tr = (html.split("<tr"))
+        .find(|r| r.contains("class=\"l notes") && r.contains(six))
+        .expect("the row");
+    assert!(tr.starts_with(" class=\"bad\""), "{tr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

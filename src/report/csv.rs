@@ -73,6 +73,10 @@ impl Report {
         if !self.databases().is_empty() {
             columns.extend_from_slice(super::database::TRIAL_COLUMNS);
         }
+        let fair = |t: &TrialRow| t.record.as_ref().is_some_and(|r| r.load.fairness.is_some());
+        if self.trials.iter().any(fair) {
+            columns.extend_from_slice(TRIAL_FAIRNESS_COLUMNS);
+        }
         Table::of_csv(&columns, &self.trials).csv()
     }
 }
@@ -111,6 +115,30 @@ fn inside(t: &TrialRow, figure: impl Fn(&crate::telemetry::Telemetry) -> String)
         .and_then(|r| r.server_metrics.telemetry.as_ref())
         .map_or(String::new(), figure)
 }
+
+/// Who got served in a trial (`load.fairness`, `load.connections`,
+/// telemetry's requests per worker), last, only when a trial's record
+/// has fairness figures; see report/starved.rs.
+const TRIAL_FAIRNESS_COLUMNS: &[Column<TrialRow>] = &[
+    ("connections_answered", |t| {
+        figured(t, |f| opt(f.connections_answered))
+    }),
+    ("connections_starved", |t| {
+        figured(t, |f| opt(f.connections_starved))
+    }),
+    ("connections_opened", |t| {
+        figured(t, |f| f.connections_opened.to_string())
+    }),
+    ("never_answered", |t| {
+        figured(t, |f| f.never_answered.to_string())
+    }),
+    ("jain_index", |t| figured(t, |f| opt(f.jain_index.map(f3)))),
+    ("worker_deviation", |t| {
+        figured(t, |f| {
+            opt(crate::store::figures::worker_deviation(&f.worker_shares).map(f3))
+        })
+    }),
+];
 
 /// The runtime of a group's runs, last, only when a study ran on more
 /// than one (`report::runtime`).

@@ -41,6 +41,9 @@ fn median(s: Option<Spread>) -> Cell {
 /// The table of the groups that have memory per worker, medians over
 /// runs; None when no group has.
 fn table(groups: &[&Group]) -> Option<Table> {
+    // Who answered (telemetry): only when a group has the counts, so
+    // older reports read as they did.
+    let told = groups.iter().any(|g| g.shares.is_some());
     let rows: Vec<Row> = groups
         .iter()
         .filter_map(|g| {
@@ -54,7 +57,7 @@ fn table(groups: &[&Group]) -> Option<Table> {
                 (None, None) => "-".to_string(),
                 (p, u) => format!("{} / {}", mib(p), mib(u)),
             };
-            Some(Row::new(vec![
+            let mut cells = vec![
                 Cell::text(g.planned.variant.clone()),
                 Cell::text(load_label(&g.planned)),
                 Cell::text(workers),
@@ -64,11 +67,22 @@ fn table(groups: &[&Group]) -> Option<Table> {
                 Cell::text(master),
                 median(sum.pss_peak_bytes),
                 median(w.uss_peak_bytes),
-            ]))
+            ];
+            if told {
+                let s = g.shares.as_ref();
+                cells.push(s.map_or(Cell::num(None), |s| Cell::text(s.words())));
+                cells.push(Cell::num(s.map(|s| s.deviation)));
+            }
+            Some(Row::new(cells))
         })
         .collect();
+    let mut columns = columns();
+    if told {
+        columns.push(Column::new(Kind::Text, Align::Right).page("Requests per worker"));
+        columns.push(Column::new(Kind::Percent, Align::Right).page("Deviation"));
+    }
     (!rows.is_empty()).then(|| Table {
-        columns: columns(),
+        columns,
         rows,
         ..Table::default()
     })
@@ -81,10 +95,22 @@ fn mib(s: Option<Spread>) -> String {
 
 const NOTE: &str = "Memory per worker: the mean over workers of each worker's mean over the counted window (a server without workers: its one process); medians across runs. USS is a worker's private memory, what one more worker costs; PSS adds its share of the pages it shares with its master and siblings.";
 
+/// What the requests' columns are, when telemetry counted them.
+const SHARES: &str = "Requests per worker: each app process's share of the requests telemetry counted, busiest first, and puma's \"% deviation\", the largest |share − 1/n| over 1/n (0% when n workers answered as many); the run with the largest deviation.";
+
+/// The note over a table: memory's, and the requests' when it has them.
+fn note(t: &Table) -> String {
+    if t.columns.len() > columns().len() {
+        format!("{NOTE} {SHARES}")
+    } else {
+        NOTE.to_string()
+    }
+}
+
 /// The Markdown table of a section (nothing when no group has the figures).
 pub fn markdown(s: &mut String, groups: &[&Group]) {
     let Some(t) = table(groups) else { return };
-    let _ = writeln!(s, "{NOTE}\n");
+    let _ = writeln!(s, "{}\n", note(&t));
     s.push_str(&t.markdown());
     s.push('\n');
 }
@@ -98,7 +124,7 @@ pub fn html(title: &str, groups: &[&Group]) -> String {
     format!(
         "<h3>{}</h3><p class=\"note\">{}</p>{}",
         esc(title),
-        esc(NOTE),
+        esc(&note(&t)),
         t.html()
     )
 }
@@ -132,6 +158,8 @@ pub(super) mod tests {
             database: None,
             fault_runs: 0,
             fault_notes: Vec::new(),
+            starved: None,
+            shares: None,
         }
     }
 
@@ -175,6 +203,26 @@ pub(super) mod tests {
         markdown(&mut md, &[&g]);
         assert!(md.contains("| 1 (single process) |"), "{md}");
         assert!(md.contains(" | - | "), "no master: {md}");
+    }
+
+    #[test]
+    fn with_telemetry_each_workers_share_and_the_deviation_are_shown() {
+        use crate::report::starved::Shares;
+        let mut g = group(cluster);
+        let plain = group(cluster);
+        let mut md = String::new();
+        markdown(&mut md, &[&plain]);
+        assert!(!md.contains("Deviation"), "no telemetry, no column: {md}");
+        g.shares = Some(Shares {
+            shares: vec![0.6, 0.4],
+            deviation: 0.2,
+        });
+        let mut md = String::new();
+        markdown(&mut md, &[&g, &plain]);
+        assert!(md.contains("| Requests per worker | Deviation |"), "{md}");
+        assert!(md.contains("| 60.0 / 40.0% | 20.0% |"), "{md}");
+        assert!(md.contains("| - | - |"), "the group without: {md}");
+        assert!(md.contains("puma's \"% deviation\""), "{md}");
     }
 
     #[test]

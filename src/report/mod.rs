@@ -39,6 +39,7 @@ mod runtime;
 mod shows;
 mod slow;
 mod soak;
+mod starved;
 mod summary;
 pub(crate) mod svg;
 pub mod sweep;
@@ -131,6 +132,11 @@ pub struct Group {
     /// died, a worker hung), and each such run's note once.
     pub fault_runs: usize,
     pub fault_notes: Vec<String>,
+    /// The connections its good runs left without an answer
+    /// (`starved`); None when no good run's record has `load.fairness`.
+    pub starved: Option<starved::Starved>,
+    /// Each worker's share of the requests (telemetry); None without it.
+    pub shares: Option<starved::Shares>,
 }
 
 impl Group {
@@ -167,6 +173,7 @@ impl Group {
         if !runs.is_empty() {
             all.push(runs);
         }
+        all.extend(self.starved.as_ref().and_then(|s| s.note()));
         all.extend(caveats);
         all.extend(
             self.mismatches
@@ -199,11 +206,27 @@ impl Group {
     /// errors and some OK response (`Caveats::not_a_result`). Only rows
     /// that are not are painted red; "≥" and "†" are quiet marks. A
     /// group where a worker was killed for memory is not a result either,
-    /// nor one whose server had a fault (a worker died or hung).
+    /// nor one whose server had a fault (a worker died or hung), nor one
+    /// that left more than 1% of its connections unanswered, as errors
+    /// (`starved`).
     pub fn is_result(&self) -> bool {
         self.good().is_some_and(|s| !s.caveats.not_a_result())
             && self.budget.as_ref().is_none_or(|b| b.oom_kills == 0)
             && self.fault_runs == 0
+            && self.starved.as_ref().is_none_or(|s| !s.too_many())
+    }
+
+    /// Why the row is not a result, in a few words; None when it is one
+    /// (or only a kill for memory or a fault says, in its notes).
+    pub fn why_not_a_result(&self) -> Option<String> {
+        let Some(s) = self.good() else {
+            return Some("no good run".into());
+        };
+        s.caveats.why_not_a_result().or_else(|| {
+            (self.starved.as_ref())
+                .filter(|s| s.too_many())
+                .and_then(|s| s.words())
+        })
     }
 
     /// "fault in 1 of 3 runs: 1 worker died (signal 9)" when a run's

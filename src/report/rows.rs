@@ -172,6 +172,8 @@ pub(super) fn group_rows(
                 database: None,
                 fault_runs: 0,
                 fault_notes: Vec::new(),
+                starved: None,
+                shares: None,
             });
         }
         let g = groups.last_mut().expect("pushed above");
@@ -222,6 +224,12 @@ pub(super) fn group_rows(
             })
             .collect();
         g.database = crate::store::database::GroupDatabase::of(&databases);
+        let good: Vec<TrialFigures> = (trials.iter())
+            .filter(|t| t.planned.group == g.group && t.status == Status::Ok)
+            .filter_map(|t| t.record.as_ref().map(TrialFigures::of))
+            .collect();
+        g.starved = super::starved::Starved::of_runs(&good);
+        g.shares = super::starved::Shares::of_runs(&good);
     }
     groups
 }

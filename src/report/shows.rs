@@ -37,14 +37,12 @@ pub fn what_it_shows(sections: &[((String, String), Vec<&Group>)]) -> Vec<String
         let mut sentences = Vec::new();
         sentences.extend(fastest(groups));
         sentences.extend(saturated(groups));
+        sentences.extend(starved(groups));
         if !sentences.is_empty() {
             out.push(format!("{app}, {front}: {}", sentences.join(" ")));
         }
         for g in groups.iter().filter(|g| !g.is_result()) {
-            let why = g
-                .good()
-                .and_then(|s| s.caveats.why_not_a_result())
-                .unwrap_or_else(|| "no good run".into());
+            let why = g.why_not_a_result().unwrap_or_else(|| "no good run".into());
             let place = if many {
                 format!(", {app}, {front}")
             } else {
@@ -104,7 +102,16 @@ fn fastest(groups: &[&Group]) -> Option<String> {
         .filter_map(|(_, v)| v.into_iter().max_by(|a, b| rps(a).total_cmp(&rps(b))))
         .collect();
     best.sort_by(|a, b| rps(b).total_cmp(&rps(a)));
-    let at = |g: &Group| format!("{:.0} req/s at {}", rps(g), load_label(&g.planned));
+    // A result may still have left a few connections unanswered: said.
+    let at = |g: &Group| {
+        let starved = (g.starved.as_ref()).and_then(|s| s.words());
+        format!(
+            "{:.0} req/s at {}{}",
+            rps(g),
+            load_label(&g.planned),
+            starved.map_or(String::new(), |w| format!(", where {w}"))
+        )
+    };
     match best.as_slice() {
         [] => None,
         [only] => Some(format!("{} peaks at {}.", only.planned.variant, at(only))),
@@ -196,6 +203,23 @@ fn saturated(groups: &[&Group]) -> Option<String> {
     (!found.is_empty()).then(|| format!("Ran out of workers: {}.", found.join("; ")))
 }
 
+/// The servers that left connections unanswered, each at each load
+/// level: "Not everyone was served: puma-6.6 at 80 connections served 36
+/// of 80 connections; the rest ...".
+fn starved(groups: &[&Group]) -> Option<String> {
+    let found: Vec<String> = (groups.iter())
+        .filter_map(|g| {
+            let served = g.starved.as_ref()?.served()?;
+            Some(format!(
+                "{} at {} {served}",
+                g.planned.variant,
+                load_label(&g.planned)
+            ))
+        })
+        .collect();
+    (!found.is_empty()).then(|| format!("Not everyone was served: {}.", found.join("; ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +298,8 @@ mod tests {
             database: None,
             fault_runs: 0,
             fault_notes: Vec::new(),
+            starved: None,
+            shares: None,
         }
     }
 
@@ -400,5 +426,56 @@ mod tests {
                 assert!(!text.contains(n), "does not want {n:?} in:\n{text}");
             }
         }
+    }
+
+    fn starved(mut g: Group, count: u64, of: u64) -> Group {
+        use crate::report::starved::{Per, Starved};
+        g.starved = Some(Starved {
+            count,
+            of,
+            per: Per::Client,
+            runs: 1,
+            jain_index: Some(0.5),
+        });
+        g
+    }
+
+    #[test]
+    fn a_server_that_left_connections_unanswered_is_named_and_never_the_fastest() {
+        let text = shows(&[
+            group("puma-5.6", NONE, 80, (100.0, 99.0, 101.0), 0.2, 3000),
+            starved(
+                group("puma-6.6", NONE, 80, (150.0, 149.0, 151.0), 0.2, 3000),
+                44,
+                80,
+            ),
+        ]);
+        assert!(
+            text.contains(
+                "puma-6.6 at 80 conn served 36 of 80 connections; the rest got no answer"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "Not a result: puma-6.6 at 80 conn (44 of 80 connections never answered)."
+            ),
+            "{text}"
+        );
+        assert!(text.contains("puma-5.6 peaks at 100 req/s"), "{text}");
+        assert!(!text.contains("fastest"), "{text}");
+        // 1 of 200 (0.5%) is still a result: the fastest, with it said.
+        let text = shows(&[
+            group("puma-5.6", NONE, 80, (100.0, 99.0, 101.0), 0.2, 3000),
+            starved(
+                group("puma-6.6", NONE, 80, (150.0, 149.0, 151.0), 0.2, 3000),
+                1,
+                200,
+            ),
+        ]);
+        assert!(
+            text.contains("puma-6.6 is the fastest, 150 req/s at 80 conn, where 1 of 200 connections never answered"),
+            "{text}"
+        );
     }
 }

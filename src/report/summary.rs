@@ -188,7 +188,34 @@ fn columns<'a>(report: &'a Report, variants: &'a [String]) -> Vec<(Column, CellO
     v.extend(plan);
     v.extend(figures());
     v.extend(counts_and_notes(&report.trials));
+    if report.groups.iter().any(|g| g.starved.is_some()) {
+        // Before the notes, which have no CSV head.
+        let notes = v.pop().expect("the notes column");
+        v.extend(fairness());
+        v.push(notes);
+    }
     v
+}
+
+/// Who got served (issue 39; report/starved.rs), in report.csv only when
+/// a group's records have `load.fairness`, so older reports read as
+/// they did: the starved count by starved.rs's rule, what it is of, and
+/// the median Jain's index.
+fn fairness<'a>() -> Vec<(Column, CellOf<'a>)> {
+    vec![
+        (
+            col(Kind::Count, Align::Right).csv("connections_starved"),
+            Box::new(|g| Cell::num(g.starved.as_ref().map(|s| s.count as f64))),
+        ),
+        (
+            col(Kind::Count, Align::Right).csv("connections_starved_of"),
+            Box::new(|g| Cell::num(g.starved.as_ref().map(|s| s.of as f64))),
+        ),
+        (
+            col(Kind::Fixed(3), Align::Right).csv("jain_index"),
+            Box::new(|g| Cell::num(g.starved.as_ref().and_then(|s| s.jain_index))),
+        ),
+    ]
 }
 
 /// The figures after the throughput's median, to the PSS peak.

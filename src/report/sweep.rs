@@ -48,7 +48,55 @@ pub fn load(study: &crate::store::study::Study) -> Result<Option<Sweep>, String>
         scales: var.scales(),
         primary: plan.primary_metric.as_deref(),
     };
-    analyse(dir, &spec, &samples, SEED).map(Some)
+    let mut sweep = analyse(dir, &spec, &samples, SEED)?;
+    let starved: Vec<(String, Option<super::starved::Starved>)> = (section.values.iter())
+        .map(|v| {
+            let figs: Vec<crate::store::figures::TrialFigures> = (study.trials().ok().into_iter())
+                .flat_map(|t| t.ok())
+                .filter(|t| value_of_planned(&var, &t.planned).as_ref() == Some(v))
+                .filter_map(|t| {
+                    t.trial
+                        .as_ref()
+                        .map(crate::store::figures::TrialFigures::of)
+                })
+                .collect();
+            (v.clone(), super::starved::Starved::of_runs(&figs))
+        })
+        .collect();
+    sweep
+        .verdicts
+        .extend(starvation(&section.vary, var.ordered(), &starved));
+    Ok(Some(sweep))
+}
+
+/// Where connections went unanswered (records with `load.fairness`;
+/// report/starved.rs): in an ordered sweep the first value where it
+/// begins, in another each value where it happened; None when none did.
+fn starvation(
+    variable: &str,
+    ordered: bool,
+    values: &[(String, Option<super::starved::Starved>)],
+) -> Option<String> {
+    let said =
+        |v: &str, s: &super::starved::Starved| Some(format!("{variable}={v}: {}", s.words()?));
+    let starved: Vec<String> = (values.iter())
+        .filter_map(|(v, s)| said(v, s.as_ref()?))
+        .collect();
+    let first = starved.first()?;
+    let before = (values.iter()).take_while(|(_, s)| s.as_ref().is_none_or(|s| s.count == 0));
+    let below = before.clone().count() > 0 && before.clone().all(|(_, s)| s.is_some());
+    Some(if ordered {
+        format!(
+            "Starvation begins at {first}{}.",
+            if below {
+                "; below it every connection got an answer"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!("Connections left unanswered at {}.", starved.join("; "))
+    })
 }
 
 fn rps(s: Option<crate::stats::spread::Spread>) -> String {
@@ -499,5 +547,79 @@ mod tests {
             markdown(&s).contains("| workers | PSS/worker MiB | USS/worker MiB | RSS/worker MiB |")
         );
         assert!(section(&s).contains("PSS per worker against the swept value"));
+    }
+
+    #[test]
+    fn the_sweep_says_where_starvation_begins() {
+        use crate::report::starved::{Per, Starved};
+        let s = |count| {
+            Some(Starved {
+                count,
+                of: 80,
+                per: Per::Client,
+                runs: 1,
+                jain_index: None,
+            })
+        };
+        let values = vec![
+            ("20".to_string(), s(0)),
+            ("40".to_string(), s(0)),
+            ("80".to_string(), s(44)),
+        ];
+        assert_eq!(
+            starvation("connections", true, &values).as_deref(),
+            Some("Starvation begins at connections=80: 44 of 80 connections never answered; below it every connection got an answer.")
+        );
+        let older = vec![("20".to_string(), None), ("80".to_string(), s(44))];
+        assert_eq!(
+            starvation("connections", true, &older).as_deref(),
+            Some("Starvation begins at connections=80: 44 of 80 connections never answered."),
+            "no fairness below: nothing said of it"
+        );
+        assert_eq!(
+            starvation("app", false, &values).as_deref(),
+            Some("Connections left unanswered at app=80: 44 of 80 connections never answered.")
+        );
+        assert_eq!(starvation("connections", true, &values[..2]), None);
+    }
+
+    /// The committed workers sweep with `load.fairness` added to every
+    /// record: 2 of 8 connections starved from 3 workers on (a made-up
+    /// count; the sweep's figures are the committed ones).
+    #[test]
+    fn a_sweep_from_disk_says_where_starvation_begins() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("bench/runs/2026-11-23-sweep-puma-workers/run3-quiet/results");
+        let dir =
+            std::env::temp_dir().join(format!("rackbench-sweep-starved-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trials")).unwrap();
+        for f in ["manifest.json", "plan.toml"] {
+            std::fs::copy(src.join(f), dir.join(f)).unwrap();
+        }
+        for e in std::fs::read_dir(src.join("trials")).unwrap() {
+            let p = e.unwrap().path();
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            let starved = ["w3-", "w4-", "w6-"].iter().any(|w| name.contains(w));
+            let n = if starved { 2 } else { 0 };
+            if let Some(load) = v.get_mut("trial").map(|t| &mut t["load"]) {
+                load["connections"]["never_answered"] = n.into();
+                load["fairness"] = serde_json::json!({
+                    "connections_answered": 8 - n, "connections_starved": n,
+                    "top10_share": 0.2, "jain_index": 0.9
+                });
+            }
+            std::fs::write(dir.join("trials").join(name), v.to_string()).unwrap();
+        }
+        let study = crate::store::study::Study::open(&dir).unwrap();
+        let sweep = load(&study).unwrap().unwrap();
+        let text = sweep.verdicts.join("\n");
+        assert!(
+            text.contains("Starvation begins at workers=3: 2 of 8 connections never answered in the worst of 5 runs; below it every connection got an answer."),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

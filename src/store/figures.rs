@@ -66,6 +66,20 @@ pub struct TrialFigures {
     /// answers per connection; None in records made before it.
     pub connections_starved: Option<f64>,
     pub jain_index: Option<f64>,
+    /// Connections answered per client (`load.fairness`); None in
+    /// records made before it.
+    pub connections_answered: Option<f64>,
+    /// The load's connections as configured (one per client), the
+    /// sockets it opened (reconnects included) and those of them that
+    /// carried a request and never got a byte back
+    /// (`load.connections`).
+    pub connections_configured: f64,
+    pub connections_opened: f64,
+    pub never_answered: f64,
+    /// Each app process's share of the requests telemetry counted
+    /// (`server_metrics.telemetry.per_worker[].share`, from its requests
+    /// when the share is absent), busiest first; empty without telemetry.
+    pub worker_shares: Vec<f64>,
     /// What the machine did during the run; None in records made before
     /// it was measured.
     pub disturbance: Option<RunDisturbance>,
@@ -120,6 +134,11 @@ impl TrialFigures {
             pool_wait_mean_us: tel.and_then(|t| t.pool_wait_us.map(|q| q.mean)),
             connections_starved: (load.fairness.as_ref()).map(|f| f.connections_starved as f64),
             jain_index: load.fairness.as_ref().and_then(|f| f.jain_index),
+            connections_answered: (load.fairness.as_ref()).map(|f| f.connections_answered as f64),
+            connections_configured: load.connections.configured as f64,
+            connections_opened: load.connections.opened as f64,
+            never_answered: load.connections.never_answered as f64,
+            worker_shares: tel.map_or_else(Vec::new, |t| worker_shares(&t.per_worker)),
             disturbance: r.disturbance.as_ref().map(|d| RunDisturbance {
                 disturbed: d.disturbed,
                 steal_share: d.steal_share,
@@ -217,6 +236,30 @@ impl TrialFigures {
     }
 }
 
+/// Each process's share of `workers`' requests, busiest first; empty
+/// when they answered none.
+fn worker_shares(workers: &[crate::telemetry::WorkerTelemetry]) -> Vec<f64> {
+    let total: u64 = workers.iter().map(|w| w.requests).sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let mut v: Vec<f64> = (workers.iter())
+        .map(|w| w.share.unwrap_or(w.requests as f64 / total as f64))
+        .collect();
+    v.sort_by(|a, b| b.total_cmp(a));
+    v
+}
+
+/// Puma's "% deviation" of `shares` (of n workers): the largest
+/// |share − 1/n| over 1/n, 0 when all answered as many; None without a
+/// share.
+pub fn worker_deviation(shares: &[f64]) -> Option<f64> {
+    let even = 1.0 / shares.len() as f64;
+    (shares.iter())
+        .map(|s| (s - even).abs() / even)
+        .max_by(f64::total_cmp)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -263,6 +306,27 @@ pub(crate) mod tests {
         assert_eq!(f.metric("connections_starved", 1.0), Some(1.0));
         assert_eq!(f.metric("jain_index", 1.0), Some(0.75));
         assert_eq!(f.metric("no such metric", 1.0), None);
+    }
+
+    #[test]
+    fn worker_shares_and_pumas_deviation() {
+        use crate::telemetry::WorkerTelemetry;
+        let w = |requests, share| WorkerTelemetry {
+            requests,
+            share,
+            ..Default::default()
+        };
+        let shares = worker_shares(&[w(30, None), w(50, None), w(10, None), w(10, None)]);
+        assert_eq!(shares, [0.5, 0.3, 0.1, 0.1]);
+        // 0.5 against an even 0.25: 100% over.
+        assert_eq!(worker_deviation(&shares), Some(1.0));
+        assert_eq!(worker_deviation(&[0.5, 0.5]), Some(0.0));
+        assert_eq!(worker_deviation(&[]), None);
+        assert_eq!(worker_shares(&[w(0, None)]), Vec::<f64>::new());
+        assert_eq!(
+            worker_shares(&[w(3, Some(0.75)), w(1, Some(0.25))]),
+            [0.75, 0.25]
+        );
     }
 
     #[test]
