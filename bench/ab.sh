@@ -45,10 +45,10 @@ hog_pid=""
 stop_hog() { [ -n "$hog_pid" ] && kill -- "-$hog_pid" 2>/dev/null || true; }
 trap stop_hog EXIT
 if [ -n "$hog" ]; then
-  # rackbench pins the server to the last CPU and the generator to the
-  # others (app::os::default_pinning); on 2 CPUs: server 1, generator 0.
+  # rackbench pins the generator to the last CPU and the server to the
+  # others (app::os::default_pinning); on 2 CPUs: server 0, generator 1.
   last=$(( $(nproc) - 1 ))
-  case "$hog" in server) cpu=$last ;; generator) cpu=0 ;; *) echo "--hog server|generator" >&2; exit 2 ;; esac
+  case "$hog" in server) cpu=0 ;; generator) cpu=$last ;; *) echo "--hog server|generator" >&2; exit 2 ;; esac
   setsid taskset -c "$cpu" bash -c 'while :; do timeout 2 sh -c "while :; do :; done"; sleep 3; done' &
   hog_pid=$!
 fi

@@ -29,7 +29,8 @@ pub struct AbArgs {
     #[arg(long, value_name = "NAME=A,B", conflicts_with_all = ["a", "b"])]
     pub vary: Option<String>,
     /// With a plan: side A, a selection of one of its groups
-    /// (label=control, server=puma, app=NAME, runtime=NAME, connections=N).
+    /// (label=control, server=puma, app=NAME, runtime=NAME, yjit=true|false,
+    /// connections=N).
     #[arg(long, value_name = "SELECTION", requires_all = ["plan", "b"])]
     pub a: Option<String>,
     /// With a plan: side B, as --a.

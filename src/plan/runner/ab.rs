@@ -87,21 +87,23 @@ pub fn run_ab(
 
 /// The one planned trial (of the first repeat) a selection names, as
 /// `compare` spells selections: `server=NAME`, `variant=NAME` or
-/// `label=NAME`, `app=NAME`, `runtime=NAME`, `connections=N`, several
+/// `label=NAME`, `app=NAME`, `runtime=NAME`, `yjit=true|false`,
+/// `connections=N`, several
 /// joined by commas. None, or more than one group, is refused naming the
 /// groups there are.
 pub fn select<'e>(e: &'e Expanded, flag: &str, sel: &str) -> Result<&'e PlannedTrial, String> {
     let mut parts = Vec::new();
     for part in sel.split(',') {
         match part.split_once('=').filter(|(_, v)| !v.is_empty()) {
-            Some((k @ ("server" | "variant" | "label" | "app" | "runtime" | "connections"), v)) => {
-                parts.push((k, v))
-            }
+            Some((
+                k @ ("server" | "variant" | "label" | "app" | "runtime" | "yjit" | "connections"),
+                v,
+            )) => parts.push((k, v)),
             _ => {
                 return Err(format!(
                     "{flag} {sel}: `{part}` is not a selection; use server=NAME, label=NAME, \
-                     variant=NAME, app=NAME, runtime=NAME or connections=N, several joined by \
-                     commas (server=puma,label=malloc-64m)"
+                     variant=NAME, app=NAME, runtime=NAME, yjit=true|false or connections=N, \
+                     several joined by commas (runtime=system,yjit=false)"
                 ))
             }
         }
@@ -112,6 +114,7 @@ pub fn select<'e>(e: &'e Expanded, flag: &str, sel: &str) -> Result<&'e PlannedT
             "variant" | "label" => t.variant == v,
             "app" => t.app == v,
             "runtime" => t.runtime.as_deref().unwrap_or("system") == v,
+            "yjit" => t.switches.yjit.unwrap_or(false).to_string() == v,
             _ => t.shape.connections.to_string() == v,
         })
     };
