@@ -59,7 +59,7 @@ printf 'run\tverdict\tchange_pct\tci_low_pct\tci_high_pct\trounds\trerun\tload_s
 } > "$out/commands.txt"
 for i in $(seq 1 "$runs"); do
   cmd=("$RACKBENCH" ab --server unicorn --workers 1 --app ruby/apps/two_methods.ru
-       --app-expect-body spent --env TWO_METHODS_B=0 -c 2 "${vary[@]}"
+       --env TWO_METHODS_B=0 -c 2 "${vary[@]}"
        --out "$out/results-$i" --json "$@")
   echo "${cmd[*]}" >> "$out/commands.txt"
   "${cmd[@]}" > "$out/run-$i.json" 2> "$out/run-$i.log" || true
