@@ -33,6 +33,7 @@ mod json;
 mod markdown;
 mod memory;
 pub mod mirror;
+pub mod profile;
 mod restart;
 mod rows;
 mod runtime;
@@ -309,7 +310,10 @@ pub fn write_study(
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    let studies = [compare::section_in(study.comparison()), sweep::section_in(&sweep)];
+    let studies = [
+        compare::section_in(study.comparison()),
+        sweep::section_in(&sweep),
+    ];
     let studies: Vec<String> = studies.into_iter().flatten().collect();
     write(&written.html, report.page(&studies))?;
     Ok(written)
