@@ -79,6 +79,12 @@ pub struct ResultsDir {
     pub root: PathBuf,
 }
 
+/// A trial's folder of profile files, relative to its results
+/// directory (a trial-v1 `profile`'s file paths start with it).
+pub fn profile_subdir(id: &str) -> PathBuf {
+    Path::new("profiles").join(id)
+}
+
 impl ResultsDir {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         ResultsDir { root: root.into() }

@@ -7,6 +7,7 @@
 
 use super::{breakpoint_groups, RunOptions};
 use crate::lab::apps::AppSpec;
+use crate::lab::spec::ProfileAsk;
 use crate::lab::trial::TrialSpec;
 use crate::load::{LoadConfig, Pacing};
 use crate::plan::{Expanded, Plan, PlannedTrial};
@@ -145,7 +146,11 @@ pub(in crate::plan) fn trial_spec(
         restart: t.restart.as_ref().map(|r| r.spec()),
         soak,
         database,
-        profile: None,
+        profile: plan.profile.then(|| ProfileAsk {
+            rate_hz: crate::profile::DEFAULT_RATE_HZ,
+            results_dir: opts.out.clone(),
+            subdir: crate::store::profile_subdir(&t.id),
+        }),
     }
 }
 
