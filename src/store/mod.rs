@@ -30,6 +30,7 @@ pub mod budget;
 pub mod database;
 pub mod endpoints;
 pub mod figures;
+pub mod profiles;
 pub mod read;
 pub mod records;
 pub mod runtime;
