@@ -81,3 +81,47 @@ pub fn group_profiles(study: &Study) -> Vec<GroupProfile> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::ViewFigures;
+
+    fn group(profiled: usize, unprofiled: usize) -> GroupProfile {
+        let profile = Profile {
+            samples: 10,
+            rate_hz: 100,
+            processes: vec![1],
+            gc_share: None,
+            top: Vec::new(),
+            files: Vec::new(),
+            overhead: None,
+            wall_clock: ViewFigures {
+                samples: 10,
+                gc_share: None,
+                top: Vec::new(),
+            },
+            samples_by_pid: Default::default(),
+            window_ms: 100,
+            profiler: "rbspy 0.55.0".into(),
+        };
+        GroupProfile {
+            group: "g".into(),
+            trial: "g__rep1".into(),
+            profile,
+            on_cpu: Ok(String::new()),
+            profiled,
+            unprofiled,
+            errors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_group_that_pools_profiled_and_unprofiled_runs_says_so() {
+        assert_eq!(group(2, 0).mixed_note(), None);
+        assert_eq!(
+            group(1, 2).mixed_note().as_deref(),
+            Some("1 of 3 runs profiled: this group's figures pool profiled and unprofiled runs")
+        );
+    }
+}
