@@ -24,6 +24,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+/// One server test of this file at a time: side by side on a busy
+/// 2-core machine, puma replaced workers mid-trial and rbspy lost its
+/// samples (each test passed alone).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn have_rbspy() -> bool {
     rackbench::require::require(
         "rbspy",
@@ -196,6 +204,7 @@ fn puma_cluster_splits_its_cpu_between_the_two_methods_in_their_ratio() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-puma");
     let port = rackbench::host::free_port().unwrap();
     let command = format!(
@@ -218,6 +227,7 @@ fn a_puma_worker_forked_during_the_window_is_sampled() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-puma-fork");
     let port = rackbench::host::free_port().unwrap();
     let command = format!(
@@ -264,6 +274,7 @@ fn unicorn_splits_its_cpu_between_the_two_methods_in_their_ratio() {
     if !have_rbspy() || !installed("unicorn") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-unicorn");
     let port = rackbench::host::free_port().unwrap();
     let config = dir.join("unicorn.rb");
@@ -316,7 +327,7 @@ fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
 }
 
 /// A lab trial's spec with `--profile`: the two-method app on `server`
-/// with 2 workers, 4 connections, a 4 s warm-up and a 4 s window.
+/// with 2 workers of 1 thread, 4 connections, a 4 s warm-up and a 4 s window.
 fn profiled_trial(server: &str, dir: &Path) -> rackbench::lab::spec::TrialSpec {
     use rackbench::lab::apps::AppSpec;
     use rackbench::lab::record::Topology;
@@ -334,7 +345,9 @@ fn profiled_trial(server: &str, dir: &Path) -> rackbench::lab::spec::TrialSpec {
         server: reg.get(server).unwrap().clone(),
         app,
         workers: Some(2),
-        threads: None,
+        // One thread a worker: a puma worker with five took all four
+        // kept-alive connections at times, and the other was never on-CPU.
+        threads: Some(1),
         settings: Default::default(),
         env: Vec::new(),
         topology: Topology::Direct,
@@ -370,6 +383,7 @@ fn a_profiled_trial_records_its_counted_window_and_every_worker() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-trial");
     let rec = rackbench::lab::trial::run_trial(profiled_trial("puma", &dir)).unwrap();
     assert_eq!(rec.profile_error, None);
@@ -446,6 +460,7 @@ fn rackbench_trial_profile_records_the_two_methods_in_their_ratio() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-cli-trial");
     let app_path = format!("/?a={A}&b={B}");
     let app = app();
@@ -501,6 +516,7 @@ fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-plan");
     let plan = dir.join("plan.toml");
     std::fs::write(
