@@ -24,6 +24,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+/// One server test of this file at a time: side by side on a busy
+/// 2-core machine, puma replaced workers mid-trial and rbspy lost its
+/// samples (each test passed alone).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn have_rbspy() -> bool {
     rackbench::require::require(
         "rbspy",
@@ -196,6 +204,7 @@ fn puma_cluster_splits_its_cpu_between_the_two_methods_in_their_ratio() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-puma");
     let port = rackbench::host::free_port().unwrap();
     let command = format!(
@@ -218,6 +227,7 @@ fn a_puma_worker_forked_during_the_window_is_sampled() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-puma-fork");
     let port = rackbench::host::free_port().unwrap();
     let command = format!(
@@ -264,6 +274,7 @@ fn unicorn_splits_its_cpu_between_the_two_methods_in_their_ratio() {
     if !have_rbspy() || !installed("unicorn") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-unicorn");
     let port = rackbench::host::free_port().unwrap();
     let config = dir.join("unicorn.rb");
@@ -316,7 +327,7 @@ fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
 }
 
 /// A lab trial's spec with `--profile`: the two-method app on `server`
-/// with 2 workers, 4 connections, a 4 s warm-up and a 4 s window.
+/// with 2 workers of 1 thread, 4 connections, a 4 s warm-up and a 4 s window.
 fn profiled_trial(server: &str, dir: &Path) -> rackbench::lab::spec::TrialSpec {
     use rackbench::lab::apps::AppSpec;
     use rackbench::lab::record::Topology;
@@ -334,7 +345,9 @@ fn profiled_trial(server: &str, dir: &Path) -> rackbench::lab::spec::TrialSpec {
         server: reg.get(server).unwrap().clone(),
         app,
         workers: Some(2),
-        threads: None,
+        // One thread a worker: a puma worker with five took all four
+        // kept-alive connections at times, and the other was never on-CPU.
+        threads: Some(1),
         settings: Default::default(),
         env: Vec::new(),
         topology: Topology::Direct,
@@ -370,6 +383,7 @@ fn a_profiled_trial_records_its_counted_window_and_every_worker() {
     if !have_rbspy() || !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-trial");
     let rec = rackbench::lab::trial::run_trial(profiled_trial("puma", &dir)).unwrap();
     assert_eq!(rec.profile_error, None);
@@ -435,5 +449,117 @@ fn a_profiled_trial_on_jruby_is_refused_naming_a_jvm_profiler() {
         "{msg}"
     );
     assert!(!dir.join("profiles").exists(), "nothing was started");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `rackbench trial --profile` end to end: the `--json` record carries
+/// `profile` with samples, the two methods split in their ratio (the
+/// interval above), and its files sit in the work dir's profile/.
+#[test]
+fn rackbench_trial_profile_records_the_two_methods_in_their_ratio() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-cli-trial");
+    let app_path = format!("/?a={A}&b={B}");
+    let app = app();
+    let doc = common::trial_json(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--app",
+            app.to_str().unwrap(),
+            "--app-path",
+            &app_path,
+            "--app-expect-body",
+            "spent",
+            "--workers",
+            "2",
+            "-c",
+            "4",
+            "-d",
+            "4s",
+            "--warmup",
+            "2s",
+            "--profile",
+        ],
+        "puma --profile",
+    );
+    assert_eq!(doc.get("profile_error"), None, "{}", doc["profile_error"]);
+    let p: Profile = serde_json::from_value(doc["profile"].clone()).expect("a profile");
+    assert!(p.samples > 0);
+    assert_eq!(p.rate_hz, profile::DEFAULT_RATE_HZ);
+    let (a, b) = (self_samples(&p, "spend_a"), self_samples(&p, "spend_b"));
+    let n = a + b;
+    let bound = 4.0 * (0.75f64 * 0.25 / n).sqrt();
+    assert!(n >= 150.0, "only {n} samples in the two methods");
+    assert!(
+        (a / n - 0.75).abs() <= bound,
+        "spend_a's share {:.3} of {n} is not 0.75 ± {bound:.3}",
+        a / n
+    );
+    assert!(!p.files.is_empty());
+    for f in &p.files {
+        assert!(f.path.starts_with("profile/"), "{}", f.path);
+        assert!(dir.join(&f.path).is_file(), "{}", f.path);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A plan with `profile = true`: each trial's files under
+/// profiles/TRIAL-ID/, and report.html draws the group's flame graph;
+/// report.md lists its top frames.
+#[test]
+fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-plan");
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "name = \"profiled\"\nrepeats = 1\nservers = [\"puma\"]\napps = [\"fib\"]\nprofile = true\n\n\
+         [load]\nconnections = [2]\nduration = \"2s\"\nwarmup = \"1s\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let ran = common::rackbench(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "run profile = true");
+    let trials: Vec<_> = std::fs::read_dir(out.join("trials"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(trials.len(), 1, "{trials:?}");
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&trials[0]).unwrap()).unwrap();
+    let id = stored["id"].as_str().unwrap();
+    let p: Profile = serde_json::from_value(stored["trial"]["profile"].clone()).expect("a profile");
+    assert!(p.samples > 0);
+    for f in &p.files {
+        assert!(f.path.starts_with(&format!("profiles/{id}/")), "{}", f.path);
+        assert!(out.join(&f.path).is_file(), "{}", f.path);
+    }
+    assert!(out
+        .join("profiles")
+        .join(id)
+        .join("on-cpu.collapsed")
+        .is_file());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Why: profiles"), "no profiles section");
+    assert!(html.contains("class=\"flame\""), "no flame graph");
+    assert!(
+        !html.contains(": no samples</text>"),
+        "an empty flame graph"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Why: profiles") && md.contains("| Frame (on-CPU) |"));
     let _ = std::fs::remove_dir_all(&dir);
 }

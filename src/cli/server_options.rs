@@ -312,6 +312,34 @@ impl ServerOptions {
     }
 }
 
+/// `--profile` and its rate (issue 40, docs/PROFILES.md): on `trial`,
+/// apart from `ServerOptions` so the commands that share those but do
+/// not profile never show it.
+#[derive(Debug, Clone, Args)]
+pub struct ProfileFlags {
+    /// Sample every Ruby process of the server's tree with rbspy over the
+    /// counted window (never the warm-up): collapsed stacks, speedscope
+    /// JSON and the top frames, in the work dir's profile/ (docs/PROFILES.md).
+    #[arg(long)]
+    pub profile: bool,
+    /// Samples a second per process with --profile.
+    #[arg(long, value_name = "HZ", requires = "profile",
+          default_value_t = crate::profile::DEFAULT_RATE_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub profile_rate: u32,
+}
+
+impl ProfileFlags {
+    /// What the trial is asked: its files into `dir`'s `profile/`.
+    pub fn ask(&self, dir: &std::path::Path) -> Option<crate::lab::spec::ProfileAsk> {
+        self.profile.then(|| crate::lab::spec::ProfileAsk {
+            rate_hz: self.profile_rate,
+            results_dir: dir.to_path_buf(),
+            subdir: PathBuf::from("profile"),
+        })
+    }
+}
+
 fn debian_package(server: &str) -> &'static str {
     match server {
         "puma" => "puma",

@@ -83,6 +83,10 @@ pub struct SweepArgs {
     /// a plan's `telemetry = true`.
     #[arg(long)]
     pub telemetry: bool,
+    /// Profile every trial with rbspy, as a plan's `profile = true`
+    /// (docs/PROFILES.md).
+    #[arg(long)]
+    pub profile: bool,
     /// Print the trials the sweep expands to and stop.
     #[arg(long)]
     pub dry_run: bool,
@@ -156,6 +160,7 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     let mut overrides =
         super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
     overrides.mix = args.mix.clone();
+    overrides.profile = args.profile;
     let source = sweep::plan(&plan, &overrides)?;
     let request = RunRequest {
         plan_path: None,

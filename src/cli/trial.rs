@@ -2,7 +2,7 @@
 
 use super::flags::{RestartFlags, SlowFlags, SoakFlags};
 use super::load_options::LoadOptions;
-use super::server_options::ServerOptions;
+use super::server_options::{ProfileFlags, ServerOptions};
 use super::usage;
 use crate::app::os::stop_on_signals;
 use crate::lab::trial::{run_trial, TrialSpec};
@@ -56,6 +56,8 @@ pub struct TrialArgs {
     pub checks: Vec<crate::checks::Check>,
     #[command(flatten)]
     pub restart: RestartFlags,
+    #[command(flatten)]
+    pub profile: ProfileFlags,
 }
 
 pub fn run(args: TrialArgs) -> Result<ExitCode> {
@@ -71,6 +73,7 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
         crate::lab::spec::check_restart(&spec, r).map_err(usage)?;
     }
     apply_soak(&args.soak, &args.load, &mut spec)?;
+    spec.profile = args.profile.ask(&spec.dir);
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
         if let Some(s) = &spec.soak {

@@ -106,6 +106,9 @@ impl Plan {
         let mut narrowed = self.clone();
         narrowed.apps.truncate(1);
         narrowed.budget = Default::default();
+        // fit's steps are searches: never profiled (`profile = true`
+        // profiles a run's fixed-load trials only).
+        narrowed.profile = false;
         let e = narrowed.expand(text, file, registry)?;
         let opts = RunOptions {
             out: PathBuf::new(),

@@ -106,6 +106,7 @@ pub(super) const KEYS: &[Key] = &[
     key("sweep.vary", "the name of the variable, in quotes", "vary = \"workers\""),
     key("sweep.values", "a list of numbers or strings", "values = [1, 2, 4, 8]"),
     key("telemetry", "true or false", "telemetry = true"),
+    key("profile", "true or false", "profile = true"),
     key("primary_metric", "a metric name, in quotes", "primary_metric = \"throughput\""),
     key("rerun_disturbed", "a whole number of reruns", "rerun_disturbed = 2"),
     key("runtimes", "a list of runtime names", "runtimes = [\"system\", \"debian-13\"]"),

@@ -39,6 +39,9 @@ pub struct Overrides {
     /// A restart: its kind and when, in place of `[restart]`.
     pub restart: Option<(String, Duration)>,
     pub soak: Option<Duration>,
+    /// `--profile`: every trial profiled, as `profile = true` (false
+    /// leaves the plan's key).
+    pub profile: bool,
 }
 
 /// `--slow-clients`, `--slow-mode`, `--slow-bytes`, `--slow-every`.
@@ -147,6 +150,7 @@ impl Plan {
             self.restart.kind = vec![kind.clone()];
             self.restart.at = Some(format!("{}s", at.as_secs_f64()));
         }
+        self.profile |= o.profile;
         if let Some(d) = o.soak {
             if self.breakpoint.is_some() {
                 return Err(format!(

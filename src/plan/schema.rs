@@ -69,6 +69,10 @@ pub struct Plan {
     /// time, queue time behind nginx, GC): `telemetry = true`.
     #[serde(default)]
     pub telemetry: bool,
+    /// Profile every trial with rbspy over its counted window, into
+    /// `profiles/TRIAL-ID/` (docs/PROFILES.md): `profile = true`.
+    #[serde(default)]
+    pub profile: bool,
     /// The one metric the experiment is judged by, named before it runs
     /// (`primary_metric = "throughput"`, a compare-v1 metric): `compare`
     /// on its results and `sweep` judge it alone (docs/STATISTICS.md).

@@ -59,7 +59,7 @@ function setAll(sel, open) {
 type Section = fn(&mut String, &Report, &[String]);
 
 /// The sections of a study with trials, in the page's order.
-const TRIAL_SECTIONS: [Section; 9] = [
+const TRIAL_SECTIONS: [Section; 10] = [
     html_summary::section,
     html_throughput::section,
     html_latency::section,
@@ -69,6 +69,7 @@ const TRIAL_SECTIONS: [Section; 9] = [
     |s, r, _| super::soak::html(s, r),
     html_bars::cpu,
     html_bars::spread,
+    |s, r, _| super::profile::html(s, r),
 ];
 
 impl Report {

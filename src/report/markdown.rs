@@ -142,6 +142,7 @@ impl Report {
         self.md_header(&mut s);
         self.md_groups(&mut s);
         super::soak::markdown(&mut s, self);
+        super::profile::markdown(&mut s, self);
         self.md_incomplete(&mut s);
         self.md_errors(&mut s);
         self.md_disturbed(&mut s);

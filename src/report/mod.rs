@@ -33,6 +33,7 @@ mod json;
 mod markdown;
 mod memory;
 pub mod mirror;
+pub mod profile;
 mod restart;
 mod rows;
 mod runtime;
@@ -266,6 +267,8 @@ pub struct Report {
     pub missing_breakpoints: Vec<String>,
     /// Problems reading the directory (unreadable files, no manifest).
     pub warnings: Vec<String>,
+    /// The groups with a profiled run (`store::profiles`), by name.
+    pub profiles: Vec<crate::store::profiles::GroupProfile>,
 }
 
 /// The files `write_all` wrote, and the terminal table.
@@ -308,7 +311,7 @@ pub fn write_study(
     let dir = study.dir();
     let html_path = html.map_or_else(|| dir.report_html(), Path::to_path_buf);
     let written = Written {
-        table: report.terminal(),
+        table: report.terminal_with_profiles(),
         markdown: dir.report_md(),
         csv: dir.report_csv(),
         trials_csv: dir.trials_csv(),

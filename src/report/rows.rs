@@ -85,6 +85,7 @@ impl Report {
         let (breakpoints, missing_breakpoints) =
             read_breakpoints(study, manifest.as_ref(), &mut warnings)?;
         warnings.sort();
+        let profiles = crate::store::profiles::group_profiles(study);
         Ok(Report {
             manifest,
             trials,
@@ -92,6 +93,7 @@ impl Report {
             breakpoints,
             missing_breakpoints,
             warnings,
+            profiles,
         })
     }
 }

@@ -30,6 +30,7 @@ pub mod budget;
 pub mod database;
 pub mod endpoints;
 pub mod figures;
+pub mod profiles;
 pub mod read;
 pub mod records;
 pub mod runtime;
@@ -77,6 +78,12 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> std::io::Result<T> {
 #[derive(Debug, Clone)]
 pub struct ResultsDir {
     pub root: PathBuf,
+}
+
+/// A trial's folder of profile files, relative to its results
+/// directory (a trial-v1 `profile`'s file paths start with it).
+pub fn profile_subdir(id: &str) -> PathBuf {
+    Path::new("profiles").join(id)
 }
 
 impl ResultsDir {

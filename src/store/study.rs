@@ -102,6 +102,24 @@ impl Study {
         &self.dir.root
     }
 
+    /// A file a trial's `profile` names (`files[].path`, relative to the
+    /// directory), as text; a path that would leave the directory is
+    /// refused.
+    pub fn profile_file(&self, path: &str) -> std::io::Result<String> {
+        let rel = Path::new(path);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{path}: not inside the results directory"),
+            ));
+        }
+        std::fs::read_to_string(self.dir.root.join(rel))
+    }
+
     /// Whether a run has begun here: it writes its manifest before any
     /// trial.
     pub fn holds_run(&self) -> bool {

@@ -356,6 +356,9 @@ fn replay_command(req: &RunRequest, out: &Path, seed: u64) -> String {
     if req.telemetry {
         command.push_str(" --telemetry");
     }
+    if req.overrides.profile {
+        command.push_str(" --profile");
+    }
     if let Some(r) = &req.overrides.runtime {
         command.push_str(&format!(" --runtime {r}"));
     }

@@ -71,6 +71,12 @@ pub fn render_trial(r: &TrialRecord) -> String {
             x.pids_before, x.pids_after
         );
     }
+    if let Some(p) = &r.profile {
+        s.push_str(&crate::report::profile::trial_lines(p, &r.dir));
+    }
+    if let Some(e) = &r.profile_error {
+        let _ = writeln!(s, "  PROFILE:     {e}");
+    }
     for f in r.faults.sentences() {
         let _ = writeln!(s, "  FAULT:       {f}");
     }

@@ -52,6 +52,10 @@ pub struct RunArgs {
     /// time, queue time behind nginx, GC (docs/TELEMETRY.md).
     #[arg(long)]
     pub telemetry: bool,
+    /// Profile every trial with rbspy, as the plan's `profile = true`
+    /// (docs/PROFILES.md).
+    #[arg(long)]
+    pub profile: bool,
     /// --runtime, --yjit, --allocator, --malloc-arena-max: each in place
     /// of the plan's list of that key.
     #[command(flatten)]
@@ -89,6 +93,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     overrides.mix = args.mix.clone();
     overrides.restart = args.restart.restart().map(|r| (r.kind, r.at));
     overrides.soak = args.soak.soak;
+    overrides.profile = args.profile;
     let request = RunRequest {
         plan_path: args.plan.clone(),
         out: args.out.clone(),

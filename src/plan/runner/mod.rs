@@ -363,14 +363,18 @@ impl Run<'_> {
 /// other trial of the plan; the loop is closed unless the step sets a
 /// rate, whatever shape the representative trial had.
 fn breakpoint_base(t: &PlannedTrial, e: &Expanded, plan: &Plan, opts: &RunOptions) -> TrialSpec {
-    trial_spec(
+    let mut spec = trial_spec(
         t,
         e,
         plan,
         opts,
         PathBuf::new(),
         Some((t.shape.connections, None)),
-    )
+    );
+    // A search's steps are not profiled (`profile = true` profiles the
+    // plan's fixed-load trials only).
+    spec.profile = None;
+    spec
 }
 
 fn run_breakpoint(

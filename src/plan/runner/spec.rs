@@ -7,6 +7,7 @@
 
 use super::{breakpoint_groups, RunOptions};
 use crate::lab::apps::AppSpec;
+use crate::lab::spec::ProfileAsk;
 use crate::lab::trial::TrialSpec;
 use crate::load::{LoadConfig, Pacing};
 use crate::plan::{Expanded, Plan, PlannedTrial};
@@ -145,7 +146,11 @@ pub(in crate::plan) fn trial_spec(
         restart: t.restart.as_ref().map(|r| r.spec()),
         soak,
         database,
-        profile: None,
+        profile: plan.profile.then(|| ProfileAsk {
+            rate_hz: crate::profile::DEFAULT_RATE_HZ,
+            results_dir: opts.out.clone(),
+            subdir: crate::store::profile_subdir(&t.id),
+        }),
     }
 }
 
@@ -258,6 +263,37 @@ mod tests {
                 instances: 4,
             }
         );
+    }
+
+    /// `profile = true` (or `--profile` through Overrides) asks every
+    /// fixed-load trial to profile into the run's profiles/ID/; a search's
+    /// base trial is never profiled.
+    #[test]
+    fn profile_true_profiles_each_trial_into_its_folder_and_no_search_step() {
+        let reg = crate::plan::tests::all_installed();
+        let text =
+            "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n[load]\nconnections = [4]\n";
+        let mut plan = Plan::parse(text, "t.toml").unwrap();
+        let e = plan.expand(text, "t.toml", &reg).unwrap();
+        let mut opts = options();
+        opts.out = PathBuf::from("/results");
+        let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+        assert!(spec.profile.is_none(), "not asked");
+        let o = crate::plan::Overrides {
+            profile: true,
+            ..Default::default()
+        };
+        plan.apply(&o, "t.toml").unwrap();
+        let spec = trial_spec(&e.trials[0], &e, &plan, &opts, PathBuf::from("/x"), None);
+        let ask = spec.profile.expect("profiled");
+        assert_eq!(ask.results_dir, PathBuf::from("/results"));
+        assert_eq!(ask.subdir, PathBuf::from("profiles").join(&e.trials[0].id));
+        assert_eq!(ask.rate_hz, crate::profile::DEFAULT_RATE_HZ);
+        assert!(breakpoint_base(&e.trials[0], &e, &plan, &opts)
+            .profile
+            .is_none());
+        let keyed = Plan::parse(&format!("profile = true\n{text}"), "t.toml").unwrap();
+        assert!(keyed.profile);
     }
 
     #[test]
