@@ -5,6 +5,7 @@
 
 pub mod breakpoint;
 pub mod fit;
+pub mod mix;
 pub mod os;
 pub mod run;
 pub mod servers;

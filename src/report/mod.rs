@@ -309,7 +309,10 @@ pub fn write_study(
     write(&written.csv, report.csv())?;
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
-    let studies = [compare::section_in(study.comparison()), sweep::section_in(&sweep)];
+    let studies = [
+        compare::section_in(study.comparison()),
+        sweep::section_in(&sweep),
+    ];
     let studies: Vec<String> = studies.into_iter().flatten().collect();
     write(&written.html, report.page(&studies))?;
     Ok(written)

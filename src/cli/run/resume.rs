@@ -139,7 +139,6 @@ pub(super) fn check_resume(
     }
 }
 
-
 /// "line 7 was `a`, now `b`", or None when the texts agree line by line.
 fn first_difference(old: &str, new: &str) -> Option<String> {
     let (mut a, mut b) = (old.lines(), new.lines());
