@@ -5,6 +5,7 @@
 
 pub mod breakpoint;
 pub mod fit;
+pub mod merge;
 pub mod mix;
 pub mod os;
 pub mod run;
