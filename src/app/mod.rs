@@ -5,6 +5,7 @@
 
 pub mod breakpoint;
 pub mod fit;
+pub mod load;
 pub mod merge;
 pub mod mix;
 pub mod os;
