@@ -9,6 +9,7 @@ pub mod load;
 pub mod merge;
 pub mod mix;
 pub mod os;
+pub mod replay;
 pub mod run;
 pub mod servers;
 pub mod sink;
