@@ -5,6 +5,7 @@
 
 pub mod breakpoint;
 pub mod fit;
+pub mod k8s;
 pub mod load;
 pub mod merge;
 pub mod mix;
