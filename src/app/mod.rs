@@ -8,6 +8,7 @@ pub mod fit;
 pub mod k8s;
 pub mod load;
 pub mod merge;
+pub mod mirror;
 pub mod mix;
 pub mod os;
 pub mod replay;

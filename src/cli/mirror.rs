@@ -7,8 +7,7 @@ use crate::lab::trial::LabServer;
 use crate::load::Endpoint;
 use crate::mirror::doc::ShadowServerDoc;
 use crate::mirror::{Mirror, MirrorConfig, ShadowSend, Upstream};
-use crate::report;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use hyper::Method;
 use std::net::SocketAddr;
@@ -219,8 +218,7 @@ struct LoadDefaults {
 fn serve(args: MirrorArgs) -> Result<ExitCode> {
     let mut cfg = args.config()?;
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}; pick a writable --out", dir.display()))?;
+        crate::app::mirror::create_out(dir)?;
     }
     crate::load::raise_open_files_limit();
     let stop = Arc::new(AtomicBool::new(false));
@@ -279,12 +277,7 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     if let Some(dir) = &args.out {
-        let json = dir.join("mirror.json");
-        std::fs::write(&json, serde_json::to_string_pretty(&doc)? + "\n")
-            .with_context(|| format!("cannot write {}", json.display()))?;
-        let page = dir.join("mirror.html");
-        std::fs::write(&page, report::mirror::page(&doc))
-            .with_context(|| format!("cannot write {}", page.display()))?;
+        let (json, page) = crate::app::mirror::write_out(dir, &doc)?;
         eprintln!("wrote {} and {}", json.display(), page.display());
     }
     Ok(ExitCode::SUCCESS)
