@@ -13,6 +13,7 @@ pub mod mix;
 pub mod os;
 pub mod replay;
 pub mod run;
+pub mod runtime;
 pub mod servers;
 pub mod sink;
 pub mod sweep;
