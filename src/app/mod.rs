@@ -6,8 +6,15 @@
 pub mod ab;
 pub mod breakpoint;
 pub mod fit;
+pub mod k8s;
+pub mod load;
+pub mod merge;
+pub mod mirror;
+pub mod mix;
 pub mod os;
+pub mod replay;
 pub mod run;
+pub mod runtime;
 pub mod servers;
 pub mod sink;
 pub mod sweep;

@@ -1,17 +1,17 @@
 //! `rackbench k8s job|run|collect`: load from many nodes as a Kubernetes
 //! Indexed Job (see k8s and docs/SCALING.md).
 //!
-//! `job` writes the manifest; `run` submits it to the cluster of the
-//! current kubeconfig, waits, then collects; `collect` saves each
-//! segment's document and merges them.
+//! The flags become a `LoadJob`; app::k8s writes it (`job`), submits,
+//! waits and collects (`run`), or saves and merges a finished Job's
+//! segments (`collect`).
 
 use super::{parse, usage};
-use crate::k8s::cluster::{ClusterError, Kubectl};
-use crate::k8s::job::{self, LoadJob, Spread};
-use crate::k8s::{self as kube_jobs, JobCounts};
-use anyhow::{Context, Result};
+use crate::app::k8s;
+use crate::app::sink::Terminal;
+use crate::k8s::job::{LoadJob, Spread};
+use anyhow::Result;
 use clap::{Args, FromArgMatches, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -190,20 +190,16 @@ fn check_quantity(flag: &str, value: &str, suffixes: &[&str], example: &str) -> 
 
 fn write_job(args: JobArgs) -> Result<ExitCode> {
     let load = args.job.to_load_job()?;
-    let yaml = job::to_yaml(&load.to_job());
+    let yaml = k8s::write_job(&load, args.out.as_deref())?;
     match &args.out {
-        Some(path) => {
-            std::fs::write(path, &yaml)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
-                "wrote {}: {} segments starting at {} (submit within {} s: kubectl create -f {})",
-                path.display(),
-                load.segments,
-                load.start_at(),
-                args.job.start_in.as_secs(),
-                path.display()
-            );
-        }
+        Some(path) => eprintln!(
+            "wrote {}: {} segments starting at {} (submit within {} s: kubectl create -f {})",
+            path.display(),
+            load.segments,
+            load.start_at(),
+            args.job.start_in.as_secs(),
+            path.display()
+        ),
         None => print!("{yaml}"),
     }
     Ok(ExitCode::SUCCESS)
@@ -211,71 +207,13 @@ fn write_job(args: JobArgs) -> Result<ExitCode> {
 
 fn run_job(args: RunArgs) -> Result<ExitCode> {
     let load = args.job.to_load_job()?;
-    Kubectl::check_config()?;
-    let kubectl = Kubectl {
-        namespace: load.namespace.clone(),
-    };
-    let dir = args.out.unwrap_or_else(|| default_dir(&load.name));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let yaml = job::to_yaml(&load.to_job());
-    let manifest = dir.join("job.yaml");
-    std::fs::write(&manifest, &yaml)
-        .with_context(|| format!("cannot write {}", manifest.display()))?;
-    kubectl
-        .create(&yaml)
-        .map_err(|e| already_exists_hint(e, &load.name))?;
-    eprintln!(
-        "created job {}: {} segments start at {} (in {} s)",
-        load.name,
-        load.segments,
-        load.start_at(),
-        args.job.start_in.as_secs()
-    );
-    // The Job's own deadline ends it; the extra minute is for the
-    // controller to say so.
-    let limit = args.job.start_in + Duration::from_secs(load.deadline_secs + 60);
-    kube_jobs::wait(&kubectl, &load.name, limit, |c| {
-        eprintln!("{}", progress_line(&load.name, c))
-    })?;
-    collect_and_merge(&kubectl, &load.name, &dir)
-}
-
-fn collect(args: CollectArgs) -> Result<ExitCode> {
-    Kubectl::check_config()?;
-    let kubectl = Kubectl {
-        namespace: args.namespace,
-    };
-    let dir = args.out.unwrap_or_else(|| default_dir(&args.job));
-    collect_and_merge(&kubectl, &args.job, &dir)
-}
-
-fn collect_and_merge(kubectl: &Kubectl, name: &str, dir: &Path) -> Result<ExitCode> {
-    let files = kube_jobs::collect(kubectl, name, dir)?;
-    eprintln!("saved {} segments in {}", files.len(), dir.display());
-    let merged = dir.join("merged.json");
-    kube_jobs::merge(&files, &merged)?;
-    eprintln!("merged into {}", merged.display());
+    k8s::run_job(&load, args.out, args.job.start_in, &Terminal::new())?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn default_dir(job: &str) -> PathBuf {
-    PathBuf::from(format!("k8s-{job}"))
-}
-
-fn progress_line(name: &str, c: &JobCounts) -> String {
-    format!(
-        "job {name}: {} running, {} succeeded, {} failed of {}",
-        c.active, c.succeeded, c.failed, c.completions
-    )
-}
-
-fn already_exists_hint(e: ClusterError, name: &str) -> anyhow::Error {
-    match e {
-        ClusterError::Kubectl(_, detail) if detail.contains("AlreadyExists") => anyhow::anyhow!(
-            "job {name} already exists: delete it (kubectl delete job {name}) or give another --name"
-        ),
-        other => other.into(),
-    }
+fn collect(args: CollectArgs) -> Result<ExitCode> {
+    k8s::collect(args.namespace, &args.job, args.out, &Terminal::new())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

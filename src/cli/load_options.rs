@@ -246,8 +246,7 @@ impl LoadOptions {
             .map_err(|e| usage(e.to_string()))?;
         let body = match (&self.body, &self.body_file) {
             (Some(b), _) => b.clone().into_bytes(),
-            (None, Some(path)) => std::fs::read(path)
-                .map_err(|e| usage(format!("cannot read --body-file {}: {e}", path.display())))?,
+            (None, Some(path)) => crate::app::load::read_body(path)?,
             (None, None) => Vec::new(),
         };
         let method = self.method.to_ascii_uppercase();

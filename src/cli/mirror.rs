@@ -3,20 +3,18 @@
 //! mirror-v1 document (and `mirror.html`) at the end.
 
 use super::{parse, usage};
+use crate::app::sink::Terminal;
 use crate::lab::trial::LabServer;
-use crate::load::Endpoint;
-use crate::mirror::doc::ShadowServerDoc;
-use crate::mirror::{Mirror, MirrorConfig, ShadowSend, Upstream};
-use crate::report;
-use anyhow::{Context, Result};
+use crate::mirror::{MirrorConfig, ShadowSend, Upstream};
+use anyhow::Result;
 use clap::Args;
 use hyper::Method;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct MirrorArgs {
@@ -217,10 +215,9 @@ struct LoadDefaults {
 }
 
 fn serve(args: MirrorArgs) -> Result<ExitCode> {
-    let mut cfg = args.config()?;
+    let cfg = args.config()?;
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}; pick a writable --out", dir.display()))?;
+        crate::app::mirror::create_out(dir)?;
     }
     crate::load::raise_open_files_limit();
     let stop = Arc::new(AtomicBool::new(false));
@@ -229,62 +226,14 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
     }
     // Dropped (stopped) on every way out of this function.
     let shadow_server = start_shadow_server(&args, &stop)?;
-    if let Some((name, server)) = &shadow_server {
-        let url = match &server.endpoint {
-            Endpoint::Tcp(a) => format!("http://{a}"),
-            Endpoint::Unix(p) => {
-                return Err(usage(format!(
-                    "the shadow server listens on {} only; mirror to it over TCP (drop --behind's unix socket: --nginx-tcp)",
-                    p.display()
-                )))
-            }
-        };
-        eprintln!("shadow server {name} answering on {url}");
-        let u = Upstream::parse(&url).map_err(|e| usage(format!("--shadow-server: {e}")))?;
-        cfg.shadows.push((name.clone(), u));
-    }
-    let mirror = Mirror::start(cfg)?;
-    eprintln!("mirror listening on http://{}/", mirror.addr);
-    let t0 = Instant::now();
-    let mut next = Duration::from_secs(1);
-    loop {
-        std::thread::sleep(Duration::from_millis(50));
-        if stop.load(Ordering::Relaxed) || args.duration.is_some_and(|d| t0.elapsed() >= d) {
-            break;
-        }
-        if t0.elapsed() >= next {
-            eprintln!("{}", mirror.snapshot().summary_line());
-            next += Duration::from_secs(1);
-        }
-    }
-    let mut doc = mirror.stop();
-    if let Some((name, server)) = shadow_server {
-        let commands = server.commands.clone();
-        let (r, telemetry) = server.stop_with_telemetry(Some(t0));
-        if let Some(sh) = doc.shadows.iter_mut().find(|s| s.name == name) {
-            sh.server = Some(ShadowServerDoc {
-                commands,
-                cpu_user_s: r.cpu_user_s,
-                cpu_sys_s: r.cpu_sys_s,
-                rss_peak_bytes: r.rss_peak_bytes,
-                rss_mean_bytes: r.rss_mean_bytes,
-                processes_peak: r.processes_peak,
-                samples: r.samples,
-                telemetry,
-            });
-        }
-    }
+    let doc =
+        crate::app::mirror::serve(cfg, shadow_server, args.duration, &stop, &Terminal::new())?;
     eprintln!("{}", doc.summary_line());
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     if let Some(dir) = &args.out {
-        let json = dir.join("mirror.json");
-        std::fs::write(&json, serde_json::to_string_pretty(&doc)? + "\n")
-            .with_context(|| format!("cannot write {}", json.display()))?;
-        let page = dir.join("mirror.html");
-        std::fs::write(&page, report::mirror::page(&doc))
-            .with_context(|| format!("cannot write {}", page.display()))?;
+        let (json, page) = crate::app::mirror::write_out(dir, &doc)?;
         eprintln!("wrote {} and {}", json.display(), page.display());
     }
     Ok(ExitCode::SUCCESS)

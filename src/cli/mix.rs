@@ -1,11 +1,10 @@
-//! `rackbench mix --from-record FILE` / `--from-nginx-log FILE`: a mix
-//! file (docs/MIX_FORMAT.md) that reproduces the recorded proportions,
-//! to standard output or `--out` (see `load::mixgen`, `load::recorded`).
+//! `rackbench mix --from-record FILE` / `--from-nginx-log FILE`: flags →
+//! app::mix's request; the mix to standard output, or a line on stderr
+//! when `--out` took it.
 
-use super::usage;
-use crate::load::mixgen;
-use crate::load::recorded::{self, DEFAULT_MAX_ENDPOINTS};
-use anyhow::{Context, Result};
+use crate::app::mix;
+use crate::load::recorded::DEFAULT_MAX_ENDPOINTS;
+use anyhow::Result;
 use clap::{ArgGroup, Args};
 use std::io::Write;
 use std::path::PathBuf;
@@ -35,48 +34,26 @@ pub struct MixArgs {
 }
 
 pub fn run(args: MixArgs) -> Result<ExitCode> {
-    if args.max_endpoints == 0 {
-        return Err(usage(
-            "--max-endpoints must be at least 1, e.g. --max-endpoints 20".into(),
-        ));
-    }
-    let (path, flag) = match (&args.from_record, &args.from_nginx_log) {
-        (Some(p), _) => (p, "--from-record"),
-        (None, Some(p)) => (p, "--from-nginx-log"),
+    let (source, path) = match (args.from_record, args.from_nginx_log) {
+        (Some(p), _) => (mix::Source::Record, p),
+        (None, Some(p)) => (mix::Source::NginxLog, p),
         (None, None) => unreachable!("clap requires one"),
     };
-    let name = path.display().to_string();
-    let file =
-        std::fs::File::open(path).map_err(|e| usage(format!("cannot read {flag} {name}: {e}")))?;
-    let input = std::io::BufReader::with_capacity(1 << 20, file);
-    let traffic = if args.from_record.is_some() {
-        mixgen::from_record(input, &name)
-    } else {
-        mixgen::from_nginx_log(input, &name)
-    }
-    .map_err(|e| usage(e.to_string()))?;
-    let endpoints = recorded::endpoints(&traffic, args.max_endpoints);
-    let text = mixgen::render(
-        &traffic,
-        &endpoints,
-        &format!("rackbench mix {flag} {name}"),
-    );
-    if let Some(out) = &args.folded_out {
-        std::fs::write(out, mixgen::folded_list(&endpoints))
-            .with_context(|| format!("cannot write --folded-out {}", out.display()))?;
-    }
+    let made = mix::mix(&mix::MixRequest {
+        source,
+        path,
+        max_endpoints: args.max_endpoints,
+        out: args.out.clone(),
+        folded_out: args.folded_out,
+    })?;
     match &args.out {
-        Some(out) => {
-            std::fs::write(out, &text)
-                .with_context(|| format!("cannot write --out {}", out.display()))?;
-            eprintln!(
-                "{}: {} endpoint(s) from {} requests",
-                out.display(),
-                endpoints.len(),
-                traffic.requests
-            );
-        }
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        Some(out) => eprintln!(
+            "{}: {} endpoint(s) from {} requests",
+            out.display(),
+            made.endpoints,
+            made.requests
+        ),
+        None => std::io::stdout().lock().write_all(made.text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
 }

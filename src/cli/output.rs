@@ -4,7 +4,7 @@
 
 use super::load_options::SegmentOptions;
 use crate::checks::{self, Check, CheckResult};
-use crate::load::{self, segment, LoadConfig};
+use crate::load::{segment, LoadConfig};
 use anyhow::Result;
 use std::process::ExitCode;
 
@@ -22,25 +22,13 @@ pub(crate) fn announce_start(config: &LoadConfig) {
 }
 
 /// After a run: says on stderr how late a segment began, and writes its
-/// `--hist-out`.
+/// `--hist-out` (app::load).
 pub(crate) fn after_segment(report: &crate::load::LoadReport, opts: &SegmentOptions) -> Result<()> {
-    if let Some(seg) = report.segment.as_ref().filter(|s| s.late_ms > 0.0) {
-        eprintln!("warning: {}", load::report::late_warning(seg));
-    }
-    if let Some(path) = &opts.hist_out {
-        write_hist_out(report, path)
-            .map_err(|e| anyhow::anyhow!("cannot write --hist-out {}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Writes the run's interval log to `path` whole (a temporary file renamed).
-fn write_hist_out(report: &crate::load::LoadReport, path: &std::path::Path) -> std::io::Result<()> {
-    let tmp = path.with_extension("hlog.tmp");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-    crate::load::merge::write_interval_log(report, &mut f)?;
-    f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-    std::fs::rename(&tmp, path)
+    crate::app::load::after_segment(
+        report,
+        opts.hist_out.as_deref(),
+        &crate::app::sink::Terminal::new(),
+    )
 }
 
 /// The exit status of a load run, after printing its checks: 130 when

@@ -5,6 +5,8 @@
 use super::output::exit_code;
 use super::{parse, usage};
 use crate::app::os::stop_on_signals;
+use crate::app::replay;
+use crate::app::sink::Terminal;
 use crate::checks::Check;
 use crate::load::schedule::{self, Schedule};
 use crate::load::target::{Endpoint, Url};
@@ -12,7 +14,7 @@ use crate::load::{self, ExpectStatus, LoadConfig};
 use anyhow::Result;
 use clap::Args;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,31 +78,6 @@ pub struct ReplayArgs {
     pub segment: super::load_options::SegmentOptions,
 }
 
-/// Reads a record file, or an nginx log, into entries; errors name the line.
-pub(crate) fn read_entries(
-    path: &Path,
-    nginx: bool,
-) -> std::result::Result<Vec<schedule::Entry>, schedule::ScheduleError> {
-    let file = std::fs::File::open(path).map_err(|err| schedule::ScheduleError::Io {
-        what: path.display().to_string(),
-        err,
-    })?;
-    let input = std::io::BufReader::with_capacity(1 << 20, file);
-    let name = path.display().to_string();
-    if nginx {
-        let log = schedule::read_nginx_log(input, &name)?;
-        if log.skipped_methods > 0 {
-            eprintln!(
-                "note: {} request(s) other than GET/HEAD in {name} skipped (their bodies are not in the log)",
-                log.skipped_methods
-            );
-        }
-        Ok(log.entries)
-    } else {
-        schedule::read_record(input, &name)
-    }
-}
-
 impl ReplayArgs {
     fn to_config(&self) -> Result<LoadConfig> {
         let (file, url, nginx) = match (&self.nginx_log, &self.positional[..]) {
@@ -136,34 +113,18 @@ impl ReplayArgs {
             load::cpus::check(cpus, "--load-cpus").map_err(usage)?;
         }
         let parsed = Url::parse(&url).map_err(|e| usage(e.to_string()))?;
-        let mut entries = read_entries(&file, nginx).map_err(|e| usage(e.to_string()))?;
-        if let Some(gap) = self.max_gap {
-            if gap.is_zero() {
-                return Err(usage(
-                    "--max-gap must be longer than zero, e.g. --max-gap 10s".into(),
-                ));
-            }
-            let cut = schedule::cap_gaps(&mut entries, gap);
-            if cut > 0 {
-                eprintln!(
-                    "note: {cut} gap(s) between recorded requests cut to {} (--max-gap)",
-                    schedule::fmt_length(gap)
-                );
-            }
-        }
-        let schedule = Schedule::build(
-            entries,
-            &parsed,
-            self.speed,
-            self.repeat,
-            !self.no_keepalive,
-        )
-        .map_err(|e| match e {
-            schedule::ScheduleError::TooLong { .. } => usage(format!(
-                "{e}: replay it faster (--speed), cut its idle gaps (e.g. --max-gap 10s), or replay a part of the file"
-            )),
-            e => usage(e.to_string()),
-        })?;
+        let schedule = replay::schedule(
+            &replay::ScheduleRequest {
+                file,
+                nginx,
+                url: parsed,
+                max_gap: self.max_gap,
+                speed: self.speed,
+                repeat: self.repeat,
+                keep_alive: !self.no_keepalive,
+            },
+            &Terminal::new(),
+        )?;
         let mut cfg = LoadConfig::get(&url).map_err(|e| usage(e.to_string()))?;
         if let Some(p) = &self.unix_socket {
             cfg.endpoint = Endpoint::Unix(p.clone());
