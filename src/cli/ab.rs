@@ -105,6 +105,10 @@ pub struct AbArgs {
     /// Telemetry in every window (app time, queue time, GC).
     #[arg(long)]
     pub telemetry: bool,
+    /// Profile every window with rbspy (docs/PROFILES.md): each side's
+    /// flame graph in the report.
+    #[arg(long)]
+    pub profile: bool,
     /// --runtime, --yjit, --allocator, --malloc-arena-max: on both sides.
     #[command(flatten)]
     pub on: super::flags::RuntimeFlags,
@@ -122,8 +126,9 @@ pub struct AbArgs {
 /// Runs the A/B; 0 with a verdict (undecided at the budget included), 1
 /// when a side failed, 130 when interrupted.
 pub fn run(args: AbArgs) -> Result<ExitCode> {
-    let overrides =
+    let mut overrides =
         super::flags::plan_overrides(&args.on, &args.budget, &args.database, &Default::default())?;
+    overrides.profile = args.profile;
     let sides = match (&args.plan, &args.a, &args.b) {
         (Some(file), Some(a), Some(b)) => Sides::Select {
             file: file.clone(),
