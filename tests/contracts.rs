@@ -39,6 +39,9 @@
 //! against `rackbench serve-test` (made afresh for its `fairness`);
 //! load-v1-slow.json: `rackbench load URL -c 2 -d 2s --slow-clients 2
 //! --slow-mode headers --json` against `rackbench serve-test`;
+//! ab-v1.json: `rackbench ab PLAN --a server=base --b server=slow
+//! --max-load 30s --no-pin --seed 38 --json`, the plan of tests/ab.rs
+//! (serve-test at 20 ms and at 21 ms: called slower after 5 rounds);
 //! load-v1-mix.json: `rackbench load URL -c 4 -d 2s --mix
 //! tests/contracts/mix.toml --json` against `rackbench serve-test
 //! --path-delay /slow=5ms`;
@@ -110,6 +113,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("doctor-v1", &["doctor-v1.json"]),
     ("fit-v1", &["fit-v1.json"]),
     ("fits-v1", &["fits-v1.json"]),
+    ("ab-v1", &["ab-v1.json"]),
 ];
 
 #[test]
@@ -719,6 +723,20 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/plan",
             Remove,
             "missing properties 'plan'",
+        ),
+        (
+            "ab-v1",
+            "ab-v1.json",
+            "/verdict",
+            Set(json!("better")),
+            "must be one of",
+        ),
+        (
+            "ab-v1",
+            "ab-v1.json",
+            "/pairs/0/first",
+            Set(json!("C")),
+            "must be one of",
         ),
     ];
     for (schema, file, at, how, says) in cases {
