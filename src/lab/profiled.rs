@@ -51,11 +51,9 @@ impl ProfileWatch {
         let flag = Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
             let stopped = || flag.load(Ordering::Relaxed);
-            // A fixed window knows its start from the load's first moment:
-            // wait until it is reached, as the samplers' mark does.
-            let opened = || {
-                (window.get().and_then(|w| w.start())).is_some_and(|start| Instant::now() >= start)
-            };
+            // Waits as the samplers' mark does: a fixed window knows its
+            // start from the load's first moment.
+            let opened = || window.get().is_some_and(|w| w.opened_by(Instant::now()));
             while !opened() {
                 if stopped() {
                     return Err("nothing profiled: the load never opened its counted window".into());

@@ -499,12 +499,7 @@ impl WindowMark {
         if self.marked {
             return;
         }
-        if self
-            .window
-            .get()
-            .and_then(|w| w.start())
-            .is_some_and(|start| now >= start)
-        {
+        if self.window.get().is_some_and(|w| w.opened_by(now)) {
             for s in &self.samplers {
                 s.mark();
             }

@@ -58,6 +58,13 @@ impl Window {
         }
     }
 
+    /// Whether the counted window has begun by `now`: its start decided
+    /// and reached (a fixed window knows its start from the first moment).
+    #[inline]
+    pub fn opened_by(&self, now: Instant) -> bool {
+        self.start().is_some_and(|start| now >= start)
+    }
+
     /// The start, or where the ceiling will put it.
     #[inline]
     pub fn start_or_ceiling(&self) -> Instant {

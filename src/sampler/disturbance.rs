@@ -101,6 +101,12 @@ impl Disturbance {
     /// The caveat in a few words, e.g. "disturbed: 18% steal"; None when
     /// not disturbed.
     pub fn note(&self) -> Option<String> {
+        self.why().map(|why| format!("disturbed: {why}"))
+    }
+
+    /// What disturbed the run, e.g. "18% steal, 40% foreign CPU (rustc)":
+    /// each share past its threshold; None when not disturbed.
+    pub fn why(&self) -> Option<String> {
         if !self.disturbed {
             return None;
         }
@@ -118,7 +124,7 @@ impl Disturbance {
                 self.foreign_cpu_share * 100.0
             ));
         }
-        Some(format!("disturbed: {}", parts.join(", ")))
+        Some(parts.join(", "))
     }
 }
 

@@ -173,18 +173,9 @@ fn window_of(
             )))
         }
     };
-    let f = TrialFigures::of(rec);
-    let figure = f.metric(metric, cores);
-    let disturbed = f.disturbance.filter(|d| d.disturbed).map(|d| {
-        format!(
-            "steal {:.0}%, foreign CPU {:.0}%",
-            d.steal_share * 100.0,
-            d.foreign_cpu_share * 100.0
-        )
-    });
     Ok(Window {
-        figure,
-        disturbed,
+        figure: TrialFigures::of(rec).metric(metric, cores),
+        disturbed: rec.disturbance.as_ref().and_then(|d| d.why()),
         load_s: rec.load.duration_s,
         record: stored.id.clone(),
     })

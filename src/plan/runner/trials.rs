@@ -41,14 +41,7 @@ fn disturbed(stored: &StoredTrial) -> Option<String> {
     if stored.outcome != Outcome::Ok {
         return None;
     }
-    let d = stored.trial.as_ref()?.disturbance.as_ref()?;
-    d.disturbed.then(|| {
-        format!(
-            "steal {:.0}%, foreign CPU {:.0}%",
-            d.steal_share * 100.0,
-            d.foreign_cpu_share * 100.0
-        )
-    })
+    stored.trial.as_ref()?.disturbance.as_ref()?.why()
 }
 
 impl Run<'_> {
