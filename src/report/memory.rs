@@ -143,23 +143,9 @@ pub(super) mod tests {
         let summary = summarize_trials(std::slice::from_ref(&t)).remove(0);
         Group {
             group: summary.group.clone(),
-            planned: t.planned.clone(),
-            summary: Some(summary),
             planned_runs: 1,
             ok: 1,
-            failed: 0,
-            interrupted: 0,
-            missing: 0,
-            runtimes: Vec::new(),
-            mismatches: Vec::new(),
-            budget: None,
-            slow: None,
-            endpoints: Vec::new(),
-            database: None,
-            fault_runs: 0,
-            fault_notes: Vec::new(),
-            starved: None,
-            shares: None,
+            ..Group::empty(t.planned.clone(), Some(summary))
         }
     }
 

@@ -150,6 +150,33 @@ pub(super) fn trial_rows(
 
 /// The groups of repeats, in the rows' order, with their summary and
 /// counts by status.
+impl Group {
+    /// The group of `planned` before any of its runs is counted: no
+    /// counts, no conditions, no notes.
+    pub(super) fn empty(planned: PlannedTrial, summary: Option<GroupSummary>) -> Group {
+        Group {
+            group: planned.group.clone(),
+            planned,
+            summary,
+            planned_runs: 0,
+            ok: 0,
+            failed: 0,
+            interrupted: 0,
+            missing: 0,
+            runtimes: Vec::new(),
+            mismatches: Vec::new(),
+            budget: None,
+            slow: None,
+            endpoints: Vec::new(),
+            database: None,
+            fault_runs: 0,
+            fault_notes: Vec::new(),
+            starved: None,
+            shares: None,
+        }
+    }
+}
+
 pub(super) fn group_rows(
     trials: &[TrialRow],
     summaries: &BTreeMap<String, GroupSummary>,
@@ -157,26 +184,10 @@ pub(super) fn group_rows(
     let mut groups: Vec<Group> = Vec::new();
     for t in trials {
         if groups.last().is_none_or(|g| g.group != t.planned.group) {
-            groups.push(Group {
-                group: t.planned.group.clone(),
-                planned: t.planned.clone(),
-                summary: summaries.get(&t.planned.group).cloned(),
-                planned_runs: 0,
-                ok: 0,
-                failed: 0,
-                interrupted: 0,
-                missing: 0,
-                runtimes: Vec::new(),
-                mismatches: Vec::new(),
-                budget: None,
-                slow: None,
-                endpoints: Vec::new(),
-                database: None,
-                fault_runs: 0,
-                fault_notes: Vec::new(),
-                starved: None,
-                shares: None,
-            });
+            groups.push(Group::empty(
+                t.planned.clone(),
+                summaries.get(&t.planned.group).cloned(),
+            ));
         }
         let g = groups.last_mut().expect("pushed above");
         g.planned_runs += 1;

@@ -282,24 +282,9 @@ mod tests {
             per_worker: None,
         };
         Group {
-            group: planned.group.clone(),
-            planned,
-            summary: Some(summary),
             planned_runs: 3,
             ok: 3,
-            failed: 0,
-            interrupted: 0,
-            missing: 0,
-            runtimes: Vec::new(),
-            mismatches: Vec::new(),
-            budget: None,
-            slow: None,
-            endpoints: Vec::new(),
-            database: None,
-            fault_runs: 0,
-            fault_notes: Vec::new(),
-            starved: None,
-            shares: None,
+            ..Group::empty(planned, Some(summary))
         }
     }
 
