@@ -9,7 +9,6 @@ use super::parse;
 use crate::app::ab::{self, AbRequest, Sides};
 use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
-use crate::app::sweep::SweepPlan;
 use crate::stats::sequential::{ALPHA, DEFAULT_MARGIN_PCT};
 use anyhow::Result;
 use clap::Args;
@@ -40,30 +39,10 @@ pub struct AbArgs {
     /// machine's noise calls a difference).
     #[arg(long)]
     pub aa: bool,
-    /// The server (see `rackbench servers`), without a plan file.
-    #[arg(long)]
-    pub server: Option<String>,
-    /// Your own server's command template (as in servers.toml).
-    #[arg(long, conflicts_with = "server")]
-    pub command: Option<String>,
-    /// The app: a built-in name or a config.ru path.
-    #[arg(long, default_value = "hello")]
-    pub app: String,
-    /// Worker processes (when not varied).
-    #[arg(long)]
-    pub workers: Option<u32>,
-    /// Threads per worker (when not varied).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// A server setting KEY=VALUE (repeatable).
-    #[arg(long = "set", value_parser = parse::key_value)]
-    pub settings: Vec<(String, String)>,
-    /// An environment variable KEY=VALUE for the server (repeatable).
-    #[arg(long = "env", value_parser = parse::key_value)]
-    pub env: Vec<(String, String)>,
-    /// Put nginx in front.
-    #[arg(long, value_parser = ["nginx"])]
-    pub behind: Option<String>,
+    /// --server or --command, --app, --workers, --threads, --set, --env,
+    /// --behind: the plan from flags, without a plan file.
+    #[command(flatten)]
+    pub made: super::flags::PlanServerFlags,
     /// Closed-loop connections.
     #[arg(short = 'c', long, default_value_t = 10)]
     pub connections: usize,
@@ -135,22 +114,16 @@ pub fn run(args: AbArgs) -> Result<ExitCode> {
             a: a.clone(),
             b: b.clone(),
         },
-        _ => Sides::Vary(Box::new(SweepPlan {
-            file: args.plan.clone(),
-            vary: args.vary.clone(),
-            server: args.server.clone(),
-            command: args.command.clone(),
-            app: args.app.clone(),
-            workers: args.workers,
-            threads: args.threads,
-            settings: args.settings.clone(),
-            env: args.env.clone(),
-            behind_nginx: args.behind.is_some(),
-            connections: args.connections,
-            duration: format!("{}ms", args.duration.as_millis()),
-            warmup: format!("{}ms", args.warmup.as_millis()),
-            repeats: 1,
-        })),
+        _ => Sides::Vary(Box::new(args.made.sweep_plan(
+            args.plan.clone(),
+            args.vary.clone(),
+            (
+                args.connections,
+                format!("{}ms", args.duration.as_millis()),
+                format!("{}ms", args.warmup.as_millis()),
+            ),
+            1,
+        ))),
     };
     let req = AbRequest {
         sides,

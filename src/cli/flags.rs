@@ -8,6 +8,7 @@ use crate::load::slow::{SlowClients, SlowMode};
 use crate::plan::overrides::SlowOverride;
 use anyhow::Result;
 use clap::Args;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The app's database: the same flag on `trial`, `breakpoint`, `mirror
@@ -205,4 +206,65 @@ pub fn plan_overrides(
         slow: slow.overrides()?,
         ..Default::default()
     })
+}
+
+/// The one server and app a plan is made of when flags make it: the same
+/// flags on `sweep` and `ab` (without a plan file).
+#[derive(Debug, Clone, Args)]
+pub struct PlanServerFlags {
+    /// The server (see `rackbench servers`), without a plan file.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Your own server's command template (as in servers.toml), e.g.
+    /// "myserver --port {{port}} --workers {{workers}}".
+    #[arg(long, conflicts_with = "server")]
+    pub command: Option<String>,
+    /// The app (a built-in name or a config.ru path), without a plan file.
+    #[arg(long, default_value = "hello")]
+    pub app: String,
+    /// Fixed workers (when not varied).
+    #[arg(long)]
+    pub workers: Option<u32>,
+    /// Fixed threads (when not varied).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// A fixed server setting KEY=VALUE (repeatable).
+    #[arg(long = "set", value_parser = parse::key_value)]
+    pub settings: Vec<(String, String)>,
+    /// A fixed environment variable KEY=VALUE for the server (repeatable).
+    #[arg(long = "env", value_parser = parse::key_value)]
+    pub env: Vec<(String, String)>,
+    /// Put nginx in front (implied by --vary nginx_workers=...).
+    #[arg(long, value_parser = ["nginx"])]
+    pub behind: Option<String>,
+}
+
+impl PlanServerFlags {
+    /// The sweep's plan these flags (and a plan file, the variable, the
+    /// load) make: `app::sweep`'s request.
+    pub fn sweep_plan(
+        &self,
+        file: Option<PathBuf>,
+        vary: Option<String>,
+        load: (usize, String, String),
+        repeats: u32,
+    ) -> crate::app::sweep::SweepPlan {
+        let (connections, duration, warmup) = load;
+        crate::app::sweep::SweepPlan {
+            file,
+            vary,
+            server: self.server.clone(),
+            command: self.command.clone(),
+            app: self.app.clone(),
+            workers: self.workers,
+            threads: self.threads,
+            settings: self.settings.clone(),
+            env: self.env.clone(),
+            behind_nginx: self.behind.is_some(),
+            connections,
+            duration,
+            warmup,
+            repeats,
+        }
+    }
 }

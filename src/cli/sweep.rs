@@ -7,7 +7,7 @@
 
 use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
-use crate::app::sweep::{self, SweepPlan};
+use crate::app::sweep;
 use crate::report::sweep as show;
 use anyhow::Result;
 use clap::Args;
@@ -30,31 +30,10 @@ pub struct SweepArgs {
     /// Rebuild and print the analysis of a finished sweep's results directory.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["plan", "server", "command"])]
     pub analyse: Option<PathBuf>,
-    /// The server (see `rackbench servers`), without a plan file.
-    #[arg(long)]
-    pub server: Option<String>,
-    /// Your own server's command template (as in servers.toml), e.g.
-    /// "myserver --port {{port}} --workers {{workers}}".
-    #[arg(long, conflicts_with = "server")]
-    pub command: Option<String>,
-    /// The app, without a plan file.
-    #[arg(long, default_value = "hello")]
-    pub app: String,
-    /// Fixed workers (when not swept).
-    #[arg(long)]
-    pub workers: Option<u32>,
-    /// Fixed threads (when not swept).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// A fixed server setting KEY=VALUE (repeatable).
-    #[arg(long = "set", value_parser = super::parse::key_value)]
-    pub settings: Vec<(String, String)>,
-    /// A fixed environment variable KEY=VALUE for the server (repeatable).
-    #[arg(long = "env", value_parser = super::parse::key_value)]
-    pub env: Vec<(String, String)>,
-    /// Put nginx in front (implied by --vary nginx_workers=...).
-    #[arg(long, value_parser = ["nginx"])]
-    pub behind: Option<String>,
+    /// --server or --command, --app, --workers, --threads, --set, --env,
+    /// --behind: the plan from flags, without a plan file.
+    #[command(flatten)]
+    pub made: super::flags::PlanServerFlags,
     /// Closed-loop connections (when not swept).
     #[arg(long, default_value_t = 10)]
     pub connections: usize,
@@ -141,22 +120,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         print(dir, &args)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let plan = SweepPlan {
-        file: args.plan.clone(),
-        vary: args.vary.clone(),
-        server: args.server.clone(),
-        command: args.command.clone(),
-        app: args.app.clone(),
-        workers: args.workers,
-        threads: args.threads,
-        settings: args.settings.clone(),
-        env: args.env.clone(),
-        behind_nginx: args.behind.is_some(),
-        connections: args.connections,
-        duration: args.duration.clone(),
-        warmup: args.warmup.clone(),
-        repeats: args.repeats,
-    };
+    let plan = args.made.sweep_plan(
+        args.plan.clone(),
+        args.vary.clone(),
+        (args.connections, args.duration.clone(), args.warmup.clone()),
+        args.repeats,
+    );
     let mut overrides =
         super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
     overrides.mix = args.mix.clone();
