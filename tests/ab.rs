@@ -118,6 +118,55 @@ fn identical_servers_are_never_called_faster_or_slower() {
     let _ = std::fs::remove_dir_all(&plan.dir);
 }
 
+/// `--keep-running`: each side's server is started once and measured
+/// window after window; the verdict is the same as with a fresh server
+/// per window, and every window of a side was served by one process.
+#[test]
+fn kept_running_servers_serve_every_window_of_their_side() {
+    let plan = write_plan("ab-kept");
+    let out = ab(
+        &plan,
+        &[
+            "--a",
+            "server=base",
+            "--b",
+            "server=slow",
+            "--max-load",
+            "80s",
+            "--keep-running",
+        ],
+    );
+    let doc = doc_of(&out);
+    assert_eq!(doc["servers"], "kept", "{doc:#}");
+    assert_ne!(doc["verdict"], "faster", "{doc:#}");
+    assert_ne!(doc["verdict"], "equivalent", "{doc:#}");
+    let mut pids: std::collections::BTreeMap<char, std::collections::BTreeSet<u64>> =
+        Default::default();
+    for entry in std::fs::read_dir(plan.out.join("trials")).unwrap() {
+        let path = entry.unwrap().path();
+        let stored: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let side = path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .chars()
+            .next()
+            .unwrap();
+        let pid = stored["trial"]["server_metrics"]["samples"]["per_process"][0]["pid"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}: no server pid", path.display()));
+        pids.entry(side).or_default().insert(pid);
+    }
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    assert!(
+        pids.values().all(|p| p.len() == 1),
+        "a side restarted: {pids:?}"
+    );
+    assert_ne!(pids[&'A'], pids[&'B'], "{pids:?}");
+    let _ = std::fs::remove_dir_all(&plan.dir);
+}
+
 /// Refused in one line naming the fix, before any server starts.
 #[test]
 fn bad_requests_are_refused_with_their_fix() {

@@ -84,7 +84,16 @@ pub struct AbDocument {
     pub a: SideInfo,
     pub b: SideInfo,
     pub seed: u64,
+    /// Where the windows ran: "fresh" (a server started per window) or
+    /// "kept" (each side's server kept running, `--keep-running`).
+    /// Documents written before it existed are "fresh".
+    #[serde(default = "fresh")]
+    pub servers: String,
     pub pairs: Vec<PairDoc>,
+}
+
+fn fresh() -> String {
+    "fresh".into()
 }
 
 /// The document of an outcome. `record` names a window's record for the
@@ -151,6 +160,7 @@ pub fn document<T>(
             label: labels.1.to_string(),
         },
         seed: opts.seed,
+        servers: "fresh".into(),
         pairs: outcome.rounds.iter().map(pair).collect(),
     }
 }

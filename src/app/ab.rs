@@ -13,7 +13,7 @@ use super::sink::Sink;
 use super::sweep::{self, SweepPlan};
 use super::usage::usage;
 use crate::ab::{self, document::AbDocument, End, Event};
-use crate::plan::runner::ab::{run_ab, select};
+use crate::plan::runner::ab::{run_ab, select, Pair, Servers};
 use crate::plan::sweep::{value_of_planned, SweepSection};
 use crate::plan::{Overrides, PlannedTrial};
 use crate::stats::compare::NOISE_PCT;
@@ -49,6 +49,9 @@ pub struct AbRequest {
     /// Each side's counted window when the plan does not say one.
     pub window: Duration,
     pub rerun_disturbed: u32,
+    /// Each side's server started once and kept running between its
+    /// windows (`--keep-running`).
+    pub keep_running: bool,
     pub run: RunRequest,
 }
 
@@ -100,12 +103,17 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
         max_load_s: Some(req.max_load.as_secs_f64()),
     };
     sink.note(&format!(
-        "A/B: A = {}, B = {}; {} a window, at most {} rounds ({} of counted load); seed {seed}",
+        "A/B: A = {}, B = {}; {} a window, at most {} rounds ({} of counted load), {}; seed {seed}",
         labels.0,
         labels.1,
         secs(window),
         rounds,
         secs(req.max_load),
+        if req.keep_running {
+            "each side's server kept running"
+        } else {
+            "a fresh server per window"
+        },
     ));
     let p = &prepared;
     let ran = run_ab(
@@ -113,7 +121,15 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
         &p.source.text,
         &p.expanded,
         &opts,
-        (&a, &b),
+        Pair {
+            a: &a,
+            b: &b,
+            servers: if req.keep_running {
+                Servers::Kept
+            } else {
+                Servers::Fresh
+            },
+        },
         &ab_opts,
         |e| sink.note(&event_line(&e)),
     )
@@ -121,6 +137,7 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
     let mut doc = ab::document::document(&ran.outcome, (&labels.0, &labels.1), &ab_opts, |id| {
         Some(format!("trials/{id}.json"))
     });
+    doc.servers = if req.keep_running { "kept" } else { "fresh" }.into();
     // A set-aside window's record was moved out of trials/.
     for s in doc.pairs.iter_mut().flat_map(|p| p.set_aside.iter_mut()) {
         for w in [&mut s.a, &mut s.b] {

@@ -69,6 +69,12 @@ pub struct AbArgs {
     /// this many times.
     #[arg(long, default_value_t = 3)]
     pub rerun_disturbed: u32,
+    /// Start each side's server once and keep both running between their
+    /// windows (the idle one waits on the same CPUs), instead of a fresh
+    /// server per window: less spread between windows, but each side's
+    /// process is one sample (docs/COMPARE.md says what that costs).
+    #[arg(long)]
+    pub keep_running: bool,
     /// Results directory [default: results/ab-...-DATE-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -134,6 +140,7 @@ pub fn run(args: AbArgs) -> Result<ExitCode> {
         max_load: args.max_load,
         window: args.duration,
         rerun_disturbed: args.rerun_disturbed,
+        keep_running: args.keep_running,
         run: RunRequest {
             plan_path: args.plan.clone(),
             out: args.out.clone(),
@@ -156,7 +163,9 @@ pub fn run(args: AbArgs) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(doc)?);
     } else {
-        println!("{}: {}", doc.verdict.word(), doc.reason);
+        // The reason speaks the verdict ("B is 4.6% slower ...",
+        // "undecided: ..."); the word is the JSON's.
+        println!("{}", doc.reason);
         println!(
             "{} rounds ({} run again, disturbed), {:.0} s of counted load, {:.0} s in all",
             doc.rounds, doc.rounds_disturbed_rerun, doc.load_s, doc.wall_s

@@ -50,8 +50,76 @@ pub fn run_trial(spec: TrialSpec) -> Result<TrialRecord, TrialError> {
     let prep = prepare(&spec)?;
     let mut servers = start_servers(&spec, &prep)?;
     let cfg = load_config(&spec, &servers, &prep.host)?;
-    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep);
-    Ok(record(spec, prep, servers, outcome?, started_at))
+    servers.commands.push(load_command(&cfg));
+    let outcome = load_while_watching(&spec, cfg, &mut servers, &prep, After::Stop);
+    Ok(record(spec, &prep, &servers, outcome?, started_at))
+}
+
+/// What a trial does with its servers once the load ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Stops every process (a trial).
+    Stop,
+    /// Leaves them running for the next window (a [`KeptServer`]).
+    KeepRunning,
+}
+
+/// A trial's servers started once and measured window after window
+/// (`rackbench ab --keep-running`): each [`KeptServer::window`] is a whole
+/// trial record (warm-up, counted load, the tree's CPU and memory and the
+/// machine's disturbance over that window) without the start and stop
+/// around it. What that leaves out of the truth: every window sees the
+/// same process, so a lucky or unlucky start (memory layout, what the
+/// warm-up loaded) counts once for the whole A/B instead of once per
+/// window, and state the app keeps (caches, a growing heap) carries from
+/// window to window. Dropping it stops every process it started.
+pub struct KeptServer {
+    // Field order is drop order: the servers, then the directory their
+    // sockets and logs live in.
+    servers: Servers,
+    prep: Prepared,
+}
+
+/// Starts and verifies `spec`'s servers as [`run_trial`] does, and keeps
+/// them. A restart or a soak is a trial's whole life and is refused.
+pub fn keep_server(spec: &TrialSpec) -> Result<KeptServer, TrialError> {
+    validate(spec)?;
+    let refuse = |what: &str| TrialError::Unsupported {
+        server: spec.server.name.clone(),
+        what: format!("{what} while kept running"),
+        fix: "leave out --keep-running (a fresh server per window)".into(),
+    };
+    if spec.restart.is_some() {
+        return Err(refuse("a restart"));
+    }
+    if spec.soak.is_some() {
+        return Err(refuse("a soak"));
+    }
+    let prep = prepare(spec)?;
+    let servers = start_servers(spec, &prep)?;
+    Ok(KeptServer { servers, prep })
+}
+
+impl KeptServer {
+    /// One window of `spec`'s load on the running servers, as a trial's
+    /// record; its work directory is the first window's. A server that
+    /// died is in the record's `server_exit`, as a trial's.
+    pub fn window(&mut self, spec: TrialSpec) -> Result<TrialRecord, TrialError> {
+        let started_at = utc_now();
+        let cfg = load_config(&spec, &self.servers, &self.prep.host)?;
+        let kept = self.servers.commands.len();
+        self.servers.commands.push(load_command(&cfg));
+        let watched = load_while_watching(
+            &spec,
+            cfg,
+            &mut self.servers,
+            &self.prep,
+            After::KeepRunning,
+        );
+        let rec = watched.map(|w| record(spec, &self.prep, &self.servers, w, started_at));
+        self.servers.commands.truncate(kept);
+        rec
+    }
 }
 
 /// The trial's load: the app's request sent to the front, warm-up flowing
@@ -127,13 +195,13 @@ fn load_while_watching(
     mut cfg: LoadConfig,
     servers: &mut Servers,
     prep: &Prepared,
+    after: After,
 ) -> Result<Watched, TrialError> {
     // The load has a flag of its own: Ctrl-C (the trial's flag) sets it
     // through the watcher, and so does the server dying or a failing
     // break-point step, without stopping anything beyond this trial.
     let load_flag = Arc::new(AtomicBool::new(false));
     cfg.interrupt = Arc::clone(&load_flag);
-    servers.commands.push(load_command(&cfg));
     let restart = restart_kind(spec, prep)?;
     let watchers = Watchers::start(spec, servers, &cfg.cpus, load_flag);
     // nginx's error log from here on says why it answered a 5xx itself.
@@ -180,7 +248,10 @@ fn load_while_watching(
     let server_exit = seen
         .server_died
         .then(|| servers.started.exit_report(&spec.server.name));
-    let killed = servers.stop_all(spec.grace);
+    let killed = match after {
+        After::Stop => servers.stop_all(spec.grace),
+        After::KeepRunning => Vec::new(),
+    };
     // Counted once the server has stopped, so every write it answered is in.
     let database = prep
         .database
@@ -315,8 +386,8 @@ fn server_metrics(seen: Seen, telemetry: Option<Telemetry>, ok_responses: u64) -
 /// The `rackbench/trial-v1` record of a finished trial.
 fn record(
     spec: TrialSpec,
-    prep: Prepared,
-    servers: Servers,
+    prep: &Prepared,
+    servers: &Servers,
     watched: Watched,
     started_at: String,
 ) -> TrialRecord {

@@ -11,6 +11,7 @@
 
 use super::{RunOptions, Session};
 use crate::ab::{self, Event, Outcome, Side, Window, WindowError};
+use crate::lab::trial::KeptServer;
 use crate::plan::{Expanded, Plan, PlannedTrial};
 use crate::stats::sequential::SequentialError;
 use crate::store::figures::TrialFigures;
@@ -23,6 +24,24 @@ use std::collections::BTreeMap;
 pub struct AbRun {
     pub outcome: Outcome<String>,
     pub result: super::RunResult,
+}
+
+/// The two sides' planned trials and where their windows run.
+pub struct Pair<'p> {
+    pub a: &'p PlannedTrial,
+    pub b: &'p PlannedTrial,
+    pub servers: Servers,
+}
+
+/// Where each side's windows run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Servers {
+    /// A fresh server per window, started and stopped as a trial's.
+    Fresh,
+    /// Each side's server started once and kept running between its
+    /// windows (`--keep-running`; `lab::trial::KeptServer` says what that
+    /// costs in truth).
+    Kept,
 }
 
 /// Why an A/B could not run at all.
@@ -41,17 +60,20 @@ pub fn run_ab(
     plan_text: &str,
     e: &Expanded,
     opts: &RunOptions,
-    sides: (&PlannedTrial, &PlannedTrial),
+    sides: Pair<'_>,
     ab_opts: &ab::Options,
     mut on_event: impl FnMut(Event<'_, String>),
 ) -> Result<AbRun, AbError> {
     let session = RefCell::new(Session::open(plan, plan_text, e, opts)?);
+    // Each side's kept servers (`Servers::Kept`), started by its first
+    // window and stopped when the rounds end.
+    let kept: RefCell<[Option<KeptServer>; 2]> = RefCell::new([None, None]);
     let attempts: RefCell<BTreeMap<(usize, Side), u32>> = RefCell::new(BTreeMap::new());
     let cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
     let window = |side: Side, round: usize| -> Result<Window<String>, WindowError> {
         let base = match side {
-            Side::A => sides.0,
-            Side::B => sides.1,
+            Side::A => sides.a,
+            Side::B => sides.b,
         };
         let attempt = {
             let mut a = attempts.borrow_mut();
@@ -62,9 +84,14 @@ pub fn run_ab(
         let mut t = base.clone();
         t.id = window_id(side, round, attempt);
         t.repeat = round as u32;
-        let stored = session
-            .borrow_mut()
-            .trial(t)
+        let stored = match sides.servers {
+            Servers::Fresh => session.borrow_mut().trial(t),
+            Servers::Kept => {
+                let slot = &mut kept.borrow_mut()[side as usize];
+                session.borrow_mut().kept_trial(t, slot)
+            }
+        };
+        let stored = stored
             .map_err(|e| WindowError::Failed(format!("cannot write the A/B's record: {e}")))?;
         window_of(side, &stored, &ab_opts.metric, cores)
     };
@@ -80,7 +107,9 @@ pub fn run_ab(
         on_event(ev);
     };
     let interrupted = || session.borrow().interrupted();
-    let outcome = ab::run(ab_opts, window, progress, interrupted)?;
+    let outcome = ab::run(ab_opts, window, progress, interrupted);
+    drop(kept);
+    let outcome = outcome?;
     let result = session.into_inner().finish()?;
     Ok(AbRun { outcome, result })
 }

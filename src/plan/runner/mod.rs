@@ -12,7 +12,7 @@
 use super::{Expanded, Plan, PlannedTrial};
 use crate::host::utc_now;
 use crate::lab::environment::Environment;
-use crate::lab::trial::{run_trial, TrialSpec};
+use crate::lab::trial::{run_trial, TrialError, TrialRecord, TrialSpec};
 use crate::search::{self, SearchConfig, StepLoad, StepResult};
 use crate::store::records::{
     Manifest, Outcome, StoredBreakpoint, StoredTrial, RUN_SCHEMA, STORED_SCHEMA,
@@ -289,9 +289,19 @@ impl Run<'_> {
     /// (a server that died is a failure), the plan's checks, or the error
     /// that kept it from running.
     fn run_trial(&self, t: &PlannedTrial) -> StoredTrial {
+        self.run_trial_by(t, run_trial)
+    }
+
+    /// [`Run::run_trial`] with the lab's part given: `lab` runs the
+    /// trial's spec (a fresh server, or a window on a kept one).
+    fn run_trial_by(
+        &self,
+        t: &PlannedTrial,
+        lab: impl FnOnce(TrialSpec) -> Result<TrialRecord, TrialError>,
+    ) -> StoredTrial {
         let (plan, opts) = (self.plan, self.opts);
         let spec = trial_spec(t, self.e, plan, opts, self.study.dir().work(&t.id), None);
-        let (outcome, error, checks, trial) = match run_trial(spec) {
+        let (outcome, error, checks, trial) = match lab(spec) {
             Ok(rec) => {
                 let outcome = if rec.interrupted {
                     Outcome::Interrupted

@@ -6,7 +6,12 @@
 //! whenever it stops. A trial set aside (a disturbed A/B round) is
 //! written apart, under `set-aside/`, out of every figure.
 
+// A trial that failed carries its error once, into its record: its size
+// does not matter.
+#![allow(clippy::result_large_err)]
+
 use super::{manifest, Counts, Progress, Run, RunOptions, RunResult};
+use crate::lab::trial::{keep_server, KeptServer};
 use crate::plan::{Expanded, Plan, PlannedTrial};
 use crate::store::records::StoredTrial;
 use crate::store::study::Study;
@@ -54,6 +59,30 @@ impl<'a> Session<'a> {
     /// when the caller sets it aside afterwards: see [`Session::set_aside`]).
     pub fn trial(&mut self, t: PlannedTrial) -> std::io::Result<StoredTrial> {
         let stored = self.run.run_trial(&t);
+        self.keep(t, stored)
+    }
+
+    /// Like [`Session::trial`], as a window on `kept`'s servers, started
+    /// with this trial's spec when `kept` is still empty (`ab
+    /// --keep-running`); a server that would not start is this trial's
+    /// failure, and `kept` stays empty.
+    pub fn kept_trial(
+        &mut self,
+        t: PlannedTrial,
+        kept: &mut Option<KeptServer>,
+    ) -> std::io::Result<StoredTrial> {
+        let stored = self.run.run_trial_by(&t, |spec| {
+            let server = match kept {
+                Some(server) => server,
+                None => kept.insert(keep_server(&spec)?),
+            };
+            server.window(spec)
+        });
+        self.keep(t, stored)
+    }
+
+    /// Shows and writes a trial just run.
+    fn keep(&mut self, t: PlannedTrial, stored: StoredTrial) -> std::io::Result<StoredTrial> {
         self.run.show(&Progress::TrialDone(&stored));
         self.run.study.write_trial(&stored)?;
         self.ran.push(t);
