@@ -6,6 +6,7 @@
 
 use super::html_marks::GREY;
 use super::svg::{color, esc, Axis, Plot, RED};
+use super::table::{Align, Cell, Column, Kind, Row, Table};
 use super::{breakpoint_front, Report};
 use crate::units::{fmt_count, fmt_us, num};
 use std::fmt::Write;
@@ -101,24 +102,55 @@ pub(super) fn section(s: &mut String, report: &Report, variants: &[String]) {
         p.legend("clean", GREEN, false);
         p.legend("failed", RED, false);
         s.push_str(&p.finish(&t, true));
-        s.push_str("<table><tr><th>Step</th><th class=\"l\">Kind</th><th>Level</th><th>req/s</th><th>Errors</th><th>p99</th><th>Settle</th><th class=\"l\">Result</th></tr>");
-        for (i, st) in b.result.steps.iter().enumerate() {
-            let _ = write!(
-                s,
-                "<tr{}><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{:.2}s</td><td class=\"l wrap\">{}</td></tr>",
-                if st.clean { "" } else { " class=\"bad\"" },
-                i + 1,
-                if st.probe { "probe" } else { "full" },
-                num(st.level),
-                st.throughput_rps,
-                st.errors,
-                fmt_us(st.p99_us as f64),
-                st.settle_s,
-                if st.clean { "clean".into() } else { esc(&format!("failed: {}", st.why.as_deref().unwrap_or(""))) }
-                    + &st.first_failure.as_ref().and_then(|f| f.log_line.as_ref()).map_or(String::new(), |l| format!("<br><code>{}</code>", esc(l)))
-            );
-        }
-        s.push_str("</table></div>");
+        s.push_str(&steps(&b.result.steps).html());
+        s.push_str("</div>");
     }
     s.push_str("</div></section>\n");
+}
+
+/// A search's steps as a table (shown in HTML): a failed step's row is
+/// red, with why and the first failure's log line under it.
+fn steps(steps: &[crate::search::StepResult]) -> Table {
+    let rows = (steps.iter().enumerate())
+        .map(|(i, st)| {
+            let result = match &st.why {
+                _ if st.clean => Cell::text("clean"),
+                why => Cell::text(format!("failed: {}", why.as_deref().unwrap_or(""))),
+            };
+            let log = (st.first_failure.as_ref()).and_then(|f| f.log_line.clone());
+            Row {
+                bad: !st.clean,
+                ..Row::new(vec![
+                    Cell::num(Some((i + 1) as f64)),
+                    Cell::text(if st.probe { "probe" } else { "full" }),
+                    Cell::text(num(st.level)),
+                    Cell::num(Some(st.throughput_rps)),
+                    Cell::num(Some(st.errors as f64)),
+                    Cell::num(Some(st.p99_us as f64)),
+                    Cell::num(Some(st.settle_s)).marked("", "s"),
+                    match log {
+                        Some(line) => result.sub(line),
+                        None => result,
+                    },
+                ])
+            }
+        })
+        .collect();
+    let col = |kind, head: &str| Column::new(kind, Align::Right).html(head);
+    Table {
+        columns: vec![
+            col(Kind::Count, "Step"),
+            Column::new(Kind::Text, Align::Left).html("Kind"),
+            col(Kind::Text, "Level"),
+            col(Kind::Rate, "req/s"),
+            col(Kind::Count, "Errors"),
+            col(Kind::Latency, "p99"),
+            col(Kind::Fixed(2), "Settle"),
+            Column::new(Kind::Text, Align::Left)
+                .html("Result")
+                .class("wrap"),
+        ],
+        rows,
+        ..Table::default()
+    }
 }

@@ -8,7 +8,7 @@
 //! It never reads a record's JSON: the store's reader hands it typed
 //! records, and `store::runtime` the labels.
 
-use super::svg::esc;
+use super::table::{Align, Cell, Column, Kind, Row, Table, Value};
 use super::{Group, Report, TrialRow};
 use crate::lab::trial::TrialRecord;
 use crate::store::runtime::{labels, notes, ran_on, study_runtimes, RanOn, StudyRuntime};
@@ -91,27 +91,46 @@ pub(super) fn html(s: &mut String, runtimes: &[StudyRuntime]) {
     if runtimes.is_empty() {
         return;
     }
-    s.push_str("<h3 id=\"runtimes\">Runtimes (as the server processes reported them)</h3><table><tr><th class=\"l\">Runtime</th><th class=\"l\">Ruby</th><th class=\"l\">Engine</th><th class=\"l\">YJIT</th><th class=\"l\">Allocator</th><th class=\"l\">Server</th><th class=\"l\">Root</th><th>Trials</th><th class=\"l\">Mismatches</th></tr>");
-    let or = |v: &Option<String>| esc(v.as_deref().unwrap_or("unknown"));
-    for r in runtimes {
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td class=\"l wrap\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l notes{}\">{}</td></tr>",
-            esc(&r.label),
-            or(&r.ruby_description),
-            or(&r.engine),
-            match r.yjit {
-                Some(true) => "on",
-                Some(false) => "off",
-                None => "unknown",
-            },
-            or(&r.allocator),
-            esc(&r.server_versions.join(", ")),
-            esc(r.root.as_deref().unwrap_or("–")),
-            r.trials,
-            if r.mismatches.is_empty() { "" } else { " bad-text" },
-            esc(&r.mismatches.join("; "))
-        );
+    s.push_str("<h3 id=\"runtimes\">Runtimes (as the server processes reported them)</h3>");
+    s.push_str(&table(runtimes).html());
+}
+
+/// The runtimes as a table (shown in HTML).
+fn table(runtimes: &[StudyRuntime]) -> Table {
+    let text = |head: &str| Column::new(Kind::Text, Align::Left).html(head);
+    let or = |v: &Option<String>| Cell::text(v.as_deref().unwrap_or("unknown"));
+    let rows = (runtimes.iter())
+        .map(|r| {
+            Row::new(vec![
+                Cell::text(&r.label),
+                or(&r.ruby_description),
+                or(&r.engine),
+                Cell::text(match r.yjit {
+                    Some(true) => "on",
+                    Some(false) => "off",
+                    None => "unknown",
+                }),
+                or(&r.allocator),
+                Cell::text(r.server_versions.join(", ")),
+                Cell::new(r.root.clone().map_or(Value::None, Value::Text)),
+                Cell::num(Some(r.trials as f64)),
+                Cell::text(r.mismatches.join("; ")).bad(!r.mismatches.is_empty()),
+            ])
+        })
+        .collect();
+    Table {
+        columns: vec![
+            text("Runtime"),
+            text("Ruby").class("wrap"),
+            text("Engine"),
+            text("YJIT"),
+            text("Allocator"),
+            text("Server"),
+            text("Root"),
+            Column::new(Kind::Count, Align::Right).html("Trials"),
+            text("Mismatches").class("notes"),
+        ],
+        rows,
+        ..Table::default()
     }
-    s.push_str("</table>");
 }
