@@ -455,7 +455,7 @@ fn body_diffs_report_changes_but_not_the_noise_two_primaries_disagree_on() {
     // The HTML section shows the paired distribution and where bodies differ.
     let page = rackbench::report::mirror::page(&filtered);
     assert!(page.contains("<svg") && page.contains("Paired latency difference"));
-    assert!(page.contains("<code>/page</code>"), "{page}");
+    assert!(page.contains("<td class=\"l\">/page</td>"), "{page}");
     // Without the second primary the counter line is a difference too.
     let raw = run(false);
     assert_eq!(by(&raw, "same").body_mismatches, 10);

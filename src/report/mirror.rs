@@ -5,6 +5,7 @@
 //! reports (not in `mirror`) so the proxy never imports the report layer.
 
 use super::svg::{esc, Axis, Plot, PALETTE};
+use super::table::{Align, Cell, Column, Kind, Row, Table};
 use crate::load::report::LatencySummary;
 use crate::mirror::doc::MirrorDoc;
 use crate::units::fmt_us_short;
@@ -35,35 +36,7 @@ pub fn section(doc: &MirrorDoc) -> String {
         figure(&doc.primary.latency_us, |l| l.p99),
         doc.primary.errors
     );
-    s.push_str("<table><thead><tr><th>shadow</th><th>sent</th><th>answered</th><th>dropped</th><th>of which backed off</th><th>timeouts</th><th>errors</th><th>status mismatches</th><th>body mismatches</th><th>p50</th><th>p99</th><th>paired median (95% CI)</th></tr></thead><tbody>");
-    for sh in &doc.shadows {
-        let paired = match (
-            sh.paired.median_us,
-            sh.paired.ci95_low_us,
-            sh.paired.ci95_high_us,
-        ) {
-            (Some(m), Some(lo), Some(hi)) => format!("{m:+.0} µs ({lo:+} … {hi:+})"),
-            (Some(m), _, _) => format!("{m:+.0} µs (too few pairs for an interval)"),
-            _ => "no pairs".into(),
-        };
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&sh.name),
-            sh.sent,
-            sh.answered,
-            sh.dropped,
-            sh.backed_off,
-            sh.timeouts,
-            sh.errors,
-            sh.status_mismatches,
-            sh.body_mismatches,
-            figure(&sh.latency_us, |l| l.p50),
-            figure(&sh.latency_us, |l| l.p99),
-            esc(&paired)
-        );
-    }
-    s.push_str("</tbody></table>");
+    s.push_str(&shadows(doc).html());
 
     let pts: Vec<i64> = doc
         .shadows
@@ -118,20 +91,8 @@ pub fn section(doc: &MirrorDoc) -> String {
         .iter()
         .any(|sh| !sh.mismatches_by_path.is_empty());
     if any_mismatch {
-        s.push_str("<h3>Mismatches by path</h3><table><thead><tr><th>shadow</th><th>path</th><th>status</th><th>body</th></tr></thead><tbody>");
-        for sh in &doc.shadows {
-            for m in &sh.mismatches_by_path {
-                let _ = write!(
-                    s,
-                    "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
-                    esc(&sh.name),
-                    esc(&m.path),
-                    m.status,
-                    m.body
-                );
-            }
-        }
-        s.push_str("</tbody></table>");
+        s.push_str("<h3>Mismatches by path</h3>");
+        s.push_str(&mismatches(doc).html());
     } else {
         s.push_str("<p>No status or body mismatches.</p>");
     }
@@ -139,10 +100,85 @@ pub fn section(doc: &MirrorDoc) -> String {
     s
 }
 
+/// Per shadow its counts, latency and paired difference (shown in HTML).
+fn shadows(doc: &MirrorDoc) -> Table {
+    let count = |v: u64| Cell::num(Some(v as f64));
+    let rows = (doc.shadows.iter())
+        .map(|sh| {
+            let paired = match (
+                sh.paired.median_us,
+                sh.paired.ci95_low_us,
+                sh.paired.ci95_high_us,
+            ) {
+                (Some(m), Some(lo), Some(hi)) => format!("{m:+.0} µs ({lo:+} … {hi:+})"),
+                (Some(m), _, _) => format!("{m:+.0} µs (too few pairs for an interval)"),
+                _ => "no pairs".into(),
+            };
+            Row::new(vec![
+                Cell::text(&sh.name),
+                count(sh.sent),
+                count(sh.answered),
+                count(sh.dropped),
+                count(sh.backed_off),
+                count(sh.timeouts),
+                count(sh.errors),
+                count(sh.status_mismatches),
+                count(sh.body_mismatches),
+                Cell::text(figure(&sh.latency_us, |l| l.p50)),
+                Cell::text(figure(&sh.latency_us, |l| l.p99)),
+                Cell::text(paired),
+            ])
+        })
+        .collect();
+    let n = |head: &str| Column::new(Kind::Count, Align::Right).html(head);
+    let t = |head: &str| Column::new(Kind::Text, Align::Right).html(head);
+    Table {
+        columns: vec![
+            Column::new(Kind::Text, Align::Left).html("shadow"),
+            n("sent"),
+            n("answered"),
+            n("dropped"),
+            n("of which backed off"),
+            n("timeouts"),
+            n("errors"),
+            n("status mismatches"),
+            n("body mismatches"),
+            t("p50"),
+            t("p99"),
+            t("paired median (95% CI)"),
+        ],
+        rows,
+        ..Table::default()
+    }
+}
+
+/// Per shadow and path the status and body mismatches (shown in HTML).
+fn mismatches(doc: &MirrorDoc) -> Table {
+    let rows = (doc.shadows.iter())
+        .flat_map(|sh| {
+            sh.mismatches_by_path.iter().map(|m| {
+                Row::new(vec![
+                    Cell::text(&sh.name),
+                    Cell::text(&m.path),
+                    Cell::num(Some(m.status as f64)),
+                    Cell::num(Some(m.body as f64)),
+                ])
+            })
+        })
+        .collect();
+    let left = |head: &str| Column::new(Kind::Text, Align::Left).html(head);
+    let n = |head: &str| Column::new(Kind::Count, Align::Right).html(head);
+    Table {
+        columns: vec![left("shadow"), left("path"), n("status"), n("body")],
+        rows,
+        ..Table::default()
+    }
+}
+
 /// A whole page: no scripts, no external resources.
 pub fn page(doc: &MirrorDoc) -> String {
     format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rackbench mirror</title><style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:60em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .5em;text-align:right}}td:first-child,th:first-child{{text-align:left}}</style></head><body><h1>rackbench mirror</h1>{}</body></html>\n",
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rackbench mirror</title><style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:60em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .5em;text-align:right}}td.l,th.l{{text-align:left}}</style></head><body><h1>rackbench mirror</h1>{}</body></html>\n",
         section(doc)
     )
 }
