@@ -226,6 +226,59 @@ fn chart(d: &AbDocument) -> Option<String> {
     ))
 }
 
+/// `sweep --until-verdict`'s lines: each value's verdict against the
+/// control, with its change, interval, rounds and load.
+pub fn sweep_terminal(control: &str, values: &[(&str, &AbDocument)]) -> String {
+    let metric = values
+        .first()
+        .map_or("throughput", |(_, d)| d.metric.as_str());
+    let mut s = format!("Each value against {control} in {metric}, until a verdict:\n");
+    let width = values
+        .iter()
+        .map(|(v, _)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (value, d) in values {
+        let _ = writeln!(
+            s,
+            "  {value:<width$}  {:<10}  {:+.1}% ({})  {} rounds ({} run again), {:.0} s of load{}",
+            d.verdict.word(),
+            d.change_pct,
+            interval(d.ci_low_pct, d.ci_high_pct),
+            d.rounds,
+            d.rounds_disturbed_rerun,
+            d.load_s,
+            if d.end == "verdict" {
+                String::new()
+            } else {
+                format!("; {}", d.error.as_deref().unwrap_or(&d.end))
+            }
+        );
+    }
+    s
+}
+
+/// `sweep --until-verdict`'s Markdown: a row per value.
+pub fn sweep_markdown(control: &str, values: &[(&str, &AbDocument)]) -> String {
+    let mut s = format!(
+        "## Each value against {control}, until a verdict\n\n| Value | Verdict | Change | Interval | Rounds | Run again | Load (s) | Why |\n|:---|:---|---:|:---|---:|---:|---:|:---|\n"
+    );
+    for (value, d) in values {
+        let _ = writeln!(
+            s,
+            "| {value} | {} | {:+.1}% | {} | {} | {} | {:.0} | {} |",
+            d.verdict.word(),
+            d.change_pct,
+            interval(d.ci_low_pct, d.ci_high_pct),
+            d.rounds,
+            d.rounds_disturbed_rerun,
+            d.load_s,
+            d.reason
+        );
+    }
+    s
+}
+
 /// The section, or a note when ab.json does not read; nothing without one.
 pub fn section_in(loaded: &Result<Option<AbDocument>, String>) -> Option<String> {
     match loaded {
@@ -284,6 +337,15 @@ mod tests {
         assert_eq!(md.lines().filter(|l| l.starts_with("| ")).count(), 1 + 5);
         d.end = "interrupted".into();
         assert!(verdict_line(&d).ends_with("; interrupted"));
+        let rows = [("server=slow", &d)];
+        let term = sweep_terminal("server=base", &rows);
+        assert!(
+            term.contains("server=slow  slower      -5.7% (-9.1% to -2.2%)  5 rounds"),
+            "{term}"
+        );
+        assert!(term.ends_with("; interrupted\n"), "{term}");
+        let md = sweep_markdown("server=base", &rows);
+        assert!(md.contains("| server=slow | slower | -5.7% |"), "{md}");
         d.pairs.clear();
         assert!(chart(&d).is_none());
     }
