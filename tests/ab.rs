@@ -229,6 +229,12 @@ fn sweep_until_verdict_judges_each_value_against_the_first() {
     );
     for value in ["21ms", "20000us"] {
         assert!(out.join(value).join("ab.json").is_file(), "{value}");
+        // The report written at the end of each A/B draws its rounds.
+        let html = std::fs::read_to_string(out.join(value).join("report.html")).unwrap();
+        assert!(
+            html.contains("<section class=\"chart\" id=\"ab\">"),
+            "{value}"
+        );
     }
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }

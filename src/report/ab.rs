@@ -31,7 +31,7 @@ pub fn verdict_line(d: &AbDocument) -> String {
         d.a.label,
         d.b.label,
         d.verdict.word(),
-        d.reason,
+        words(d),
         d.rounds,
         if d.rounds == 1 { "" } else { "s" },
         d.rounds_disturbed_rerun,
@@ -47,6 +47,15 @@ pub fn verdict_line(d: &AbDocument) -> String {
         }
     }
     line
+}
+
+/// The verdict's words without the verdict itself at their start
+/// ("undecided: -0.8% ..." is said after "undecided").
+fn words(d: &AbDocument) -> &str {
+    let word = d.verdict.word();
+    (d.reason.strip_prefix(word))
+        .and_then(|r| r.strip_prefix(": "))
+        .unwrap_or(&d.reason)
 }
 
 /// "-3.1% to +0.9%", or "unbounded" before the interval has bounds.
@@ -79,7 +88,7 @@ pub fn markdown(d: &AbDocument) -> String {
     let mut s = format!(
         "## A/B\n\n**{}**: {}\n\nA = {}, B = {}; {} rounds, {} run again (disturbed), {:.0} s of counted load, {:.0} s in all; margin ±{}%, noise ±{}%; {}.\n\n",
         d.verdict.word(),
-        d.reason,
+        words(d),
         d.a.label,
         d.b.label,
         d.rounds,
@@ -124,7 +133,7 @@ pub fn section(d: &AbDocument) -> String {
         esc(&d.b.label),
         esc(&d.a.label),
         d.verdict.word(),
-        esc(&d.reason),
+        esc(words(d)),
         d.rounds,
         d.rounds_disturbed_rerun,
         d.load_s,
@@ -273,7 +282,7 @@ pub fn sweep_markdown(control: &str, values: &[(&str, &AbDocument)]) -> String {
             d.rounds,
             d.rounds_disturbed_rerun,
             d.load_s,
-            d.reason
+            words(d)
         );
     }
     s
@@ -337,6 +346,14 @@ mod tests {
         assert_eq!(md.lines().filter(|l| l.starts_with("| ")).count(), 1 + 5);
         d.end = "interrupted".into();
         assert!(verdict_line(&d).ends_with("; interrupted"));
+        let mut undecided = contract();
+        undecided.verdict = Call::Undecided;
+        undecided.reason = "undecided: -0.8% after 2 min".into();
+        let line = verdict_line(&undecided);
+        assert!(
+            line.contains("B = server=slow: undecided: -0.8% after 2 min;"),
+            "{line}"
+        );
         let rows = [("server=slow", &d)];
         let term = sweep_terminal("server=base", &rows);
         assert!(
