@@ -227,3 +227,63 @@ fn bad_requests_are_refused_with_their_fix() {
     assert!(!plan.out.exists(), "nothing was run");
     let _ = std::fs::remove_dir_all(&plan.dir);
 }
+
+/// `sweep --until-verdict`: each value judged against the first by the
+/// A/B's paired rounds. The test server at 21 ms against 20 ms (5%
+/// slower) is never called faster; 20000us, the same 20 ms spelled
+/// otherwise, is never called faster or slower. Each value's A/B keeps
+/// its own results directory, and --json prints their ab-v1 documents.
+#[test]
+fn sweep_until_verdict_judges_each_value_against_the_first() {
+    let out = common::work_dir("ab-sweep-until").join("results");
+    let command = format!(
+        "{} serve-test --listen {{{{listen}}}} --delay {{{{delay}}}}",
+        common::EXE
+    );
+    let run = bin()
+        .args(["sweep", "--command", &command])
+        .args(["--vary", "delay=20ms,21ms,20000us", "--until-verdict"])
+        .args([
+            "--connections",
+            "8",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+        ])
+        .args(["--max-load", "20s", "--rerun-disturbed", "1"])
+        .args(["--no-pin", "--seed", "38", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run rackbench sweep");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let docs: Vec<Value> = serde_json::from_slice(&run.stdout).expect("a JSON array");
+    assert_eq!(docs.len(), 2, "a verdict per value after the first");
+    for d in &docs {
+        common::schema::assert_valid("ab-v1", d, "sweep --until-verdict --json");
+        assert_eq!(d["a"]["label"], "delay=20ms", "{d:#}");
+    }
+    assert_eq!(docs[0]["b"]["label"], "delay=21ms");
+    assert_ne!(docs[0]["verdict"], "faster", "{:#}", docs[0]);
+    assert_eq!(docs[1]["b"]["label"], "delay=20000us");
+    let same = docs[1]["verdict"].as_str().unwrap();
+    assert!(
+        same == "equivalent" || same == "undecided",
+        "{same}: {}",
+        docs[1]["reason"]
+    );
+    for value in ["21ms", "20000us"] {
+        assert!(out.join(value).join("ab.json").is_file(), "{value}");
+        // The report written at the end of each A/B draws its rounds.
+        let html = std::fs::read_to_string(out.join(value).join("report.html")).unwrap();
+        assert!(
+            html.contains("<section class=\"chart\" id=\"ab\">"),
+            "{value}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}

@@ -1913,3 +1913,42 @@ fn the_committed_long_tail_run_marks_its_starved_rows() {
     assert!(tr.starts_with(" class=\"bad\""), "{tr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A results directory holding ab.json (what `rackbench ab` leaves): the
+/// report draws the A/B's interval round by round in HTML and says its
+/// verdict in the terminal table and in Markdown.
+#[test]
+fn an_ab_directory_gets_its_verdict_and_the_interval_round_by_round() {
+    let dir = fixture_dir("ab");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contracts/ab-v1.json");
+    std::fs::copy(&sample, dir.join("ab.json")).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&sample).unwrap()).unwrap();
+    let reason = doc["reason"].as_str().unwrap();
+    let written = report::write_all(&dir, None).unwrap();
+    assert!(
+        written.table.contains(&format!("slower: {reason}")),
+        "{}",
+        written.table
+    );
+    let md = std::fs::read_to_string(&written.markdown).unwrap();
+    assert!(
+        md.contains(&format!("## A/B\n\n**slower**: {reason}")),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(&written.html).unwrap();
+    let start = html
+        .find("<section class=\"chart\" id=\"ab\">")
+        .expect("the A/B section");
+    let section = &html[start..start + html[start..].find("</section>").unwrap()];
+    assert!(
+        section.contains("<svg") && section.contains("<polygon"),
+        "{section}"
+    );
+    assert!(section.contains("round by round"), "{section}");
+    // Without ab.json, no A/B section.
+    std::fs::remove_file(dir.join("ab.json")).unwrap();
+    let written = report::write_all(&dir, None).unwrap();
+    let html = std::fs::read_to_string(&written.html).unwrap();
+    assert!(!html.contains("id=\"ab\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -18,5 +18,6 @@ pub mod runtime;
 pub mod servers;
 pub mod sink;
 pub mod sweep;
+pub mod sweep_verdict;
 pub mod text;
 pub mod usage;

@@ -25,6 +25,10 @@ pub struct SweepPlan {
     pub server: Option<String>,
     pub command: Option<String>,
     pub app: String,
+    /// Text a config.ru app must answer with (`app_expect_body`).
+    pub app_expect_body: Option<String>,
+    /// Open loop at this rate (`[load] rates`) over `connections`.
+    pub rate: Option<f64>,
     pub workers: Option<u32>,
     pub threads: Option<u32>,
     pub settings: Vec<(String, String)>,
@@ -126,6 +130,9 @@ fn plan_from_flags(args: &SweepPlan, sweep: &SweepSection) -> Result<Table> {
     );
     plan.insert("repeats".into(), Value::Integer(args.repeats.into()));
     plan.insert("apps".into(), strings(std::slice::from_ref(&args.app)));
+    if let Some(body) = &args.app_expect_body {
+        plan.insert("app_expect_body".into(), Value::String(body.clone()));
+    }
     if args.behind_nginx || sweep.vary == "nginx_workers" {
         plan.insert("behind".into(), strings(&["nginx".to_string()]));
     }
@@ -151,11 +158,33 @@ fn plan_from_flags(args: &SweepPlan, sweep: &SweepSection) -> Result<Table> {
     }
     plan.insert("server".into(), Value::Array(vec![Value::Table(server)]));
     let mut load = Table::new();
-    if sweep.vary != "connections" {
-        load.insert(
-            "connections".into(),
-            Value::Array(vec![Value::Integer(args.connections as i64)]),
-        );
+    match args.rate {
+        Some(_) if sweep.vary == "connections" => {
+            return Err(usage(
+                "--rate is an open loop at one rate, and --vary connections=... varies the \
+                 closed loop's connections: drop one of the two"
+                    .into(),
+            ))
+        }
+        Some(r) if !(r > 0.0 && r.is_finite()) => {
+            return Err(usage(format!(
+                "--rate {r}: give requests per second above 0, e.g. --rate 200"
+            )))
+        }
+        Some(r) => {
+            load.insert("rates".into(), Value::Array(vec![Value::Float(r)]));
+            load.insert(
+                "rate_connections".into(),
+                Value::Integer(args.connections as i64),
+            );
+        }
+        None if sweep.vary != "connections" => {
+            load.insert(
+                "connections".into(),
+                Value::Array(vec![Value::Integer(args.connections as i64)]),
+            );
+        }
+        None => {}
     }
     load.insert("duration".into(), Value::String(args.duration.clone()));
     load.insert("warmup".into(), Value::String(args.warmup.clone()));

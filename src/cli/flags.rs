@@ -222,6 +222,13 @@ pub struct PlanServerFlags {
     /// The app (a built-in name or a config.ru path), without a plan file.
     #[arg(long, default_value = "hello")]
     pub app: String,
+    /// Text a config.ru app must answer with (the plan's `app_expect_body`).
+    #[arg(long = "app-expect-body", value_name = "TEXT")]
+    pub app_expect_body: Option<String>,
+    /// Open loop: requests per second on a fixed schedule, over the
+    /// connections (the plan's `[load] rates`).
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
     /// Fixed workers (when not varied).
     #[arg(long)]
     pub workers: Option<u32>,
@@ -256,6 +263,8 @@ impl PlanServerFlags {
             server: self.server.clone(),
             command: self.command.clone(),
             app: self.app.clone(),
+            app_expect_body: self.app_expect_body.clone(),
+            rate: self.rate,
             workers: self.workers,
             threads: self.threads,
             settings: self.settings.clone(),
@@ -266,5 +275,113 @@ impl PlanServerFlags {
             warmup,
             repeats,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use clap::Parser;
+
+    fn ab(words: &[&str]) -> super::super::ab::AbArgs {
+        let cli = Cli::try_parse_from(words).unwrap_or_else(|e| panic!("{e}"));
+        match cli.command {
+            Command::Ab(a) => *a,
+            _ => panic!("not ab"),
+        }
+    }
+
+    /// A trial's command line (trial's own spellings) plus --vary is an
+    /// A/B, and each flag lands in the plan the two sides are run from:
+    /// the plan made from flags, then `Plan::apply` (as `app::ab` does).
+    #[test]
+    fn a_trial_command_line_with_vary_is_an_ab_whose_plan_has_every_flag() {
+        let ru = concat!(env!("CARGO_MANIFEST_DIR"), "/ruby/apps/two_methods.ru");
+        let args = ab(&[
+            "rackbench",
+            "ab",
+            "--server",
+            "puma",
+            "--app",
+            ru,
+            "--app-expect-body",
+            "spent",
+            "-c",
+            "2",
+            "--rate",
+            "150",
+            "--warmup",
+            "2s",
+            "--env",
+            "TWO_METHODS_B=0",
+            "--workers",
+            "2",
+            "--threads",
+            "3",
+            "--runtime",
+            "system",
+            "--memory",
+            "512M",
+            "--cpus",
+            "1.5",
+            "--behind",
+            "nginx",
+            "--telemetry",
+            "--vary",
+            "env.RUBY_GC_MALLOC_LIMIT=16000000,64000000",
+        ]);
+        assert!(args.telemetry);
+        let made = args.made.sweep_plan(
+            None,
+            args.vary.clone(),
+            (
+                args.connections,
+                format!("{}ms", args.duration.as_millis()),
+                format!("{}ms", args.warmup.as_millis()),
+            ),
+            1,
+        );
+        let o = super::plan_overrides(&args.on, &args.budget, &args.database, &Default::default())
+            .unwrap();
+        let mut source = crate::app::sweep::plan(&made, &o).unwrap_or_else(|e| panic!("{e}"));
+        source.plan.apply(&o, "t.toml").unwrap();
+        let p = &source.plan;
+        assert_eq!(p.load.rates, vec![150.0]);
+        assert_eq!(p.load.rate_connections, 2);
+        assert!(p.load.connections.is_empty(), "one shape: the open loop");
+        assert_eq!(p.load.warmup, "2000ms");
+        assert_eq!(p.apps, vec![ru.to_string()]);
+        assert_eq!(p.app_expect_body.as_deref(), Some("spent"));
+        let server = &p.server[0];
+        assert_eq!(server.name, "puma");
+        assert_eq!(server.workers, vec![2]);
+        assert_eq!(server.threads, vec![3]);
+        assert_eq!(
+            server.env.get("TWO_METHODS_B").map(String::as_str),
+            Some("0")
+        );
+        assert_eq!(p.runtimes, vec!["system".to_string()]);
+        assert_eq!(p.budget.memory, vec![512 << 20]);
+        assert_eq!(p.budget.cpus, vec![1.5]);
+        assert_eq!(p.behind, vec!["nginx".to_string()]);
+        let sweep = p.sweep.as_ref().expect("the two values");
+        assert_eq!(sweep.values, vec!["16000000", "64000000"]);
+        let both = ab(&[
+            "rackbench",
+            "ab",
+            "--server",
+            "puma",
+            "--rate",
+            "150",
+            "--vary",
+            "connections=2,4",
+        ]);
+        let made = both
+            .made
+            .sweep_plan(None, both.vary.clone(), (2, "1s".into(), "1s".into()), 1);
+        let e = crate::app::sweep::plan(&made, &Default::default())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("drop one of the two"), "{e}");
     }
 }

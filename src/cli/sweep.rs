@@ -9,11 +9,13 @@ use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
 use crate::app::sweep;
 use crate::report::sweep as show;
+use crate::stats::sequential::{ALPHA, DEFAULT_MARGIN_PCT};
 use anyhow::Result;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
@@ -96,6 +98,32 @@ pub struct SweepArgs {
     /// Print the analysis as Markdown.
     #[arg(long)]
     pub markdown: bool,
+    /// Judge each value against the first by an A/B (as `rackbench ab`:
+    /// paired rounds until the interval decides, or the budget), in
+    /// place of --repeats; a verdict per value. With --dry-run, the
+    /// sweep's trials are listed as without it.
+    #[arg(long, conflicts_with = "analyse")]
+    pub until_verdict: bool,
+    /// With --until-verdict: the metric judged (throughput, p50, p99,
+    /// cpu_per_request, ...).
+    #[arg(long, default_value = "throughput", requires = "until_verdict")]
+    pub metric: String,
+    /// With --until-verdict: an interval inside ±margin percent is
+    /// "equivalent".
+    #[arg(long, default_value_t = DEFAULT_MARGIN_PCT, requires = "until_verdict")]
+    pub margin: f64,
+    /// With --until-verdict: the error rate of a verdict (0.05: 95%
+    /// intervals).
+    #[arg(long, default_value_t = ALPHA, requires = "until_verdict")]
+    pub alpha: f64,
+    /// With --until-verdict: counted load over both sides at most, per
+    /// value; then "undecided".
+    #[arg(long, default_value = "2m", value_parser = super::parse::duration, requires = "until_verdict")]
+    pub max_load: Duration,
+    /// With --until-verdict: a round whose window the machine disturbed
+    /// runs again, at most this many times.
+    #[arg(long, default_value_t = 3, requires = "until_verdict")]
+    pub rerun_disturbed: u32,
 }
 
 /// The analysis on stdout: JSON, Markdown or the terminal's text.
@@ -109,6 +137,90 @@ fn print(dir: &Path, args: &SweepArgs) -> Result<()> {
         print!("\n{}", show::terminal(&s));
     }
     Ok(())
+}
+
+/// The flags in place of the plan's keys.
+fn overrides(args: &SweepArgs) -> Result<crate::plan::Overrides> {
+    let mut o = super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
+    o.mix = args.mix.clone();
+    o.profile = args.profile;
+    Ok(o)
+}
+
+/// The run's request: the sweep's, or one value's A/B's (into `out`).
+fn request(
+    args: &SweepArgs,
+    out: Option<PathBuf>,
+    overrides: crate::plan::Overrides,
+) -> Result<RunRequest> {
+    Ok(RunRequest {
+        plan_path: None,
+        out,
+        resume: false,
+        seed: args.seed,
+        registry: crate::app::servers::registry(&args.servers_file)?,
+        servers_files: args.servers_file.clone(),
+        pin: !args.no_pin,
+        dry_run: args.dry_run,
+        aa: None,
+        telemetry: args.telemetry,
+        overrides,
+    })
+}
+
+/// `--until-verdict`: each value against the first by an A/B
+/// (`app::sweep_verdict`), then a verdict per value on stdout (JSON: an
+/// array of the values' rackbench/ab-v1 documents). Exit 130 when
+/// interrupted, 1 when a value's A/B failed.
+fn until_verdict(
+    args: &SweepArgs,
+    plan: &sweep::SweepPlan,
+    overrides: &crate::plan::Overrides,
+) -> Result<ExitCode> {
+    let judge = crate::app::sweep_verdict::Judge {
+        metric: args.metric.clone(),
+        margin_pct: args.margin,
+        alpha: args.alpha,
+        max_load: args.max_load,
+        rerun_disturbed: args.rerun_disturbed,
+    };
+    let sink = Terminal {
+        result_on_stderr: args.json,
+    };
+    let done = crate::app::sweep_verdict::run(
+        plan,
+        overrides,
+        &judge,
+        args.out.clone(),
+        |dir| request(args, Some(dir), overrides.clone()),
+        Arc::new(sink),
+    )?;
+    let rows: Vec<(&str, &crate::ab::document::AbDocument)> = (done.values.iter())
+        .map(|v| (v.value.as_str(), &v.doc))
+        .collect();
+    if args.json {
+        let docs: Vec<_> = rows.iter().map(|(_, d)| d).collect();
+        println!("{}", serde_json::to_string_pretty(&docs)?);
+    } else if args.markdown {
+        print!(
+            "{}",
+            crate::report::ab::sweep_markdown(&done.control, &rows)
+        );
+    } else {
+        print!(
+            "\n{}",
+            crate::report::ab::sweep_terminal(&done.control, &rows)
+        );
+        println!("results: {}", done.out.display());
+    }
+    let ends: Vec<&str> = rows.iter().map(|(_, d)| d.end.as_str()).collect();
+    Ok(if ends.contains(&"interrupted") {
+        ExitCode::from(130)
+    } else if ends.contains(&"failed") {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The sweep's plan (from flags, or a file), run by `app::sweep` with the
@@ -126,24 +238,12 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         (args.connections, args.duration.clone(), args.warmup.clone()),
         args.repeats,
     );
-    let mut overrides =
-        super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
-    overrides.mix = args.mix.clone();
-    overrides.profile = args.profile;
+    let overrides = overrides(&args)?;
+    if args.until_verdict && !args.dry_run {
+        return until_verdict(&args, &plan, &overrides);
+    }
     let source = sweep::plan(&plan, &overrides)?;
-    let request = RunRequest {
-        plan_path: None,
-        out: args.out.clone(),
-        resume: false,
-        seed: args.seed,
-        registry: crate::app::servers::registry(&args.servers_file)?,
-        servers_files: args.servers_file.clone(),
-        pin: !args.no_pin,
-        dry_run: args.dry_run,
-        aa: None,
-        telemetry: args.telemetry,
-        overrides,
-    };
+    let request = request(&args, args.out.clone(), overrides)?;
     let sink = Terminal {
         result_on_stderr: args.json,
     };

@@ -51,6 +51,7 @@ pub(super) const KEYS: &[Key] = &[
     key("servers", "a list of server names (or \"installed\")", "servers = [\"puma\", \"unicorn\"]"),
     key("server", "[[server]] tables, each with a name", "server = [{ name = \"puma\", workers = [2, 4] }]"),
     key("apps", "a list of app names", "apps = [\"hello\"]"),
+    key("app_expect_body", "text in quotes", "app_expect_body = \"spent\""),
     key("soak", TIME, "soak = \"2h\""),
     key("database", "\"sqlite\" or \"postgres\"", "database = \"postgres\""),
     key("load", "a [load] table", "load = { connections = [10] }"),

@@ -42,6 +42,8 @@ pub struct Overrides {
     /// `--profile`: every trial profiled, as `profile = true` (false
     /// leaves the plan's key).
     pub profile: bool,
+    /// `--rerun-disturbed N`, in place of `rerun_disturbed`.
+    pub rerun_disturbed: Option<u32>,
 }
 
 /// `--slow-clients`, `--slow-mode`, `--slow-bytes`, `--slow-every`.
@@ -151,6 +153,9 @@ impl Plan {
             self.restart.at = Some(format!("{}s", at.as_secs_f64()));
         }
         self.profile |= o.profile;
+        if let Some(n) = o.rerun_disturbed {
+            self.rerun_disturbed = n;
+        }
         if let Some(d) = o.soak {
             if self.breakpoint.is_some() {
                 return Err(format!(
@@ -289,6 +294,32 @@ mod tests {
         assert_eq!(q.soak.as_deref(), Some("7200000ms"));
         assert_eq!(q.restart.kind, vec!["phased".to_string()]);
         assert_eq!(q.restart.at.as_deref(), Some("1.5s"));
+    }
+
+    #[test]
+    fn rerun_disturbed_replaces_the_plans_key_and_its_absence_keeps_it() {
+        let mut p = plan("rerun_disturbed = 1");
+        p.apply(&Overrides::default(), "t.toml").unwrap();
+        assert_eq!(p.rerun_disturbed, 1);
+        let o = Overrides {
+            rerun_disturbed: Some(3),
+            ..Default::default()
+        };
+        p.apply(&o, "t.toml").unwrap();
+        assert_eq!(p.rerun_disturbed, 3);
+        let mut q = plan("rerun_disturbed = 2");
+        q.apply(
+            &Overrides {
+                rerun_disturbed: Some(0),
+                ..Default::default()
+            },
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            q.rerun_disturbed, 0,
+            "--rerun-disturbed 0 turns the plan's reruns off"
+        );
     }
 
     #[test]

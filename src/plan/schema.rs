@@ -25,6 +25,10 @@ pub struct Plan {
     #[serde(default)]
     pub server: Vec<ServerEntry>,
     pub apps: Vec<String>,
+    /// Text a rackup file app (a `.ru` path in `apps`) must answer with,
+    /// as trial's `--app-expect-body`; built-in apps check their own.
+    #[serde(default)]
+    pub app_expect_body: Option<String>,
     /// A soak: every trial's counted window this long (`"2h"`), open loop
     /// at the shape's rate (100 req/s without `rates`), each worker's
     /// memory fitted per hour (`lab::soak`).

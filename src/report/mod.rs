@@ -14,6 +14,7 @@
 //! This file holds the report's types; rows.rs reads a directory into
 //! them, json.rs writes report.json, and the other files render.
 
+pub mod ab;
 mod budget;
 pub mod compare;
 mod csv;
@@ -310,8 +311,13 @@ pub fn write_study(
     let report = Report::of(study)?;
     let dir = study.dir();
     let html_path = html.map_or_else(|| dir.report_html(), Path::to_path_buf);
+    let ab = ab::load(study);
+    let mut table = report.terminal_with_profiles();
+    if let Ok(Some(d)) = &ab {
+        table.push_str(&format!("\n{}\n", ab::verdict_line(d)));
+    }
     let written = Written {
-        table: report.terminal_with_profiles(),
+        table,
         markdown: dir.report_md(),
         csv: dir.report_csv(),
         trials_csv: dir.trials_csv(),
@@ -327,6 +333,10 @@ pub fn write_study(
     };
     let sweep = sweep::load(study);
     let mut markdown = report.markdown();
+    if let Ok(Some(d)) = &ab {
+        markdown.push('\n');
+        markdown.push_str(&ab::markdown(d));
+    }
     if let Ok(Some(s)) = &sweep {
         markdown.push('\n');
         markdown.push_str(&sweep::markdown(s));
@@ -336,6 +346,7 @@ pub fn write_study(
     write(&written.trials_csv, report.trials_csv())?;
     write(&written.json, report.json()?)?;
     let studies = [
+        ab::section_in(&ab),
         compare::section_in(study.comparison()),
         sweep::section_in(&sweep),
     ];

@@ -281,6 +281,26 @@ impl Plot {
         );
     }
 
+    /// A shaded band between two lines, each point (x, low, high) in
+    /// data units (drawn under): an interval as it moves along x.
+    pub fn band(&mut self, pts: &[(f64, f64, f64)], color: &str, opacity: f64, title: &str) {
+        if pts.is_empty() {
+            return;
+        }
+        let top = pts.iter().map(|&(x, _, hi)| (x, hi));
+        let bottom = pts.iter().rev().map(|&(x, lo, _)| (x, lo));
+        let d: Vec<String> = top
+            .chain(bottom)
+            .map(|(x, y)| format!("{:.1},{:.1}", self.px(x), self.py(y)))
+            .collect();
+        let _ = write!(
+            self.under,
+            "<polygon points=\"{}\" fill=\"{color}\" fill-opacity=\"{opacity}\" stroke=\"none\"><title>{}</title></polygon>",
+            d.join(" "),
+            esc(title)
+        );
+    }
+
     /// A horizontal bar from the x axis minimum to `v` at pixel row `py`.
     pub fn hbar_px(&mut self, v: f64, py: f64, height: f64, color: &str, title: &str) {
         let a = self.px(self.x.min);

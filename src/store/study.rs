@@ -290,6 +290,13 @@ impl Study {
         Ok(())
     }
 
+    /// The text of `ab.json` (rackbench/ab-v1), None when the directory
+    /// holds no A/B; `report` reads it into the A/B's own type.
+    pub fn ab_text(&self) -> Option<std::io::Result<String>> {
+        let path = self.dir.ab_json();
+        path.is_file().then(|| std::fs::read_to_string(path))
+    }
+
     /// Writes `ab.json` (rackbench/ab-v1: the A/B's verdict and rounds).
     pub fn write_ab(&self, doc: &impl serde::Serialize) -> std::io::Result<()> {
         write_text(&self.dir.ab_json(), doc).map(|_| ())

@@ -80,6 +80,11 @@ pub struct RunArgs {
     /// --soak: every trial a soak this long, in place of the plan's `soak`.
     #[command(flatten)]
     pub soak: super::flags::SoakFlags,
+    /// A repeat the machine disturbed runs again at the end of its round,
+    /// at most N times, in place of the plan's `rerun_disturbed` (0: kept
+    /// and marked).
+    #[arg(long, value_name = "N")]
+    pub rerun_disturbed: Option<u32>,
 }
 
 /// Read the plan, turn the flags into a request (the overrides of the
@@ -94,6 +99,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     overrides.restart = args.restart.restart().map(|r| (r.kind, r.at));
     overrides.soak = args.soak.soak;
     overrides.profile = args.profile;
+    overrides.rerun_disturbed = args.rerun_disturbed;
     let request = RunRequest {
         plan_path: args.plan.clone(),
         out: args.out.clone(),

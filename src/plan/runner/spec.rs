@@ -107,7 +107,10 @@ pub(in crate::plan) fn trial_spec(
         s.apply(&mut load);
     }
     let server = t.spec.clone().expect("expanded trials carry their spec");
-    let app = AppSpec::resolve(&t.app).expect("checked at expansion");
+    let mut app = AppSpec::resolve(&t.app).expect("checked at expansion");
+    if let Some(body) = plan.app_expect_body.as_ref().filter(|_| app.file.is_some()) {
+        app.expect_body = body.clone();
+    }
     // A plan of several apps may set one app's setting (the blog's pool)
     // and name its database: each goes only to the trials of that app.
     let settings = t
@@ -183,6 +186,28 @@ mod tests {
         );
         assert_eq!(of("hello").database, None);
         assert!(!of("hello").settings.contains_key("pool"));
+    }
+
+    /// `app_expect_body` is the check of a rackup file app; a built-in
+    /// app beside it keeps its own.
+    #[test]
+    fn a_plans_expected_body_reaches_its_rackup_file_app_only() {
+        let reg = crate::plan::tests::all_installed();
+        let ru = concat!(env!("CARGO_MANIFEST_DIR"), "/ruby/apps/two_methods.ru");
+        let text = format!(
+            "name = \"t\"\napps = [\"hello\", \"{ru}\"]\napp_expect_body = \"spent\"\nservers = [\"puma\"]\n[load]\nconnections = [4]\n"
+        );
+        let plan = Plan::parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let e = plan.expand(&text, "t.toml", &reg).unwrap();
+        let specs: Vec<TrialSpec> = e
+            .trials
+            .iter()
+            .map(|t| trial_spec(t, &e, &plan, &options(), PathBuf::from("/x"), None))
+            .collect();
+        let of = |app: &str| specs.iter().find(|s| s.app.name == app).unwrap();
+        assert_eq!(of("two_methods").app.expect_body, "spent");
+        let hello = crate::lab::apps::AppSpec::resolve("hello").unwrap();
+        assert_eq!(of("hello").app.expect_body, hello.expect_body);
     }
 
     /// A plan's soak makes each trial's load the soak's window at the
