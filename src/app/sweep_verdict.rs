@@ -97,6 +97,8 @@ pub fn run(
                 max_load: judge.max_load,
                 window,
                 rerun_disturbed: judge.rerun_disturbed,
+                // A fresh server per window, as ab's default.
+                keep_running: false,
                 run: request(dir)?,
             },
             Arc::clone(&sink),
