@@ -87,19 +87,24 @@ pub struct RunArgs {
     pub rerun_disturbed: Option<u32>,
 }
 
+/// The flags in place of the plan's keys (`Plan::apply` puts them there).
+fn overrides(args: &RunArgs) -> Result<crate::plan::Overrides> {
+    let mut o = super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
+    o.mix = args.mix.clone();
+    o.restart = args.restart.restart().map(|r| (r.kind, r.at));
+    o.soak = args.soak.soak;
+    o.profile = args.profile;
+    o.rerun_disturbed = args.rerun_disturbed;
+    Ok(o)
+}
+
 /// Read the plan, turn the flags into a request (the overrides of the
 /// plan's keys among it), prepare it (`app::run`), check a resumed
 /// directory, then run it on the terminal.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let source = app::run::read_plan(args.plan.as_deref())?;
     let registry = crate::app::servers::registry(&args.servers_file)?;
-    let mut overrides =
-        super::flags::plan_overrides(&args.on, &args.budget, &args.database, &args.slow)?;
-    overrides.mix = args.mix.clone();
-    overrides.restart = args.restart.restart().map(|r| (r.kind, r.at));
-    overrides.soak = args.soak.soak;
-    overrides.profile = args.profile;
-    overrides.rerun_disturbed = args.rerun_disturbed;
+    let overrides = overrides(&args)?;
     let request = RunRequest {
         plan_path: args.plan.clone(),
         out: args.out.clone(),
@@ -127,4 +132,35 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         )?;
     }
     app::run::execute(prepared, Arc::new(Terminal::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Command};
+    use clap::Parser;
+
+    fn overrides_of(words: &[&str]) -> crate::plan::Overrides {
+        let cli = Cli::try_parse_from(words).unwrap_or_else(|e| panic!("{e}"));
+        match cli.command {
+            Command::Run(a) => super::overrides(&a).unwrap(),
+            _ => panic!("not run"),
+        }
+    }
+
+    /// `run --rerun-disturbed N` reaches the plan's `rerun_disturbed`
+    /// through the overrides; without it the plan's key stays.
+    #[test]
+    fn rerun_disturbed_reaches_the_plan() {
+        let o = overrides_of(&["rackbench", "run", "p.toml", "--rerun-disturbed", "2"]);
+        assert_eq!(o.rerun_disturbed, Some(2));
+        let mut plan = crate::plan::Plan::parse(
+            "name = \"t\"\napps = [\"hello\"]\nservers = [\"puma\"]\n",
+            "t",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        plan.apply(&o, "t").unwrap();
+        assert_eq!(plan.rerun_disturbed, 2);
+        let none = overrides_of(&["rackbench", "run", "p.toml"]);
+        assert_eq!(none.rerun_disturbed, None);
+    }
 }
