@@ -129,7 +129,7 @@ fn steps(steps: &[crate::search::StepResult]) -> Table {
                     Cell::num(Some(st.p99_us as f64)),
                     Cell::num(Some(st.settle_s)).marked("", "s"),
                     match log {
-                        Some(line) => result.sub(line),
+                        Some(line) => result.sub_code(line),
                         None => result,
                     },
                 ])

@@ -102,8 +102,14 @@ fn td(s: &mut String, c: &Column, cell: &Cell) {
         }
         Value::Spread(sp) => s.push_str(&esc(&marked(sp.median))),
     }
-    if let Some(sub) = &cell.sub {
-        let _ = write!(s, "<br><small>{}</small>", esc(sub));
+    match &cell.sub {
+        Some(sub) if cell.sub_code => {
+            let _ = write!(s, "<br><code>{}</code>", esc(sub));
+        }
+        Some(sub) => {
+            let _ = write!(s, "<br><small>{}</small>", esc(sub));
+        }
+        None => {}
     }
     if let Some(a) = &cell.aside {
         let _ = write!(

@@ -226,6 +226,9 @@ pub(super) struct Cell {
     pub swatch: Option<String>,
     /// A second line: in brackets after the text, small under it in HTML.
     pub sub: Option<String>,
+    /// The second line is a log's or a program's text: code under the
+    /// text in HTML.
+    pub sub_code: bool,
     pub aside: Option<Aside>,
 }
 
@@ -238,6 +241,7 @@ impl Cell {
             bad: false,
             swatch: None,
             sub: None,
+            sub_code: false,
             aside: None,
         }
     }
@@ -277,6 +281,15 @@ impl Cell {
     pub fn sub(self, sub: String) -> Cell {
         Cell {
             sub: Some(sub),
+            ..self
+        }
+    }
+
+    /// A second line of a log's or a program's text (code in HTML).
+    pub fn sub_code(self, line: String) -> Cell {
+        Cell {
+            sub: Some(line),
+            sub_code: true,
             ..self
         }
     }
