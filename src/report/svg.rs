@@ -246,6 +246,15 @@ impl Plot {
         );
     }
 
+    /// A ring (no fill) at pixel coordinates.
+    pub fn ring_px(&mut self, x: f64, y: f64, r: f64, color: &str, title: &str) {
+        let _ = write!(
+            self.body,
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"><title>{}</title></circle>",
+            esc(title)
+        );
+    }
+
     /// A vertical whisker from `lo` to `hi` at `x` (min-max across repeats).
     pub fn vwhisker_shift(&mut self, x: f64, shift: f64, lo: f64, hi: f64, color: &str) {
         let (px, a, b) = (self.px(x) + shift, self.py(lo), self.py(hi));
@@ -277,6 +286,26 @@ impl Plot {
             self.top,
             (b - a).max(1.0),
             self.h - self.top - self.bottom,
+            esc(title)
+        );
+    }
+
+    /// A band between two lines over x: (x, low, high) in data
+    /// coordinates, in x order (drawn under).
+    pub fn band(&mut self, pts: &[(f64, f64, f64)], color: &str, opacity: f64, title: &str) {
+        if pts.is_empty() {
+            return;
+        }
+        let upper = pts.iter().map(|(x, _, hi)| (*x, *hi));
+        let lower = pts.iter().rev().map(|(x, lo, _)| (*x, *lo));
+        let d: Vec<String> = upper
+            .chain(lower)
+            .map(|(x, y)| format!("{:.1},{:.1}", self.px(x), self.py(y)))
+            .collect();
+        let _ = write!(
+            self.under,
+            "<polygon points=\"{}\" fill=\"{color}\" fill-opacity=\"{opacity}\" stroke=\"none\"><title>{}</title></polygon>",
+            d.join(" "),
             esc(title)
         );
     }
