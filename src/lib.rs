@@ -21,6 +21,10 @@
 //! - [`report`]: terminal, Markdown, CSV, JSON and HTML reports, built from
 //!   a results directory alone (`store`), never from a live run; the
 //!   mirror's page from its mirror-v1 document alone.
+//! - [`history`]: the same groups over many runs (results directories
+//!   in date order): each point's median and its interval, its verdict
+//!   against a baseline by compare's statistics, the steps between
+//!   neighbouring runs; the history-v1 document.
 //! - [`mirror`]: the traffic-duplicating proxy (primary and shadows) and
 //!   the request recorder; relays what arrives, never drives load itself.
 //! - [`plan`]: plan files, their expansion into trials, and the runner that
@@ -81,6 +85,7 @@ pub mod checks;
 pub mod cli;
 pub mod database;
 pub mod doctor;
+pub mod history;
 pub mod host;
 pub mod k8s;
 pub mod lab;

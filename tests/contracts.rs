@@ -42,6 +42,9 @@
 //! ab-v1.json: `rackbench ab PLAN --a server=base --b server=slow
 //! --max-load 30s --no-pin --seed 38 --json`, the plan of tests/ab.rs
 //! (serve-test at 20 ms and at 21 ms: called slower after 5 rounds);
+//! history-v1.json: `rackbench history runs --metric p99 --json` over ten
+//! runs written as tests/history.rs writes them (the run-trial-v1 sample,
+//! six repeats each, p99 20% higher from the sixth run on);
 //! load-v1-mix.json: `rackbench load URL -c 4 -d 2s --mix
 //! tests/contracts/mix.toml --json` against `rackbench serve-test
 //! --path-delay /slow=5ms`;
@@ -114,6 +117,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("fit-v1", &["fit-v1.json"]),
     ("fits-v1", &["fits-v1.json"]),
     ("ab-v1", &["ab-v1.json"]),
+    ("history-v1", &["history-v1.json"]),
 ];
 
 #[test]
@@ -730,6 +734,20 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/verdict",
             Set(json!("better")),
             "must be one of",
+        ),
+        (
+            "history-v1",
+            "history-v1.json",
+            "/groups/0/points/5/verdict_vs_baseline",
+            Set(json!("worse")),
+            "must be one of",
+        ),
+        (
+            "history-v1",
+            "history-v1.json",
+            "/groups/0/points/0/disturbed",
+            Remove,
+            "missing properties 'disturbed'",
         ),
         (
             "ab-v1",

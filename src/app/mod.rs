@@ -6,6 +6,7 @@
 pub mod ab;
 pub mod breakpoint;
 pub mod fit;
+pub mod history;
 pub mod k8s;
 pub mod load;
 pub mod merge;

@@ -12,6 +12,7 @@ mod compare;
 mod doctor;
 mod fit;
 mod flags;
+mod history;
 mod k8s;
 mod load;
 mod load_options;
@@ -71,6 +72,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Compare two results directories (or two variants of one): change, 95% interval, significance.
     Compare(compare::CompareArgs),
+    /// The same groups over many runs in date order, each against a baseline; exit 1 on a significant regression.
+    History(history::HistoryArgs),
     /// Is B better than A? Paired rounds until the answer is known: faster, slower, equivalent or undecided.
     Ab(Box<ab::AbArgs>),
     /// Vary one thing (workers, threads, a setting, an env variable, nginx workers): each value vs the first, the knee, the USL fit.
@@ -151,6 +154,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Fit(args) => fit::run(*args),
         Command::Report(args) => report::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::History(args) => history::run(args),
         Command::Sweep(args) => sweep::run(*args),
         Command::Ab(args) => ab::run(*args),
         Command::ServeTest(args) => serve_test::run(args),

@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 /// A figure in the metric's own unit, short (a per-endpoint row's in
 /// its metric's).
-fn figure(metric: &str, v: f64) -> String {
+pub(super) fn figure(metric: &str, v: f64) -> String {
     let metric = split_endpoint_metric(metric).map_or(metric, |(_, m)| m);
     match metric {
         "throughput" => format!("{v:.0} rps"),

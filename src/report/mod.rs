@@ -21,6 +21,8 @@ mod csv;
 mod database;
 mod endpoints;
 pub mod fit;
+pub mod history;
+pub mod history_html;
 mod html;
 mod html_bars;
 mod html_breakpoints;

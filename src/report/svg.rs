@@ -246,6 +246,15 @@ impl Plot {
         );
     }
 
+    /// A ring (no fill) at pixel coordinates.
+    pub fn ring_px(&mut self, x: f64, y: f64, r: f64, color: &str, title: &str) {
+        let _ = write!(
+            self.body,
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{r}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"><title>{}</title></circle>",
+            esc(title)
+        );
+    }
+
     /// A vertical whisker from `lo` to `hi` at `x` (min-max across repeats).
     pub fn vwhisker_shift(&mut self, x: f64, shift: f64, lo: f64, hi: f64, color: &str) {
         let (px, a, b) = (self.px(x) + shift, self.py(lo), self.py(hi));

@@ -109,9 +109,10 @@ pub fn compare_in(
     Ok((c, warnings))
 }
 
-/// A side's finished trials by pair key. Errors are for the user (a
-/// selector matching nothing, two variants in one group).
-fn side(side: &Side, study: &Study, warnings: &mut Vec<String>) -> Result<SideSamples, String> {
+/// A side's finished trials by pair key (compare's sides, history's
+/// runs). Errors are for the user (a selector matching nothing, two
+/// variants in one group).
+pub fn side(side: &Side, study: &Study, warnings: &mut Vec<String>) -> Result<SideSamples, String> {
     let trials = study
         .trials()
         .map_err(|e| format!("cannot read {}: {e}", study.root().display()))?;
