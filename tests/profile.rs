@@ -452,6 +452,39 @@ fn a_profiled_trial_on_jruby_is_refused_naming_a_jvm_profiler() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Without rbspy, `rackbench trial --profile` refuses before it starts
+/// anything: the install command, and never "starting puma ...".
+#[test]
+fn trial_profile_without_rbspy_refuses_before_starting_the_server() {
+    if !installed("puma") {
+        return;
+    }
+    let dir = common::work_dir("profile-no-rbspy");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // PATH without rbspy's directories, and a HOME without ~/.cargo/bin.
+    let path: Vec<PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .filter(|d| !d.join("rbspy").exists())
+        .collect();
+    let out = common::rackbench_cmd()
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env("HOME", &home)
+        .args(["trial", "--server", "puma", "--app", "hello", "-d", "1s"])
+        .arg("--work-dir")
+        .arg(dir.join("work"))
+        .arg("--profile")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("rbspy is not installed"), "{err}");
+    assert!(
+        !err.contains("starting"),
+        "said starting before refusing: {err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `rackbench trial --profile` end to end: the `--json` record carries
 /// `profile` with samples, the two methods split in their ratio (the
 /// interval above), and its files sit in the work dir's profile/.
