@@ -596,3 +596,100 @@ fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
     assert!(md.contains("## Why: profiles") && md.contains("| Frame (on-CPU) |"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A profiled plan of two_methods.ru on one unicorn worker, one
+/// labelled side per TWO_METHODS_B (spend_a's loop the same on both),
+/// two repeats each of 3 s.
+fn two_sides_plan(dir: &Path, b_loops: (u64, u64)) -> PathBuf {
+    let plan = dir.join("plan.toml");
+    let side = |label: &str, b: u64| {
+        format!(
+            "[[server]]\nname = \"unicorn\"\nlabel = \"{label}\"\nworkers = [1]\n\
+             env = {{ TWO_METHODS_A = \"{A}\", TWO_METHODS_B = \"{b}\" }}\n\n"
+        )
+    };
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"grown\"\nrepeats = 2\napps = [\"{}\"]\nprofile = true\n\n{}{}\
+             [load]\nconnections = [2]\nduration = \"3s\"\nwarmup = \"1s\"\n",
+            app().display(),
+            side("small", b_loops.0),
+            side("grown", b_loops.1)
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+/// `compare` of two profiled sides where B's spend_b loop is three times
+/// A's: the difference puts TwoMethods.spend_b at the top (and not
+/// spend_a, whose share fell as much but whose milliseconds stayed), grown in
+/// share and in milliseconds per request, in the terminal, Markdown and
+/// HTML (the differential flame graph). Then one run's profile is taken
+/// out of its record, as if it had run without --profile: compare refuses
+/// to pool it with the profiled one, naming why.
+#[test]
+fn compare_puts_the_method_that_grew_at_the_top_of_the_difference() {
+    if !have_rbspy() || !installed("unicorn") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-compare");
+    let plan = two_sides_plan(&dir, (B, 3 * B));
+    let out = dir.join("out");
+    let ran = common::rackbench(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "run two profiled sides");
+    let (a, b) = (
+        format!("{}:label=small", out.display()),
+        format!("{}:label=grown", out.display()),
+    );
+    let page = dir.join("compare.html");
+    let shown = common::rackbench(&["compare", &a, &b, "--html", page.to_str().unwrap()]);
+    common::assert_ran(&shown, "compare");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let at = text.find("why: where the CPU moved").expect(&text);
+    // The line after the table's head: the frame that moved most.
+    let first = (text[at..].lines())
+        .skip_while(|l| !l.contains("frame (own on-CPU work)"))
+        .nth(1)
+        .expect(&text);
+    // rbspy names a module's method without its module.
+    assert!(first.trim_start().starts_with("spend_b - "), "{text}");
+    // Its self share and its milliseconds per request grew: "+N.N" twice.
+    assert_eq!(first.matches(" +").count(), 2, "{first}");
+    let md = common::rackbench(&["compare", &a, &b, "--markdown"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("## Why: where the CPU moved from A to B"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("id=\"profile-difference\"") && html.contains("class=\"flame\""));
+
+    let grown = (std::fs::read_dir(out.join("trials")).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            doc["planned"]["variant"] == "grown"
+        })
+        .unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&grown).unwrap()).unwrap();
+    doc["trial"].as_object_mut().unwrap().remove("profile");
+    std::fs::write(&grown, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let refused = common::rackbench(&["compare", &a, &b]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains("1 profiled and 1 unprofiled runs") && err.contains("not pooled"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -34,6 +34,7 @@ mod markdown;
 mod memory;
 pub mod mirror;
 pub mod profile;
+pub mod profile_diff;
 mod restart;
 mod rows;
 mod runtime;
