@@ -693,3 +693,54 @@ fn compare_puts_the_method_that_grew_at_the_top_of_the_difference() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `breakpoint --profile`: once the search ends (here one level, 2
+/// connections, capped at --max), that level runs again with rbspy on the
+/// server; the breakpoint-v1 document carries its `profile`, the two
+/// methods among its top frames and its files in the work dir.
+#[test]
+fn breakpoint_profile_profiles_the_last_clean_level() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-breakpoint");
+    let app = app();
+    let app_path = format!("/?a={A}&b={B}");
+    let out = common::rackbench(&[
+        "breakpoint",
+        "--server",
+        "puma",
+        "--workers",
+        "2",
+        "--app",
+        app.to_str().unwrap(),
+        "--app-path",
+        &app_path,
+        "--start",
+        "2",
+        "--max",
+        "2",
+        "--probe",
+        "0",
+        "-d",
+        "3s",
+        "--warmup",
+        "1s",
+        "--work-dir",
+        dir.to_str().unwrap(),
+        "--profile",
+        "--json",
+    ]);
+    let doc = common::stdout_json(&out, "breakpoint --profile");
+    assert_eq!(doc["connections"], 2.0, "{doc}");
+    assert_eq!(doc.get("profile_error"), None, "{}", doc["profile_error"]);
+    let p: Profile = serde_json::from_value(doc["profile"].clone()).expect("a profile");
+    assert!(p.samples > 0);
+    assert!(self_samples(&p, "spend_a") > 0.0 && self_samples(&p, "spend_b") > 0.0);
+    for f in &p.files {
+        assert!(f.path.starts_with("profile/"), "{}", f.path);
+        assert!(dir.join(&f.path).is_file(), "{}", f.path);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
