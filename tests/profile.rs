@@ -744,3 +744,145 @@ fn breakpoint_profile_profiles_the_last_clean_level() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `rackbench trial --profile` of two_methods.ru on `server` (with
+/// `extra` flags): a non-empty profile whose processes are the server's
+/// (each a pid of the record's server tree) and whose frames are the
+/// app's Ruby methods.
+fn profiles_a_server_kind(server: &str, extra: &[&str]) {
+    let dir = common::work_dir(&format!("profile-kind-{server}"));
+    let app = app();
+    let app_path = format!("/?a={A}&b={B}");
+    let mut args = vec![
+        "--server",
+        server,
+        "--app",
+        app.to_str().unwrap(),
+        "--app-path",
+        &app_path,
+        "--app-expect-body",
+        "spent",
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "--warmup",
+        "1s",
+        "--profile",
+    ];
+    args.extend_from_slice(extra);
+    let doc = common::trial_json(&dir, &args, &format!("{server} --profile"));
+    assert_eq!(doc.get("profile_error"), None, "{}", doc["profile_error"]);
+    let p: Profile = serde_json::from_value(doc["profile"].clone()).expect("a profile");
+    assert!(p.samples > 0 && !p.processes.is_empty(), "{p:?}");
+    let tree: Vec<u64> = (doc["server_metrics"]["samples"]["per_process"].as_array())
+        .expect("the server's processes")
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .collect();
+    for pid in &p.processes {
+        assert!(
+            tree.contains(&u64::from(*pid)),
+            "pid {pid} is not in {server}'s tree {tree:?}"
+        );
+    }
+    assert!(
+        self_samples(&p, "spend_a") > 0.0 && self_samples(&p, "spend_b") > 0.0,
+        "{server}: the app's methods are not among the frames: {:?}",
+        p.top
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn thin_is_profiled() {
+    if !have_rbspy() || !installed("thin") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("thin", &[]);
+}
+
+#[test]
+fn passenger_is_profiled() {
+    if !have_rbspy() || !installed("passenger") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("passenger", &["--workers", "2"]);
+}
+
+#[test]
+fn webrick_is_profiled() {
+    if !have_rbspy() || !common::have("ruby", "apt-get install ruby-webrick") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("webrick", &[]);
+}
+
+/// uWSGI's Rack plugin: Ruby inside a C process (uwsgi links libruby).
+#[test]
+fn uwsgi_is_profiled() {
+    if !have_rbspy() || !installed("uwsgi") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("uwsgi", &["--workers", "2"]);
+}
+
+/// A Debian 13 root (Ruby 3.3.8): rbspy 0.55 cannot read it (Debian 13's
+/// libruby is stripped and, unlike 3.1's, does not export
+/// ruby_current_vm_ptr, so rbspy finds no VM address), and the trial says
+/// so naming the Ruby's version and rbspy's, with the load's figures
+/// kept; never an empty profile.
+#[test]
+fn a_debian_13_root_is_refused_naming_its_ruby_and_rbspy() {
+    if !have_rbspy() || !common::have("mmdebstrap", "apt-get install mmdebstrap") {
+        return;
+    }
+    let built = common::rackbench(&["runtime", "add", "debian-13"]);
+    if !rackbench::require::require(
+        "the debian-13 runtime",
+        built.status.success(),
+        &format!(
+            "`rackbench runtime add debian-13` failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ),
+    ) {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-debian-13");
+    let doc = common::trial_json(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--runtime",
+            "debian-13",
+            "--app",
+            "hello",
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "--warmup",
+            "1s",
+            "--profile",
+        ],
+        "puma on debian-13 --profile",
+    );
+    assert!(
+        doc["load"]["requests"]["ok"].as_u64() > Some(0),
+        "the load's figures are kept"
+    );
+    assert_eq!(doc.get("profile"), None, "{}", doc["profile"]);
+    let why = doc["profile_error"].as_str().expect("profile_error");
+    let rbspy = format!("rbspy {}", profile::rbspy::VERSION);
+    assert!(
+        why.contains(&format!("{rbspy} cannot read pid")) && why.contains("(3.3."),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
