@@ -408,6 +408,12 @@ fn a_profiled_trial_records_its_counted_window_and_every_worker() {
         .map(|w| w.pid)
         .collect();
     assert_eq!(workers.len(), 2, "{workers:?}");
+    // The master and its two workers: rbspy, a child of rackbench like
+    // the helpers it adopts for a server, is not counted as the server's.
+    let counted: Vec<_> = (rec.server_metrics.samples.per_process.iter())
+        .map(|w| (w.pid, w.role))
+        .collect();
+    assert_eq!(counted.len(), 3, "{counted:?}");
     for w in workers {
         assert!(
             p.samples_by_pid.get(&w) > Some(&0),
