@@ -22,8 +22,18 @@ fn signed(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:+.decimals$}"))
 }
 
+/// Milliseconds: two decimals, four under 1 ms (hello's whole request
+/// takes a few hundredths).
 fn ms(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.2}"))
+    v.map_or("-".into(), |v| format!("{v:.*}", ms_decimals(v)))
+}
+
+fn ms_decimals(v: f64) -> usize {
+    if v.abs() < 1.0 {
+        4
+    } else {
+        2
+    }
 }
 
 /// The changes as a table.
@@ -60,7 +70,10 @@ fn table(d: &ProfileDifference) -> Table {
                 Cell::text(signed(Some(c.self_change_points), 1)),
                 Cell::text(ms(c.cpu_ms_per_request_a)),
                 Cell::text(ms(c.cpu_ms_per_request_b)),
-                Cell::text(signed(c.cpu_change_ms(), 2)),
+                Cell::text(signed(
+                    c.cpu_change_ms(),
+                    c.cpu_change_ms().map_or(2, ms_decimals),
+                )),
             ])
         })
         .collect();
@@ -232,6 +245,11 @@ mod tests {
         );
         let md = markdown(&d);
         assert!(md.contains("| spend_b - app.ru | 25.0% | 50.0% | +25.0 | 2.00 | 6.00 | +4.00 |"));
+        // spend_a: 75% of 8 ms → 50% of 12 ms, unchanged: four decimals.
+        assert!(
+            md.contains("| spend_a - app.ru | 75.0% | 50.0% | -25.0 | 6.00 | 6.00 | +0.0000 |"),
+            "{md}"
+        );
         let html = html(&d);
         assert!(html.contains("class=\"flame\"") && html.contains("profile-difference"));
         assert!(!html.contains("<main>_") && !html.contains("<main> -"));
