@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 
 /// One server test of this file at a time: side by side on a busy
 /// 2-core machine, puma replaced workers mid-trial and rbspy lost its
-/// samples (each test passed alone).
+/// samples (each test passed alone). A test that starts any process takes
+/// it too: the tests share one process, and a lab trial counts (and
+/// profiles) every child rackbench adopted as its server's.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
@@ -300,6 +302,7 @@ fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
     if !have_rbspy() {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-no-ruby");
     let mut child = std::process::Command::new("sleep")
         .arg("30")
@@ -465,6 +468,7 @@ fn trial_profile_without_rbspy_refuses_before_starting_the_server() {
     if !installed("puma") {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-no-rbspy");
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();

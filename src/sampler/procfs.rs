@@ -326,10 +326,14 @@ impl ProcTable {
     }
 }
 
-/// Whether `pid` is an rbspy that `--profile` started: a child of
-/// rackbench, never the server's.
+/// Whether `pid`, a child of rackbench, is its own: an rbspy that
+/// `--profile` started, or a child still between fork and exec (its
+/// program rackbench's own, as an rbspy is for a moment), never the
+/// server's.
 fn is_profiler(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rbspy")
+        || exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
 /// The root and all its descendants, root first; empty if `root` is not
