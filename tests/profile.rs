@@ -896,3 +896,53 @@ fn a_debian_13_root_is_refused_naming_its_ruby_and_rbspy() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `ab --profile`: its two sides' difference is printed and written
+/// beside its report, spend_b (tripled on B) on top.
+#[test]
+fn ab_profile_writes_the_difference_of_its_sides() {
+    if !have_rbspy() || !installed("unicorn") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-ab");
+    let out = dir.join("out");
+    let (app, a) = (app(), format!("TWO_METHODS_A={A}"));
+    let vary = format!("env.TWO_METHODS_B={B},{}", 3 * B);
+    let ran = common::rackbench(&[
+        "ab",
+        "--server",
+        "unicorn",
+        "--workers",
+        "1",
+        "--app",
+        app.to_str().unwrap(),
+        "--env",
+        &a,
+        "--vary",
+        &vary,
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--warmup",
+        "1s",
+        "--max-load",
+        "8s",
+        "--rerun-disturbed",
+        "0",
+        "--profile",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "ab --profile");
+    let md = std::fs::read_to_string(out.join("profile-difference.md")).unwrap();
+    let first = (md.lines())
+        .skip_while(|l| !l.starts_with("|:--"))
+        .nth(1)
+        .expect(&md);
+    assert!(first.starts_with("| spend_b - "), "{md}");
+    let html = std::fs::read_to_string(out.join("profile-difference.html")).unwrap();
+    assert!(html.contains("class=\"flame\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
