@@ -5,6 +5,10 @@
 //! the two in that ratio within sampling error; every worker's pid is
 //! among those sampled, a worker forked during the window too; the files
 //! are written. A tree without Ruby is refused, naming what it runs.
+//! Then the commands: trial, run, breakpoint, compare's and ab's
+//! difference (the method whose loop grew on top), every MRI server kind,
+//! and the refusals (JRuby, no rbspy, Debian 13's Ruby that rbspy 0.55
+//! cannot read).
 //!
 //! The interval: the share of `spend_a` among the two methods' samples
 //! is read as a binomial proportion of n samples; it must lie within 4
