@@ -5,6 +5,10 @@
 //! the two in that ratio within sampling error; every worker's pid is
 //! among those sampled, a worker forked during the window too; the files
 //! are written. A tree without Ruby is refused, naming what it runs.
+//! Then the commands: trial, run, breakpoint, compare's and ab's
+//! difference (the method whose loop grew on top), every MRI server kind,
+//! and the refusals (JRuby, no rbspy, Debian 13's Ruby that rbspy 0.55
+//! cannot read).
 //!
 //! The interval: the share of `spend_a` among the two methods' samples
 //! is read as a binomial proportion of n samples; it must lie within 4
@@ -26,7 +30,9 @@ use std::time::{Duration, Instant};
 
 /// One server test of this file at a time: side by side on a busy
 /// 2-core machine, puma replaced workers mid-trial and rbspy lost its
-/// samples (each test passed alone).
+/// samples (each test passed alone). A test that starts any process takes
+/// it too: the tests share one process, and a lab trial counts (and
+/// profiles) every child rackbench adopted as its server's.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
@@ -300,6 +306,7 @@ fn a_tree_without_ruby_is_refused_naming_what_it_runs() {
     if !have_rbspy() {
         return;
     }
+    let _serial = one_at_a_time();
     let dir = common::work_dir("profile-no-ruby");
     let mut child = std::process::Command::new("sleep")
         .arg("30")
@@ -408,6 +415,12 @@ fn a_profiled_trial_records_its_counted_window_and_every_worker() {
         .map(|w| w.pid)
         .collect();
     assert_eq!(workers.len(), 2, "{workers:?}");
+    // The master and its two workers: rbspy, a child of rackbench like
+    // the helpers it adopts for a server, is not counted as the server's.
+    let counted: Vec<_> = (rec.server_metrics.samples.per_process.iter())
+        .map(|w| (w.pid, w.role))
+        .collect();
+    assert_eq!(counted.len(), 3, "{counted:?}");
     for w in workers {
         assert!(
             p.samples_by_pid.get(&w) > Some(&0),
@@ -449,6 +462,40 @@ fn a_profiled_trial_on_jruby_is_refused_naming_a_jvm_profiler() {
         "{msg}"
     );
     assert!(!dir.join("profiles").exists(), "nothing was started");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Without rbspy, `rackbench trial --profile` refuses before it starts
+/// anything: the install command, and never "starting puma ...".
+#[test]
+fn trial_profile_without_rbspy_refuses_before_starting_the_server() {
+    if !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-no-rbspy");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // PATH without rbspy's directories, and a HOME without ~/.cargo/bin.
+    let path: Vec<PathBuf> = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .filter(|d| !d.join("rbspy").exists())
+        .collect();
+    let out = common::rackbench_cmd()
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env("HOME", &home)
+        .args(["trial", "--server", "puma", "--app", "hello", "-d", "1s"])
+        .arg("--work-dir")
+        .arg(dir.join("work"))
+        .arg("--profile")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("rbspy is not installed"), "{err}");
+    assert!(
+        !err.contains("starting"),
+        "said starting before refusing: {err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -561,5 +608,345 @@ fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
     );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Why: profiles") && md.contains("| Frame (on-CPU) |"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A profiled plan of two_methods.ru on one unicorn worker, one
+/// labelled side per TWO_METHODS_B (spend_a's loop the same on both),
+/// two repeats each of 3 s.
+fn two_sides_plan(dir: &Path, b_loops: (u64, u64)) -> PathBuf {
+    let plan = dir.join("plan.toml");
+    let side = |label: &str, b: u64| {
+        format!(
+            "[[server]]\nname = \"unicorn\"\nlabel = \"{label}\"\nworkers = [1]\n\
+             env = {{ TWO_METHODS_A = \"{A}\", TWO_METHODS_B = \"{b}\" }}\n\n"
+        )
+    };
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"grown\"\nrepeats = 2\napps = [\"{}\"]\nprofile = true\n\n{}{}\
+             [load]\nconnections = [2]\nduration = \"3s\"\nwarmup = \"1s\"\n",
+            app().display(),
+            side("small", b_loops.0),
+            side("grown", b_loops.1)
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+/// `compare` of two profiled sides where B's spend_b loop is three times
+/// A's: the difference puts TwoMethods.spend_b at the top (and not
+/// spend_a, whose share fell as much but whose milliseconds stayed), grown in
+/// share and in milliseconds per request, in the terminal, Markdown and
+/// HTML (the differential flame graph). Then one run's profile is taken
+/// out of its record, as if it had run without --profile: compare refuses
+/// to pool it with the profiled one, naming why.
+#[test]
+fn compare_puts_the_method_that_grew_at_the_top_of_the_difference() {
+    if !have_rbspy() || !installed("unicorn") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-compare");
+    let plan = two_sides_plan(&dir, (B, 3 * B));
+    let out = dir.join("out");
+    let ran = common::rackbench(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "run two profiled sides");
+    let (a, b) = (
+        format!("{}:label=small", out.display()),
+        format!("{}:label=grown", out.display()),
+    );
+    let page = dir.join("compare.html");
+    let shown = common::rackbench(&["compare", &a, &b, "--html", page.to_str().unwrap()]);
+    common::assert_ran(&shown, "compare");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let at = text.find("why: where the CPU moved").expect(&text);
+    // The line after the table's head: the frame that moved most.
+    let first = (text[at..].lines())
+        .skip_while(|l| !l.contains("frame (own on-CPU work)"))
+        .nth(1)
+        .expect(&text);
+    // rbspy names a module's method without its module.
+    assert!(first.trim_start().starts_with("spend_b - "), "{text}");
+    // Its self share and its milliseconds per request grew: "+N.N" twice.
+    assert_eq!(first.matches(" +").count(), 2, "{first}");
+    let md = common::rackbench(&["compare", &a, &b, "--markdown"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("## Why: where the CPU moved from A to B"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("id=\"profile-difference\"") && html.contains("class=\"flame\""));
+
+    let grown = (std::fs::read_dir(out.join("trials")).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            doc["planned"]["variant"] == "grown"
+        })
+        .unwrap();
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&grown).unwrap()).unwrap();
+    doc["trial"].as_object_mut().unwrap().remove("profile");
+    std::fs::write(&grown, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let refused = common::rackbench(&["compare", &a, &b]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains("1 profiled and 1 unprofiled runs") && err.contains("not pooled"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `breakpoint --profile`: once the search ends (here one level, 2
+/// connections, capped at --max), that level runs again with rbspy on the
+/// server; the breakpoint-v1 document carries its `profile`, the two
+/// methods among its top frames and its files in the work dir.
+#[test]
+fn breakpoint_profile_profiles_the_last_clean_level() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-breakpoint");
+    let app = app();
+    let app_path = format!("/?a={A}&b={B}");
+    let out = common::rackbench(&[
+        "breakpoint",
+        "--server",
+        "puma",
+        "--workers",
+        "2",
+        "--app",
+        app.to_str().unwrap(),
+        "--app-path",
+        &app_path,
+        "--start",
+        "2",
+        "--max",
+        "2",
+        "--probe",
+        "0",
+        "-d",
+        "3s",
+        "--warmup",
+        "1s",
+        "--work-dir",
+        dir.to_str().unwrap(),
+        "--profile",
+        "--json",
+    ]);
+    let doc = common::stdout_json(&out, "breakpoint --profile");
+    assert_eq!(doc["connections"], 2.0, "{doc}");
+    assert_eq!(doc.get("profile_error"), None, "{}", doc["profile_error"]);
+    let p: Profile = serde_json::from_value(doc["profile"].clone()).expect("a profile");
+    assert!(p.samples > 0);
+    assert!(self_samples(&p, "spend_a") > 0.0 && self_samples(&p, "spend_b") > 0.0);
+    for f in &p.files {
+        assert!(f.path.starts_with("profile/"), "{}", f.path);
+        assert!(dir.join(&f.path).is_file(), "{}", f.path);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `rackbench trial --profile` of two_methods.ru on `server` (with
+/// `extra` flags): a non-empty profile whose processes are the server's
+/// (each a pid of the record's server tree) and whose frames are the
+/// app's Ruby methods.
+fn profiles_a_server_kind(server: &str, extra: &[&str]) {
+    let dir = common::work_dir(&format!("profile-kind-{server}"));
+    let app = app();
+    let app_path = format!("/?a={A}&b={B}");
+    let mut args = vec![
+        "--server",
+        server,
+        "--app",
+        app.to_str().unwrap(),
+        "--app-path",
+        &app_path,
+        "--app-expect-body",
+        "spent",
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "--warmup",
+        "1s",
+        "--profile",
+    ];
+    args.extend_from_slice(extra);
+    let doc = common::trial_json(&dir, &args, &format!("{server} --profile"));
+    assert_eq!(doc.get("profile_error"), None, "{}", doc["profile_error"]);
+    let p: Profile = serde_json::from_value(doc["profile"].clone()).expect("a profile");
+    assert!(p.samples > 0 && !p.processes.is_empty(), "{p:?}");
+    let tree: Vec<u64> = (doc["server_metrics"]["samples"]["per_process"].as_array())
+        .expect("the server's processes")
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .collect();
+    for pid in &p.processes {
+        assert!(
+            tree.contains(&u64::from(*pid)),
+            "pid {pid} is not in {server}'s tree {tree:?}"
+        );
+    }
+    assert!(
+        self_samples(&p, "spend_a") > 0.0 && self_samples(&p, "spend_b") > 0.0,
+        "{server}: the app's methods are not among the frames: {:?}",
+        p.top
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn thin_is_profiled() {
+    if !have_rbspy() || !installed("thin") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("thin", &[]);
+}
+
+#[test]
+fn passenger_is_profiled() {
+    if !have_rbspy() || !installed("passenger") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("passenger", &["--workers", "2"]);
+}
+
+#[test]
+fn webrick_is_profiled() {
+    if !have_rbspy() || !common::have("ruby", "apt-get install ruby-webrick") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("webrick", &[]);
+}
+
+/// uWSGI's Rack plugin: Ruby inside a C process (uwsgi links libruby).
+#[test]
+fn uwsgi_is_profiled() {
+    if !have_rbspy() || !installed("uwsgi") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    profiles_a_server_kind("uwsgi", &["--workers", "2"]);
+}
+
+/// A Debian 13 root (Ruby 3.3.8): rbspy 0.55 cannot read it (Debian 13's
+/// libruby is stripped and, unlike 3.1's, does not export
+/// ruby_current_vm_ptr, so rbspy finds no VM address), and the trial says
+/// so naming the Ruby's version and rbspy's, with the load's figures
+/// kept; never an empty profile.
+#[test]
+fn a_debian_13_root_is_refused_naming_its_ruby_and_rbspy() {
+    if !have_rbspy() || !common::have("mmdebstrap", "apt-get install mmdebstrap") {
+        return;
+    }
+    let built = common::rackbench(&["runtime", "add", "debian-13"]);
+    if !rackbench::require::require(
+        "the debian-13 runtime",
+        built.status.success(),
+        &format!(
+            "`rackbench runtime add debian-13` failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ),
+    ) {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-debian-13");
+    let doc = common::trial_json(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--runtime",
+            "debian-13",
+            "--app",
+            "hello",
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "--warmup",
+            "1s",
+            "--profile",
+        ],
+        "puma on debian-13 --profile",
+    );
+    assert!(
+        doc["load"]["requests"]["ok"].as_u64() > Some(0),
+        "the load's figures are kept"
+    );
+    assert_eq!(doc.get("profile"), None, "{}", doc["profile"]);
+    let why = doc["profile_error"].as_str().expect("profile_error");
+    let rbspy = format!("rbspy {}", profile::rbspy::VERSION);
+    assert!(
+        why.contains(&format!("{rbspy} cannot read pid")) && why.contains("(3.3."),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ab --profile`: its two sides' difference is printed and written
+/// beside its report, spend_b (tripled on B) on top.
+#[test]
+fn ab_profile_writes_the_difference_of_its_sides() {
+    if !have_rbspy() || !installed("unicorn") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-ab");
+    let out = dir.join("out");
+    let (app, a) = (app(), format!("TWO_METHODS_A={A}"));
+    let vary = format!("env.TWO_METHODS_B={B},{}", 3 * B);
+    let ran = common::rackbench(&[
+        "ab",
+        "--server",
+        "unicorn",
+        "--workers",
+        "1",
+        "--app",
+        app.to_str().unwrap(),
+        "--env",
+        &a,
+        "--vary",
+        &vary,
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--warmup",
+        "1s",
+        "--max-load",
+        "8s",
+        "--rerun-disturbed",
+        "0",
+        "--profile",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "ab --profile");
+    let md = std::fs::read_to_string(out.join("profile-difference.md")).unwrap();
+    let first = (md.lines())
+        .skip_while(|l| !l.starts_with("|:--"))
+        .nth(1)
+        .expect(&md);
+    assert!(first.starts_with("| spend_b - "), "{md}");
+    let html = std::fs::read_to_string(out.join("profile-difference.html")).unwrap();
+    assert!(html.contains("class=\"flame\""));
     let _ = std::fs::remove_dir_all(&dir);
 }

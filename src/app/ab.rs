@@ -157,6 +157,15 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
             p.out.display()
         ));
     }
+    let sides = (
+        (a.group.as_str(), labels.0.as_str()),
+        (b.group.as_str(), labels.1.as_str()),
+    );
+    match crate::report::profile_diff::write_ab(&ran.result.study, sides.0, sides.1) {
+        Ok(Some(lines)) => sink.note(lines.trim_end()),
+        Ok(None) => {}
+        Err(e) => sink.note(&format!("warning: no profile difference: {e}")),
+    }
     if let End::Failed(why) = &ran.outcome.end {
         sink.note(&format!("the A/B stopped: {why}"));
     }

@@ -42,6 +42,13 @@ pub struct Output<'a> {
     pub method: String,
     pub search: &'a SearchConfig,
     pub steps: &'a [StepResult],
+    /// `--profile`: the trial at the break point, profiled (absent
+    /// without --profile or when none could be made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
+    /// Why `--profile` made no profile, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_error: Option<String>,
 }
 
 /// One line per step, as the search goes.
@@ -198,6 +205,24 @@ pub fn lab_steps(
             r
         }),
     )
+}
+
+/// `--profile`: one more full step at `level`, the last clean one (where
+/// the server is at its limit), with rbspy on the server over its counted
+/// window; files in the work dir's `profile/`. The profile, or why none.
+pub fn profile_level(
+    spec: &TrialSpec,
+    step_load: &StepLoad,
+    level: f64,
+    ask: crate::lab::spec::ProfileAsk,
+) -> Result<crate::profile::Profile, String> {
+    let mut s = spec.at_step(step_load, level, StepKind::Full, spec.dir.join("profiled"));
+    s.profile = Some(ask);
+    let rec = run_trial(s).map_err(|e| e.to_string())?;
+    match (rec.profile, rec.profile_error) {
+        (Some(p), _) => Ok(p),
+        (None, why) => Err(why.unwrap_or_else(|| "the trial made no profile".into())),
+    }
 }
 
 /// The search's result as text: one line (two when the first failing

@@ -2,11 +2,14 @@
 //! with no errors, on a running server's URL or on one the lab starts.
 
 use super::load_options::LoadOptions;
-use super::server_options::ServerOptions;
+use super::server_options::{ProfileFlags, ServerOptions};
 use super::usage;
 use crate::app::breakpoint::{self, OnUrl};
 use crate::app::os::stop_on_signals;
 use crate::app::sink::{Sink, Terminal};
+use crate::lab::spec::ProfileAsk;
+use crate::lab::trial::TrialSpec;
+use crate::profile::Profile;
 use crate::search::{self, Breakpoint, SearchConfig, StepLoad};
 use anyhow::Result;
 use clap::Args;
@@ -61,6 +64,11 @@ pub struct BreakpointArgs {
     /// Print one JSON document (rackbench/breakpoint-v1).
     #[arg(long)]
     pub json: bool,
+    /// With --server: once the break point is found, run its level again
+    /// with --profile (the last clean level, where the server is at its
+    /// limit).
+    #[command(flatten)]
+    pub profile: ProfileFlags,
 }
 
 pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
@@ -97,6 +105,14 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     };
     let sink: Arc<dyn Sink> = Arc::new(Terminal::new());
     let quiet = args.json;
+    if args.profile.profile && args.url.is_some() {
+        return Err(usage(
+            "--profile needs --server: rackbench profiles the server it starts (for a running \
+             server, run rbspy on its pid yourself)"
+                .into(),
+        ));
+    }
+    let mut profiled = None;
     let (target, mut step) = match &args.url {
         Some(url) => {
             let base = args.load.to_config(url, args.load_threads)?;
@@ -113,6 +129,7 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             let spec =
                 args.server
                     .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
+            profiled = profile_spec(&args.profile, &spec)?;
             breakpoint::lab_steps(spec, step_load, quiet, &sink)
         }
     };
@@ -126,6 +143,12 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         }
         None => search::find_breakpoint(&cfg, &mut step, stop),
     };
+    let profile = match (profiled, result.level) {
+        (Some(p), Some(level)) if !interrupt.load(Ordering::Relaxed) => {
+            Some(profile_at(p, level, step_load, quiet, &sink))
+        }
+        _ => None,
+    };
     let out = breakpoint::Output {
         schema: search::SCHEMA,
         target,
@@ -138,24 +161,14 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         failed_at: result.failed_at,
         capped: result.capped,
         confirmed: result.confirmed,
-        method: args.linear.map_or(
-            format!(
-                "grow x{} then bisect to {}%{}",
-                args.growth,
-                args.resolution * 100.0,
-                if cfg.probe_s > 0.0 {
-                    format!(
-                        ", probing {}s per level and confirming in full",
-                        cfg.probe_s
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            |s| format!("linear steps of {s}"),
-        ),
+        method: method(&args, &cfg),
         search: &cfg,
         steps: &result.steps,
+        profile: profile
+            .as_ref()
+            .and_then(|p| p.as_ref().ok())
+            .map(|p| p.0.clone()),
+        profile_error: profile.as_ref().and_then(|p| p.as_ref().err()).cloned(),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -164,10 +177,71 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
             "{}",
             breakpoint::result_text(&out, &result, interrupt.load(Ordering::Relaxed))
         );
+        if let Some(p) = &profile {
+            print!("{}", profile_lines(p));
+        }
     }
     Ok(if interrupt.load(Ordering::Relaxed) {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--profile`: the spec of the profiled run at the break point, its
+/// refusals (no rbspy, JRuby) said now rather than after the search.
+fn profile_spec(flags: &ProfileFlags, spec: &TrialSpec) -> Result<Option<(TrialSpec, ProfileAsk)>> {
+    let Some(ask) = flags.ask(&spec.dir) else {
+        return Ok(None);
+    };
+    let mut checked = spec.clone();
+    checked.profile = Some(ask.clone());
+    crate::lab::spec::validate(&checked)?;
+    Ok(Some((spec.clone(), ask)))
+}
+
+/// The break point's level run again, profiled: the profile and the work
+/// dir its files are in, or why there is none.
+fn profile_at(
+    (spec, ask): (TrialSpec, ProfileAsk),
+    level: f64,
+    step_load: StepLoad,
+    quiet: bool,
+    sink: &Arc<dyn Sink>,
+) -> Result<(Profile, String), String> {
+    if !quiet {
+        sink.note(&format!(
+            "profiling the break point: {level:.0} again, with rbspy"
+        ));
+    }
+    let dir = spec.dir.display().to_string();
+    breakpoint::profile_level(&spec, &step_load, level, ask).map(|p| (p, dir))
+}
+
+/// The profile's lines under the result, or why there is none.
+fn profile_lines(p: &Result<(Profile, String), String>) -> String {
+    match p {
+        Ok((p, dir)) => crate::report::profile::trial_lines(p, dir),
+        Err(why) => format!("  profile:     none: {why}\n"),
+    }
+}
+
+/// How the search went, in words: the record's `method`.
+fn method(args: &BreakpointArgs, cfg: &SearchConfig) -> String {
+    args.linear.map_or(
+        format!(
+            "grow x{} then bisect to {}%{}",
+            args.growth,
+            args.resolution * 100.0,
+            if cfg.probe_s > 0.0 {
+                format!(
+                    ", probing {}s per level and confirming in full",
+                    cfg.probe_s
+                )
+            } else {
+                String::new()
+            }
+        ),
+        |s| format!("linear steps of {s}"),
+    )
 }

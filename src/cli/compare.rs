@@ -6,8 +6,9 @@
 
 use super::usage;
 use crate::report::compare as show;
+use crate::report::profile_diff;
 use crate::stats::compare::{check_metric, Comparison, FailIf, Side};
-use crate::store::samples::{compare_in, parse_side};
+use crate::store::samples::{compare_in, parse_side, profile_differences};
 use crate::store::study::Study;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -96,15 +97,20 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     for w in warnings {
         eprintln!("warning: {w}");
     }
+    // Where the CPU moved, for the groups both sides profiled.
+    let diffs = match (&sa, sb) {
+        (Ok(sa), Ok(sb)) => profile_differences((&a, sa), (&b, sb)).map_err(usage)?,
+        _ => Vec::new(),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&c)?);
     } else if args.markdown {
-        print!("{}", show::markdown(&c));
+        print!("{}{}", show::markdown(&c), profile_diff::markdown(&diffs));
     } else {
-        print!("{}", show::terminal(&c));
+        print!("{}{}", show::terminal(&c), profile_diff::terminal(&diffs));
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, show::page(&c))
+        std::fs::write(path, show::page_with(&c, &profile_diff::html(&diffs)))
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }

@@ -74,6 +74,8 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
     }
     apply_soak(&args.soak, &args.load, &mut spec)?;
     spec.profile = args.profile.ask(&spec.dir);
+    // Refused (no rbspy, a JRuby server, ...) before "starting" is said.
+    crate::lab::spec::validate(&spec)?;
     if !args.json {
         eprintln!("starting {} with {} ...", spec.server.name, spec.app.name);
         if let Some(s) = &spec.soak {

@@ -14,6 +14,7 @@
 use super::spec::ProfileAsk;
 use crate::load::window::Window;
 use crate::profile::{Profile, ProfileSpec, Recording};
+use crate::sampler::{direct_children, Scope};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -34,14 +35,14 @@ pub(super) struct ProfileWatch {
 
 impl ProfileWatch {
     /// Waits (on a thread) for `window` to open, then profiles the trees
-    /// of `roots`.
+    /// of `scope` as they are then.
     pub(super) fn start(
         ask: &ProfileAsk,
-        roots: Vec<u32>,
+        scope: Scope,
         window: Arc<OnceLock<Arc<Window>>>,
     ) -> ProfileWatch {
-        let spec = ProfileSpec {
-            roots,
+        let mut spec = ProfileSpec {
+            roots: Vec::new(),
             rate_hz: ask.rate_hz,
             results_dir: ask.results_dir.clone(),
             subdir: ask.subdir.clone(),
@@ -60,6 +61,7 @@ impl ProfileWatch {
                 }
                 std::thread::sleep(POLL);
             }
+            spec.roots = tops(&scope);
             let recording = Recording::start(spec).map_err(|e| e.to_string())?;
             while !stopped() {
                 std::thread::sleep(POLL);
@@ -75,4 +77,19 @@ impl ProfileWatch {
         self.stop.store(true, Ordering::Relaxed);
         (self.handle.join()).unwrap_or_else(|_| Err("the profiler's thread failed".into()))
     }
+}
+
+/// The top of each tree of the server's scope, now: its root, and each
+/// process rackbench adopted for it (another instance; a helper the server
+/// daemonized: Passenger's watchdog, whose core spawns the app's Ruby
+/// processes, lands there, outside the root's tree).
+fn tops(scope: &Scope) -> Vec<u32> {
+    let mut out = vec![scope.root];
+    if let Some(parent) = scope.adopted_by {
+        out.extend(
+            (direct_children(parent).into_iter())
+                .filter(|&p| p != scope.root && !scope.exclude.contains(&p)),
+        );
+    }
+    out
 }

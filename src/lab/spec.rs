@@ -217,7 +217,7 @@ impl TrialSpec {
 }
 
 /// Refuses what the server cannot do, before anything starts.
-pub(super) fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
+pub fn validate(spec: &TrialSpec) -> Result<(), TrialError> {
     let s = &spec.server;
     let unsupported = |what: String, fix: String| TrialError::Unsupported {
         server: s.name.clone(),

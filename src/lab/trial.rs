@@ -209,7 +209,7 @@ fn load_while_watching(
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
     let window = watchers.window();
     let profiling = (spec.profile.as_ref())
-        .map(|ask| ProfileWatch::start(ask, servers.started.pids(), watchers.window()));
+        .map(|ask| ProfileWatch::start(ask, servers.server_scope(), watchers.window()));
     let restarter = restart.map(|(r, kind, pidfile, command)| {
         let plan = restart::Plan {
             kind,

@@ -251,16 +251,36 @@ pub struct FrameChange {
     /// Of the samples the frame is anywhere in (once per sample), 0..1.
     pub total_share_a: f64,
     pub total_share_b: f64,
-    /// B − A, in points of share.
+    /// B − A of the total share, in points.
     pub change_points: f64,
-    /// Its CPU per request on each side: its share × the side's CPU per
-    /// request (None where a side's CPU per request is not known).
+    /// Of the samples the frame is the innermost of (its own code), 0..1.
+    pub self_share_a: f64,
+    pub self_share_b: f64,
+    /// B − A of the self share, in points.
+    pub self_change_points: f64,
+    /// Its own CPU per request on each side (ms): its self share × the
+    /// side's server CPU per request (None where a side's is not known).
     pub cpu_ms_per_request_a: Option<f64>,
     pub cpu_ms_per_request_b: Option<f64>,
 }
 
-/// The `limit` frames whose total share moved most from A to B, largest
-/// move first; `cpu_a`, `cpu_b`: each side's server CPU per request (ms).
+impl FrameChange {
+    /// B − A of its own CPU per request (ms), when both sides know theirs.
+    pub fn cpu_change_ms(&self) -> Option<f64> {
+        Some(self.cpu_ms_per_request_b? - self.cpu_ms_per_request_a?)
+    }
+}
+
+/// The `limit` frames whose own work moved most from A to B (of those
+/// with any: a frame never innermost on either side is left out); `cpu_a`,
+/// `cpu_b`: each side's server CPU per request (ms). Ranked by the change
+/// of their own CPU per request when both sides know it, else by the
+/// change of their self share: shares alone cannot tell the frame that
+/// grew from the ones that kept their work while it grew (all shares sum
+/// to 1, so one frame's gain is the others' loss). Self rather than total
+/// share, because every frame below the app (the server's loop, Rack's
+/// call) holds nearly all the samples and would take the whole change of
+/// the server's CPU per request.
 pub fn changes(
     a_collapsed: &str,
     b_collapsed: &str,
@@ -273,46 +293,63 @@ pub fn changes(
         totals(&parse_collapsed(b_collapsed)),
     );
     let names: BTreeSet<&String> = a.0.keys().chain(b.0.keys()).collect();
-    let share = |t: &(BTreeMap<String, u64>, u64), f: &String| {
-        t.0.get(f).copied().unwrap_or(0) as f64 / t.1.max(1) as f64
+    let share = |m: &BTreeMap<String, u64>, all: u64, f: &String| {
+        m.get(f).copied().unwrap_or(0) as f64 / all.max(1) as f64
     };
     let mut out: Vec<FrameChange> = names
         .into_iter()
         .map(|f| {
-            let (sa, sb) = (share(&a, f), share(&b, f));
+            let (ta, tb) = (share(&a.0, a.2, f), share(&b.0, b.2, f));
+            let (sa, sb) = (share(&a.1, a.2, f), share(&b.1, b.2, f));
             FrameChange {
                 frame: f.clone(),
-                total_share_a: sa,
-                total_share_b: sb,
-                change_points: (sb - sa) * 100.0,
+                total_share_a: ta,
+                total_share_b: tb,
+                change_points: (tb - ta) * 100.0,
+                self_share_a: sa,
+                self_share_b: sb,
+                self_change_points: (sb - sa) * 100.0,
                 cpu_ms_per_request_a: cpu_a.map(|c| c * sa),
                 cpu_ms_per_request_b: cpu_b.map(|c| c * sb),
             }
         })
+        // A frame with no work of its own on either side moved nothing.
+        .filter(|c| c.self_share_a > 0.0 || c.self_share_b > 0.0)
         .collect();
+    let key = |c: &FrameChange| c.cpu_change_ms().unwrap_or(c.self_change_points).abs();
     out.sort_by(|x, y| {
-        y.change_points
-            .abs()
-            .total_cmp(&x.change_points.abs())
+        key(y)
+            .total_cmp(&key(x))
+            .then(
+                y.self_change_points
+                    .abs()
+                    .total_cmp(&x.self_change_points.abs()),
+            )
+            .then(y.change_points.abs().total_cmp(&x.change_points.abs()))
             .then(x.frame.cmp(&y.frame))
     });
     out.truncate(limit);
     out
 }
 
-/// Per frame, the samples it is anywhere in (once per sample), and the
-/// samples in all.
-fn totals(stacks: &BTreeMap<Vec<String>, u64>) -> (BTreeMap<String, u64>, u64) {
-    let mut per = BTreeMap::new();
+/// Per frame, the samples it is anywhere in (once per sample) and those
+/// it is the innermost of, and the samples in all.
+type Totals = (BTreeMap<String, u64>, BTreeMap<String, u64>, u64);
+
+fn totals(stacks: &BTreeMap<Vec<String>, u64>) -> Totals {
+    let (mut per, mut own) = (BTreeMap::new(), BTreeMap::new());
     let mut all = 0;
     for (stack, &n) in stacks {
         all += n;
+        if let Some(leaf) = stack.last() {
+            *own.entry(leaf.clone()).or_default() += n;
+        }
         let unique: BTreeSet<&String> = stack.iter().collect();
         for f in unique {
             *per.entry(f.clone()).or_default() += n;
         }
     }
-    (per, all)
+    (per, own, all)
 }
 
 #[cfg(test)]
@@ -383,16 +420,32 @@ mod tests {
     }
 
     #[test]
-    fn changes_rank_frames_by_their_move_in_points_and_cpu_per_request() {
+    fn changes_rank_frames_by_their_own_cpu_per_request() {
         let c = changes(A, B, Some(10.0), Some(14.0), 3);
+        // spend_b's own CPU: 10/50 of 10 ms → 30/70 of 14 ms, 2 → 6 ms.
         assert_eq!(c[0].frame, "spend_b");
         assert!((c[0].change_points - 22.857).abs() < 0.01);
+        assert!((c[0].self_change_points - 22.857).abs() < 0.01);
         assert!((c[0].cpu_ms_per_request_a.unwrap() - 2.0).abs() < 1e-9);
         assert!((c[0].cpu_ms_per_request_b.unwrap() - 6.0).abs() < 1e-9);
+        assert!((c[0].cpu_change_ms().unwrap() - 4.0).abs() < 1e-9);
+        // spend_a kept its CPU per request (6 ms) while its share fell;
+        // main, at the bottom of every stack, has no work of its own.
         assert_eq!(c[1].frame, "spend_a");
-        // spend_a kept its CPU per request (6 ms) while its share fell.
-        assert!((c[1].cpu_ms_per_request_a.unwrap() - 6.0).abs() < 1e-9);
-        assert!((c[1].cpu_ms_per_request_b.unwrap() - 6.0).abs() < 1e-9);
+        assert!((c[1].cpu_change_ms().unwrap()).abs() < 1e-9);
+        assert!((c[1].self_change_points + 17.143).abs() < 0.01);
+        assert_eq!(c[2].frame, "idle");
         assert_eq!(c.len(), 3);
+        // main and serve are never innermost: no work of their own.
+        assert_eq!(changes(A, B, Some(10.0), Some(14.0), 10).len(), 3);
+    }
+
+    #[test]
+    fn without_cpu_per_request_changes_rank_by_self_share() {
+        let c = changes(A, B, None, Some(14.0), 2);
+        assert_eq!(c[0].frame, "spend_b");
+        assert_eq!(c[0].cpu_ms_per_request_a, None);
+        assert_eq!(c[0].cpu_change_ms(), None);
+        assert_eq!(c[1].frame, "spend_a");
     }
 }

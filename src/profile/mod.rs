@@ -50,8 +50,9 @@ pub const TOP_FRAMES: usize = 20;
 /// What to profile and where its files go.
 #[derive(Debug, Clone)]
 pub struct ProfileSpec {
-    /// The server's main processes (one per copy of the server): each
-    /// one's tree is profiled.
+    /// The tops of the server's trees (one per copy of the server, and
+    /// each helper it daemonized): each one's Ruby processes are profiled,
+    /// a tree without Ruby passed over.
     pub roots: Vec<u32>,
     pub rate_hz: u32,
     /// The results directory `files` are named relative to.
@@ -78,9 +79,19 @@ impl Recording {
     pub fn start(spec: ProfileSpec) -> Result<Recording, ProfileError> {
         let bin = rbspy::find().ok_or(ProfileError::Missing)?;
         let profiler = rbspy::version(&bin).unwrap_or_else(|| "rbspy (version unknown)".into());
+        // A tree without Ruby (a helper the server daemonized) is passed
+        // over; none with Ruby at all is the error.
         let mut roots = BTreeMap::new();
+        let mut no_ruby = None;
         for &root in &spec.roots {
-            roots.extend(ruby_roots(root)?);
+            match ruby_roots(root) {
+                Ok(r) => roots.extend(r),
+                Err(e @ ProfileError::NoRuby { .. }) => no_ruby = no_ruby.or(Some(e)),
+                Err(e) => return Err(e),
+            }
+        }
+        if let (true, Some(e)) = (roots.is_empty(), no_ruby) {
+            return Err(e);
         }
         let out = spec.results_dir.join(&spec.subdir);
         std::fs::create_dir_all(&out).map_err(|e| write_err(&out, e))?;

@@ -272,8 +272,13 @@ pub fn section(c: &Comparison) -> String {
 
 /// A self-contained page holding only the comparison section.
 pub fn page(c: &Comparison) -> String {
+    page_with(c, "")
+}
+
+/// The page with `more` (HTML sections) after the comparison.
+pub fn page_with(c: &Comparison, more: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rackbench compare</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}.note{{color:#555}}</style></head><body><h1>rackbench compare</h1>{}</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>rackbench compare</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}.note{{color:#555}}</style></head><body><h1>rackbench compare</h1>{}{more}</body></html>\n",
         section(c)
     )
 }

@@ -37,6 +37,7 @@ mod markdown;
 mod memory;
 pub mod mirror;
 pub mod profile;
+pub mod profile_diff;
 mod restart;
 mod rows;
 mod runtime;

@@ -326,6 +326,16 @@ impl ProcTable {
     }
 }
 
+/// Whether `pid`, a child of rackbench, is its own: an rbspy that
+/// `--profile` started, or a child still between fork and exec (its
+/// program rackbench's own, as an rbspy is for a moment), never the
+/// server's.
+fn is_profiler(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rbspy")
+        || exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
+}
+
 /// The root and all its descendants, root first; empty if `root` is not
 /// running. Found afresh on every call from the ppid links in
 /// /proc/*/stat, so it sees workers forked a moment ago.
@@ -343,8 +353,8 @@ pub fn direct_children(pid: u32) -> Vec<u32> {
 /// Some servers daemonize helpers into sessions of their own (Passenger's
 /// agents do). When rackbench is a child subreaper those land under
 /// rackbench instead of init, and `adopted_by` claims them for this server:
-/// every child of that pid other than `root` and the `exclude` roots, with
-/// their trees.
+/// every child of that pid other than `root`, the `exclude` roots and
+/// rackbench's own profiler (rbspy, `--profile`), with their trees.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
     pub root: u32,
@@ -380,7 +390,7 @@ impl Scope {
         let mut out = vec![root];
         if let Some(parent) = self.adopted_by {
             for &child in table.children(parent) {
-                if child == self.root || self.exclude.contains(&child) {
+                if child == self.root || self.exclude.contains(&child) || is_profiler(child) {
                     continue;
                 }
                 let tree: Vec<u32> = table

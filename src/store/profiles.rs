@@ -2,12 +2,20 @@
 //! run, the first such repeat's `profile` and its merged on-CPU collapsed
 //! stacks read from the file its record names, and how many good runs
 //! were profiled (a group that pools profiled and unprofiled runs is
-//! told, never pooled silently).
+//! told, never pooled silently); and the difference between two sides'
+//! profiles of a group (`compare`, the A/B): their stacks, their CPU per
+//! request, the frames whose work moved most (`profile::flame::changes`).
 
-use super::records::Outcome;
+use super::figures::TrialFigures;
+use super::read::pair_key;
+use super::records::{Outcome, StoredTrial};
 use super::study::Study;
+use crate::profile::flame::{changes, FrameChange};
 use crate::profile::{Profile, View};
 use std::collections::BTreeMap;
+
+/// How many frames a difference lists.
+pub const CHANGES_SHOWN: usize = 10;
 
 /// A group's profiles.
 #[derive(Debug, Clone)]
@@ -57,12 +65,7 @@ pub fn group_profiles(study: &Study) -> Vec<GroupProfile> {
             continue;
         };
         let profile = rec.profile.clone().expect("found with a profile");
-        let merged = (profile.files.iter())
-            .find(|f| f.view == View::OnCpu && f.pid.is_none() && f.format == "collapsed");
-        let on_cpu = match merged {
-            Some(f) => (study.profile_file(&f.path)).map_err(|e| format!("{}: {e}", f.path)),
-            None => Err("the record names no merged on-CPU file".into()),
-        };
+        let on_cpu = on_cpu_stacks(study, &profile);
         let profiled = runs.iter().filter(|(_, r)| r.profile.is_some()).count();
         let mut errors: Vec<String> = (runs.iter())
             .filter_map(|(_, r)| r.profile_error.clone())
@@ -80,6 +83,128 @@ pub fn group_profiles(study: &Study) -> Vec<GroupProfile> {
         });
     }
     out
+}
+
+/// A run's merged on-CPU collapsed stacks, or why they cannot be read.
+fn on_cpu_stacks(study: &Study, p: &Profile) -> Result<String, String> {
+    let merged = (p.files.iter())
+        .find(|f| f.view == View::OnCpu && f.pid.is_none() && f.format == "collapsed");
+    match merged {
+        Some(f) => (study.profile_file(&f.path)).map_err(|e| format!("{}: {e}", f.path)),
+        None => Err("the record names no merged on-CPU file".into()),
+    }
+}
+
+/// One side's profiled good runs of a group, their stacks merged.
+#[derive(Debug, Clone, Default)]
+pub struct SideStacks {
+    /// Every run's merged on-CPU collapsed stacks one after another (a
+    /// stack's counts add up).
+    pub collapsed: String,
+    pub runs: usize,
+    /// The runs' mean server CPU per request (ms), from their records.
+    pub cpu_ms_per_request: Option<f64>,
+    /// Why a run's stacks could not be read, once each.
+    pub unreadable: Vec<String>,
+}
+
+/// The profiled good runs `keep` picks, their stacks merged per group
+/// (by pair key, as `compare` pairs groups).
+pub fn side_stacks(
+    study: &Study,
+    keep: impl Fn(&StoredTrial) -> bool,
+) -> Result<BTreeMap<String, SideStacks>, String> {
+    let trials =
+        (study.trials()).map_err(|e| format!("cannot read {}: {e}", study.root().display()))?;
+    let mut out: BTreeMap<String, SideStacks> = BTreeMap::new();
+    let mut cpu: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for t in trials.ok().filter(|t| keep(t)) {
+        let Some((rec, p)) = t
+            .trial
+            .as_ref()
+            .and_then(|r| Some((r, r.profile.as_ref()?)))
+        else {
+            continue;
+        };
+        let key = pair_key(&t.planned);
+        let side = out.entry(key.clone()).or_default();
+        match on_cpu_stacks(study, p) {
+            Ok(text) => {
+                side.collapsed.push_str(&text);
+                side.runs += 1;
+                if let Some(c) = TrialFigures::of(rec).cpu_ms_per_request {
+                    cpu.entry(key).or_default().push(c);
+                }
+            }
+            Err(why) if !side.unreadable.contains(&why) => side.unreadable.push(why),
+            Err(_) => {}
+        }
+    }
+    for (key, v) in cpu {
+        if let Some(side) = out.get_mut(&key) {
+            side.cpu_ms_per_request = Some(v.iter().sum::<f64>() / v.len() as f64);
+        }
+    }
+    out.retain(|_, s| s.runs > 0 || !s.unreadable.is_empty());
+    Ok(out)
+}
+
+/// Where a group's CPU moved from side A to side B.
+#[derive(Debug, Clone)]
+pub struct ProfileDifference {
+    /// The group (its pair key; the A/B's side labels).
+    pub group: String,
+    pub a: SideStacks,
+    pub b: SideStacks,
+    /// The frames whose own CPU moved most, largest first.
+    pub changes: Vec<FrameChange>,
+}
+
+/// A difference per group both sides profiled, in the groups' order.
+pub fn differences(
+    a: &BTreeMap<String, SideStacks>,
+    b: &BTreeMap<String, SideStacks>,
+) -> Vec<ProfileDifference> {
+    (a.iter())
+        .filter_map(|(key, sa)| {
+            let sb = b.get(key)?;
+            Some(difference(key, sa.clone(), sb.clone()))
+        })
+        .collect()
+}
+
+/// The difference of two sides' stacks, named `group`.
+pub fn difference(group: &str, a: SideStacks, b: SideStacks) -> ProfileDifference {
+    let changes = changes(
+        &a.collapsed,
+        &b.collapsed,
+        a.cpu_ms_per_request,
+        b.cpu_ms_per_request,
+        CHANGES_SHOWN,
+    );
+    ProfileDifference {
+        group: group.to_string(),
+        a,
+        b,
+        changes,
+    }
+}
+
+/// A group of one side is all profiled or all not: rbspy takes CPU from
+/// the server, so the two kinds of run are never pooled into one figure.
+pub fn not_pooled(dir: &str, key: &str, runs: &[&StoredTrial]) -> Result<(), String> {
+    let profiled = (runs.iter())
+        .filter(|t| t.trial.as_ref().is_some_and(|r| r.profile.is_some()))
+        .count();
+    let unprofiled = runs.iter().filter(|t| t.trial.is_some()).count() - profiled;
+    if profiled == 0 || unprofiled == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{dir} holds group `{key}` with {profiled} profiled and {unprofiled} unprofiled runs: \
+         rbspy takes CPU from the server (docs/PROFILES.md), so they are not pooled; compare \
+         runs of one kind (rerun the group all with or all without --profile)"
+    ))
 }
 
 #[cfg(test)]
@@ -122,6 +247,30 @@ mod tests {
         assert_eq!(
             group(1, 2).mixed_note().as_deref(),
             Some("1 of 3 runs profiled: this group's figures pool profiled and unprofiled runs")
+        );
+    }
+
+    #[test]
+    fn a_group_of_profiled_and_unprofiled_runs_is_not_pooled() {
+        let run = |profiled: bool| -> StoredTrial {
+            let v = crate::store::figures::tests::stored(|v| {
+                v["trial"]["profile"] = if profiled {
+                    serde_json::to_value(group(1, 0).profile).unwrap()
+                } else {
+                    serde_json::Value::Null
+                };
+            });
+            serde_json::from_value(v).unwrap()
+        };
+        let (on, off) = (run(true), run(false));
+        assert!(not_pooled("r", "hello direct connections=2", &[&on, &on]).is_ok());
+        assert!(not_pooled("r", "hello direct connections=2", &[&off, &off]).is_ok());
+        let err = not_pooled("r", "hello direct connections=2", &[&on, &off, &off]).unwrap_err();
+        assert!(
+            err.contains(
+                "group `hello direct connections=2` with 1 profiled and 2 unprofiled runs"
+            ) && err.contains("not pooled"),
+            "{err}"
         );
     }
 }

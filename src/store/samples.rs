@@ -109,6 +109,17 @@ pub fn compare_in(
     Ok((c, warnings))
 }
 
+/// Where the CPU moved from A to B (issue 40), for the groups both sides'
+/// selections profiled.
+pub fn profile_differences(
+    (a, sa): (&Side, &Study),
+    (b, sb): (&Side, &Study),
+) -> Result<Vec<super::profiles::ProfileDifference>, String> {
+    let la = super::profiles::side_stacks(sa, |t| selected(a, t))?;
+    let lb = super::profiles::side_stacks(sb, |t| selected(b, t))?;
+    Ok(super::profiles::differences(&la, &lb))
+}
+
 /// A side's finished trials by pair key (compare's sides, history's
 /// runs). Errors are for the user (a selector matching nothing, two
 /// variants in one group).
@@ -155,6 +166,7 @@ pub fn side(side: &Side, study: &Study, warnings: &mut Vec<String>) -> Result<Si
     };
     for (key, runs) in groups {
         one_runtime(side, &key, &runs)?;
+        super::profiles::not_pooled(&side.dir.display().to_string(), &key, &runs)?;
         let variant = &runs[0].planned.variant;
         if let Some(other) = runs.iter().find(|t| &t.planned.variant != variant) {
             return Err(format!(

@@ -1,14 +1,15 @@
 //! A [`Table`] in Markdown: a head row, an alignment row, a row per row;
-//! every cell escaped once (`|` and line breaks). A row without data
+//! every cell escaped once (`|`, `<` and line breaks). A row without data
 //! has dashes in its figure columns and "**no data: …**" in its wrapped
 //! (notes) column.
 
 use super::{Align, Format, Table};
 use std::fmt::Write;
 
-/// A cell's text safe inside a Markdown table row.
+/// A cell's text safe inside a Markdown table row: `<` escaped too, so a
+/// frame such as `<main>` is not read as an HTML tag.
 pub(in crate::report) fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+    (s.replace('|', "\\|").replace('<', "\\<")).replace(['\n', '\r'], " ")
 }
 
 impl Table {
@@ -53,9 +54,10 @@ mod tests {
         assert_eq!(
             sample().markdown(),
             "| Server | Throughput (req/s) | Notes |\n|:--|--:|:--|\n\
-             | puma\\|x | 14647 (6967-22327)† | a, \"b\"; disturbed <1> |\n\
+             | puma\\|x | 14647 (6967-22327)† | a, \"b\"; disturbed \\<1> |\n\
              | thin | - | **no data: 1 failed** |\n"
         );
         assert_eq!(md_cell("a|b\nc\r"), "a\\|b c ");
+        assert_eq!(md_cell("block in <main>"), "block in \\<main>");
     }
 }
