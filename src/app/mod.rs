@@ -19,4 +19,5 @@ pub mod servers;
 pub mod sink;
 pub mod sweep;
 pub mod text;
+pub mod tune;
 pub mod usage;

@@ -8,6 +8,7 @@
 //! Pure: no I/O. Whether a proposal helps is the A/B's to say
 //! (`app::tune`); these rules only say what to try.
 
+pub mod document;
 mod proposal;
 mod rules;
 

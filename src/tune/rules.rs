@@ -16,7 +16,7 @@ pub const FEW_REQUESTS: u64 = 1_000;
 pub const NEWOBJ_RUNS_PER_1K: f64 = 10.0;
 /// The warmed-up heap holds this many requests' allocations in free
 /// slots: at most one minor GC per this many requests.
-pub const HEAP_TARGET_REQUESTS: f64 = 100.0;
+pub const HEAP_TARGET_REQUESTS: f64 = 25.0;
 /// The most slots the heap rule proposes per process (about 80 MB of
 /// 40-byte slots).
 pub const MAX_HEAP_SLOTS: u64 = 2_000_000;
@@ -117,8 +117,9 @@ fn heap_init_slots(t: &Telemetry, gc: &GcDetail, version: (u32, u32)) -> Fired {
     let evidence = format!(
         "{newobj:.0} minor GCs per 1,000 requests triggered by a full heap (threshold {NEWOBJ_RUNS_PER_1K:.0}); \
          {live} live slots, {:.0} objects allocated per request: {target} slots hold {HEAP_TARGET_REQUESTS:.0} \
-         requests' objects (at most {MAX_HEAP_SLOTS})",
-        t.allocated_objects_per_request
+         requests' objects (at most {MAX_HEAP_SLOTS}), about {} MB more heap per process",
+        t.allocated_objects_per_request,
+        (target.saturating_sub(available) * 40) >> 20
     );
     if version < (3, 2) {
         let env = [("RUBY_GC_HEAP_INIT_SLOTS".to_string(), target)];

@@ -64,10 +64,10 @@ fn a_full_heap_on_3_1_warms_up_the_one_heap() {
     let a = advise(&control("3.1.2", 0.2, &[("minor_by_newobj", 4_000)])).unwrap();
     assert_eq!(rules(&a), ["heap_init_slots"]);
     let p = &a.proposals[0];
-    // 60,000 live + 100 requests of 4,000 objects.
+    // 60,000 live + 25 requests of 4,000 objects.
     assert_eq!(
         p.env,
-        BTreeMap::from([("RUBY_GC_HEAP_INIT_SLOTS".into(), "460000".into())])
+        BTreeMap::from([("RUBY_GC_HEAP_INIT_SLOTS".into(), "160000".into())])
     );
     assert!(
         p.evidence.contains("400 minor GCs per 1,000 requests"),
@@ -81,14 +81,14 @@ fn a_full_heap_on_3_1_warms_up_the_one_heap() {
 fn a_full_heap_on_3_3_warms_up_each_pool_that_allocates_by_its_share() {
     let a = advise(&control("3.3.8", 0.2, &[("minor_by_newobj", 4_000)])).unwrap();
     let p = &a.proposals[0];
-    // 460,000 slots: 3/4 to pool 0, 1/4 to pool 2; pool 1 allocates
+    // 160,000 slots: 3/4 to pool 0, 1/4 to pool 2; pool 1 allocates
     // almost nothing and is left alone. No RUBY_GC_HEAP_INIT_SLOTS: 3.3
     // ignores it.
     assert_eq!(
         p.env,
         BTreeMap::from([
-            ("RUBY_GC_HEAP_0_INIT_SLOTS".into(), "345000".into()),
-            ("RUBY_GC_HEAP_2_INIT_SLOTS".into(), "115000".into()),
+            ("RUBY_GC_HEAP_0_INIT_SLOTS".into(), "120000".into()),
+            ("RUBY_GC_HEAP_2_INIT_SLOTS".into(), "40000".into()),
         ])
     );
     assert_eq!(p.rubies, "3.3 and later");
@@ -119,7 +119,7 @@ fn few_minors_by_new_objects_or_a_heap_already_big_leave_the_heap_alone() {
         "{a:?}"
     );
     let mut t = control("3.1.2", 0.2, &[("minor_by_newobj", 4_000)]);
-    t.gc.as_mut().unwrap().heap_free_slots = Some(400_000);
+    t.gc.as_mut().unwrap().heap_free_slots = Some(100_000);
     assert!(advise(&t).unwrap().proposals.is_empty());
 }
 
