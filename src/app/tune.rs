@@ -131,6 +131,7 @@ fn base(req: &TuneRequest) -> Result<(Table, Table)> {
     };
     let server = servers[0].as_table().cloned().unwrap_or_default();
     t.insert("repeats".into(), Value::Integer(1));
+    t.insert("name".into(), Value::String("tune-gc".into()));
     Ok((t, server))
 }
 
