@@ -63,6 +63,15 @@ fn tune(tag: &str, app_file: &str, extra: &[&str]) -> Value {
     let kept: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
     assert_eq!(kept, doc, "tune.json is the printed document");
+    let line = doc["line"].as_str().unwrap();
+    let md = std::fs::read_to_string(out.join("tune.md")).unwrap();
+    let html = std::fs::read_to_string(out.join("tune.html")).unwrap();
+    assert!(md.contains(line), "tune.md lacks the line {line}:\n{md}");
+    assert!(
+        html.starts_with("<!doctype html>")
+            && html.contains("<pre>nothing to gain") == line.starts_with("nothing"),
+        "{html}"
+    );
     let _ = std::fs::remove_dir_all(&out);
     doc
 }

@@ -4,7 +4,8 @@
 //! only what is significantly better and no worse in GC runs or GC time
 //! beyond the margin is recommended. Everything lands in one results
 //! directory: control/ (a run), ab-RULE/ and ab-combined/ (A/Bs, each
-//! with its ab.json), and tune.json (rackbench/tune-v1).
+//! with its ab.json), tune.json (rackbench/tune-v1), tune.md and
+//! tune.html.
 //!
 //! Each A/B runs a plan written beside it, made from sweep's plan from
 //! flags with two `[[server]]` entries, `label = "control"` and `label =
@@ -380,6 +381,8 @@ pub fn run(req: TuneRequest, sink: Arc<dyn Sink>) -> Result<TuneOutcome> {
         .with_context(|| format!("cannot write {}/tune.json", out.display()))?;
     std::fs::write(out.join("tune.md"), doc::render_markdown(&document))
         .with_context(|| format!("cannot write {}/tune.md", out.display()))?;
+    std::fs::write(out.join("tune.html"), doc::render_html(&document))
+        .with_context(|| format!("cannot write {}/tune.html", out.display()))?;
     Ok(TuneOutcome { doc: document, out })
 }
 

@@ -203,3 +203,52 @@ pub fn render_markdown(d: &TuneDocument) -> String {
     out.push_str(&format!("\n```\n{}\n```\n", d.line));
     out
 }
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The HTML form: one page, no script, the same table as the Markdown.
+pub fn render_html(d: &TuneDocument) -> String {
+    let c = &d.control;
+    let mut rows = String::new();
+    for p in &d.proposals {
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td><code>{}</code></td><td>{} {}</td><td>{} to {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&p.rule),
+            esc(&env_line(&p.env)),
+            p.verdict.word(),
+            opt_pct(Some(p.change_pct)),
+            opt_pct(p.ci_low_pct),
+            opt_pct(p.ci_high_pct),
+            runs(p.gc_runs_per_1k_before),
+            runs(p.gc_runs_per_1k_after),
+            if p.kept { "yes" } else { "no" },
+            esc(&format!("{}; because {}", p.why, p.evidence)),
+        ));
+    }
+    let not_for: String = d
+        .not_for_this_ruby
+        .iter()
+        .map(|n| format!("<li>not for this Ruby: {}</li>\n", esc(n)))
+        .collect();
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>rackbench tune gc</title>\
+         <style>body{{font-family:sans-serif;max-width:70em;margin:2em auto}}td,th{{border:1px solid #ccc;\
+         padding:.3em}}table{{border-collapse:collapse}}pre{{background:#f4f4f4;padding:.6em}}</style>\
+         </head><body>\n<h1>rackbench tune gc</h1>\n<p>Control: Ruby {}, {} requests, {:.1} GC runs per \
+         1,000 requests, GC {} of the time, {:.0} objects allocated per request.</p>\n<table><tr><th>rule\
+         </th><th>env</th><th>{}</th><th>CI</th><th>GC runs / 1k before</th><th>after</th><th>kept</th>\
+         <th>why</th></tr>\n{rows}</table>\n<ul>{not_for}</ul>\n<pre>{}</pre>\n</body></html>\n",
+        esc(&d.ruby_version),
+        c.requests,
+        c.gc_runs_per_1k,
+        c.gc_time_share.map_or("-".into(), super::pct),
+        c.allocated_objects_per_request,
+        esc(&d.metric),
+        esc(&d.line)
+    )
+}

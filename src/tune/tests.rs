@@ -203,3 +203,37 @@ fn jruby_no_detail_and_a_short_control_are_refused() {
     assert_eq!(ruby_minor("3.3.8"), Some((3, 3)));
     assert_eq!(ruby_minor("x"), None);
 }
+
+#[test]
+fn the_line_to_paste_says_the_settings_the_gain_its_interval_and_the_gc_runs() {
+    use super::document::{paste_line, Recommendation};
+    let mut r = Recommendation {
+        env: BTreeMap::from([
+            ("RUBY_GC_HEAP_INIT_SLOTS".into(), "300000".into()),
+            ("RUBY_GC_MALLOC_LIMIT".into(), "33554432".into()),
+        ]),
+        verdict: Some(crate::stats::sequential::Call::Faster),
+        change_pct: Some(7.84),
+        ci_low_pct: Some(5.1),
+        ci_high_pct: Some(10.4),
+        gc_runs_per_1k_before: Some(41.2),
+        gc_runs_per_1k_after: Some(6.0),
+        ab: None,
+    };
+    assert_eq!(
+        paste_line(&r, "throughput", 0.05, None),
+        "RUBY_GC_HEAP_INIT_SLOTS=300000 RUBY_GC_MALLOC_LIMIT=33554432: 7.8% more throughput \
+         (95% CI +5.1% to +10.4%), GC runs per 1,000 requests 41 → 6"
+    );
+    assert!(paste_line(&r, "p99", 0.05, None).contains(": p99 +7.8% (95% CI"));
+    r.env.clear();
+    assert_eq!(
+        paste_line(
+            &r,
+            "throughput",
+            0.05,
+            Some("the GC took 0.4% of the time (under 2.0%)")
+        ),
+        "nothing to gain: the GC took 0.4% of the time (under 2.0%)"
+    );
+}
