@@ -4,7 +4,9 @@
 //! The truths: ruby/apps/allocate.ru (many short-lived objects and some
 //! 100 kB strings per request) on a default heap gets proposals that,
 //! applied by hand in a separate trial with telemetry, cut its GC runs per
-//! 1,000 requests by a wide factor; two_methods.ru, which allocates almost
+//! 1,000 requests by a wide factor, and on Ruby 3.3 (Debian 13's root)
+//! they warm the heap up per size pool, never by 3.1's variable;
+//! two_methods.ru, which allocates almost
 //! nothing, gets "nothing to gain" and no proposal. JRuby and a control
 //! too short to warm up are refused before any server starts. Whether an
 //! A/B kept a proposal is not asserted: on a busy 2-core machine it may
@@ -167,6 +169,58 @@ fn an_allocating_app_gets_proposals_that_cut_its_gc_runs_when_applied_by_hand() 
         "GC runs per 1,000 requests {before:.0} on the default heap, {after:.0} with {env:?}"
     );
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// mmdebstrap is there and Debian 13's root is built (or builds now).
+fn have_debian_13() -> bool {
+    if !have("mmdebstrap", "apt-get install mmdebstrap") {
+        return false;
+    }
+    let out = rackbench(&["runtime", "add", "debian-13"]);
+    rackbench::require::require(
+        "the debian-13 runtime",
+        out.status.success(),
+        "`rackbench runtime add debian-13` failed",
+    )
+}
+
+#[test]
+fn on_ruby_3_3_the_heap_is_warmed_up_per_size_pool_and_never_by_the_old_variable() {
+    if !have("unicorn", "apt-get install unicorn") || !have_debian_13() {
+        return;
+    }
+    let doc = tune(
+        "tune-allocate-33",
+        &app("allocate.ru"),
+        &["--runtime", "debian-13"],
+    );
+    assert!(
+        doc["ruby_version"].as_str().unwrap().starts_with("3.3."),
+        "{doc}"
+    );
+    let heap = doc["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["rule"] == "heap_init_slots")
+        .unwrap_or_else(|| panic!("no heap proposal: {doc}"));
+    let names: Vec<&String> = heap["env"].as_object().unwrap().keys().collect();
+    assert!(
+        names.iter().all(|n| n.starts_with("RUBY_GC_HEAP_")
+            && n.ends_with("_INIT_SLOTS")
+            && n.as_str() != "RUBY_GC_HEAP_INIT_SLOTS"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&&"RUBY_GC_HEAP_0_INIT_SLOTS".to_string()),
+        "{names:?}"
+    );
+    // The A/B's windows ran with telemetry: both sides' GC runs are there.
+    assert!(
+        heap["gc_runs_per_1k_before"].as_f64().unwrap()
+            > heap["gc_runs_per_1k_after"].as_f64().unwrap(),
+        "{heap}"
+    );
 }
 
 #[test]

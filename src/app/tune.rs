@@ -230,7 +230,7 @@ fn control(
 /// counted windows of an A/B.
 type SideGc = (Option<f64>, Option<f64>);
 
-fn side_gc(dir: &Path) -> (SideGc, SideGc) {
+fn side_gc(dir: &Path, variants: (&str, &str)) -> (SideGc, SideGc) {
     let Ok(study) = crate::store::study::Study::open(dir) else {
         return ((None, None), (None, None));
     };
@@ -250,7 +250,35 @@ fn side_gc(dir: &Path) -> (SideGc, SideGc) {
             mean(ts.iter().filter_map(|t| t.gc_time_share).collect()),
         )
     };
-    (side("control"), side("proposal"))
+    (side(variants.0), side(variants.1))
+}
+
+/// The two sides' variant names: the labels with what the runtime flags
+/// add to them (`control@debian-13+yjit`), as the A/B's plan expands.
+fn variants(req: &TuneRequest, mut source: PlanSource) -> Result<(String, String)> {
+    let file = source.file.clone();
+    source.plan.apply(&req.overrides, &file).map_err(usage)?;
+    let e = source
+        .plan
+        .expand(&source.text, &file, &req.registry)
+        .map_err(|e| usage(e.to_string()))?;
+    let find = |label: &str| {
+        e.trials
+            .iter()
+            .map(|t| &t.variant)
+            .find(|v| {
+                v.as_str() == label
+                    || v.strip_prefix(label)
+                        .is_some_and(|rest| rest.starts_with(['@', '+']))
+            })
+            .cloned()
+            .ok_or_else(|| {
+                usage(format!(
+                    "the tune plan has no {label} trial: is the server installed? (see `rackbench servers`)"
+                ))
+            })
+    };
+    Ok((find("control")?, find("proposal")?))
 }
 
 /// One A/B of `env` against the control, in `out/NAME`.
@@ -263,18 +291,19 @@ fn ab(
     sink: &Arc<dyn Sink>,
 ) -> Result<(crate::ab::document::AbDocument, SideGc, SideGc)> {
     let file = out.join(format!("{name}-plan.toml"));
-    write_plan(
+    let source = write_plan(
         base,
         &[("control", &BTreeMap::new()), ("proposal", env)],
         req.window,
         &file,
     )?;
+    let (a, b) = variants(req, source)?;
     let dir = out.join(name);
     let ab_req = AbRequest {
         sides: Sides::Select {
             file: file.clone(),
-            a: "label=control".into(),
-            b: "label=proposal".into(),
+            a: format!("variant={a}"),
+            b: format!("variant={b}"),
         },
         aa: false,
         metric: req.metric.clone(),
@@ -286,7 +315,7 @@ fn ab(
         run: req.run_request(dir.clone(), Some(file)),
     };
     let done = ab_case::run(ab_req, Arc::clone(sink))?;
-    let (before, after) = side_gc(&done.out);
+    let (before, after) = side_gc(&done.out, (&a, &b));
     Ok((done.doc, before, after))
 }
 
