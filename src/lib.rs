@@ -52,6 +52,8 @@
 //! - [`ab`]: the paired rounds of an A/B over a closure that runs one
 //!   window: the order drawn per round, disturbed rounds run again, the
 //!   always-valid interval updated until it decides; the ab-v1 document.
+//! - [`tune`]: the GC's rules (`tune gc`): from a control's telemetry to
+//!   environment variables to try, per Ruby version; pure.
 //! - [`search`]: the break-point search over a closure that runs one step.
 //! - [`checks`]: `--check` thresholds on a load's figures.
 //! - [`server`]: server adapters as data, command templates, the
@@ -104,4 +106,5 @@ pub mod stats;
 pub mod store;
 pub mod telemetry;
 pub mod testserver;
+pub mod tune;
 pub mod units;

@@ -45,6 +45,10 @@
 //! history-v1.json: `rackbench history runs --metric p99 --json` over ten
 //! runs written as tests/history.rs writes them (the run-trial-v1 sample,
 //! six repeats each, p99 20% higher from the sixth run on);
+//! tune-v1.json: `rackbench tune gc --server unicorn --workers 1 --app
+//! ruby/apps/allocate.ru -c 1 --control 6s -d 2s --warmup 1s --max-load 8s
+//! --no-pin --json`, written by tests/tune.rs under UPDATE_SNAPSHOTS=1 on
+//! the busy 2-CPU VM (its A/B undecided);
 //! load-v1-mix.json: `rackbench load URL -c 4 -d 2s --mix
 //! tests/contracts/mix.toml --json` against `rackbench serve-test
 //! --path-delay /slow=5ms`;
@@ -118,6 +122,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("fits-v1", &["fits-v1.json"]),
     ("ab-v1", &["ab-v1.json"]),
     ("history-v1", &["history-v1.json"]),
+    ("tune-v1", &["tune-v1.json"]),
 ];
 
 #[test]
@@ -755,6 +760,28 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/pairs/0/first",
             Set(json!("C")),
             "must be one of",
+        ),
+        (
+            "tune-v1",
+            "tune-v1.json",
+            "/proposals/0/verdict",
+            Set(json!("better")),
+            "must be one of",
+        ),
+        (
+            "tune-v1",
+            "tune-v1.json",
+            "/recommendation/env",
+            Remove,
+            "missing properties 'env'",
+        ),
+        // The control's GC detail is telemetry-v1's through a $ref.
+        (
+            "tune-v1",
+            "tune-v1.json",
+            "/control/gc/triggers",
+            Remove,
+            "missing properties 'triggers'",
         ),
     ];
     for (schema, file, at, how, says) in cases {

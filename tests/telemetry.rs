@@ -362,6 +362,20 @@ fn an_allocating_app_runs_gc_and_a_quiet_one_about_never() {
         busy.gc_runs_per_1k_requests
     );
     assert!(quiet.allocated_objects_per_request < 1_000.0);
+    // The GC's detail (issue 41): the short-lived objects fill the heap's
+    // free slots, so minors triggered by new objects are most of them.
+    let gc = busy.gc.as_ref().expect("the GC's detail");
+    let (minors, by_malloc) = gc.minors();
+    assert!(minors > 10 && by_malloc * 2 < minors, "{gc:?}");
+    assert!(gc.heap_live_slots.unwrap() > 0 && gc.malloc_increase_bytes_limit.unwrap() > 0);
+    assert!(
+        !gc.ruby_version.is_empty() && gc.ruby_engine == "ruby",
+        "{gc:?}"
+    );
+    assert_eq!(
+        busy.per_worker[0].gc.as_ref().unwrap().triggers,
+        gc.triggers
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -395,6 +409,14 @@ fn gc_tuning_variables_change_gc_runs_per_1k_requests_on_primes() {
         "RUBY_GC_MALLOC_LIMIT=100000: {} GC runs per 1k requests, default {}",
         tight.gc_runs_per_1k_requests,
         default.gc_runs_per_1k_requests
+    );
+    // The telemetry sees the limit it was given and what it triggered.
+    let gc = tight.gc.as_ref().expect("the GC's detail");
+    assert!(gc.malloc_increase_bytes_limit.unwrap() <= 100_000, "{gc:?}");
+    let (minors, by_malloc) = gc.minors();
+    assert!(
+        by_malloc * 2 > minors,
+        "minors {minors}, by malloc {by_malloc}: {gc:?}"
     );
 }
 

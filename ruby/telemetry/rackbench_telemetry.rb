@@ -5,7 +5,12 @@
 # wrapper.ru.erb beside this file). Per request it times the app call and,
 # when nginx stamped the request (X-Request-Start: t=<seconds>), the wait
 # from nginx to the app. Per process it reads GC.stat (runs, major/minor,
-# time, allocated objects) and RSS. Nothing is written per request: figures
+# time, allocated objects), the GC's detail at each flush (heap slots and
+# pages, per size pool where GC.stat_heap exists, malloc and oldmalloc
+# increase against their limits, old objects, compactions) and RSS, and
+# tallies what triggered the GCs: after a request during which GC.count
+# moved it reads GC.latest_gc_info once (a minor by :newobj or :malloc, a
+# major by its :major_by), so a request without a GC pays one GC.count. Nothing is written per request: figures
 # are aggregated in the process (counts and histogram buckets, under a
 # mutex for threaded servers) and a background thread appends one JSON line
 # a second to <dir>/telemetry-<pid>.jsonl, plus a last line at exit.
@@ -41,6 +46,14 @@ module RackbenchTelemetry
   FLUSH_ENV = "RACKBENCH_TELEMETRY_FLUSH_S"
   PAGE_SIZE = (Etc.sysconf(Etc::SC_PAGESIZE) rescue 4096)
   GC_TIME = GC.stat.key?(:time) # Ruby 3.1 and later
+  # GC.stat keys copied into each line's "gc" (those the Ruby has).
+  GC_DETAIL = %i[
+    heap_live_slots heap_free_slots heap_allocated_pages
+    malloc_increase_bytes malloc_increase_bytes_limit
+    oldmalloc_increase_bytes oldmalloc_increase_bytes_limit
+    old_objects old_objects_limit compact_count
+  ].freeze
+  STAT_HEAP = GC.respond_to?(:stat_heap) # size pools: Ruby 3.2 and later
 
   # Bucket key for a value in microseconds: the value kept to two
   # significant digits (HDR-like, at most 10 % wide, 1 % in the middle of
@@ -85,6 +98,8 @@ module RackbenchTelemetry
       @thread = nil
       @seq = 0
       @gc_base = nil
+      @heap_base = nil
+      @gc_seen = GC.count
       @due = Process.clock_gettime(Process::CLOCK_MONOTONIC) + flush_s
       clear
     end
@@ -102,14 +117,16 @@ module RackbenchTelemetry
       @pool = Hash.new(0)
       @pool_sum = 0
       @endpoints = {}
+      @triggers = Hash.new(0)
     end
 
     # Endpoint names kept per flush; beyond them a request counts as "other".
     MAX_ENDPOINTS = 64
 
-    def record(app_us, queue_us, db = nil, endpoint = nil)
+    def record(app_us, queue_us, db = nil, endpoint = nil, gc_count = nil)
       @lock.synchronize do
         @gc_base ||= gc_snapshot
+        gc_trigger if gc_count && GC.count != gc_count
         @requests += 1
         @app[RackbenchTelemetry.bucket(app_us)] += 1
         @app_sum += app_us
@@ -152,6 +169,39 @@ module RackbenchTelemetry
       e["pool_wait_us_sum"] += db[1]
     end
 
+    # What triggered the latest GC, counted once however many requests
+    # saw it (threads): "minor_by_newobj", "minor_by_malloc",
+    # "major_by_oldgen", "major_by_oldmalloc", ... as the Ruby names them.
+    # GCs between two requests' reads are not classified.
+    def gc_trigger
+      count = GC.count
+      return if count <= @gc_seen
+      @gc_seen = count
+      info = GC.latest_gc_info
+      key = info[:major_by] ? "major_by_#{info[:major_by]}" : "minor_by_#{info[:gc_by]}"
+      @triggers[key] += 1
+    end
+
+    # The GC's state now (heap, limits) and the per size pool slots, with
+    # the objects each pool allocated since the last line.
+    def gc_detail
+      s = GC.stat
+      d = { "ruby" => RUBY_VERSION, "engine" => RUBY_ENGINE }
+      GC_DETAIL.each { |k| d[k.to_s] = s[k] if s.key?(k) }
+      if STAT_HEAP
+        heaps = GC.stat_heap
+        base = @heap_base || {}
+        d["heaps"] = heaps.map do |i, h|
+          total = h[:total_allocated_objects]
+          since = total && base[i] ? total - base[i] : nil
+          [h[:slot_size], h[:heap_eden_slots], since]
+        end
+        @heap_base = heaps.transform_values { |h| h[:total_allocated_objects] }
+      end
+      d["triggers"] = @triggers
+      d
+    end
+
     def start_flusher
       @lock.synchronize do
         return if @thread&.alive?
@@ -174,6 +224,7 @@ module RackbenchTelemetry
         gc = gc_snapshot
         base = @gc_base || gc
         @gc_base = gc
+        detail = gc_detail
         @due = Process.clock_gettime(Process::CLOCK_MONOTONIC) + @flush_s
         next if @requests.zero? && !final
         @seq += 1
@@ -191,6 +242,7 @@ module RackbenchTelemetry
           "rss_bytes" => rss_bytes,
           "db_requests" => @db_requests, "db_us" => @db.to_a, "db_us_sum" => @db_sum,
           "pool_wait_us" => @pool.to_a, "pool_wait_us_sum" => @pool_sum,
+          "gc" => detail,
           "endpoints" => @endpoints.transform_values do |e|
             e.merge("app_us" => e["app_us"].to_a, "db_us" => e["db_us"].to_a,
                     "pool_wait_us" => e["pool_wait_us"].to_a)
@@ -352,6 +404,7 @@ module RackbenchTelemetry
       arrived = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond) if stamp
       ar = ActiveRecordTime.installed?
       ActiveRecordTime.start if ar
+      gc_count = GC.count
       t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC, :microsecond)
       begin
         @app.call(env)
@@ -361,7 +414,7 @@ module RackbenchTelemetry
           db = ActiveRecordTime.finish if ar
           start = stamp && RackbenchTelemetry.parse_request_start(stamp)
           queue_us = start ? [arrived - start, 0].max : nil
-          RackbenchTelemetry.state.record(app_us, queue_us, db, env["HTTP_X_RACKBENCH_ENDPOINT"])
+          RackbenchTelemetry.state.record(app_us, queue_us, db, env["HTTP_X_RACKBENCH_ENDPOINT"], gc_count)
         rescue StandardError => e
           warn "rackbench telemetry: #{e.class}: #{e.message}" unless @warned
           @warned = true

@@ -21,4 +21,5 @@ pub mod sink;
 pub mod sweep;
 pub mod sweep_verdict;
 pub mod text;
+pub mod tune;
 pub mod usage;

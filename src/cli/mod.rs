@@ -31,6 +31,7 @@ mod server_options;
 mod servers;
 mod sweep;
 mod trial;
+mod tune;
 mod usage;
 
 use clap::{Parser, Subcommand};
@@ -76,6 +77,8 @@ enum Command {
     History(history::HistoryArgs),
     /// Is B better than A? Paired rounds until the answer is known: faster, slower, equivalent or undecided.
     Ab(Box<ab::AbArgs>),
+    /// The GC settings a server's own GC statistics call for, each proven by an A/B against the control (docs/TUNING.md).
+    Tune(tune::TuneArgs),
     /// Vary one thing (workers, threads, a setting, an env variable, nginx workers): each value vs the first, the knee, the USL fit.
     Sweep(Box<sweep::SweepArgs>),
     /// Proxy to a primary, copying each request to shadow servers (bounded, never slowing the primary).
@@ -157,6 +160,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::History(args) => history::run(args),
         Command::Sweep(args) => sweep::run(*args),
         Command::Ab(args) => ab::run(*args),
+        Command::Tune(args) => tune::run(args),
         Command::ServeTest(args) => serve_test::run(args),
         Command::Mirror(args) => mirror::run(*args),
         Command::Record(args) => mirror::run_record(*args),

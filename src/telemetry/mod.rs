@@ -16,6 +16,8 @@
 //! decides where the files go and when to read them.
 
 pub mod accept_queue;
+pub mod gc;
+mod wrapper;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -27,6 +29,8 @@ pub use accept_queue::{
     accept_queue_len, listen_endpoint, AcceptQueue, AcceptQueueRecorder, AcceptQueueSampler,
     AcceptQueueSecond,
 };
+pub use gc::GcDetail;
+pub use wrapper::{write_wrapper, Wrapper};
 
 /// The variable the middleware reads for its output directory; it wins
 /// over the directory written into the wrapper.
@@ -36,7 +40,6 @@ pub const FLUSH_ENV: &str = "RACKBENCH_TELEMETRY_FLUSH_S";
 
 /// The middleware's source, written next to each wrapper.
 pub const MIDDLEWARE_RB: &str = include_str!("../../ruby/telemetry/rackbench_telemetry.rb");
-const WRAPPER_RU: &str = include_str!("../../ruby/telemetry/wrapper.ru");
 
 /// The line format version this reader understands.
 pub const FORMAT_VERSION: u64 = 1;
@@ -104,6 +107,10 @@ pub struct Telemetry {
     /// name; absent without one.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub endpoints: BTreeMap<String, EndpointTelemetry>,
+    /// The GC's heap, limits and triggers ([`gc`]); absent from records
+    /// made before issue 41.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<GcDetail>,
 }
 
 /// One endpoint's share of [`Telemetry`]: app, SQL and pool-wait time of
@@ -157,6 +164,8 @@ pub struct WorkerTelemetry {
     pub rss_max_bytes: Option<u64>,
     /// Whether it wrote its final line.
     pub exited_cleanly: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<GcDetail>,
 }
 
 /// One second of [`Telemetry::timeline`]: the flush lines that ended in it.
@@ -208,6 +217,8 @@ pub struct Line {
     pub pool_wait_us_sum: u64,
     #[serde(default)]
     pub endpoints: BTreeMap<String, EndpointLine>,
+    #[serde(default)]
+    pub gc: Option<gc::GcLine>,
 }
 
 /// Which lines [`read`] takes, and where its timeline starts.
@@ -474,6 +485,7 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
         })
         .collect();
 
+    let (gc, mut gc_per) = gc::details(lines.iter().filter_map(|l| Some((l.pid, l.gc.as_ref()?))));
     let mut all = Worker::default();
     let total: u64 = workers.values().map(|w| w.requests).sum();
     let mut per_worker = Vec::new();
@@ -512,6 +524,7 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
             rss_bytes: w.rss_last.map(|(_, r)| r),
             rss_max_bytes: w.rss_max,
             exited_cleanly: w.exited,
+            gc: gc_per.remove(&w.pid),
         });
     }
     let app_ms = all.app.sum as f64 / 1000.0;
@@ -543,79 +556,8 @@ pub fn merge(lines: &[Line], opts: ReadOptions) -> Telemetry {
             .iter()
             .map(|(k, e)| (k.clone(), e.figures()))
             .collect(),
+        gc,
     }
-}
-
-/// What [`write_wrapper`] made: the rackup file to give the server in
-/// place of the user's, and the environment to start the server with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Wrapper {
-    /// The generated rackup file (the middleware's source sits beside it).
-    pub rackup: PathBuf,
-    /// Where the processes write their lines; read it with [`read`].
-    pub data_dir: PathBuf,
-    /// `RACKBENCH_TELEMETRY_DIR=<data_dir>`. The wrapper also names the
-    /// directory itself, so a server that scrubs its apps' environment
-    /// still reports.
-    pub env: Vec<(String, String)>,
-}
-
-/// A Ruby double-quoted string literal for `s`, with nothing interpolated.
-fn ruby_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '#' => out.push_str("\\#"),
-            '\n' => out.push_str("\\n"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Writes `telemetry.ru` (the user's `app` inside the middleware) and
-/// `rackbench_telemetry.rb` into `wrapper_dir`, and creates `data_dir`
-/// empty (lines of an earlier run there are removed, so one trial reads
-/// only its own). `app` is made absolute; the user's file is read by the
-/// server at start, not copied, so it runs unchanged from where it is.
-pub fn write_wrapper(app: &Path, wrapper_dir: &Path, data_dir: &Path) -> Result<Wrapper> {
-    let app = std::path::absolute(app).with_context(|| format!("locating {}", app.display()))?;
-    if !app.is_file() {
-        bail!(
-            "{}: no such rackup file: give the path of the app's config.ru",
-            app.display()
-        );
-    }
-    let data_dir = std::path::absolute(data_dir)?;
-    let (Some(app_s), Some(data_s)) = (app.to_str(), data_dir.to_str()) else {
-        bail!("telemetry needs UTF-8 paths: rename {}", app.display());
-    };
-    std::fs::create_dir_all(wrapper_dir)
-        .with_context(|| format!("creating {}", wrapper_dir.display()))?;
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
-    for e in std::fs::read_dir(&data_dir)?.flatten() {
-        let n = e.file_name();
-        let n = n.to_string_lossy();
-        if n.starts_with("telemetry-") && n.ends_with(".jsonl") {
-            std::fs::remove_file(e.path())?;
-        }
-    }
-    std::fs::write(wrapper_dir.join("rackbench_telemetry.rb"), MIDDLEWARE_RB)?;
-    let ru = WRAPPER_RU
-        .replace("{{dir}}", &ruby_string(data_s))
-        .replace("{{app}}", &ruby_string(app_s));
-    let rackup = std::path::absolute(wrapper_dir.join("telemetry.ru"))?;
-    std::fs::write(&rackup, ru).with_context(|| format!("writing {}", rackup.display()))?;
-    Ok(Wrapper {
-        rackup,
-        env: vec![(DIR_ENV.to_string(), data_s.to_string())],
-        data_dir,
-    })
 }
 
 #[cfg(test)]
@@ -648,6 +590,7 @@ mod tests {
             pool_wait_us: vec![],
             pool_wait_us_sum: 0,
             endpoints: BTreeMap::new(),
+            gc: None,
         }
     }
 
@@ -793,6 +736,9 @@ mod tests {
 
     #[test]
     fn the_wrapper_names_paths_as_literal_ruby_strings() {
-        assert_eq!(ruby_string(r#"/a/#{x}"q"\"#), r#""/a/\#{x}\"q\"\\""#);
+        assert_eq!(
+            wrapper::ruby_string(r#"/a/#{x}"q"\"#),
+            r#""/a/\#{x}\"q\"\\""#
+        );
     }
 }
