@@ -140,7 +140,12 @@ pub fn select<'e>(e: &'e Expanded, flag: &str, sel: &str) -> Result<&'e PlannedT
     let matches = |t: &PlannedTrial| {
         parts.iter().all(|&(k, v)| match k {
             "server" => t.server == v,
-            "variant" | "label" => t.variant == v,
+            // A variant's name carries its runtime, switches and budget
+            // after its label ("control@debian-13+yjit", "control+mem=512M"):
+            // the label alone selects it (runtime= and the rest tell two
+            // such variants apart).
+            "variant" | "label" => (t.variant.strip_prefix(v))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['@', '+'])),
             "app" => t.app == v,
             "runtime" => t.runtime.as_deref().unwrap_or("system") == v,
             "yjit" => t.switches.yjit.unwrap_or(false).to_string() == v,
@@ -258,6 +263,31 @@ connections = [4]
             bad.contains("not a selection") && bad.contains("server=NAME"),
             "{bad}"
         );
+    }
+
+    #[test]
+    fn a_label_selects_its_variant_whatever_runtime_or_budget_it_carries() {
+        let text = r#"name = "s"
+apps = ["hello"]
+runtimes = ["debian-13"]
+[[server]]
+name = "base"
+label = "control"
+[[server]]
+name = "base"
+label = "control-2"
+env = { X = "1" }
+[server_defs.base]
+command = "true {{listen}}"
+[load]
+connections = [4]
+"#;
+        let plan = Plan::parse(text, "s.toml").unwrap();
+        let e = plan
+            .expand(text, "s.toml", &crate::server::spec::Registry::builtin())
+            .unwrap();
+        let got = select(&e, "--a", "label=control").map(|t| t.variant.clone());
+        assert_eq!(got.unwrap(), "control@debian-13");
     }
 
     #[test]
