@@ -606,6 +606,9 @@ fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
         !html.contains(": no samples</text>"),
         "an empty flame graph"
     );
+    // Both views: where the CPU went and where the time went.
+    assert!(html.contains(": on-CPU") && html.contains(": wall clock"));
+    assert_eq!(html.matches("class=\"flame\"").count(), 2, "two views");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Why: profiles") && md.contains("| Frame (on-CPU) |"));
     let _ = std::fs::remove_dir_all(&dir);

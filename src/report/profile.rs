@@ -132,19 +132,22 @@ pub fn html(s: &mut String, r: &Report) {
             esc(&t),
             esc(&figures(gp))
         );
-        match &gp.on_cpu {
-            Ok(text) => s.push_str(&crate::profile::flame::svg(
-                text,
-                &format!("{t}: on-CPU"),
-                960,
-            )),
-            Err(why) => {
-                let _ = write!(s, "<p class=\"note\">no flame graph: {}</p>", esc(why));
-            }
-        }
+        flame(s, &gp.on_cpu, &format!("{t}: on-CPU"));
         s.push_str(&top_table(&gp.profile, TOP_TABLE).html());
+        s.push_str("<p class=\"note\">Wall clock: every sample, whether the thread ran or waited (on IO, the GVL, a pool, a sleep), so a box's width is its share of the time.</p>");
+        flame(s, &gp.wall_clock, &format!("{t}: wall clock"));
     }
     s.push_str("</section>\n");
+}
+
+/// A flame graph of a view's merged stacks, or why there is none.
+fn flame(s: &mut String, stacks: &Result<String, String>, title: &str) {
+    match stacks {
+        Ok(text) => s.push_str(&crate::profile::flame::svg(text, title, 960)),
+        Err(why) => {
+            let _ = write!(s, "<p class=\"note\">no flame graph: {}</p>", esc(why));
+        }
+    }
 }
 
 /// The profiles in the groups' order.

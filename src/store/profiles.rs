@@ -26,6 +26,9 @@ pub struct GroupProfile {
     pub profile: Profile,
     /// Its merged on-CPU collapsed stacks; Err: why they could not be read.
     pub on_cpu: Result<String, String>,
+    /// Its merged wall-clock collapsed stacks (every sample, waiting
+    /// included); Err: why they could not be read.
+    pub wall_clock: Result<String, String>,
     /// Good runs with a profile, and without one.
     pub profiled: usize,
     pub unprofiled: usize,
@@ -65,7 +68,8 @@ pub fn group_profiles(study: &Study) -> Vec<GroupProfile> {
             continue;
         };
         let profile = rec.profile.clone().expect("found with a profile");
-        let on_cpu = on_cpu_stacks(study, &profile);
+        let on_cpu = merged_stacks(study, &profile, View::OnCpu);
+        let wall_clock = merged_stacks(study, &profile, View::WallClock);
         let profiled = runs.iter().filter(|(_, r)| r.profile.is_some()).count();
         let mut errors: Vec<String> = (runs.iter())
             .filter_map(|(_, r)| r.profile_error.clone())
@@ -77,6 +81,7 @@ pub fn group_profiles(study: &Study) -> Vec<GroupProfile> {
             trial: first.id.clone(),
             profile,
             on_cpu,
+            wall_clock,
             profiled,
             unprofiled: runs.len() - profiled,
             errors,
@@ -85,13 +90,14 @@ pub fn group_profiles(study: &Study) -> Vec<GroupProfile> {
     out
 }
 
-/// A run's merged on-CPU collapsed stacks, or why they cannot be read.
-fn on_cpu_stacks(study: &Study, p: &Profile) -> Result<String, String> {
-    let merged = (p.files.iter())
-        .find(|f| f.view == View::OnCpu && f.pid.is_none() && f.format == "collapsed");
+/// A run's merged collapsed stacks of one view, or why they cannot be
+/// read.
+fn merged_stacks(study: &Study, p: &Profile, view: View) -> Result<String, String> {
+    let merged =
+        (p.files.iter()).find(|f| f.view == view && f.pid.is_none() && f.format == "collapsed");
     match merged {
         Some(f) => (study.profile_file(&f.path)).map_err(|e| format!("{}: {e}", f.path)),
-        None => Err("the record names no merged on-CPU file".into()),
+        None => Err(format!("the record names no merged {} file", view.slug())),
     }
 }
 
@@ -128,7 +134,7 @@ pub fn side_stacks(
         };
         let key = pair_key(&t.planned);
         let side = out.entry(key.clone()).or_default();
-        match on_cpu_stacks(study, p) {
+        match merged_stacks(study, p, View::OnCpu) {
             Ok(text) => {
                 side.collapsed.push_str(&text);
                 side.runs += 1;
@@ -235,6 +241,7 @@ mod tests {
             trial: "g__rep1".into(),
             profile,
             on_cpu: Ok(String::new()),
+            wall_clock: Ok(String::new()),
             profiled,
             unprofiled,
             errors: Vec::new(),
