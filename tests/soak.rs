@@ -166,9 +166,13 @@ fn a_server_that_keeps_nothing_has_an_interval_containing_zero() {
 /// (RUBY_GC_HEAP_OLDOBJECT_LIMIT_FACTOR=1.0) leaves the growth as it
 /// was: it is in malloc's memory outside Ruby's heap (glibc's arenas of
 /// puma's threads, +100 KiB in 35 s by smaps; with --allocator jemalloc
-/// it grew as much, +32 and +53 MiB/hour). What holds honestly: under 100 MiB/hour a worker, where
-/// leaking even 1 KiB a request at this rate would be 1758. rackbench's
-/// own memory, within [`OWN_BYTES_PER_S`].
+/// it grew as much, +32 and +53 MiB/hour). One step of malloc's memory
+/// inside the 40 s (a new arena's megabyte) reads as +90 MiB/hour on
+/// its own: a CI run saw +123.6 (95% CI +48.9 to +171.6) where two runs
+/// just after saw +3 to +28. What holds honestly: under 400 MiB/hour a
+/// worker, where leaking even 1 KiB a request at this rate would be
+/// 1758 on each of the two. rackbench's own memory, within
+/// [`OWN_BYTES_PER_S`].
 #[test]
 fn the_leak_app_leaking_nothing_does_not_grow_like_a_leak_and_rackbench_stays_flat() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -187,7 +191,7 @@ fn the_leak_app_leaking_nothing_does_not_grow_like_a_leak_and_rackbench_stays_fl
     assert_eq!(workers.len(), 2, "{s}");
     for w in workers {
         let slope = f(&w["slope_mib_per_hour"]);
-        assert!(slope.abs() < 100.0, "{}", w["verdict"]);
+        assert!(slope.abs() < 400.0, "{}", w["verdict"]);
     }
     assert_rackbench_flat(&doc);
 }
