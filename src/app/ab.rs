@@ -76,6 +76,9 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
         )));
     }
     let (source, labels) = plan_of(&req, &req.run.overrides)?;
+    if let Some(note) = rate_note(&source.plan.load.rates, &req.metric) {
+        sink.note(&note);
+    }
     // The window is the plan's (the flags' -d when the plan is made of them).
     let window = crate::units::duration(&source.plan.load.duration).unwrap_or(req.window);
     let rounds = max_rounds(req.max_load, window)?;
@@ -172,6 +175,20 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
     Ok(AbOutcome {
         doc,
         out: prepared.out.clone(),
+    })
+}
+
+/// The warning for judging throughput at a fixed offered rate: both
+/// sides serve about the rate while they keep up, so the figure moves
+/// only past saturation.
+fn rate_note(rates: &[f64], metric: &str) -> Option<String> {
+    (!rates.is_empty() && metric == "throughput").then(|| {
+        concat!(
+            "note: at a fixed --rate both sides serve about the rate while they keep up, ",
+            "so throughput differs only past saturation; --metric p99 or cpu_per_request ",
+            "judges what each request costs"
+        )
+        .to_string()
     })
 }
 
@@ -359,6 +376,14 @@ fn event_line(e: &Event<'_, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn throughput_at_a_fixed_rate_is_warned_of_and_other_metrics_are_not() {
+        let note = rate_note(&[100.0], "throughput").unwrap();
+        assert!(note.contains("--metric p99"), "{note}");
+        assert!(rate_note(&[100.0], "p99").is_none());
+        assert!(rate_note(&[], "throughput").is_none());
+    }
 
     #[test]
     fn the_budget_is_turned_into_rounds_and_too_short_a_one_refused() {
