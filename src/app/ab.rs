@@ -41,18 +41,27 @@ pub struct AbRequest {
     pub sides: Sides,
     /// The same configuration on both sides on purpose.
     pub aa: bool,
+    pub judge: Judge,
+    /// Each side's counted window when the plan does not say one.
+    pub window: Duration,
+    /// Each side's server started once and kept running between its
+    /// windows (`--keep-running`).
+    pub keep_running: bool,
+    pub run: RunRequest,
+}
+
+/// How an A/B judges and when it stops: `ab`'s flags, which `sweep
+/// --until-verdict` and `tune gc` judge with too.
+#[derive(Debug, Clone)]
+pub struct Judge {
+    /// A metric of compare's (`throughput`, `p99`, ...).
     pub metric: String,
     pub margin_pct: f64,
     pub alpha: f64,
     /// Counted load over both sides at most.
     pub max_load: Duration,
-    /// Each side's counted window when the plan does not say one.
-    pub window: Duration,
+    /// Reruns of one disturbed round at most.
     pub rerun_disturbed: u32,
-    /// Each side's server started once and kept running between its
-    /// windows (`--keep-running`).
-    pub keep_running: bool,
-    pub run: RunRequest,
 }
 
 /// What the A/B decided, and where its records are.
@@ -67,24 +76,24 @@ const NOT_RATIOS: &[&str] = &["error_rate", "connections_starved"];
 
 /// The plan, the two sides, the design: checked before any server starts.
 pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
-    crate::stats::compare::check_metric("--metric", &req.metric).map_err(usage)?;
-    if NOT_RATIOS.contains(&req.metric.as_str()) {
+    crate::stats::compare::check_metric("--metric", &req.judge.metric).map_err(usage)?;
+    if NOT_RATIOS.contains(&req.judge.metric.as_str()) {
         return Err(usage(format!(
             "--metric {}: an A/B judges the ratio B / A, and this figure is often 0 on both sides; \
              judge it with `rackbench compare` on the A/B's results directory",
-            req.metric
+            req.judge.metric
         )));
     }
     let (source, labels) = plan_of(&req, &req.run.overrides)?;
-    if let Some(note) = rate_note(&source.plan.load.rates, &req.metric) {
+    if let Some(note) = rate_note(&source.plan.load.rates, &req.judge.metric) {
         sink.note(&note);
     }
     // The window is the plan's (the flags' -d when the plan is made of them).
     let window = crate::units::duration(&source.plan.load.duration).unwrap_or(req.window);
-    let rounds = max_rounds(req.max_load, window)?;
+    let rounds = max_rounds(req.judge.max_load, window)?;
     let design = Design {
-        alpha: req.alpha,
-        margin_pct: req.margin_pct,
+        alpha: req.judge.alpha,
+        margin_pct: req.judge.margin_pct,
         noise_pct: NOISE_PCT,
         max_rounds: rounds,
     };
@@ -99,11 +108,11 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
     let (a, b) = sides_of(&req.sides, &prepared, &labels)?;
     let opts = run_case::options(&mut prepared, &sink, &command)?;
     let ab_opts = ab::Options {
-        metric: req.metric.clone(),
+        metric: req.judge.metric.clone(),
         design,
-        rerun_disturbed: req.rerun_disturbed,
+        rerun_disturbed: req.judge.rerun_disturbed,
         seed,
-        max_load_s: Some(req.max_load.as_secs_f64()),
+        max_load_s: Some(req.judge.max_load.as_secs_f64()),
     };
     sink.note(&format!(
         "A/B: A = {}, B = {}; {} a window, at most {} rounds ({} of counted load), {}; seed {seed}",
@@ -111,7 +120,7 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
         labels.1,
         secs(window),
         rounds,
-        secs(req.max_load),
+        secs(req.judge.max_load),
         if req.keep_running {
             "each side's server kept running"
         } else {

@@ -5,7 +5,7 @@
 //! the sweep's. The A/B's budget (`--max-load`), margin, metric and alpha
 //! apply to each value.
 
-use super::ab::{self, AbRequest, Sides};
+use super::ab::{self, AbRequest, Judge, Sides};
 use super::run::{self as run_case, RunRequest};
 use super::sink::Sink;
 use super::sweep::{self, SweepPlan};
@@ -15,18 +15,6 @@ use crate::plan::Overrides;
 use anyhow::Result;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How each value is judged against the first: ab's budget flags.
-#[derive(Debug, Clone)]
-pub struct Judge {
-    pub metric: String,
-    pub margin_pct: f64,
-    pub alpha: f64,
-    /// Counted load over both sides at most, per value.
-    pub max_load: Duration,
-    pub rerun_disturbed: u32,
-}
 
 /// One value's verdict against the first, and where its A/B's records are.
 pub struct ValueVerdict {
@@ -91,12 +79,8 @@ pub fn run(
             AbRequest {
                 sides: Sides::Vary(Box::new(plan)),
                 aa: false,
-                metric: judge.metric.clone(),
-                margin_pct: judge.margin_pct,
-                alpha: judge.alpha,
-                max_load: judge.max_load,
+                judge: judge.clone(),
                 window,
-                rerun_disturbed: judge.rerun_disturbed,
                 // A fresh server per window, as ab's default.
                 keep_running: false,
                 run: request(dir)?,

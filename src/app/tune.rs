@@ -11,7 +11,7 @@
 //! flags with two `[[server]]` entries, `label = "control"` and `label =
 //! "proposal"`, the second with the proposal's environment.
 
-use super::ab::{self as ab_case, AbRequest, Sides};
+use super::ab::{self as ab_case, AbRequest, Judge, Sides};
 use super::run::{self as run_case, PlanSource, RunRequest};
 use super::sink::Sink;
 use super::sweep::{self, SweepPlan};
@@ -39,14 +39,10 @@ pub struct TuneRequest {
     pub plan: SweepPlan,
     /// The control trial's length.
     pub control: Duration,
-    pub metric: String,
-    pub margin_pct: f64,
-    pub alpha: f64,
-    /// Counted load of each A/B at most.
-    pub max_load: Duration,
+    /// How each A/B judges (its budget is each A/B's).
+    pub judge: Judge,
     /// Each A/B side's window.
     pub window: Duration,
-    pub rerun_disturbed: u32,
     pub out: Option<PathBuf>,
     pub seed: Option<u64>,
     pub registry: Registry,
@@ -99,7 +95,7 @@ fn check(req: &TuneRequest) -> Result<()> {
     }
     let per_round = 2.0 * req.window.as_secs_f64();
     let rounds = if per_round > 0.0 {
-        (req.max_load.as_secs_f64() / per_round).floor()
+        (req.judge.max_load.as_secs_f64() / per_round).floor()
     } else {
         0.0
     };
@@ -107,7 +103,7 @@ fn check(req: &TuneRequest) -> Result<()> {
         return Err(usage(format!(
             "--max-load {} s holds {rounds} round(s) of two {} s windows; each A/B needs at least \
              {MIN_ROUNDS}: raise --max-load or shorten -d",
-            req.max_load.as_secs_f64(),
+            req.judge.max_load.as_secs_f64(),
             req.window.as_secs_f64()
         )));
     }
@@ -306,12 +302,8 @@ fn ab(
             b: format!("variant={b}"),
         },
         aa: false,
-        metric: req.metric.clone(),
-        margin_pct: req.margin_pct,
-        alpha: req.alpha,
-        max_load: req.max_load,
+        judge: req.judge.clone(),
         window: req.window,
-        rerun_disturbed: req.rerun_disturbed,
         // A fresh server per window, as ab's default.
         keep_running: false,
         run: req.run_request(dir.clone(), Some(file)),
@@ -345,7 +337,7 @@ fn judge(verdict: Call, before: SideGc, after: SideGc, margin_pct: f64) -> (bool
 /// The control, the proposals, their A/Bs, the recommendation.
 pub fn run(req: TuneRequest, sink: Arc<dyn Sink>) -> Result<TuneOutcome> {
     check(&req)?;
-    crate::stats::compare::check_metric("--metric", &req.metric).map_err(usage)?;
+    crate::stats::compare::check_metric("--metric", &req.judge.metric).map_err(usage)?;
     let base = base(&req)?;
     let out = req
         .out
@@ -394,12 +386,17 @@ pub fn run(req: TuneRequest, sink: Arc<dyn Sink>) -> Result<TuneOutcome> {
             }
         })
     });
-    let line = doc::paste_line(&recommendation, &req.metric, req.alpha, nothing.as_deref());
+    let line = doc::paste_line(
+        &recommendation,
+        &req.judge.metric,
+        req.judge.alpha,
+        nothing.as_deref(),
+    );
     let document = TuneDocument {
         schema: doc::SCHEMA.into(),
         ruby_version: gc.ruby_version,
-        metric: req.metric.clone(),
-        margin_pct: req.margin_pct,
+        metric: req.judge.metric.clone(),
+        margin_pct: req.judge.margin_pct,
         control,
         proposals,
         not_for_this_ruby: advice.not_for_this_ruby,
@@ -435,7 +432,7 @@ fn verify(
     let name = format!("ab-{}", p.rule.replace('_', "-"));
     let (d, before, after) = ab(req, base, out, &name, &p.env, sink)?;
     let (kept, why) = if d.end == "verdict" {
-        judge(d.verdict, before, after, req.margin_pct)
+        judge(d.verdict, before, after, req.judge.margin_pct)
     } else {
         (false, format!("the A/B ended {}", d.end))
     };
@@ -502,7 +499,7 @@ fn recommend(
         env_words(&env)
     ));
     let (d, before, after) = ab(req, base, out, "ab-combined", &env, sink)?;
-    let (together, _) = judge(d.verdict, before, after, req.margin_pct);
+    let (together, _) = judge(d.verdict, before, after, req.judge.margin_pct);
     if !together || d.end != "verdict" {
         sink.note("tune gc: together they proved no better than the control: the best one alone is recommended");
         return Ok(best.expect("two or more kept"));

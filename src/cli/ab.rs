@@ -6,7 +6,7 @@
 //! a results directory that `report` and `compare` read.
 
 use super::parse;
-use crate::app::ab::{self, AbRequest, Sides};
+use crate::app::ab::{self, AbRequest, Judge, Sides};
 use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
 use crate::stats::sequential::{ALPHA, DEFAULT_MARGIN_PCT};
@@ -134,12 +134,14 @@ pub fn run(args: AbArgs) -> Result<ExitCode> {
     let req = AbRequest {
         sides,
         aa: args.aa,
-        metric: args.metric.clone(),
-        margin_pct: args.margin,
-        alpha: args.alpha,
-        max_load: args.max_load,
+        judge: Judge {
+            metric: args.metric.clone(),
+            margin_pct: args.margin,
+            alpha: args.alpha,
+            max_load: args.max_load,
+            rerun_disturbed: args.rerun_disturbed,
+        },
         window: args.duration,
-        rerun_disturbed: args.rerun_disturbed,
         keep_running: args.keep_running,
         run: RunRequest {
             plan_path: args.plan.clone(),

@@ -177,7 +177,7 @@ fn until_verdict(
     plan: &sweep::SweepPlan,
     overrides: &crate::plan::Overrides,
 ) -> Result<ExitCode> {
-    let judge = crate::app::sweep_verdict::Judge {
+    let judge = crate::app::ab::Judge {
         metric: args.metric.clone(),
         margin_pct: args.margin,
         alpha: args.alpha,
