@@ -240,6 +240,10 @@ command = "true {{listen}}"
 [load]
 connections = [4]
 "#;
+        expand(text)
+    }
+
+    fn expand(text: &str) -> Expanded {
         let plan = Plan::parse(text, "s.toml").unwrap();
         plan.expand(text, "s.toml", &crate::server::spec::Registry::builtin())
             .unwrap()
@@ -282,10 +286,7 @@ command = "true {{listen}}"
 [load]
 connections = [4]
 "#;
-        let plan = Plan::parse(text, "s.toml").unwrap();
-        let e = plan
-            .expand(text, "s.toml", &crate::server::spec::Registry::builtin())
-            .unwrap();
+        let e = expand(text);
         let got = select(&e, "--a", "label=control").map(|t| t.variant.clone());
         assert_eq!(got.unwrap(), "control@debian-13");
     }
