@@ -6,6 +6,7 @@
 //! dashed, the verdict and its words above.
 
 use super::svg::{esc, Axis, Plot, PALETTE, RED};
+use super::table::md_cell;
 use crate::ab::document::{AbDocument, PairDoc};
 use crate::stats::sequential::Call;
 use crate::store::study::Study;
@@ -115,7 +116,7 @@ pub fn markdown(d: &AbDocument) -> String {
             figure(p.b.figure),
             p.change_pct,
             interval(p.ci_low_pct, p.ci_high_pct),
-            round_notes(p)
+            md_cell(&round_notes(p))
         );
     }
     s
@@ -275,14 +276,15 @@ pub fn sweep_markdown(control: &str, values: &[(&str, &AbDocument)]) -> String {
     for (value, d) in values {
         let _ = writeln!(
             s,
-            "| {value} | {} | {:+.1}% | {} | {} | {} | {:.0} | {} |",
+            "| {} | {} | {:+.1}% | {} | {} | {} | {:.0} | {} |",
+            md_cell(value),
             d.verdict.word(),
             d.change_pct,
             interval(d.ci_low_pct, d.ci_high_pct),
             d.rounds,
             d.rounds_disturbed_rerun,
             d.load_s,
-            words(d)
+            md_cell(words(d))
         );
     }
     s
