@@ -6,10 +6,9 @@
 //! a results directory that `report` and `compare` read.
 
 use super::parse;
-use crate::app::ab::{self, AbRequest, Judge, Sides};
+use crate::app::ab::{self, AbRequest, Sides};
 use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
-use crate::stats::sequential::{ALPHA, DEFAULT_MARGIN_PCT};
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -52,23 +51,9 @@ pub struct AbArgs {
     /// Warm-up before each window (a fresh server each window).
     #[arg(long, default_value = "1s", value_parser = parse::duration)]
     pub warmup: Duration,
-    /// The metric judged: throughput, p50, p90, p99, cpu_per_request,
-    /// rss_peak, ... (compare's names).
-    #[arg(long, default_value = "throughput")]
-    pub metric: String,
-    /// An interval inside ±margin percent is "equivalent".
-    #[arg(long, default_value_t = DEFAULT_MARGIN_PCT)]
-    pub margin: f64,
-    /// The error rate of a verdict (0.05: 95% intervals).
-    #[arg(long, default_value_t = ALPHA)]
-    pub alpha: f64,
-    /// Counted load over both sides at most; then "undecided".
-    #[arg(long, default_value = "2m", value_parser = parse::duration)]
-    pub max_load: Duration,
-    /// A round whose window the machine disturbed runs again, at most
-    /// this many times.
-    #[arg(long, default_value_t = 3)]
-    pub rerun_disturbed: u32,
+    /// --metric, --margin, --alpha, --max-load, --rerun-disturbed.
+    #[command(flatten)]
+    pub judge: super::flags::JudgeFlags,
     /// Start each side's server once and keep both running between their
     /// windows (the idle one waits on the same CPUs), instead of a fresh
     /// server per window: less spread between windows, but each side's
@@ -134,13 +119,7 @@ pub fn run(args: AbArgs) -> Result<ExitCode> {
     let req = AbRequest {
         sides,
         aa: args.aa,
-        judge: Judge {
-            metric: args.metric.clone(),
-            margin_pct: args.margin,
-            alpha: args.alpha,
-            max_load: args.max_load,
-            rerun_disturbed: args.rerun_disturbed,
-        },
+        judge: args.judge.judge(),
         window: args.duration,
         keep_running: args.keep_running,
         run: RunRequest {

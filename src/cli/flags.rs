@@ -385,3 +385,38 @@ mod tests {
         assert!(e.to_string().contains("drop one of the two"), "{e}");
     }
 }
+
+/// How an A/B judges and when it stops: `ab`'s and `tune gc`'s flags
+/// (`sweep --until-verdict` spells the same flags, each requiring it).
+#[derive(Args, Debug, Clone)]
+pub struct JudgeFlags {
+    /// The metric judged: throughput, p50, p90, p99, cpu_per_request,
+    /// rss_peak, ... (compare's names).
+    #[arg(long, default_value = "throughput")]
+    pub metric: String,
+    /// An interval inside ±margin percent is "equivalent".
+    #[arg(long, default_value_t = crate::stats::sequential::DEFAULT_MARGIN_PCT)]
+    pub margin: f64,
+    /// The error rate of a verdict (0.05: 95% intervals).
+    #[arg(long, default_value_t = crate::stats::sequential::ALPHA)]
+    pub alpha: f64,
+    /// Counted load over both sides of an A/B at most; then "undecided".
+    #[arg(long, default_value = "2m", value_parser = parse::duration)]
+    pub max_load: Duration,
+    /// A round whose window the machine disturbed runs again, at most
+    /// this many times.
+    #[arg(long, default_value_t = 3)]
+    pub rerun_disturbed: u32,
+}
+
+impl JudgeFlags {
+    pub fn judge(&self) -> crate::app::ab::Judge {
+        crate::app::ab::Judge {
+            metric: self.metric.clone(),
+            margin_pct: self.margin,
+            alpha: self.alpha,
+            max_load: self.max_load,
+            rerun_disturbed: self.rerun_disturbed,
+        }
+    }
+}

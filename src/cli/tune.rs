@@ -6,7 +6,6 @@
 use super::parse;
 use crate::app::sink::Terminal;
 use crate::app::tune::{self, TuneRequest};
-use crate::stats::sequential::{ALPHA, DEFAULT_MARGIN_PCT};
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -48,20 +47,11 @@ pub struct GcArgs {
     /// Warm-up before each window and the control.
     #[arg(long, default_value = "2s", value_parser = parse::duration)]
     pub warmup: Duration,
-    /// The A/Bs' primary metric: throughput or p99 (compare's names).
-    #[arg(long, default_value = "throughput")]
-    pub metric: String,
-    /// An interval inside ±margin percent is "equivalent"; a GC figure
-    /// worse by more drops a proposal.
-    #[arg(long, default_value_t = DEFAULT_MARGIN_PCT)]
-    pub margin: f64,
-    #[arg(long, default_value_t = ALPHA)]
-    pub alpha: f64,
-    /// Counted load of each A/B at most; then "undecided" (never kept).
-    #[arg(long, default_value = "2m", value_parser = parse::duration)]
-    pub max_load: Duration,
-    #[arg(long, default_value_t = 3)]
-    pub rerun_disturbed: u32,
+    /// --metric (the A/Bs' primary: throughput or p99), --margin (a GC
+    /// figure worse by more drops a proposal), --alpha, --max-load (of
+    /// each A/B; "undecided" is never kept), --rerun-disturbed.
+    #[command(flatten)]
+    pub judge: super::flags::JudgeFlags,
     /// Results directory [default: results/tune-gc-DATE-TIME].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -108,13 +98,7 @@ fn gc(args: GcArgs) -> Result<ExitCode> {
     let req = TuneRequest {
         plan,
         control: args.control,
-        judge: crate::app::ab::Judge {
-            metric: args.metric.clone(),
-            margin_pct: args.margin,
-            alpha: args.alpha,
-            max_load: args.max_load,
-            rerun_disturbed: args.rerun_disturbed,
-        },
+        judge: args.judge.judge(),
         window: args.duration,
         out: args.out.clone(),
         seed: args.seed,
