@@ -7,8 +7,11 @@ use super::{Align, Format, Table};
 use std::fmt::Write;
 
 /// A cell's text safe inside a Markdown table row: `<` escaped too, so a
-/// frame such as `<main>` is not read as an HTML tag.
-pub(in crate::report) fn md_cell(s: &str) -> String {
+/// frame such as `<main>` is not read as an HTML tag. Reached only through
+/// table/mod.rs's `pub(super) use` (this module is private); naming
+/// `crate::report` here would make an import circle with each report
+/// file that mod.rs uses and that escapes a cell (report/ab.rs).
+pub(crate) fn md_cell(s: &str) -> String {
     (s.replace('|', "\\|").replace('<', "\\<")).replace(['\n', '\r'], " ")
 }
 
