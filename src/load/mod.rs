@@ -489,6 +489,8 @@ fn collect_timeline(
                 *n += 1;
                 acc.ok += r.ok;
                 acc.errors += r.errors;
+                acc.error_kinds.add(&r.error_kinds);
+                acc.status_5xx += r.status_5xx;
                 acc.span = acc.span.max(r.span);
                 acc.latency.add(&r.latency).expect("same histogram bounds");
             }
