@@ -145,6 +145,9 @@ impl Families {
         enc: &mut DescriptorEncoder,
         series: &[(Labels, &Series)],
     ) -> Result<(), std::fmt::Error> {
+        if series.is_empty() {
+            return Ok(());
+        }
         let mut m = enc.encode_descriptor(
             "rackbench_latency",
             "Latency of the OK answers, from when each request was due, warm-up included.",
