@@ -4,7 +4,7 @@
 //! counters never go back and end at the run's own count; and a real
 //! Prometheus (Debian's `prometheus`) scrapes it, and what it stored is
 //! the run's count and, through `histogram_quantile`, the run's p99 to
-//! the bucket.
+//! the bucket. A mirror feeds its shadows; a port in use is refused.
 
 mod common;
 
@@ -30,8 +30,9 @@ impl Drop for Stopped {
     }
 }
 
-/// `rackbench load URL ARGS --json --metrics-listen ADDR` started, its
-/// stderr's lines on a channel and its stdout kept for the document.
+/// A rackbench command started (`rackbench load URL --json
+/// --metrics-listen ADDR ARGS`, or any other), its stderr's lines on a
+/// channel and its stdout kept for the document.
 struct Run {
     child: Stopped,
     lines: mpsc::Receiver<String>,
@@ -39,8 +40,14 @@ struct Run {
 
 impl Run {
     fn start(url: &str, listen: &str, args: &[&str]) -> Run {
+        let mut all = vec!["load", url, "--json", "--metrics-listen", listen];
+        all.extend(args);
+        Run::spawn(&all)
+    }
+
+    /// `rackbench ARGS`, whatever the command.
+    fn spawn(args: &[&str]) -> Run {
         let mut child = rackbench_cmd()
-            .args(["load", url, "--json", "--metrics-listen", listen])
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -82,7 +89,7 @@ impl Run {
         url.split('/').next().unwrap().parse().unwrap()
     }
 
-    /// The load-v1 document, printed before the linger begins.
+    /// The JSON document printed before the linger begins.
     fn document(&mut self) -> Value {
         self.line_with("serving the final figures");
         let mut out = String::new();
@@ -393,6 +400,101 @@ fn a_real_prometheus_stores_the_runs_count_and_p99() {
     assert!(
         (low..=high).contains(&p99),
         "PromQL's p99 {p99} s is not in the run's p99 {own} s bucket ({low}, {high}]"
+    );
+    run.end();
+}
+
+#[test]
+fn a_port_in_use_is_refused_before_any_load_and_beyond_loopback_is_warned() {
+    let server = common::plain_test_server();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = common::rackbench(&["load", &server.url(), "-d", "1s", "--metrics-listen", &addr]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("in use") && stderr.contains("another"),
+        "{stderr}"
+    );
+    assert_eq!(server.stats().accepted_connections, 0, "no load ran");
+
+    let out = common::rackbench(&["load", &server.url(), "-d", "1s", "--metrics-linger", "5s"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--metrics-listen"), "{stderr}");
+
+    let out = common::rackbench(&[
+        "load",
+        &server.url(),
+        "-d",
+        "1s",
+        "--metrics-listen",
+        "0.0.0.0:0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: --metrics-listen 0.0.0.0:0 serves"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_mirrors_shadow_is_counted_on_the_endpoint_as_in_its_document() {
+    if !python_client() {
+        return;
+    }
+    let primary = common::plain_test_server();
+    let shadow = test_server(TestServerConfig {
+        delay: Duration::from_millis(1),
+        ..TestServerConfig::default()
+    });
+    let proxy = format!("127.0.0.1:{}", rackbench::host::free_port().unwrap());
+    let shadow_url = format!("next={}", shadow.url());
+    let mut run = Run::spawn(&[
+        "mirror",
+        "--listen",
+        &proxy,
+        "--primary",
+        &primary.url(),
+        "--shadow",
+        &shadow_url,
+        "-d",
+        "4s",
+        "--json",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "120s",
+    ]);
+    let addr = run.endpoint();
+    run.line_with("mirror listening on");
+    let load = common::rackbench(&["load", &format!("http://{proxy}/"), "-n", "300", "-c", "2"]);
+    common::assert_ran(&load, "load through the mirror");
+    let doc = run.document();
+    let sh = &doc["shadows"][0];
+    let ended = ["answered", "timeouts", "errors"]
+        .map(|k| sh[k].as_u64().unwrap())
+        .iter()
+        .sum::<u64>();
+    assert!(ended > 0, "{doc:#}");
+    let (_, body) = get(addr, "/live.json", "*/*");
+    let live: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(live["command"], "mirror");
+    assert_eq!(live["shadows"][0]["name"], "next");
+    assert_eq!(live["shadows"][0]["requests"], ended, "{live:#}");
+    let (_, body) = get(addr, "/metrics", "application/openmetrics-text");
+    let f = parsed(&body, true);
+    let requests = sum(
+        &f,
+        "rackbench_shadow_requests",
+        "rackbench_shadow_requests_total",
+    );
+    assert_eq!(requests, ended as f64);
+    assert_eq!(
+        f["rackbench_shadow_latency_quantile_seconds"]["type"],
+        "gauge"
     );
     run.end();
 }
