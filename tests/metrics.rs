@@ -4,7 +4,8 @@
 //! counters never go back and end at the run's own count; and a real
 //! Prometheus (Debian's `prometheus`) scrapes it, and what it stored is
 //! the run's count and, through `histogram_quantile`, the run's p99 to
-//! the bucket. A mirror feeds its shadows; a port in use is refused.
+//! the bucket. A plan's trials are each a label set; a mirror feeds its
+//! shadows; a port in use is refused.
 
 mod common;
 
@@ -89,9 +90,14 @@ impl Run {
         url.split('/').next().unwrap().parse().unwrap()
     }
 
+    /// The work has ended; the endpoint lingers.
+    fn ended(&self) {
+        self.line_with("serving the final figures");
+    }
+
     /// The JSON document printed before the linger begins.
     fn document(&mut self) -> Value {
-        self.line_with("serving the final figures");
+        self.ended();
         let mut out = String::new();
         let stdout = self.child.0.stdout.as_mut().unwrap();
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -496,5 +502,72 @@ fn a_mirrors_shadow_is_counted_on_the_endpoint_as_in_its_document() {
         f["rackbench_shadow_latency_quantile_seconds"]["type"],
         "gauge"
     );
+    run.end();
+}
+
+#[test]
+fn a_plans_trials_are_each_a_label_set_counted_as_their_records_count() {
+    let plan = common::Plan::write(
+        "metrics-plan",
+        "plan.toml",
+        &format!(
+            r#"name = "live"
+repeats = 2
+servers = ["ts"]
+apps = ["hello"]
+[server_defs.ts]
+command = "{}"
+[load]
+connections = [2]
+duration = "1s"
+warmup = "0s"
+"#,
+            common::serve_test_command("--delay 1ms")
+        ),
+    );
+    let out = plan.out.to_string_lossy().into_owned();
+    let file = plan.file.to_string_lossy().into_owned();
+    let run = Run::spawn(&[
+        "run",
+        &file,
+        "--out",
+        &out,
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "120s",
+    ]);
+    let addr = run.endpoint();
+    run.ended();
+    let (_, body) = get(addr, "/live.json", "*/*");
+    let live: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(live["plan"]["trials_done"], 2, "{live:#}");
+    assert_eq!(live["plan"]["trials_total"], 2);
+    assert_eq!(live["trial"]["study"], "live");
+    let (_, text) = get(addr, "/metrics", "text/plain");
+    let mut total = 0;
+    for (_, stored) in plan.docs("trials") {
+        let load = &stored["trial"]["load"];
+        let ended = load["requests"]["ok"].as_u64().unwrap()
+            + load["errors"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum::<u64>();
+        total += ended;
+        let labels = format!(
+            "study=\"live\",trial=\"{}\",server=\"ts\",app=\"hello\",variant=\"ts\",runtime=\"system\",repeat=\"{}\"",
+            stored["group"].as_str().unwrap(),
+            stored["repeat"]
+        );
+        let line = format!("rackbench_requests_total{{{labels}}} {ended}\n");
+        assert!(text.contains(&line), "no {line:?} in:\n{text}");
+        assert!(
+            text.contains(&format!("rackbench_server_cpu_seconds_total{{{labels}}} ")),
+            "{text}"
+        );
+    }
+    assert_eq!(live["totals"]["requests"], total);
     run.end();
 }
