@@ -4,7 +4,8 @@
 //! counters never go back and end at the run's own count; and a real
 //! Prometheus (Debian's `prometheus`) scrapes it, and what it stored is
 //! the run's count and, through `histogram_quantile`, the run's p99 to
-//! the bucket. A plan's trials are each a label set; a mirror feeds its
+//! the bucket. A plan's trials are each a label set; a trial shows its
+//! server and telemetry while it runs; a mirror feeds its
 //! shadows; a port in use is refused.
 
 mod common;
@@ -570,4 +571,85 @@ warmup = "0s"
     }
     assert_eq!(live["totals"]["requests"], total);
     run.end();
+}
+
+#[test]
+fn a_trial_shows_its_servers_memory_accept_queue_and_telemetry_while_it_runs() {
+    if !common::have("unicorn", "apt-get install unicorn") {
+        return;
+    }
+    // One unicorn worker and an app that sleeps 20 ms: the other 7 of the
+    // 8 connections wait in the accept queue, and telemetry's app time is
+    // about 20 ms a request.
+    let work = common::scratch("metrics-telemetry");
+    let work = work.to_string_lossy().into_owned();
+    let run = Run::spawn(&[
+        "trial",
+        "--server",
+        "unicorn",
+        "--workers",
+        "1",
+        "--app",
+        "sleep",
+        "--app-path",
+        "/?ms=20",
+        "--app-expect-body",
+        "slept 20 ms",
+        "-c",
+        "8",
+        "-d",
+        "4s",
+        "--warmup",
+        "1s",
+        "--telemetry",
+        "--work-dir",
+        &work,
+        "--json",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-linger",
+        "120s",
+    ]);
+    let addr = run.endpoint();
+    let (mut queue, mut rss, mut app_ms) = (0, 0, None);
+    loop {
+        let (_, body) = get(addr, "/live.json", "*/*");
+        let live: Value = serde_json::from_str(&body).unwrap();
+        if live["phase"] == "counted" {
+            let server = &live["server"];
+            queue = queue.max(server["accept_queue"].as_u64().unwrap_or(0));
+            rss = rss.max(server["rss_bytes"].as_u64().unwrap_or(0));
+            app_ms = live["telemetry"]["app_ms"].as_f64().or(app_ms);
+            assert_eq!(live["trial"]["server"], "unicorn");
+        }
+        if live["done"] == true {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!((5..=8).contains(&queue), "the accept queue seen: {queue}");
+    assert!(rss > 1 << 20, "the tree's RSS: {rss}");
+    let app_ms = app_ms.expect("telemetry's app time while the load ran");
+    assert!((18.0..60.0).contains(&app_ms), "app time {app_ms} ms");
+    let (_, text) = get(addr, "/metrics", "application/openmetrics-text");
+    let f = if python_client() {
+        parsed(&text, true)
+    } else {
+        return;
+    };
+    let app_s = sum(
+        &f,
+        "rackbench_telemetry_app_seconds",
+        "rackbench_telemetry_app_seconds",
+    );
+    assert!((0.018..0.06).contains(&app_s), "{app_s}");
+    assert!(
+        sum(
+            &f,
+            "rackbench_server_cpu_seconds",
+            "rackbench_server_cpu_seconds_total"
+        ) > 0.0
+    );
+    run.end();
+    let _ = std::fs::remove_dir_all(&work);
 }
