@@ -222,7 +222,7 @@ impl Families {
         for (name, what, v) in [
             (
                 "rackbench_telemetry_queue",
-                "waiting to be accepted",
+                "between nginx and the app (behind nginx)",
                 t.queue_ms,
             ),
             ("rackbench_telemetry_app", "in the app", t.app_ms),
