@@ -444,6 +444,15 @@ fn a_profiled_trial_records_its_counted_window_and_every_worker() {
     ] {
         assert!(doc["profile"].get(field).is_some(), "profile lacks {field}");
     }
+    // rbspy's own CPU over the window: reading symbols at its start alone
+    // takes more than one clock tick.
+    let o = p
+        .overhead
+        .as_ref()
+        .expect("the profiler's cost is recorded");
+    assert!(o.profiler_cpu_s > 0.0, "{o:?}");
+    assert!(o.per_server_cpu.is_some_and(|r| r > 0.0), "{o:?}");
+    assert!(o.machine_share > 0.0 && o.machine_share < 1.0, "{o:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -688,6 +697,16 @@ fn compare_puts_the_method_that_grew_at_the_top_of_the_difference() {
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("id=\"profile-difference\"") && html.contains("class=\"flame\""));
+    let json = common::rackbench(&["compare", &a, &b, "--json"]);
+    common::assert_ran(&json, "compare --json");
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let diff = &doc["profile_differences"][0];
+    let top = diff["changes"][0]["frame"]
+        .as_str()
+        .expect("a frame that moved");
+    assert!(top.starts_with("spend_b - "), "{diff}");
+    assert!(diff["changes"][0]["self_change_points"].as_f64().unwrap() > 0.0);
+    assert!(diff["runs_a"].as_u64() >= Some(1), "{diff}");
 
     let grown = (std::fs::read_dir(out.join("trials")).unwrap())
         .map(|e| e.unwrap().path())

@@ -8,6 +8,7 @@ use super::usage;
 use crate::report::compare as show;
 use crate::report::profile_diff;
 use crate::stats::compare::{check_metric, Comparison, FailIf, Side};
+use crate::store::profiles::DifferenceFigures;
 use crate::store::samples::{compare_in, parse_side, profile_differences};
 use crate::store::study::Study;
 use anyhow::{Context, Result};
@@ -71,6 +72,15 @@ fn primary(
     Ok(Some(m))
 }
 
+/// compare-v1 with, when both sides were profiled, where the CPU moved.
+#[derive(serde::Serialize)]
+struct CompareJson<'a> {
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    profile_differences: Vec<DifferenceFigures>,
+}
+
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let rules = args
         .fail_if
@@ -103,7 +113,11 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         _ => Vec::new(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        let doc = CompareJson {
+            comparison: &c,
+            profile_differences: diffs.iter().map(|d| d.figures()).collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if args.markdown {
         print!("{}{}", show::markdown(&c), profile_diff::markdown(&diffs));
     } else {
