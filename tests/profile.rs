@@ -923,6 +923,93 @@ fn a_debian_13_root_is_refused_naming_its_ruby_and_rbspy() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Everything a server can run under at once: a Debian 12 root (rbspy
+/// reads the root's libruby through /proc/PID/root), YJIT, jemalloc,
+/// behind nginx, in a memory budget's control group. The app's two
+/// methods are still found, every pid sampled is one of the server's,
+/// and the record says the runtime ran as asked.
+#[test]
+fn a_debian_12_root_with_yjit_and_jemalloc_behind_nginx_in_a_budget_is_profiled() {
+    if !have_rbspy()
+        || !installed("puma")
+        || !common::have_nginx()
+        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+    {
+        return;
+    }
+    let built = common::rackbench(&["runtime", "add", "debian-12"]);
+    if !rackbench::require::require(
+        "the debian-12 runtime",
+        built.status.success(),
+        &format!(
+            "`rackbench runtime add debian-12` failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ),
+    ) {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-debian-12");
+    let app = app();
+    let doc = common::trial_json(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--workers",
+            "2",
+            "--app",
+            app.to_str().unwrap(),
+            "--runtime",
+            "debian-12",
+            "--yjit",
+            "--allocator",
+            "jemalloc",
+            "--behind",
+            "nginx",
+            "--memory",
+            "768m",
+            "-c",
+            "2",
+            "-d",
+            "3s",
+            "--warmup",
+            "1s",
+            "--profile",
+        ],
+        "puma on debian-12, yjit, jemalloc, behind nginx, --memory, --profile",
+    );
+    let runtime = &doc["runtime"];
+    assert_eq!(runtime["name"], "debian-12", "{runtime}");
+    assert_eq!(runtime["yjit"], true, "{runtime}");
+    assert_eq!(runtime["allocator"], "jemalloc", "{runtime}");
+    assert!(doc["budget"].is_object(), "no budget in the record");
+    assert_eq!(doc["topology"]["kind"], "nginx");
+    let p = &doc["profile"];
+    assert!(p.is_object(), "{}", doc["profile_error"]);
+    let frames: Vec<&str> = (p["top"].as_array().unwrap().iter())
+        .filter_map(|t| t["frame"].as_str())
+        .collect();
+    for method in ["spend_a - ", "spend_b - "] {
+        assert!(
+            frames.iter().any(|f| f.starts_with(method)),
+            "{method} not among {frames:?}"
+        );
+    }
+    let server: Vec<u64> = (doc["server_metrics"]["samples"]["per_process"].as_array())
+        .expect("the server's processes")
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .collect();
+    for pid in p["processes"].as_array().unwrap() {
+        assert!(
+            server.contains(&pid.as_u64().unwrap()),
+            "pid {pid} sampled is not the server's: {server:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `ab --profile`: its two sides' difference is printed and written
 /// beside its report, spend_b (tripled on B) on top.
 #[test]
