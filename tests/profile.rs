@@ -623,6 +623,60 @@ fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `sweep --profile`: every value's trial is profiled, its files under
+/// profiles/TRIAL-ID/, and the report draws each group's flame graphs.
+#[test]
+fn a_sweep_with_profile_profiles_every_value() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-sweep");
+    let out = dir.join("out");
+    let ran = common::rackbench(&[
+        "sweep",
+        "--server",
+        "puma",
+        "--app",
+        "fib",
+        "--vary",
+        "workers=1,2",
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--warmup",
+        "1s",
+        "--repeats",
+        "1",
+        "--profile",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "sweep --profile");
+    let mut workers = Vec::new();
+    for entry in std::fs::read_dir(out.join("trials")).unwrap() {
+        let stored: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        let p: Profile =
+            serde_json::from_value(stored["trial"]["profile"].clone()).expect("a profile");
+        assert!(p.samples > 0 && !p.processes.is_empty(), "{p:?}");
+        let id = stored["id"].as_str().unwrap();
+        assert!(out
+            .join("profiles")
+            .join(id)
+            .join("on-cpu.collapsed")
+            .is_file());
+        workers.push(stored["trial"]["server"]["workers"].as_u64());
+    }
+    workers.sort();
+    assert_eq!(workers, [Some(1), Some(2)]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    // Two groups, two views each.
+    assert_eq!(html.matches("class=\"flame\"").count(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A profiled plan of two_methods.ru on one unicorn worker, one
 /// labelled side per TWO_METHODS_B (spend_a's loop the same on both),
 /// two repeats each of 3 s.
