@@ -444,6 +444,15 @@ fn a_profiled_trial_records_its_counted_window_and_every_worker() {
     ] {
         assert!(doc["profile"].get(field).is_some(), "profile lacks {field}");
     }
+    // rbspy's own CPU over the window: reading symbols at its start alone
+    // takes more than one clock tick.
+    let o = p
+        .overhead
+        .as_ref()
+        .expect("the profiler's cost is recorded");
+    assert!(o.profiler_cpu_s > 0.0, "{o:?}");
+    assert!(o.per_server_cpu.is_some_and(|r| r > 0.0), "{o:?}");
+    assert!(o.machine_share > 0.0 && o.machine_share < 1.0, "{o:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -614,6 +623,60 @@ fn a_plan_with_profile_writes_each_trials_files_and_the_reports_flame_graph() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `sweep --profile`: every value's trial is profiled, its files under
+/// profiles/TRIAL-ID/, and the report draws each group's flame graphs.
+#[test]
+fn a_sweep_with_profile_profiles_every_value() {
+    if !have_rbspy() || !installed("puma") {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-sweep");
+    let out = dir.join("out");
+    let ran = common::rackbench(&[
+        "sweep",
+        "--server",
+        "puma",
+        "--app",
+        "fib",
+        "--vary",
+        "workers=1,2",
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--warmup",
+        "1s",
+        "--repeats",
+        "1",
+        "--profile",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    common::assert_ran(&ran, "sweep --profile");
+    let mut workers = Vec::new();
+    for entry in std::fs::read_dir(out.join("trials")).unwrap() {
+        let stored: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        let p: Profile =
+            serde_json::from_value(stored["trial"]["profile"].clone()).expect("a profile");
+        assert!(p.samples > 0 && !p.processes.is_empty(), "{p:?}");
+        let id = stored["id"].as_str().unwrap();
+        assert!(out
+            .join("profiles")
+            .join(id)
+            .join("on-cpu.collapsed")
+            .is_file());
+        workers.push(stored["trial"]["server"]["workers"].as_u64());
+    }
+    workers.sort();
+    assert_eq!(workers, [Some(1), Some(2)]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    // Two groups, two views each.
+    assert_eq!(html.matches("class=\"flame\"").count(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A profiled plan of two_methods.ru on one unicorn worker, one
 /// labelled side per TWO_METHODS_B (spend_a's loop the same on both),
 /// two repeats each of 3 s.
@@ -688,6 +751,16 @@ fn compare_puts_the_method_that_grew_at_the_top_of_the_difference() {
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("id=\"profile-difference\"") && html.contains("class=\"flame\""));
+    let json = common::rackbench(&["compare", &a, &b, "--json"]);
+    common::assert_ran(&json, "compare --json");
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let diff = &doc["profile_differences"][0];
+    let top = diff["changes"][0]["frame"]
+        .as_str()
+        .expect("a frame that moved");
+    assert!(top.starts_with("spend_b - "), "{diff}");
+    assert!(diff["changes"][0]["self_change_points"].as_f64().unwrap() > 0.0);
+    assert!(diff["runs_a"].as_u64() >= Some(1), "{diff}");
 
     let grown = (std::fs::read_dir(out.join("trials")).unwrap())
         .map(|e| e.unwrap().path())
@@ -901,6 +974,93 @@ fn a_debian_13_root_is_refused_naming_its_ruby_and_rbspy() {
         why.contains(&format!("{rbspy} cannot read pid")) && why.contains("(3.3."),
         "{why}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Everything a server can run under at once: a Debian 12 root (rbspy
+/// reads the root's libruby through /proc/PID/root), YJIT, jemalloc,
+/// behind nginx, in a memory budget's control group. The app's two
+/// methods are still found, every pid sampled is one of the server's,
+/// and the record says the runtime ran as asked.
+#[test]
+fn a_debian_12_root_with_yjit_and_jemalloc_behind_nginx_in_a_budget_is_profiled() {
+    if !have_rbspy()
+        || !installed("puma")
+        || !common::have_nginx()
+        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+    {
+        return;
+    }
+    let built = common::rackbench(&["runtime", "add", "debian-12"]);
+    if !rackbench::require::require(
+        "the debian-12 runtime",
+        built.status.success(),
+        &format!(
+            "`rackbench runtime add debian-12` failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ),
+    ) {
+        return;
+    }
+    let _serial = one_at_a_time();
+    let dir = common::work_dir("profile-debian-12");
+    let app = app();
+    let doc = common::trial_json(
+        &dir,
+        &[
+            "--server",
+            "puma",
+            "--workers",
+            "2",
+            "--app",
+            app.to_str().unwrap(),
+            "--runtime",
+            "debian-12",
+            "--yjit",
+            "--allocator",
+            "jemalloc",
+            "--behind",
+            "nginx",
+            "--memory",
+            "768m",
+            "-c",
+            "2",
+            "-d",
+            "3s",
+            "--warmup",
+            "1s",
+            "--profile",
+        ],
+        "puma on debian-12, yjit, jemalloc, behind nginx, --memory, --profile",
+    );
+    let runtime = &doc["runtime"];
+    assert_eq!(runtime["name"], "debian-12", "{runtime}");
+    assert_eq!(runtime["yjit"], true, "{runtime}");
+    assert_eq!(runtime["allocator"], "jemalloc", "{runtime}");
+    assert!(doc["budget"].is_object(), "no budget in the record");
+    assert_eq!(doc["topology"]["kind"], "nginx");
+    let p = &doc["profile"];
+    assert!(p.is_object(), "{}", doc["profile_error"]);
+    let frames: Vec<&str> = (p["top"].as_array().unwrap().iter())
+        .filter_map(|t| t["frame"].as_str())
+        .collect();
+    for method in ["spend_a - ", "spend_b - "] {
+        assert!(
+            frames.iter().any(|f| f.starts_with(method)),
+            "{method} not among {frames:?}"
+        );
+    }
+    let server: Vec<u64> = (doc["server_metrics"]["samples"]["per_process"].as_array())
+        .expect("the server's processes")
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .collect();
+    for pid in p["processes"].as_array().unwrap() {
+        assert!(
+            server.contains(&pid.as_u64().unwrap()),
+            "pid {pid} sampled is not the server's: {server:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

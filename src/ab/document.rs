@@ -89,7 +89,49 @@ pub struct AbDocument {
     /// Documents written before it existed are "fresh".
     #[serde(default = "fresh")]
     pub servers: String,
+    /// The lag-1 autocorrelation of the counted rounds' log-ratios; null
+    /// under SERIAL_MIN_ROUNDS rounds (absent in documents made before
+    /// it existed).
+    #[serde(default)]
+    pub serial_correlation: Option<f64>,
+    /// What the reader must know beside the verdict, in words (rounds
+    /// serially correlated, so the interval's 5% may not hold).
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub pairs: Vec<PairDoc>,
+}
+
+/// The fewest rounds whose serial correlation is worth a figure.
+pub const SERIAL_MIN_ROUNDS: usize = 8;
+
+/// The lag-1 autocorrelation of `x`, or None under SERIAL_MIN_ROUNDS
+/// values or without spread.
+pub fn serial_correlation(x: &[f64]) -> Option<f64> {
+    if x.len() < SERIAL_MIN_ROUNDS {
+        return None;
+    }
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    let squares: f64 = x.iter().map(|v| (v - m).powi(2)).sum();
+    let lag: f64 = x.windows(2).map(|w| (w[0] - m) * (w[1] - m)).sum();
+    (squares > 0.0).then(|| lag / squares)
+}
+
+/// The warning for rounds that lean the same way for stretches: a lag-1
+/// autocorrelation beyond 2/sqrt(n), what independent rounds exceed about
+/// 2.5% of the time. The interval assumes independent rounds; on this
+/// machine's rounds with such a stretch kept, an A/A was called different
+/// 9.7% of the time, not 5% (tests/ab_error_rate.rs, docs/STATISTICS.md).
+pub fn serial_warning(rho: Option<f64>, n: usize) -> Option<String> {
+    let rho = rho?;
+    let limit = 2.0 / (n as f64).sqrt();
+    (rho > limit).then(|| {
+        format!(
+            "the rounds lean the same way for stretches (lag-1 autocorrelation {rho:.2} over \
+             {n} rounds, beyond {limit:.2}): the interval assumes independent rounds, so a \
+             faster or slower may be wrong more often than 5% (docs/STATISTICS.md, \
+             \"Sequential A/B\"); run it again, with fresh servers if these were kept"
+        )
+    })
 }
 
 fn fresh() -> String {
@@ -133,7 +175,13 @@ pub fn document<T>(
         End::Interrupted => ("interrupted", None),
         End::Failed(why) => ("failed", Some(why.clone())),
     };
+    let log_ratios: Vec<f64> = outcome.rounds.iter().map(|r| r.log_ratio()).collect();
+    let serial = serial_correlation(&log_ratios);
     AbDocument {
+        serial_correlation: serial,
+        warnings: serial_warning(serial, log_ratios.len())
+            .into_iter()
+            .collect(),
         schema: SCHEMA.to_string(),
         verdict: v.verdict,
         metric: v.metric.clone(),
@@ -162,5 +210,33 @@ pub fn document<T>(
         seed: opts.seed,
         servers: "fresh".into(),
         pairs: outcome.rounds.iter().map(pair).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_correlation_is_lag_1_and_warns_beyond_two_over_root_n() {
+        assert_eq!(serial_correlation(&[0.1, -0.1, 0.2]), None, "too few");
+        assert_eq!(serial_correlation(&[0.5; 10]), None, "no spread");
+        // Alternating signs: strongly negative, never a warning.
+        let alt: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 0.1 } else { -0.1 })
+            .collect();
+        let rho = serial_correlation(&alt).unwrap();
+        assert!(rho < -0.9, "{rho}");
+        assert_eq!(serial_warning(Some(rho), 20), None);
+        // Two long stretches, one up, one down: strongly positive.
+        let steps: Vec<f64> = (0..20).map(|i| if i < 10 { 0.1 } else { -0.1 }).collect();
+        let rho = serial_correlation(&steps).unwrap();
+        assert!(rho > 0.8, "{rho}");
+        let w = serial_warning(Some(rho), 20).expect("a warning");
+        assert!(w.contains("over 20 rounds, beyond 0.45"), "{w}");
+        // The limit is 2/sqrt(n): 0.31 over 60 rounds (0.26) warns, over
+        // 36 (0.33) does not.
+        assert!(serial_warning(Some(0.31), 60).is_some());
+        assert!(serial_warning(Some(0.31), 36).is_none());
     }
 }

@@ -181,6 +181,9 @@ pub fn run(mut req: AbRequest, sink: Arc<dyn Sink>) -> Result<AbOutcome> {
     if let End::Failed(why) = &ran.outcome.end {
         sink.note(&format!("the A/B stopped: {why}"));
     }
+    for w in &doc.warnings {
+        sink.note(&format!("warning: {w}"));
+    }
     Ok(AbOutcome {
         doc,
         out: prepared.out.clone(),

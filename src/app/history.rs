@@ -8,8 +8,8 @@ use super::usage::usage;
 use crate::history::{self, read, Baseline, History, Run};
 use crate::stats::compare::{check_metric, FailIf, Row};
 use crate::store::study::Study;
-use anyhow::Result;
-use std::path::PathBuf;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
 
 /// What `history` is asked.
 #[derive(Debug, Clone)]
@@ -127,4 +127,10 @@ pub fn run(req: &HistoryRequest, sink: &dyn Sink) -> Result<HistoryResult> {
         })
         .collect();
     Ok(HistoryResult { history, breaches })
+}
+
+/// The history's HTML page: one chart per metric over time.
+pub fn write_page(h: &History, path: &Path) -> Result<()> {
+    std::fs::write(path, crate::report::history_html::page(h))
+        .with_context(|| format!("cannot write {}", path.display()))
 }

@@ -5,6 +5,7 @@
 
 pub mod ab;
 pub mod breakpoint;
+pub mod compare;
 pub mod fit;
 pub mod history;
 pub mod k8s;

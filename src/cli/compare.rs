@@ -5,12 +5,13 @@
 //! metric judged alone.
 
 use super::usage;
+use crate::app;
+use crate::app::compare::CompareRequest;
 use crate::report::compare as show;
 use crate::report::profile_diff;
-use crate::stats::compare::{check_metric, Comparison, FailIf, Side};
-use crate::store::samples::{compare_in, parse_side, profile_differences};
-use crate::store::study::Study;
-use anyhow::{Context, Result};
+use crate::stats::compare::{Comparison, FailIf};
+use crate::store::profiles::DifferenceFigures;
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,25 +51,13 @@ pub struct CompareArgs {
     pub metric: Option<String>,
 }
 
-/// `--metric`, else A's plan's `primary_metric`, else B's (each read on
-/// its own, `Study::primary_metric`, so an older plan still compares).
-fn primary(
-    args: &CompareArgs,
-    a: (&Side, Option<&Study>),
-    b: Option<&Study>,
-) -> Result<Option<String>, String> {
-    if let Some(m) = &args.metric {
-        check_metric("--metric", m)?;
-        return Ok(Some(m.clone()));
-    }
-    let plan = |s: Option<&Study>| s.and_then(Study::primary_metric);
-    let Some(m) = plan(a.1).or_else(|| plan(b)) else {
-        return Ok(None);
-    };
-    let a = a.0;
-    check_metric("primary_metric", &m)
-        .map_err(|e| format!("{e} (in the plan.toml of {}); or give --metric", a.label()))?;
-    Ok(Some(m))
+/// compare-v1 with, when both sides were profiled, where the CPU moved.
+#[derive(serde::Serialize)]
+struct CompareJson<'a> {
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    profile_differences: Vec<DifferenceFigures>,
 }
 
 pub fn run(args: CompareArgs) -> Result<ExitCode> {
@@ -78,43 +67,32 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
         .map(|r| FailIf::parse(r))
         .collect::<Result<Vec<_>, _>>()
         .map_err(usage)?;
-    let a = parse_side(&args.a).map_err(usage)?;
-    let b = parse_side(&args.b).map_err(usage)?;
-    // Each directory read once (A and B may be one directory, two
-    // selections); what is not a results directory is said in its turn.
-    let open = |s: &Side| Study::open(&s.dir).map_err(|e| e.to_string());
-    let sa = open(&a);
-    let sb = (b.dir != a.dir).then(|| open(&b));
-    let sb = sb.as_ref().unwrap_or(&sa);
-    let metric = primary(&args, (&a, sa.as_ref().ok()), sb.as_ref().ok()).map_err(usage)?;
-    let (c, warnings) = compare_in(
-        (&a, sa.as_ref().map_err(String::clone)),
-        (&b, sb.as_ref().map_err(String::clone)),
-        args.seed,
-        metric.as_deref(),
-    )
-    .map_err(usage)?;
-    for w in warnings {
+    let compared = app::compare::compare(&CompareRequest {
+        a: args.a.clone(),
+        b: args.b.clone(),
+        seed: args.seed,
+        metric: args.metric.clone(),
+    })?;
+    for w in &compared.warnings {
         eprintln!("warning: {w}");
     }
-    // Where the CPU moved, for the groups both sides profiled.
-    let diffs = match (&sa, sb) {
-        (Ok(sa), Ok(sb)) => profile_differences((&a, sa), (&b, sb)).map_err(usage)?,
-        _ => Vec::new(),
-    };
+    let (c, diffs) = (&compared.comparison, &compared.differences);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        let doc = CompareJson {
+            comparison: c,
+            profile_differences: diffs.iter().map(|d| d.figures()).collect(),
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if args.markdown {
-        print!("{}{}", show::markdown(&c), profile_diff::markdown(&diffs));
+        print!("{}{}", show::markdown(c), profile_diff::markdown(diffs));
     } else {
-        print!("{}{}", show::terminal(&c), profile_diff::terminal(&diffs));
+        print!("{}{}", show::terminal(c), profile_diff::terminal(diffs));
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, show::page_with(&c, &profile_diff::html(&diffs)))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        app::compare::write_page(&compared, path)?;
         eprintln!("wrote {}", path.display());
     }
-    Ok(gate(&c, &rules))
+    Ok(gate(c, &rules))
 }
 
 /// Exit 1 (and say which) when any rule is crossed by a significant change.

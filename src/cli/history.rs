@@ -8,8 +8,8 @@
 use crate::app::history::{run as history, HistoryRequest};
 use crate::app::sink::Terminal;
 use crate::history::Baseline;
-use crate::report::{history as show, history_html};
-use anyhow::{Context, Result};
+use crate::report::history as show;
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,8 +83,7 @@ pub fn run(args: HistoryArgs) -> Result<ExitCode> {
         print!("{}", show::terminal(h));
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, history_html::page(h))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::app::history::write_page(h, path)?;
         eprintln!("wrote {}", path.display());
     }
     for (rule, group, metric, verdict) in &out.breaches {

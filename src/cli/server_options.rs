@@ -252,8 +252,7 @@ fn apply_request_flags(
     app.headers = load.headers.clone();
     app.body = match (&load.body, &load.body_file) {
         (Some(b), _) => b.clone().into_bytes(),
-        (None, Some(path)) => std::fs::read(path)
-            .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+        (None, Some(path)) => crate::app::load::read_body(path).map_err(|e| e.to_string())?,
         (None, None) => Vec::new(),
     };
     if let Some(crate::load::ExpectStatus::Codes(codes)) = &load.expect_status {

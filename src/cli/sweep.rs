@@ -37,10 +37,10 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub made: super::flags::PlanServerFlags,
     /// Closed-loop connections (when not swept).
-    #[arg(long, default_value_t = 10)]
+    #[arg(short = 'c', long, default_value_t = 10)]
     pub connections: usize,
     /// Counted load per trial.
-    #[arg(long, default_value = "10s")]
+    #[arg(short = 'd', long, default_value = "10s")]
     pub duration: String,
     /// Warm-up per trial.
     #[arg(long, default_value = "2s")]

@@ -424,6 +424,11 @@ fn record(
         .zip(seen.samples.soak.as_ref())
         .map(|(soak, samples)| super::soak::SoakRecord::of(soak, samples));
     let server_metrics = server_metrics(seen, telemetry, report.requests.ok);
+    let mut profile = profile;
+    if let Some(o) = profile.as_mut().and_then(|p| p.overhead.as_mut()) {
+        let server_cpu_s = server_metrics.cpu_user_s + server_metrics.cpu_sys_s;
+        o.per_server_cpu = (server_cpu_s > 0.0).then(|| o.profiler_cpu_s / server_cpu_s);
+    }
     let started = &servers.started;
     TrialRecord {
         schema: SCHEMA.to_string(),

@@ -119,6 +119,8 @@ impl Recording {
         let window_ms = self.started.elapsed().as_millis() as u64;
         let mut views: BTreeMap<&'static str, Vec<stacks::Sample>> = BTreeMap::new();
         let mut failures = Vec::new();
+        // Read before they are asked to stop: what they used over the window.
+        let profiler_cpu_s: f64 = self.recorders.iter().filter_map(|r| r.cpu_s()).sum();
         for rec in self.recorders {
             let (root, view, raw) = (rec.root, rec.view, rec.raw.clone());
             let stopped = rec.stop(self.spec.grace);
@@ -161,7 +163,11 @@ impl Recording {
             gc_share: stacks::gc_share(&on_cpu),
             top: stacks::top(&on_cpu, TOP_FRAMES),
             files,
-            overhead: None,
+            overhead: Some(Overhead {
+                profiler_cpu_s,
+                per_server_cpu: None,
+                machine_share: profiler_cpu_s / (window_ms.max(1) as f64 / 1e3 * online_cpus()),
+            }),
             wall_clock: ViewFigures {
                 samples: wall.len() as u64,
                 gc_share: stacks::gc_share(&wall),
@@ -172,6 +178,12 @@ impl Recording {
             profiler: self.profiler,
         })
     }
+}
+
+/// The machine's online CPUs (at least 1).
+fn online_cpus() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64
 }
 
 /// Profiles the trees of `spec.roots` for `window`, from now.

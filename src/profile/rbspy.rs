@@ -98,6 +98,14 @@ pub fn start(
 }
 
 impl Recorder {
+    /// The CPU seconds (user + system, every thread) this rbspy has used
+    /// so far; None once it is gone.
+    pub fn cpu_s(&self) -> Option<f64> {
+        let raw = std::fs::read(format!("/proc/{}/stat", self.child.id())).ok()?;
+        let stat = crate::sampler::parse_stat(raw)?;
+        Some((stat.utime + stat.stime) as f64 / crate::sampler::clock_ticks())
+    }
+
     /// Stops recording as Ctrl-C does (rbspy then finishes its raw file),
     /// waits up to `grace`, then kills it. The log's text when rbspy
     /// failed (exited non-zero before it was asked to stop, or after).

@@ -49,15 +49,21 @@ pub struct ProfileFile {
     pub pid: Option<u32>,
 }
 
-/// What profiling cost: throughput with and without it, side by side.
-/// Measured by the caller that runs both trials; the profiler alone
-/// cannot know it.
+/// What the profiler itself cost, from its own CPU time over the window:
+/// rbspy reads the server's memory from outside and never pauses it
+/// (`--nonblocking`), so its cost is the CPU it takes from the machine the
+/// server and the load share. The throughput cost needs an unprofiled run
+/// beside the profiled one: `bench/profile-overhead.sh` (docs/PROFILES.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
-    pub unprofiled_rps: f64,
-    pub profiled_rps: f64,
-    /// 1 - profiled / unprofiled.
-    pub cost_share: f64,
+    /// CPU seconds (user + system) every rbspy process used, both views.
+    pub profiler_cpu_s: f64,
+    /// `profiler_cpu_s` over the server tree's CPU seconds in the same
+    /// window; None when the server's CPU is not known.
+    pub per_server_cpu: Option<f64>,
+    /// `profiler_cpu_s` over the window's wall time times the machine's
+    /// online CPUs: the share of the machine the profiler took.
+    pub machine_share: f64,
 }
 
 /// The wall-clock view's figures (the record's `top` is on-CPU).

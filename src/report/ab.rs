@@ -100,6 +100,9 @@ pub fn markdown(d: &AbDocument) -> String {
         d.noise_pct,
         d.method
     );
+    for w in &d.warnings {
+        let _ = writeln!(s, "> warning: {}\n", md_cell(w));
+    }
     let _ = writeln!(
         s,
         "| Round | First | A {m} | B {m} | Change | {l:.0}% interval | Notes |\n|---:|:---|---:|---:|---:|:---|:---|",
@@ -144,6 +147,9 @@ pub fn section(d: &AbDocument) -> String {
         d.noise_pct,
         d.margin_pct
     );
+    for w in &d.warnings {
+        let _ = write!(s, "<p class=\"warn\">warning: {}</p>", esc(w));
+    }
     if let Some(chart) = chart(d) {
         s.push_str(&chart);
     }

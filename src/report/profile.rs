@@ -21,6 +21,20 @@ fn processes(p: &Profile) -> String {
     }
 }
 
+/// "rbspy used 0.42 CPU-s: 3.1% of the server's CPU, 1.0% of the
+/// machine's", or None for a record made before the figure existed.
+pub fn cost(p: &Profile) -> Option<String> {
+    let o = p.overhead.as_ref()?;
+    let server = o.per_server_cpu.map_or(String::new(), |r| {
+        format!("{:.1}% of the server's CPU, ", r * 100.0)
+    });
+    Some(format!(
+        "rbspy used {:.2} CPU-s: {server}{:.1}% of the machine's",
+        o.profiler_cpu_s,
+        o.machine_share * 100.0
+    ))
+}
+
 /// A trial's profile on the terminal: where its files are, the sample
 /// count and rate, and the top frames by on-CPU self share.
 pub fn trial_lines(p: &Profile, results_dir: &str) -> String {
@@ -38,6 +52,9 @@ pub fn trial_lines(p: &Profile, results_dir: &str) -> String {
         .and_then(|f| std::path::Path::new(&f.path).parent())
         .map(|d| format!("{}/{}", results_dir.trim_end_matches('/'), d.display()))
         .unwrap_or_else(|| results_dir.to_string());
+    if let Some(cost) = cost(p) {
+        let _ = writeln!(s, "               {cost}");
+    }
     let _ = writeln!(s, "               files in {dir}");
     let _ = writeln!(s, "               self   total  frame (on-CPU)");
     for t in p.top.iter().take(TOP_SHOWN) {
@@ -109,7 +126,10 @@ fn figures(gp: &GroupProfile) -> String {
         p.wall_clock.samples,
         gp.trial
     );
-    for note in gp.mixed_note().into_iter().chain(gp.errors.iter().cloned()) {
+    for note in (cost(p).into_iter())
+        .chain(gp.mixed_note())
+        .chain(gp.errors.iter().cloned())
+    {
         let _ = write!(s, "; {note}");
     }
     s

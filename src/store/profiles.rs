@@ -166,6 +166,47 @@ pub struct ProfileDifference {
     pub changes: Vec<FrameChange>,
 }
 
+/// A [`ProfileDifference`] as `compare --json` writes it: the figures and
+/// the frames that moved, not the stacks.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DifferenceFigures {
+    pub group: String,
+    /// Profiled good runs read on each side.
+    pub runs_a: usize,
+    pub runs_b: usize,
+    /// Each side's mean server CPU per request (ms).
+    pub cpu_ms_per_request_a: Option<f64>,
+    pub cpu_ms_per_request_b: Option<f64>,
+    /// The frames whose own CPU moved most, largest first.
+    pub changes: Vec<FrameChange>,
+    /// Why a run's stacks could not be read, once each, both sides.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+}
+
+impl ProfileDifference {
+    pub fn figures(&self) -> DifferenceFigures {
+        DifferenceFigures {
+            group: self.group.clone(),
+            runs_a: self.a.runs,
+            runs_b: self.b.runs,
+            cpu_ms_per_request_a: self.a.cpu_ms_per_request,
+            cpu_ms_per_request_b: self.b.cpu_ms_per_request,
+            // Named as the record's `top` names frames: `method - path`.
+            changes: (self.changes.iter())
+                .map(|c| FrameChange {
+                    frame: c.frame.replace("_-_", " - "),
+                    ..c.clone()
+                })
+                .collect(),
+            unreadable: (self.a.unreadable.iter())
+                .chain(&self.b.unreadable)
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// A difference per group both sides profiled, in the groups' order.
 pub fn differences(
     a: &BTreeMap<String, SideStacks>,

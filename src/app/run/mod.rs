@@ -9,6 +9,7 @@
 
 pub mod aa;
 pub mod progress;
+pub mod resume;
 
 use super::sink::Sink;
 use super::usage::usage;

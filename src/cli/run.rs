@@ -1,19 +1,13 @@
 //! `rackbench run [PLAN]`: a whole study from one command.
 
-use super::usage;
 use crate::app;
 use crate::app::run::RunRequest;
 use crate::app::sink::Terminal;
-use crate::store::ResultsDir;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-
-mod resume;
-
-use resume::{check_resume, resumable};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -129,14 +123,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let prepared = app::run::prepare(source, request)?;
     if args.resume {
-        resumable(&prepared.out).map_err(usage)?;
-        let study = crate::store::study::Study::read(ResultsDir::new(&prepared.out));
-        check_resume(
-            &study,
-            &prepared.source.text,
-            &args.servers_file,
-            args.force_resume,
-        )?;
+        if let Some(warning) = app::run::resume::check(&prepared, args.force_resume)? {
+            eprintln!("warning: {warning}");
+        }
     }
     let code = app::run::execute(prepared, Arc::new(Terminal::new()))?;
     super::flags::finish_live(live);

@@ -4,7 +4,8 @@
 //!
 //! It only reads: it never writes into the results, never runs a trial.
 
-use super::super::usage;
+use super::Prepared;
+use crate::app::usage::usage;
 use crate::store::study::Study;
 use crate::store::ResultsDir;
 use anyhow::Result;
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// Refuses `--resume` into a directory that holds no run (issue 36: one
 /// that did not exist silently began a new run), naming it and the fix:
 /// drop `--resume`, or the run directory nearby it probably meant.
-pub(super) fn resumable(out: &Path) -> std::result::Result<(), String> {
+fn resumable(out: &Path) -> std::result::Result<(), String> {
     if ResultsDir::new(out).holds_run() {
         return Ok(());
     }
@@ -77,15 +78,27 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// Refuses to resume a run whose plan or servers files changed since it
-/// began (its records would mix two experiments), naming the first
-/// difference; `--force-resume` goes through anyway.
-pub(super) fn check_resume(
+/// `--resume` of a prepared run: refused when its directory holds no run,
+/// or when the plan or a servers file changed since it began (its records
+/// would mix two experiments), naming the first difference. With `force`
+/// (`--force-resume`) a change goes through, and the warning is returned.
+pub fn check(prepared: &Prepared, force: bool) -> Result<Option<String>> {
+    resumable(&prepared.out).map_err(usage)?;
+    let study = Study::read(ResultsDir::new(&prepared.out));
+    check_resume(
+        &study,
+        &prepared.source.text,
+        &prepared.req.servers_files,
+        force,
+    )
+}
+
+fn check_resume(
     study: &Study,
     plan_text: &str,
     servers_files: &[PathBuf],
     force: bool,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let results = study.dir();
     let mut differences = Vec::new();
     if let Ok(old) = study.plan_text() {
@@ -127,11 +140,8 @@ pub(super) fn check_resume(
         n += 1;
     }
     match differences.first() {
-        None => Ok(()),
-        Some(d) if force => {
-            eprintln!("warning: resuming anyway (--force-resume): {d}");
-            Ok(())
-        }
+        None => Ok(None),
+        Some(d) if force => Ok(Some(format!("resuming anyway (--force-resume): {d}"))),
         Some(d) => Err(usage(format!(
             "cannot resume {}: {d}; resume with what the run began with, or add --force-resume",
             results.root.display()
