@@ -293,6 +293,7 @@ fn prometheus_clients_parsers_read_both_formats_during_a_real_load() {
     let (head, body) = get(addr, "/live.json", "*/*");
     assert!(head.contains("Content-Type: application/json"), "{head}");
     let live: Value = serde_json::from_str(&body).unwrap();
+    common::schema::assert_valid("live-v1", &live, "/live.json");
     assert_eq!(live["schema"], "rackbench/live-v1");
     assert_eq!(live["done"], true);
     assert_eq!(live["command"], "load");
@@ -488,6 +489,7 @@ fn a_mirrors_shadow_is_counted_on_the_endpoint_as_in_its_document() {
     assert!(ended > 0, "{doc:#}");
     let (_, body) = get(addr, "/live.json", "*/*");
     let live: Value = serde_json::from_str(&body).unwrap();
+    common::schema::assert_valid("live-v1", &live, "/live.json");
     assert_eq!(live["command"], "mirror");
     assert_eq!(live["shadows"][0]["name"], "next");
     assert_eq!(live["shadows"][0]["requests"], ended, "{live:#}");
@@ -552,6 +554,7 @@ warmup = "0s"
     run.ended();
     let (_, body) = get(addr, "/live.json", "*/*");
     let live: Value = serde_json::from_str(&body).unwrap();
+    common::schema::assert_valid("live-v1", &live, "/live.json");
     assert_eq!(live["plan"]["trials_done"], 2, "{live:#}");
     assert_eq!(live["plan"]["trials_total"], 2);
     assert_eq!(live["trial"]["study"], "live");
@@ -625,6 +628,7 @@ fn a_trial_shows_its_servers_memory_accept_queue_and_telemetry_while_it_runs() {
     loop {
         let (_, body) = get(addr, "/live.json", "*/*");
         let live: Value = serde_json::from_str(&body).unwrap();
+        common::schema::assert_valid("live-v1", &live, "/live.json");
         if live["phase"] == "counted" {
             let server = &live["server"];
             queue = queue.max(server["accept_queue"].as_u64().unwrap_or(0));
