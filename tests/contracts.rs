@@ -49,6 +49,12 @@
 //! ruby/apps/allocate.ru -c 1 --control 6s -d 2s --warmup 1s --max-load 8s
 //! --no-pin --json`, written by tests/tune.rs under UPDATE_SNAPSHOTS=1 on
 //! the busy 2-CPU VM (its A/B undecided);
+//! live-v1.json: `/live.json` in the counted window of `rackbench trial
+//! --server unicorn --workers 1 --app sleep --app-path /?ms=20 -c 8 -d 3s
+//! --warmup 1s --telemetry --metrics-listen ADDR` (the accept queue at
+//! 7); live-v1-mirror.json: `/live.json` at the end of `rackbench mirror
+//! -d 3s --metrics-listen ADDR` in front of two serve-tests, 500 requests
+//! through it;
 //! load-v1-mix.json: `rackbench load URL -c 4 -d 2s --mix
 //! tests/contracts/mix.toml --json` against `rackbench serve-test
 //! --path-delay /slow=5ms`;
@@ -123,6 +129,7 @@ const SAMPLES: &[(&str, &[&str])] = &[
     ("ab-v1", &["ab-v1.json"]),
     ("history-v1", &["history-v1.json"]),
     ("tune-v1", &["tune-v1.json"]),
+    ("live-v1", &["live-v1.json", "live-v1-mirror.json"]),
 ];
 
 #[test]
@@ -739,6 +746,27 @@ fn each_schema_refuses_an_unknown_enum_value_a_value_under_its_minimum_and_a_mis
             "/verdict",
             Set(json!("better")),
             "must be one of",
+        ),
+        (
+            "live-v1",
+            "live-v1.json",
+            "/phase",
+            Set(json!("paused")),
+            "must be one of",
+        ),
+        (
+            "live-v1",
+            "live-v1.json",
+            "/seconds/0/ok",
+            Set(json!(-1)),
+            "must be >=0",
+        ),
+        (
+            "live-v1",
+            "live-v1-mirror.json",
+            "/shadows/0/requests",
+            Remove,
+            "missing properties 'requests'",
         ),
         (
             "history-v1",

@@ -79,6 +79,8 @@ pub struct RunArgs {
     /// and marked).
     #[arg(long, value_name = "N")]
     pub rerun_disturbed: Option<u32>,
+    #[command(flatten)]
+    pub metrics: super::flags::MetricsFlags,
 }
 
 /// The flags in place of the plan's keys (`Plan::apply` puts them there).
@@ -96,6 +98,11 @@ fn overrides(args: &RunArgs) -> Result<crate::plan::Overrides> {
 /// plan's keys among it), prepare it (`app::run`), check a resumed
 /// directory, then run it on the terminal.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    // A dry run starts nothing, the endpoint included.
+    let live = match args.dry_run {
+        true => None,
+        false => args.metrics.start("run")?,
+    };
     let source = app::run::read_plan(args.plan.as_deref())?;
     let registry = crate::app::servers::registry(&args.servers_file)?;
     let overrides = overrides(&args)?;
@@ -120,7 +127,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             eprintln!("warning: {warning}");
         }
     }
-    app::run::execute(prepared, Arc::new(Terminal::new()))
+    let code = app::run::execute(prepared, Arc::new(Terminal::new()))?;
+    super::flags::finish_live(live);
+    Ok(code)
 }
 
 #[cfg(test)]

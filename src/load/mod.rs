@@ -32,7 +32,7 @@ pub(crate) mod uring;
 pub mod window;
 mod worker;
 
-pub use config::{IoMode, LoadConfig, Pacing};
+pub use config::{installed_observer, observe_all, IoMode, LoadConfig, Observer, Pacing};
 pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
 pub use response::ExpectStatus;
@@ -122,6 +122,7 @@ pub fn run_observed_seconds(
         &window,
         config.warmup_until_steady,
         config.keep_histograms,
+        config.observer.as_deref(),
         on_second,
     );
     let mut results = Vec::with_capacity(threads);
@@ -446,15 +447,20 @@ fn spawn_workers(
 /// Collects per-second reports until every worker has hung up: a second
 /// becomes a timeline row (handed to `on_second`) once all `threads` have
 /// sent it. With `steady_rule`, decides the window the moment the last
-/// seconds' throughput agrees.
+/// seconds' throughput agrees. The `observer` sees the start, every
+/// second and the end.
 fn collect_timeline(
     rx: mpsc::Receiver<(usize, SecondReport)>,
     threads: usize,
     window: &Window,
     steady_rule: bool,
     keep_histograms: bool,
+    observer: Option<&dyn Observer>,
     mut on_second: impl FnMut(&TimelineRow, &Histogram<u64>),
 ) -> (Vec<TimelineRow>, Vec<segment::SecondHistogram>) {
+    if let Some(o) = observer {
+        o.started();
+    }
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
     let mut timeline = Vec::new();
     let mut seconds = Vec::new();
@@ -479,6 +485,9 @@ fn collect_timeline(
             }
         }
         on_second(&row, &sec_report.latency);
+        if let Some(o) = observer {
+            o.second(&row, &sec_report.latency);
+        }
         timeline.push(row);
         report::coarsen_timeline(timeline);
     };
@@ -489,6 +498,8 @@ fn collect_timeline(
                 *n += 1;
                 acc.ok += r.ok;
                 acc.errors += r.errors;
+                acc.error_kinds.add(&r.error_kinds);
+                acc.status_5xx += r.status_5xx;
                 acc.span = acc.span.max(r.span);
                 acc.latency.add(&r.latency).expect("same histogram bounds");
             }
@@ -508,9 +519,16 @@ fn collect_timeline(
         // totals all the same.
         // Errors are never dropped that way.
         if r.span < Duration::from_millis(250) && r.ok + r.errors < 1000 && r.errors == 0 {
+            if let Some(o) = observer {
+                let row = TimelineRow::from_second(&r, window.is_warmup_second(r.sec));
+                o.second(&row, &r.latency);
+            }
             continue;
         }
         emit(r, &mut timeline);
+    }
+    if let Some(o) = observer {
+        o.ended();
     }
     (timeline, seconds)
 }
@@ -637,6 +655,66 @@ mod tests {
             assert_eq!(s.iter().sum::<u64>(), total);
             assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
         }
+    }
+
+    /// What an observer saw: the start, (ok, errors, span) a second, the end.
+    #[derive(Debug, Default)]
+    struct Saw {
+        started: bool,
+        seconds: Vec<(u64, u64, f64)>,
+        ended: bool,
+    }
+
+    #[derive(Debug, Default)]
+    struct Seen(std::sync::Mutex<Saw>);
+
+    impl Observer for Seen {
+        fn started(&self) {
+            self.0.lock().unwrap().started = true;
+        }
+        fn second(&self, row: &TimelineRow, _: &Histogram<u64>) {
+            (self.0.lock().unwrap().seconds).push((row.ok, row.errors, row.span_s));
+        }
+        fn ended(&self) {
+            self.0.lock().unwrap().ended = true;
+        }
+    }
+
+    fn second(sec: u64, span_ms: u64, ok: u64, reset: u64, status: u64) -> SecondReport {
+        SecondReport {
+            sec,
+            span: Duration::from_millis(span_ms),
+            ok,
+            errors: reset + status,
+            latency: new_histogram(2),
+            error_kinds: ErrorCounts {
+                reset,
+                status,
+                ..ErrorCounts::default()
+            },
+            status_5xx: status,
+        }
+    }
+
+    #[test]
+    fn a_rows_error_kinds_are_every_threads_and_the_observer_sees_every_second() {
+        let (tx, rx) = mpsc::channel();
+        tx.send((0, second(0, 1000, 10, 1, 0))).unwrap();
+        tx.send((1, second(0, 1000, 20, 0, 2))).unwrap();
+        // A sliver of a last second: left out of the timeline, not the
+        // observer's count.
+        tx.send((0, second(1, 100, 3, 0, 0))).unwrap();
+        drop(tx);
+        let window = Window::fixed(Instant::now(), Duration::ZERO, None);
+        let seen = Seen::default();
+        let (timeline, _) = collect_timeline(rx, 2, &window, false, false, Some(&seen), |_, _| {});
+        assert_eq!(timeline.len(), 1);
+        let kinds = timeline[0].error_kinds.unwrap();
+        assert_eq!((kinds.reset, kinds.status, kinds.total()), (1, 2, 3));
+        assert_eq!(timeline[0].status_5xx, 2);
+        let saw = seen.0.lock().unwrap();
+        assert!(saw.started && saw.ended);
+        assert_eq!(saw.seconds[..], [(30, 3, 1.0), (3, 0, 0.1)]);
     }
 
     #[test]
