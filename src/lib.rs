@@ -66,6 +66,10 @@
 //! - [`telemetry`]: where the time goes inside the server: the Rack
 //!   middleware's figures read back, the wrapper rackup, accept queues
 //!   (of a server at the load engine's `Endpoint`).
+//! - [`live`]: the live endpoint (`--metrics-listen`): the board the
+//!   engine (through `load::Observer`), the lab and the mirror feed as
+//!   they measure, served as OpenMetrics or Prometheus text, as
+//!   `/live.json` and as a page, from a thread on std's listener.
 //! - [`load`]: the load engine. Drives HTTP/1.1 requests at a URL from
 //!   hand-written io_uring/epoll loops and records latency, errors and a
 //!   per-second timeline. Knows nothing about servers, plans or disk.
@@ -92,6 +96,7 @@ pub mod host;
 pub mod k8s;
 pub mod lab;
 pub mod leftovers;
+pub mod live;
 pub mod load;
 pub mod mirror;
 pub mod plan;

@@ -420,3 +420,46 @@ impl JudgeFlags {
         }
     }
 }
+
+/// The live endpoint: the same flags on `load`, `trial`, `run`, `sweep`,
+/// `ab`, `mirror` and `record` (docs/LIVE.md).
+#[derive(Debug, Clone, Args, Default)]
+pub struct MetricsFlags {
+    /// Serve what is measured so far over HTTP while the command runs:
+    /// /metrics (OpenMetrics or Prometheus text), /live.json and a page
+    /// at /. PORT, :PORT or HOST:PORT; the host is 127.0.0.1 unless given.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving the final figures this long
+    /// after the work ends (Ctrl-C ends it sooner), so a scraper gets the
+    /// last counts: one scrape interval or more.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse::duration)]
+    pub metrics_linger: Duration,
+}
+
+impl MetricsFlags {
+    /// Starts the endpoint for `command` when asked, before any work: a
+    /// port in use is a usage error (exit 2) naming the fix.
+    pub fn start(&self, command: &str) -> Result<Option<crate::live::Live>> {
+        let Some(text) = &self.metrics_listen else {
+            if !self.metrics_linger.is_zero() {
+                return Err(usage(
+                    "--metrics-linger needs --metrics-listen ADDR: add it, or drop --metrics-linger"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let addr = crate::live::parse_addr(text).map_err(usage)?;
+        crate::live::Live::start(command, addr, self.metrics_linger)
+            .map(Some)
+            .map_err(usage)
+    }
+}
+
+/// Ends a command's endpoint (its linger), if it has one.
+pub fn finish_live(live: Option<crate::live::Live>) {
+    if let Some(l) = live {
+        l.finish();
+    }
+}

@@ -1,6 +1,6 @@
 //! `rackbench load URL`: one load run against a server that is already up.
 
-use super::flags::SlowFlags;
+use super::flags::{finish_live, MetricsFlags, SlowFlags};
 use super::load_options::{slack_needs_open_loop, LoadOptions, SegmentOptions};
 use super::output::{after_segment, announce_start, exit_code};
 use super::usage;
@@ -33,9 +33,12 @@ pub struct LoadArgs {
     pub segment: SegmentOptions,
     #[command(flatten)]
     pub slow: SlowFlags,
+    #[command(flatten)]
+    pub metrics: MetricsFlags,
 }
 
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    let live_endpoint = args.metrics.start("load")?;
     let mut config = args.options.to_config(&args.url, args.threads)?;
     slack_needs_open_loop(&config.slack, config.pacing.is_open(), "--rate R")?;
     args.segment.apply(&mut config)?;
@@ -74,5 +77,6 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         write!(out, "{}", report.render_text())?;
     }
     drop(out);
+    finish_live(live_endpoint);
     Ok(exit_code(&report, &args.checks, args.json))
 }

@@ -289,6 +289,7 @@ impl LoadOptions {
             keep_histograms: false,
             slow: None,
             mix,
+            observer: crate::load::installed_observer(),
         })
     }
 }

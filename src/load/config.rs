@@ -6,14 +6,45 @@
 //! fields it sets, so schedule/ need not know the config.
 
 use super::mix::Mix;
+use super::report::TimelineRow;
 use super::response::ExpectStatus;
 use super::schedule::Schedule;
 use super::segment::Segment;
 use super::slow::SlowClients;
 use super::target::{self, Endpoint, RequestSpec, Url};
+use hdrhistogram::Histogram;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
+
+/// Sees a run's seconds as the collector completes them: the live
+/// endpoint's board (`live::Board`), which sits above the engine and so
+/// comes in as a trait object. Every second is handed over, the sliver of
+/// a last second the timeline leaves out included, so what an observer
+/// adds up is every request that ended, warm-up included.
+pub trait Observer: std::fmt::Debug + Send + Sync {
+    /// One second of the run, all threads added, and its OK latencies.
+    fn second(&self, row: &TimelineRow, ok_latency: &Histogram<u64>);
+    /// The run has ended (every second was handed over).
+    fn ended(&self);
+}
+
+/// The process's observer, set once by the command line before any work
+/// (`--metrics-listen`): the one door through which every run of the
+/// engine (load, trial, a plan's trials, sweep, ab, breakpoint, fit,
+/// replay) feeds the live endpoint, each config taking it when it is made.
+static OBSERVER: OnceLock<Arc<dyn Observer>> = OnceLock::new();
+
+/// Makes `observer` every later config's (a second call is ignored: one
+/// process serves one endpoint).
+pub fn observe_all(observer: Arc<dyn Observer>) {
+    let _ = OBSERVER.set(observer);
+}
+
+/// The process's observer, if one was set.
+pub fn installed_observer() -> Option<Arc<dyn Observer>> {
+    OBSERVER.get().cloned()
+}
 
 /// How requests are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,6 +130,9 @@ pub struct LoadConfig {
     /// expectations, and `request`, `expect_status` and `expect_body`
     /// above go unused by the loop. None sends `request`.
     pub mix: Option<Arc<Mix>>,
+    /// Who sees the seconds as they pass (the live endpoint); the
+    /// process's [`installed_observer`] when the config is made.
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 /// The kernel interface a connection loop waits on (see `uring/`).
@@ -147,6 +181,7 @@ impl LoadConfig {
             keep_histograms: false,
             slow: None,
             mix: None,
+            observer: installed_observer(),
         })
     }
 }

@@ -32,7 +32,7 @@ pub(crate) mod uring;
 pub mod window;
 mod worker;
 
-pub use config::{IoMode, LoadConfig, Pacing};
+pub use config::{installed_observer, observe_all, IoMode, LoadConfig, Observer, Pacing};
 pub use recorder::{ErrorCounts, FirstFailure};
 pub use report::LoadReport;
 pub use response::ExpectStatus;
@@ -122,8 +122,12 @@ pub fn run_observed_seconds(
         &window,
         config.warmup_until_steady,
         config.keep_histograms,
+        config.observer.as_deref(),
         on_second,
     );
+    if let Some(o) = &config.observer {
+        o.ended();
+    }
     let mut results = Vec::with_capacity(threads);
     for h in handles {
         let r = h
@@ -453,6 +457,7 @@ fn collect_timeline(
     window: &Window,
     steady_rule: bool,
     keep_histograms: bool,
+    observer: Option<&dyn Observer>,
     mut on_second: impl FnMut(&TimelineRow, &Histogram<u64>),
 ) -> (Vec<TimelineRow>, Vec<segment::SecondHistogram>) {
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
@@ -479,6 +484,9 @@ fn collect_timeline(
             }
         }
         on_second(&row, &sec_report.latency);
+        if let Some(o) = observer {
+            o.second(&row, &sec_report.latency);
+        }
         timeline.push(row);
         report::coarsen_timeline(timeline);
     };
@@ -489,6 +497,8 @@ fn collect_timeline(
                 *n += 1;
                 acc.ok += r.ok;
                 acc.errors += r.errors;
+                acc.error_kinds.add(&r.error_kinds);
+                acc.status_5xx += r.status_5xx;
                 acc.span = acc.span.max(r.span);
                 acc.latency.add(&r.latency).expect("same histogram bounds");
             }
@@ -508,6 +518,10 @@ fn collect_timeline(
         // totals all the same.
         // Errors are never dropped that way.
         if r.span < Duration::from_millis(250) && r.ok + r.errors < 1000 && r.errors == 0 {
+            if let Some(o) = observer {
+                let row = TimelineRow::from_second(&r, window.is_warmup_second(r.sec));
+                o.second(&row, &r.latency);
+            }
             continue;
         }
         emit(r, &mut timeline);
