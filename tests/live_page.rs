@@ -518,3 +518,73 @@ fn the_live_page_follows_a_run_and_ends_with_its_counts() {
     drop(browser);
     let _ = std::fs::remove_dir_all(&work);
 }
+
+#[test]
+fn live_serves_the_page_on_a_free_loopback_port_and_says_where() {
+    use std::io::BufRead;
+    let server = common::plain_test_server();
+    let url = format!("http://{}/", server.addr());
+    let mut load = Running(
+        common::rackbench_cmd()
+            .args([
+                "load", &url, "-d", "2s", "-c", "1", "--rate", "50", "--json",
+            ])
+            .args(["--live", "--metrics-linger", "5m"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rackbench load"),
+    );
+    // Its stderr read to the end by a thread (a closed pipe would fail
+    // rackbench's later lines), each line passed on.
+    let stderr = std::io::BufReader::new(load.0.stderr.take().unwrap());
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        stderr
+            .lines()
+            .map_while(Result::ok)
+            .for_each(|l| drop(tx.send(l)))
+    });
+    let mut said = Vec::new();
+    let page = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("--live named no page: {said:?}"));
+        if let Some((_, page)) = line.split_once("the page at ") {
+            break page.trim().to_string();
+        }
+        said.push(line);
+    };
+    let port: u16 = page
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|p| p.strip_suffix('/'))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("--live's page is not on loopback: {page}"));
+    assert_ne!(port, 0);
+    let (status, body) = http(port, "GET", "/", None).expect("GET /");
+    assert_eq!(status, 200);
+    assert_eq!(
+        String::from_utf8(body).unwrap(),
+        rackbench::live::page::html()
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = live_json(port).expect("/live.json");
+        assert_eq!(v["command"], "load");
+        if v["done"] == true {
+            assert!(v["totals"]["ok"].as_u64().unwrap() > 0, "{v}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the 2 s load did not end: {v}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    unsafe { libc::kill(load.0.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while load.0.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "rackbench load lingered on after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
