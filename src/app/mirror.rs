@@ -51,11 +51,14 @@ pub fn serve(
             break;
         }
         if t0.elapsed() >= next {
-            sink.note(&mirror.snapshot().summary_line());
+            let now = mirror.snapshot();
+            now.publish_live();
+            sink.note(&now.summary_line());
             next += Duration::from_secs(1);
         }
     }
     let mut doc = mirror.stop();
+    doc.publish_live();
     if let Some((name, server)) = shadow {
         let commands = server.commands.clone();
         let (r, telemetry) = server.stop_with_telemetry(Some(t0));

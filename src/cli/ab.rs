@@ -91,11 +91,14 @@ pub struct AbArgs {
     /// Print the rackbench/ab-v1 document on stdout (the rounds on stderr).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub metrics: super::flags::MetricsFlags,
 }
 
 /// Runs the A/B; 0 with a verdict (undecided at the budget included), 1
 /// when a side failed, 130 when interrupted.
 pub fn run(args: AbArgs) -> Result<ExitCode> {
+    let live = args.metrics.start("ab")?;
     let mut overrides =
         super::flags::plan_overrides(&args.on, &args.budget, &args.database, &Default::default())?;
     overrides.profile = args.profile;
@@ -155,6 +158,7 @@ pub fn run(args: AbArgs) -> Result<ExitCode> {
         let report = crate::store::ResultsDir::new(&done.out).report_html();
         println!("report:  {}", report.display());
     }
+    super::flags::finish_live(live);
     Ok(match doc.end.as_str() {
         "interrupted" => ExitCode::from(130),
         "failed" => ExitCode::from(1),

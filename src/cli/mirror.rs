@@ -89,6 +89,8 @@ pub struct MirrorArgs {
     pub shadow_server: Option<String>,
     #[command(flatten, next_help_heading = "Shadow server (with --shadow-server)")]
     pub server: super::server_options::ServerOptions,
+    #[command(flatten)]
+    pub metrics: super::flags::MetricsFlags,
 }
 
 impl MirrorArgs {
@@ -158,7 +160,7 @@ pub fn run(args: MirrorArgs) -> Result<ExitCode> {
                 .into(),
         ));
     }
-    serve(args)
+    serve(args, "mirror")
 }
 
 /// `rackbench record`: the proxy with no shadows, writing a record.
@@ -171,7 +173,7 @@ pub fn run_record(args: MirrorArgs) -> Result<ExitCode> {
     if args.record.is_none() {
         return Err(usage("`rackbench record` needs --record FILE".into()));
     }
-    serve(args)
+    serve(args, "record")
 }
 
 /// Starts `--shadow-server`'s lab server; None without the flag.
@@ -214,8 +216,9 @@ struct LoadDefaults {
     options: super::load_options::LoadOptions,
 }
 
-fn serve(args: MirrorArgs) -> Result<ExitCode> {
+fn serve(args: MirrorArgs, command: &str) -> Result<ExitCode> {
     let cfg = args.config()?;
+    let live = args.metrics.start(command)?;
     if let Some(dir) = &args.out {
         crate::app::mirror::create_out(dir)?;
     }
@@ -236,5 +239,6 @@ fn serve(args: MirrorArgs) -> Result<ExitCode> {
         let (json, page) = crate::app::mirror::write_out(dir, &doc)?;
         eprintln!("wrote {} and {}", json.display(), page.display());
     }
+    super::flags::finish_live(live);
     Ok(ExitCode::SUCCESS)
 }

@@ -124,6 +124,8 @@ pub struct SweepArgs {
     /// runs again, at most this many times.
     #[arg(long, default_value_t = 3, requires = "until_verdict")]
     pub rerun_disturbed: u32,
+    #[command(flatten)]
+    pub metrics: super::flags::MetricsFlags,
 }
 
 /// The analysis on stdout: JSON, Markdown or the terminal's text.
@@ -239,8 +241,11 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         args.repeats,
     );
     let overrides = overrides(&args)?;
+    let live = args.metrics.start("sweep")?;
     if args.until_verdict && !args.dry_run {
-        return until_verdict(&args, &plan, &overrides);
+        let code = until_verdict(&args, &plan, &overrides)?;
+        super::flags::finish_live(live);
+        return Ok(code);
     }
     let source = sweep::plan(&plan, &overrides)?;
     let request = request(&args, args.out.clone(), overrides)?;
@@ -251,5 +256,6 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
     if let Some(out) = finished {
         print(&out, &args)?;
     }
+    super::flags::finish_live(live);
     Ok(code)
 }

@@ -1,6 +1,6 @@
 //! `rackbench trial`: one server, one app, one load, end to end.
 
-use super::flags::{RestartFlags, SlowFlags, SoakFlags};
+use super::flags::{finish_live, MetricsFlags, RestartFlags, SlowFlags, SoakFlags};
 use super::load_options::LoadOptions;
 use super::server_options::{ProfileFlags, ServerOptions};
 use super::usage;
@@ -58,9 +58,12 @@ pub struct TrialArgs {
     pub restart: RestartFlags,
     #[command(flatten)]
     pub profile: ProfileFlags,
+    #[command(flatten)]
+    pub metrics: MetricsFlags,
 }
 
 pub fn run(args: TrialArgs) -> Result<ExitCode> {
+    let live = args.metrics.start("trial")?;
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
@@ -82,7 +85,20 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
             eprintln!("{}", s.describe());
         }
     }
+    if let Some(l) = &live {
+        l.board().trial_started(crate::live::TrialLabels {
+            server: spec.server.name.clone(),
+            app: spec.app.name.clone(),
+            runtime: (spec.runtime.as_ref().map(|r| r.name.clone()))
+                .unwrap_or_else(|| crate::runtime::SYSTEM.to_string()),
+            repeat: 1,
+            ..Default::default()
+        });
+    }
     let record = run_trial(spec)?;
+    if let Some(l) = &live {
+        l.board().trial_ended();
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&record)?);
     } else {
@@ -92,6 +108,7 @@ pub fn run(args: TrialArgs) -> Result<ExitCode> {
         &crate::checks::evaluate_all(&args.checks, &record.load),
         args.json,
     );
+    finish_live(live);
     Ok(if record.server_exit.is_some() {
         ExitCode::from(1)
     } else if record.interrupted {

@@ -2,13 +2,22 @@
 //! wait for its last second to reach the files (the middleware's flush
 //! interval), then the counted window's lines, timed from its start. It
 //! never starts or stops a process and never writes telemetry itself
-//! (crate::telemetry's middleware does, inside the server).
+//! (crate::telemetry's middleware does, inside the server). With the
+//! live endpoint on, it is also read while the load runs, for the board.
 
 use super::prepare::Prepared;
+use super::watch::Poller;
+use crate::load::window::Window;
 use crate::telemetry::Telemetry;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+
+/// How often the telemetry is read for the live endpoint while the load
+/// runs (the middleware writes a line a second).
+const LIVE_INTERVAL: Duration = Duration::from_secs(1);
 
 impl Prepared {
     /// With telemetry on, waits until every process's last second has
@@ -25,6 +34,39 @@ impl Prepared {
     pub(super) fn read_telemetry(&self, since: Option<Instant>) -> Option<Telemetry> {
         let w = self.telemetry.as_ref()?;
         read_telemetry(&w.data_dir, since)
+    }
+
+    /// With telemetry on and a live endpoint (`--metrics-listen`), reads
+    /// what the middleware wrote each second while the load runs (the
+    /// counted window's lines once it opened) onto the board.
+    pub(super) fn watch_telemetry_live(
+        &self,
+        window: Arc<OnceLock<Arc<Window>>>,
+    ) -> Option<Poller<Vec<()>>> {
+        let board = crate::live::board()?;
+        let dir: PathBuf = self.telemetry.as_ref()?.data_dir.clone();
+        Some(Poller::start(LIVE_INTERVAL, move |_| {
+            let start = window.get().and_then(|w| w.start()).map(unix_time_of);
+            let opts = crate::telemetry::ReadOptions {
+                origin_unix_s: start,
+                since_unix_s: start,
+            };
+            if let Ok(t) = crate::telemetry::read(&dir, opts) {
+                board.telemetry(live_figures(&t));
+            }
+            ControlFlow::Continue(())
+        }))
+    }
+}
+
+/// Telemetry's mean time per request by where it went, for the board.
+fn live_figures(t: &Telemetry) -> crate::live::TelemetryNow {
+    let per_request = |ms: f64| (t.requests > 0).then(|| ms / t.requests as f64);
+    crate::live::TelemetryNow {
+        queue_ms: t.queue_us.as_ref().map(|q| q.mean / 1e3),
+        app_ms: (t.requests > 0).then(|| t.app_us.mean / 1e3),
+        gc_ms: t.gc_time_ms.and_then(per_request),
+        db_ms: t.db_us.as_ref().map(|q| q.mean / 1e3),
     }
 }
 
@@ -51,7 +93,12 @@ fn read_telemetry(data_dir: &Path, window_start: Option<Instant>) -> Option<Tele
         since_unix_s: start,
     };
     match crate::telemetry::read(data_dir, opts) {
-        Ok(t) => Some(t),
+        Ok(t) => {
+            if let Some(board) = crate::live::board() {
+                board.telemetry(live_figures(&t));
+            }
+            Some(t)
+        }
         Err(e) => {
             eprintln!("warning: telemetry in {}: {e:#}", data_dir.display());
             None

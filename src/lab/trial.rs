@@ -208,6 +208,7 @@ fn load_while_watching(
     let nginx_log = prep.dir.join("nginx-error.log");
     let nginx_log_offset = super::failure::log_offset(&nginx_log);
     let window = watchers.window();
+    let live_telemetry = prep.watch_telemetry_live(watchers.window());
     let profiling = (spec.profile.as_ref())
         .map(|ask| ProfileWatch::start(ask, servers.server_scope(), watchers.window()));
     let restarter = restart.map(|(r, kind, pidfile, command)| {
@@ -240,6 +241,9 @@ fn load_while_watching(
             }
         },
     );
+    if let Some(p) = live_telemetry {
+        p.finish();
+    }
     let profile = profiling.map(ProfileWatch::finish);
     let performed = restarter.map(Restarter::finish);
     let mut seen = watchers.finish();

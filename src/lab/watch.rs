@@ -219,11 +219,14 @@ impl Watchers {
         } else {
             ExitWatch::start()
         };
-        let sampler = Arc::new(Sampler::start_soak(
-            servers.server_scope(),
-            spec.sample_interval,
-            spec.soak.map(|_| super::soak::STEP),
-        ));
+        let sampler = Arc::new(
+            Sampler::start_soak(
+                servers.server_scope(),
+                spec.sample_interval,
+                spec.soak.map(|_| super::soak::STEP),
+            )
+            .live(),
+        );
         let window: Arc<OnceLock<Arc<Window>>> = Arc::new(OnceLock::new());
         let queue = watch_queue(servers.started.endpoints.clone(), Arc::clone(&window));
         let stats = StatsWatch::start(&servers.started.stats, &spec.server, &window);
@@ -366,6 +369,9 @@ fn watch_queue(endpoints: Vec<Endpoint>, window: Arc<OnceLock<Arc<Window>>>) -> 
             }
         }
         if let Some(n) = sum {
+            if let Some(board) = crate::live::board() {
+                board.accept_queue(n);
+            }
             readings.push(Instant::now(), vec![Some(n)]);
         }
         ControlFlow::Continue(())

@@ -240,6 +240,7 @@ impl Board {
             s.errors = s.errors.max(now.errors);
             s.p50_ms = now.p50_ms;
             s.p99_ms = now.p99_ms;
+            s.paired_median_ms = now.paired_median_ms;
         });
     }
 

@@ -300,11 +300,24 @@ impl Families {
             enc,
             (
                 "rackbench_shadow_latency_quantile",
-                "A shadow's latency at a quantile, over its paired requests.",
+                "A shadow's latency at a quantile, from sending its copy to its answer.",
                 Some(Unit::Seconds),
             ),
             MetricType::Gauge,
             q,
+        )?;
+        let paired = shadows
+            .iter()
+            .filter_map(|s| Some((by(&s.name), ConstGauge::new(s.paired_median_ms? / 1e3))));
+        family(
+            enc,
+            (
+                "rackbench_shadow_paired_median",
+                "Median of shadow minus primary latency over the requests both answered.",
+                Some(Unit::Seconds),
+            ),
+            MetricType::Gauge,
+            paired,
         )
     }
 }

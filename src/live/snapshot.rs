@@ -55,7 +55,8 @@ pub struct TrialLabels {
 }
 
 impl TrialLabels {
-    /// The labels as (name, value) pairs, in the order they are listed.
+    /// The labels as (name, value) pairs, in the order they are listed;
+    /// an empty one is left out (Prometheus reads it as absent anyway).
     pub fn pairs(&self) -> Vec<(String, String)> {
         [
             ("study", self.study.clone()),
@@ -67,6 +68,7 @@ impl TrialLabels {
             ("repeat", self.repeat.to_string()),
         ]
         .into_iter()
+        .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| (k.to_string(), v))
         .collect()
     }
@@ -146,6 +148,9 @@ pub struct Shadow {
     pub errors: u64,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// The median of shadow − primary latency over the requests both
+    /// answered.
+    pub paired_median_ms: Option<f64>,
 }
 
 /// Everything on the board at one moment.

@@ -154,7 +154,12 @@ fn counters_never_go_back() {
         errors: 1,
         p50_ms: Some(1.0),
         p99_ms: None,
+        paired_median_ms: Some(-0.5),
     });
+    let (text, _) = render(board.snapshot(), true);
+    let paired = "rackbench_shadow_paired_median_seconds{study=\"s\",trial=\"a\",server=\"puma\",app=\"hello\",variant=\"control\",runtime=\"system\",repeat=\"1\",shadow=\"next\"}";
+    assert_eq!(samples(&text)[paired], -0.0005, "{text}");
+    // A later reading that says less leaves the counts where they were.
     board.shadow(Shadow {
         name: "next".into(),
         requests: 4,

@@ -312,6 +312,31 @@ impl MirrorDoc {
         }
     }
 
+    /// Each shadow's figures so far onto the live endpoint's board, when
+    /// there is one (`--metrics-listen`): its requests that ended, those
+    /// answered with the primary's status, its latency and the median of
+    /// its paired differences.
+    pub fn publish_live(&self) {
+        let Some(board) = crate::live::board() else {
+            return;
+        };
+        let ms = |us: u64| us as f64 / 1e3;
+        for sh in self.shadows.iter().chain(&self.primary_b) {
+            let requests = sh.answered + sh.timeouts + sh.errors;
+            let ok = sh.answered.saturating_sub(sh.status_mismatches);
+            let answered = sh.latency_us.count > 0;
+            board.shadow(crate::live::Shadow {
+                name: sh.name.clone(),
+                requests,
+                ok,
+                errors: requests - ok,
+                p50_ms: answered.then(|| ms(sh.latency_us.p50)),
+                p99_ms: answered.then(|| ms(sh.latency_us.p99)),
+                paired_median_ms: sh.paired.median_us.map(|us| us / 1e3),
+            });
+        }
+    }
+
     /// One line for the live summary.
     pub fn summary_line(&self) -> String {
         let mut s = format!(

@@ -250,6 +250,9 @@ struct State {
     own: Option<BoundedSeries>,
     soak_step_ms: Option<u64>,
     buf: Vec<u8>,
+    /// Each sample goes to the live endpoint's board too (the server's
+    /// sampler, not nginx's or the database's).
+    live: bool,
 }
 
 impl State {
@@ -271,6 +274,7 @@ impl State {
             own: None,
             soak_step_ms,
             buf: Vec::with_capacity(4096),
+            live: false,
         }
     }
 
@@ -335,6 +339,11 @@ impl State {
         }
         let t_ms = self.started.elapsed().as_millis() as u64;
         let cpu_s = cpu.since(first).sum() as f64 / clock_ticks();
+        if self.live {
+            if let Some(board) = crate::live::board() {
+                board.server_sample(cpu_s, tree.rss, tree.pss);
+            }
+        }
         self.push_row(t_ms, &tree, cpu_s);
     }
 
@@ -513,6 +522,13 @@ impl Sampler {
             handle,
             interval,
         }
+    }
+
+    /// Sends every sample to the live endpoint's board, when there is
+    /// one (`--metrics-listen`): the server tree's CPU and memory.
+    pub fn live(self) -> Sampler {
+        lock(&self.state).live = true;
+        self
     }
 
     /// The measured window starts now: takes a sample at once, CPU counts

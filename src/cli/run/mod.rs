@@ -85,6 +85,8 @@ pub struct RunArgs {
     /// and marked).
     #[arg(long, value_name = "N")]
     pub rerun_disturbed: Option<u32>,
+    #[command(flatten)]
+    pub metrics: super::flags::MetricsFlags,
 }
 
 /// The flags in place of the plan's keys (`Plan::apply` puts them there).
@@ -102,6 +104,7 @@ fn overrides(args: &RunArgs) -> Result<crate::plan::Overrides> {
 /// plan's keys among it), prepare it (`app::run`), check a resumed
 /// directory, then run it on the terminal.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let live = args.metrics.start("run")?;
     let source = app::run::read_plan(args.plan.as_deref())?;
     let registry = crate::app::servers::registry(&args.servers_file)?;
     let overrides = overrides(&args)?;
@@ -131,7 +134,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             args.force_resume,
         )?;
     }
-    app::run::execute(prepared, Arc::new(Terminal::new()))
+    let code = app::run::execute(prepared, Arc::new(Terminal::new()))?;
+    super::flags::finish_live(live);
+    Ok(code)
 }
 
 #[cfg(test)]

@@ -199,6 +199,9 @@ pub fn run_plan(
     if !opts.resume || !dir.manifest().exists() {
         study.write_manifest(&manifest(plan, e, opts, &trials, &bp_groups))?;
     }
+    if let Some(board) = crate::live::board() {
+        board.plan(Some((trials.len() + bp_groups.len()) as u64));
+    }
     let mut run = Run {
         plan,
         e,
@@ -301,7 +304,15 @@ impl Run<'_> {
     ) -> StoredTrial {
         let (plan, opts) = (self.plan, self.opts);
         let spec = trial_spec(t, self.e, plan, opts, self.study.dir().work(&t.id), None);
-        let (outcome, error, checks, trial) = match lab(spec) {
+        let live = crate::live::board();
+        if let Some(board) = live {
+            board.trial_started(live_labels(&plan.name, t));
+        }
+        let ran = lab(spec);
+        if let Some(board) = live {
+            board.trial_ended();
+        }
+        let (outcome, error, checks, trial) = match ran {
             Ok(rec) => {
                 let outcome = if rec.interrupted {
                     Outcome::Interrupted
@@ -356,7 +367,15 @@ impl Run<'_> {
                 total: self.total,
                 trial: t,
             });
-            let record = run_breakpoint(t, self.e, self.plan, bp, self.opts, self.study.dir())?;
+            let live = crate::live::board();
+            if let Some(board) = live {
+                board.trial_started(live_labels(&self.plan.name, t));
+            }
+            let record = run_breakpoint(t, self.e, self.plan, bp, self.opts, self.study.dir());
+            if let Some(board) = live {
+                board.trial_ended();
+            }
+            let record = record?;
             self.show(&Progress::BreakpointDone(&record));
             if !self.interrupted() {
                 self.study.write_breakpoint(&record)?;
@@ -364,6 +383,20 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// A planned trial's labels on the live endpoint: `trial` is its group
+/// (its name without the repeat, which is a label of its own).
+fn live_labels(study: &str, t: &PlannedTrial) -> crate::live::TrialLabels {
+    crate::live::TrialLabels {
+        study: study.to_string(),
+        trial: t.group.clone(),
+        server: t.server.clone(),
+        app: t.app.clone(),
+        variant: t.variant.clone(),
+        runtime: (t.runtime.clone()).unwrap_or_else(|| crate::runtime::SYSTEM.to_string()),
+        repeat: t.repeat,
     }
 }
 
