@@ -56,6 +56,10 @@ for w in "${want[@]}"; do
       [ -f /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || apt_pkgs+=(libjemalloc2)
       need_cmd dpkg-source dpkg-dev
       need_cmd bundle ruby-bundler
+      # The live endpoint (tests/metrics.rs): a real Prometheus scrapes
+      # it, and Prometheus' Python client (Debian's python3) parses it.
+      need_cmd prometheus prometheus
+      /usr/bin/python3 -c 'import prometheus_client' >/dev/null 2>&1 || apt_pkgs+=(python3-prometheus-client)
       # The profiler (src/profile/, tests/profile.rs): rbspy, below.
       want_rbspy=1
       ;;

@@ -241,7 +241,11 @@ pub fn run(args: SweepArgs) -> Result<ExitCode> {
         args.repeats,
     );
     let overrides = overrides(&args)?;
-    let live = args.metrics.start("sweep")?;
+    // A dry run starts nothing, the endpoint included.
+    let live = match args.dry_run {
+        true => None,
+        false => args.metrics.start("sweep")?,
+    };
     if args.until_verdict && !args.dry_run {
         let code = until_verdict(&args, &plan, &overrides)?;
         super::flags::finish_live(live);

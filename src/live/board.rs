@@ -180,6 +180,14 @@ impl Board {
         });
     }
 
+    /// A load run starts: its label set's counters exist from now on, at
+    /// 0 if new.
+    pub fn load_started(&self) {
+        self.update(|st| {
+            st.series.entry(st.labels.clone()).or_default();
+        });
+    }
+
     /// A load run ended: between runs until the next second or trial.
     pub fn load_ended(&self) {
         self.update(|st| {
@@ -277,6 +285,10 @@ impl Board {
 }
 
 impl crate::load::Observer for Board {
+    fn started(&self) {
+        self.load_started();
+    }
+
     fn second(&self, row: &TimelineRow, ok_latency: &Histogram<u64>) {
         self.add_second(row, ok_latency);
     }

@@ -145,6 +145,9 @@ impl Families {
         enc: &mut DescriptorEncoder,
         series: &[(Labels, &Series)],
     ) -> Result<(), std::fmt::Error> {
+        if series.is_empty() {
+            return Ok(());
+        }
         let mut m = enc.encode_descriptor(
             "rackbench_latency",
             "Latency of the OK answers, from when each request was due, warm-up included.",
@@ -219,7 +222,7 @@ impl Families {
         for (name, what, v) in [
             (
                 "rackbench_telemetry_queue",
-                "waiting to be accepted",
+                "between nginx and the app (behind nginx)",
                 t.queue_ms,
             ),
             ("rackbench_telemetry_app", "in the app", t.app_ms),

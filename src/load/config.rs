@@ -23,6 +23,8 @@ use std::time::{Duration, SystemTime};
 /// a last second the timeline leaves out included, so what an observer
 /// adds up is every request that ended, warm-up included.
 pub trait Observer: std::fmt::Debug + Send + Sync {
+    /// A run is starting (its counters can show 0 from here).
+    fn started(&self);
     /// One second of the run, all threads added, and its OK latencies.
     fn second(&self, row: &TimelineRow, ok_latency: &Histogram<u64>);
     /// The run has ended (every second was handed over).

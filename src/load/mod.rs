@@ -125,9 +125,6 @@ pub fn run_observed_seconds(
         config.observer.as_deref(),
         on_second,
     );
-    if let Some(o) = &config.observer {
-        o.ended();
-    }
     let mut results = Vec::with_capacity(threads);
     for h in handles {
         let r = h
@@ -450,7 +447,8 @@ fn spawn_workers(
 /// Collects per-second reports until every worker has hung up: a second
 /// becomes a timeline row (handed to `on_second`) once all `threads` have
 /// sent it. With `steady_rule`, decides the window the moment the last
-/// seconds' throughput agrees.
+/// seconds' throughput agrees. The `observer` sees the start, every
+/// second and the end.
 fn collect_timeline(
     rx: mpsc::Receiver<(usize, SecondReport)>,
     threads: usize,
@@ -460,6 +458,9 @@ fn collect_timeline(
     observer: Option<&dyn Observer>,
     mut on_second: impl FnMut(&TimelineRow, &Histogram<u64>),
 ) -> (Vec<TimelineRow>, Vec<segment::SecondHistogram>) {
+    if let Some(o) = observer {
+        o.started();
+    }
     let mut pending: BTreeMap<u64, (usize, SecondReport)> = BTreeMap::new();
     let mut timeline = Vec::new();
     let mut seconds = Vec::new();
@@ -525,6 +526,9 @@ fn collect_timeline(
             continue;
         }
         emit(r, &mut timeline);
+    }
+    if let Some(o) = observer {
+        o.ended();
     }
     (timeline, seconds)
 }

@@ -104,7 +104,11 @@ fn overrides(args: &RunArgs) -> Result<crate::plan::Overrides> {
 /// plan's keys among it), prepare it (`app::run`), check a resumed
 /// directory, then run it on the terminal.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let live = args.metrics.start("run")?;
+    // A dry run starts nothing, the endpoint included.
+    let live = match args.dry_run {
+        true => None,
+        false => args.metrics.start("run")?,
+    };
     let source = app::run::read_plan(args.plan.as_deref())?;
     let registry = crate::app::servers::registry(&args.servers_file)?;
     let overrides = overrides(&args)?;
