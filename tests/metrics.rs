@@ -491,6 +491,8 @@ fn a_mirrors_shadow_is_counted_on_the_endpoint_as_in_its_document() {
     assert_eq!(live["command"], "mirror");
     assert_eq!(live["shadows"][0]["name"], "next");
     assert_eq!(live["shadows"][0]["requests"], ended, "{live:#}");
+    assert_eq!(live["proxy"]["requests"], doc["requests"], "{live:#}");
+    assert!(doc["requests"].as_u64().unwrap() >= 300, "{doc:#}");
     let (_, body) = get(addr, "/metrics", "application/openmetrics-text");
     let f = parsed(&body, true);
     let requests = sum(
@@ -499,6 +501,10 @@ fn a_mirrors_shadow_is_counted_on_the_endpoint_as_in_its_document() {
         "rackbench_shadow_requests_total",
     );
     assert_eq!(requests, ended as f64);
+    assert_eq!(
+        sum(&f, "rackbench_proxy_requests", "rackbench_proxy_requests_total"),
+        doc["requests"].as_f64().unwrap()
+    );
     assert_eq!(
         f["rackbench_shadow_latency_quantile_seconds"]["type"],
         "gauge"

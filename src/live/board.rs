@@ -3,7 +3,7 @@
 //! shadows) and read whole, under its one lock, by each request.
 
 use super::snapshot::{
-    bucket_of, Counts, LatencyNow, Phase, Second, Series, ServerNow, Shadow, Snapshot,
+    bucket_of, Counts, LatencyNow, Phase, Proxy, Second, Series, ServerNow, Shadow, Snapshot,
     TelemetryNow, TrialLabels,
 };
 use crate::load::recorder::new_histogram;
@@ -46,6 +46,7 @@ struct State {
     cpu_base: f64,
     telemetry: Option<TelemetryNow>,
     shadows: BTreeMap<String, Shadow>,
+    proxy: Option<Proxy>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -78,6 +79,7 @@ impl Board {
                 cpu_base: 0.0,
                 telemetry: None,
                 shadows: BTreeMap::new(),
+                proxy: None,
             }),
         }
     }
@@ -252,6 +254,19 @@ impl Board {
         });
     }
 
+    /// The mirror's (or record's) own traffic so far; its counts never go
+    /// back here.
+    pub fn proxy(&self, now: Proxy) {
+        self.update(|st| {
+            let p = st.proxy.get_or_insert(now);
+            p.requests = p.requests.max(now.requests);
+            p.errors = p.errors.max(now.errors);
+            p.recorded = p.recorded.max(now.recorded);
+            p.p50_ms = now.p50_ms;
+            p.p99_ms = now.p99_ms;
+        });
+    }
+
     /// Everything, read under the one lock: `/live.json` and `/metrics`
     /// are each made from one snapshot, so they agree with themselves.
     pub fn snapshot(&self) -> Snapshot {
@@ -280,6 +295,7 @@ impl Board {
             server: st.server.clone(),
             telemetry: st.telemetry,
             shadows: st.shadows.values().cloned().collect(),
+            proxy: st.proxy,
         }
     }
 }

@@ -325,10 +325,58 @@ impl Families {
     }
 }
 
+impl Families {
+    /// The proxy's own traffic (`mirror`, `record`).
+    fn proxy(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(p) = self.0.proxy else {
+            return Ok(());
+        };
+        for (name, help, n) in [
+            (
+                "rackbench_proxy_requests",
+                "Requests the mirror's proxy received.",
+                p.requests,
+            ),
+            (
+                "rackbench_proxy_errors",
+                "Requests the proxy answered 502 or 504: the primary failed or timed out.",
+                p.errors,
+            ),
+            (
+                "rackbench_proxy_recorded",
+                "Requests written to the record file.",
+                p.recorded,
+            ),
+        ] {
+            let v = [(Labels::new(), ConstCounter::new(n))];
+            family(enc, (name, help, None), MetricType::Counter, v)?;
+        }
+        let q = [("0.5", p.p50_ms), ("0.99", p.p99_ms)]
+            .into_iter()
+            .filter_map(|(q, v)| {
+                Some((
+                    with(Labels::new(), "quantile", q),
+                    ConstGauge::new(v? / 1e3),
+                ))
+            });
+        family(
+            enc,
+            (
+                "rackbench_proxy_latency_quantile",
+                "The primary's latency at a quantile, from a request's arrival to its answer.",
+                Some(Unit::Seconds),
+            ),
+            MetricType::Gauge,
+            q,
+        )
+    }
+}
+
 impl Collector for Families {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         self.counters(&mut enc)?;
         self.gauges(&mut enc)?;
-        self.shadows(&mut enc)
+        self.shadows(&mut enc)?;
+        self.proxy(&mut enc)
     }
 }

@@ -20,8 +20,8 @@ pub use board::{Board, SECONDS_KEPT};
 pub use exposition::{render, wants_openmetrics, OPENMETRICS, PROMETHEUS_TEXT};
 pub use http::{parse_addr, Server};
 pub use snapshot::{
-    Counts, LatencyNow, Phase, Second, ServerNow, Shadow, Snapshot, TelemetryNow, TrialLabels,
-    BUCKETS_S,
+    Counts, LatencyNow, Phase, Proxy, Second, ServerNow, Shadow, Snapshot, TelemetryNow,
+    TrialLabels, BUCKETS_S,
 };
 
 use std::net::SocketAddr;

@@ -18,7 +18,8 @@ pub fn html() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::super::{
-        Counts, LatencyNow, Phase, Second, ServerNow, Shadow, Snapshot, TelemetryNow, TrialLabels,
+        Counts, LatencyNow, Phase, Proxy, Second, ServerNow, Shadow, Snapshot, TelemetryNow,
+        TrialLabels,
     };
     use super::html;
     use serde_json::Value;
@@ -57,6 +58,7 @@ mod tests {
             server: Some(ServerNow::default()),
             telemetry: Some(TelemetryNow::default()),
             shadows: vec![Shadow::default()],
+            proxy: Some(Proxy::default()),
         }
         .to_json()
     }

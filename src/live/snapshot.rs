@@ -153,6 +153,21 @@ pub struct Shadow {
     pub paired_median_ms: Option<f64>,
 }
 
+/// The proxy of `mirror` and `record`: the traffic it relayed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Proxy {
+    /// Requests the proxy received.
+    pub requests: u64,
+    /// Of those, answered 502 or 504 by the proxy: the primary failed or
+    /// timed out.
+    pub errors: u64,
+    /// Requests written to the record file (`--record`).
+    pub recorded: u64,
+    /// The primary's latency, from the request's arrival to its answer.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
 /// Everything on the board at one moment.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -172,6 +187,7 @@ pub struct Snapshot {
     pub server: Option<ServerNow>,
     pub telemetry: Option<TelemetryNow>,
     pub shadows: Vec<Shadow>,
+    pub proxy: Option<Proxy>,
 }
 
 impl Snapshot {
@@ -222,6 +238,7 @@ impl Snapshot {
             "server": self.server,
             "telemetry": self.telemetry,
             "shadows": self.shadows,
+            "proxy": self.proxy,
         })
     }
 }

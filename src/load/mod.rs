@@ -657,6 +657,66 @@ mod tests {
         }
     }
 
+    /// What an observer saw: the start, (ok, errors, span) a second, the end.
+    #[derive(Debug, Default)]
+    struct Saw {
+        started: bool,
+        seconds: Vec<(u64, u64, f64)>,
+        ended: bool,
+    }
+
+    #[derive(Debug, Default)]
+    struct Seen(std::sync::Mutex<Saw>);
+
+    impl Observer for Seen {
+        fn started(&self) {
+            self.0.lock().unwrap().started = true;
+        }
+        fn second(&self, row: &TimelineRow, _: &Histogram<u64>) {
+            (self.0.lock().unwrap().seconds).push((row.ok, row.errors, row.span_s));
+        }
+        fn ended(&self) {
+            self.0.lock().unwrap().ended = true;
+        }
+    }
+
+    fn second(sec: u64, span_ms: u64, ok: u64, reset: u64, status: u64) -> SecondReport {
+        SecondReport {
+            sec,
+            span: Duration::from_millis(span_ms),
+            ok,
+            errors: reset + status,
+            latency: new_histogram(2),
+            error_kinds: ErrorCounts {
+                reset,
+                status,
+                ..ErrorCounts::default()
+            },
+            status_5xx: status,
+        }
+    }
+
+    #[test]
+    fn a_rows_error_kinds_are_every_threads_and_the_observer_sees_every_second() {
+        let (tx, rx) = mpsc::channel();
+        tx.send((0, second(0, 1000, 10, 1, 0))).unwrap();
+        tx.send((1, second(0, 1000, 20, 0, 2))).unwrap();
+        // A sliver of a last second: left out of the timeline, not the
+        // observer's count.
+        tx.send((0, second(1, 100, 3, 0, 0))).unwrap();
+        drop(tx);
+        let window = Window::fixed(Instant::now(), Duration::ZERO, None);
+        let seen = Seen::default();
+        let (timeline, _) = collect_timeline(rx, 2, &window, false, false, Some(&seen), |_, _| {});
+        assert_eq!(timeline.len(), 1);
+        let kinds = timeline[0].error_kinds.unwrap();
+        assert_eq!((kinds.reset, kinds.status, kinds.total()), (1, 2, 3));
+        assert_eq!(timeline[0].status_5xx, 2);
+        let saw = seen.0.lock().unwrap();
+        assert!(saw.started && saw.ended);
+        assert_eq!(saw.seconds[..], [(30, 3, 1.0), (3, 0, 0.1)]);
+    }
+
     #[test]
     fn expect_status_defaults_to_2xx_and_3xx() {
         let d = ExpectStatus::Success;

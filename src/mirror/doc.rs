@@ -312,15 +312,24 @@ impl MirrorDoc {
         }
     }
 
-    /// Each shadow's figures so far onto the live endpoint's board, when
-    /// there is one (`--metrics-listen`): its requests that ended, those
-    /// answered with the primary's status, its latency and the median of
-    /// its paired differences.
+    /// The proxy's and each shadow's figures so far onto the live
+    /// endpoint's board, when there is one (`--metrics-listen`): the
+    /// requests received, failed and recorded, the primary's latency; each
+    /// shadow's requests that ended, those answered with the primary's
+    /// status, its latency and the median of its paired differences.
     pub fn publish_live(&self) {
         let Some(board) = crate::live::board() else {
             return;
         };
         let ms = |us: u64| us as f64 / 1e3;
+        let answered = self.primary.latency_us.count > 0;
+        board.proxy(crate::live::Proxy {
+            requests: self.requests,
+            errors: self.primary.errors,
+            recorded: self.record.as_ref().map_or(0, |r| r.written),
+            p50_ms: answered.then(|| ms(self.primary.latency_us.p50)),
+            p99_ms: answered.then(|| ms(self.primary.latency_us.p99)),
+        });
         for sh in self.shadows.iter().chain(&self.primary_b) {
             let requests = sh.answered + sh.timeouts + sh.errors;
             let ok = sh.answered.saturating_sub(sh.status_mismatches);
