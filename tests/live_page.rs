@@ -588,3 +588,53 @@ fn live_serves_the_page_on_a_free_loopback_port_and_says_where() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn the_page_says_so_when_rackbench_stops_answering_mid_run() {
+    if !chromedriver_there() {
+        return;
+    }
+    let work: PathBuf = common::work_dir("live-page-lost");
+    let browser = Browser::start(&work);
+    let server = common::plain_test_server();
+    let port = rackbench::host::free_port().unwrap();
+    let url = format!("http://{}/", server.addr());
+    let mut load = Running(
+        common::rackbench_cmd()
+            .args(["load", &url, "-d", "60s", "-c", "1", "--rate", "50"])
+            .args(["--metrics-listen", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start rackbench load"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live_json(port).is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "/live.json did not answer in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    browser.open(&format!("http://127.0.0.1:{port}/"));
+    let running = wait_page(&browser, 60, "the page shows the run", |s| {
+        s.running && s.ok > 0
+    });
+    unsafe { libc::kill(load.0.id() as i32, libc::SIGKILL) };
+    let _ = load.0.wait();
+    let lost = wait_page(&browser, 30, "the page says the connection is lost", |s| {
+        !s.running && !s.done
+    });
+    assert!(
+        lost.seq >= running.seq && lost.ok >= running.ok,
+        "{running:?} then {lost:?}"
+    );
+    let text = browser.run("return document.getElementById('state').textContent");
+    assert!(
+        text.as_str()
+            .is_some_and(|t| t.starts_with("Connection lost")),
+        "the page says {text}"
+    );
+    drop(browser);
+    let _ = std::fs::remove_dir_all(&work);
+}
