@@ -502,7 +502,11 @@ fn a_mirrors_shadow_is_counted_on_the_endpoint_as_in_its_document() {
     );
     assert_eq!(requests, ended as f64);
     assert_eq!(
-        sum(&f, "rackbench_proxy_requests", "rackbench_proxy_requests_total"),
+        sum(
+            &f,
+            "rackbench_proxy_requests",
+            "rackbench_proxy_requests_total"
+        ),
         doc["requests"].as_f64().unwrap()
     );
     assert_eq!(

@@ -1,19 +1,24 @@
-//! The endpoint's HTTP server: one thread on std's listener, one request
-//! per connection (`Connection: close`), GET only (405 otherwise): `/metrics`,
-//! `/live.json`, the page at `/`, 404 otherwise. Scrapers and one page are
-//! all it serves, so it needs no more.
+//! The endpoint's HTTP server: a thread on std's listener, each connection
+//! answered on a short-lived thread of its own (a browser's idle
+//! preconnection must not hold up a scrape), at most [`MAX_CLIENTS`] at
+//! once; one request per connection (`Connection: close`), GET only (405
+//! otherwise): `/metrics`, `/live.json`, the page at `/`, 404 otherwise.
+//! Scrapers and a page or two are all it serves, so it needs no more.
 
 use super::board::Board;
 use super::exposition;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The largest request head read; a longer one is answered 431.
 const MAX_HEAD: usize = 16 * 1024;
+
+/// Connections answered at once; more are closed unanswered.
+pub const MAX_CLIENTS: usize = 16;
 
 /// How long a client may take to send its request.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -60,7 +65,7 @@ impl Server {
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("rackbench-live".into())
-            .spawn(move || accept_loop(&listener, &board, &flag))
+            .spawn(move || accept_loop(&listener, board, &flag))
             .map_err(|e| format!("cannot start the metrics endpoint's thread: {e}"))?;
         Ok(Server {
             addr,
@@ -86,12 +91,26 @@ impl Drop for Server {
 
 /// Accepts until stopped; the listener is non-blocking, so a stop is seen
 /// within one nap.
-fn accept_loop(listener: &TcpListener, board: &Board, stop: &AtomicBool) {
+fn accept_loop(listener: &TcpListener, board: Arc<Board>, stop: &AtomicBool) {
+    let active = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((conn, _)) => {
-                // One bad client costs its own answer, nothing more.
-                let _ = answer(conn, board);
+                if active.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    continue; // dropped: closed unanswered
+                }
+                let (board, mine) = (Arc::clone(&board), Arc::clone(&active));
+                let spawned = std::thread::Builder::new()
+                    .name("rackbench-live-client".into())
+                    .spawn(move || {
+                        // One bad client costs its own answer, nothing more.
+                        let _ = answer(conn, &board);
+                        mine.fetch_sub(1, Ordering::SeqCst);
+                    });
+                if spawned.is_err() {
+                    active.fetch_sub(1, Ordering::SeqCst);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));

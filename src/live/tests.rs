@@ -247,6 +247,20 @@ fn the_server_answers_each_path_and_a_taken_port_is_named() {
     assert_eq!(doc["totals"]["ok"], 3);
     assert!(get(addr, "/", "*/*").contains("text/html"));
     assert!(get(addr, "/nope", "*/*").starts_with("HTTP/1.1 404"));
+    // A client that connects and says nothing holds up no one else: the
+    // next is answered while the idle one is still waited for (answered
+    // one after the other, the idle one would be given up on first).
+    let mut idle = std::net::TcpStream::connect(addr).unwrap();
+    assert!(get(addr, "/metrics", "*/*").starts_with("HTTP/1.1 200 OK"));
+    idle.set_nonblocking(true).unwrap();
+    let still_open = idle.read(&mut [0u8; 1]);
+    assert!(
+        still_open
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "{still_open:?}"
+    );
+    drop(idle);
     let taken = Server::start(addr, board).unwrap_err();
     assert!(taken.contains("in use"), "{taken}");
     assert_eq!(parse_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
