@@ -40,6 +40,8 @@ for w in "${want[@]}"; do
       dpkg -s ruby-pg >/dev/null 2>&1 || apt_pkgs+=(ruby-pg)
       ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || apt_pkgs+=(postgresql)
       need_cmd chromium chromium
+      # The live page's test (tests/live_page.rs) drives Chromium through it.
+      need_cmd chromedriver chromium-driver
       need_cmd java openjdk-17-jdk-headless
       need_cmd mvn maven
       # scripts/jruby-puma.sh: Puma's source via apt-get source, unpacked

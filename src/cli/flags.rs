@@ -435,16 +435,22 @@ pub struct MetricsFlags {
     /// last counts: one scrape interval or more.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse::duration)]
     pub metrics_linger: Duration,
+    /// Watch the run in a browser: the live page (with /metrics and
+    /// /live.json) on a free loopback port, its address printed; as
+    /// --metrics-listen 127.0.0.1:0.
+    #[arg(long, conflicts_with = "metrics_listen")]
+    pub live: bool,
 }
 
 impl MetricsFlags {
     /// Starts the endpoint for `command` when asked, before any work: a
     /// port in use is a usage error (exit 2) naming the fix.
     pub fn start(&self, command: &str) -> Result<Option<crate::live::Live>> {
-        let Some(text) = &self.metrics_listen else {
+        let any_port = self.live.then(|| "127.0.0.1:0".to_string());
+        let Some(text) = self.metrics_listen.as_ref().or(any_port.as_ref()) else {
             if !self.metrics_linger.is_zero() {
                 return Err(usage(
-                    "--metrics-linger needs --metrics-listen ADDR: add it, or drop --metrics-linger"
+                    "--metrics-linger needs --metrics-listen ADDR or --live: add one, or drop --metrics-linger"
                         .into(),
                 ));
             }
