@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/release/rackbench
 
-.PHONY: all build test lint unit run bench image image-oci cluster cluster-down clean
+.PHONY: all build test lint unit run bench image image-oci cluster cluster-down test-cluster clean
 
 all: build
 
@@ -84,6 +84,13 @@ cluster: build
 
 cluster-down:
 	scripts/cluster.sh down
+
+# tests/cluster.rs on a real two-node cluster (builds Kubernetes first if
+# it is not cached). `make test` runs it only when the binaries are cached.
+test-cluster:
+	scripts/deps.sh build cluster
+	scripts/cluster.sh build
+	RACKBENCH_REQUIRE=kubernetes $(CARGO) test --locked --test cluster -- --nocapture
 
 clean:
 	$(CARGO) clean
