@@ -40,7 +40,9 @@
 # configuration holds only the loopback plugin, so that containerd reports
 # its network ready (pods without hostNetwork get a loopback interface
 # only). Each kubelet's pods live under the cgroup /rackbench-node-N, so
-# that two kubelets on one kernel do not share /kubepods.
+# that two kubelets on one kernel do not share /kubepods. cgroup v1 (as
+# on the machine this was written on; failCgroupV1: false) or v2 only
+# (provided for, not tried).
 #
 # Images: no registry: the pause image (build/pause/linux/pause.c, static)
 # and rackbench:dev (target/release/rackbench, or $RACKBENCH_BIN, with its
@@ -222,14 +224,15 @@ kctl() { "$bin/kubectl" --kubeconfig "$state/admin.kubeconfig" --request-timeout
 
 cgroup_v2_only() { [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; }
 
-# The hierarchies a kubelet makes its cgroups in: v1's controllers (and
-# the named systemd one), or the single v2 tree.
+# The hierarchies a kubelet and runc make cgroups in: v1's controllers,
+# the named systemd one and, on a hybrid machine, the v2 tree beside them
+# (runc makes its groups there too); or the single v2 tree.
 cgroup_roots() {
   if cgroup_v2_only; then echo /sys/fs/cgroup; return; fi
   local d
   for d in /sys/fs/cgroup/*/; do
     d=${d%/}
-    [ "$(stat -fc %T "$d")" = cgroupfs ] && echo "$d"
+    case "$(stat -fc %T "$d")" in cgroupfs|cgroup2fs) echo "$d" ;; esac
   done
   return 0
 }
@@ -405,9 +408,13 @@ up() {
   build_k8s
   mkdir -p "$state/logs" "$state/pids"
   # Made outside the state dir when missing, so down removes them then:
-  # /run/netns (ip netns add mounts it on itself) and /run/containerd/s
-  # (the shims' sockets, a fixed path in containerd 1.6).
-  for c in /run/netns /run/containerd; do [ -e "$c" ] || echo "$c" >> "$state/made-outside"; done
+  # /run/netns (ip netns add mounts it on itself), /run/containerd/s (the
+  # shims' sockets, a fixed path in containerd 1.6) and
+  # /var/lib/kubelet/device-plugins (the kubelets' device plugin socket,
+  # a fixed path in the kubelet whatever its --root-dir).
+  for c in /run/netns /run/containerd /var/lib/kubelet; do
+    [ -e "$c" ] || echo "$c" >> "$state/made-outside"
+  done
   echo "$nodes" > "$state/nodes"
   "$here/oci-image.sh" rackbench "$state/rackbench-image.tar" "$RACKBENCH_IMAGE" "$rb"
   make_pki "$nodes"
@@ -457,7 +464,7 @@ cgroup_pids() {
 }
 
 down() {
-  [ -d "$state" ] || { say "down: nothing at $state"; remove_network; return 0; }
+  [ -d "$state" ] || { say "down: nothing at $state"; remove_network; remove_cgroups; return 0; }
   local n
   # The kubelets first (they would restart the pods), then the pods'
   # processes, the shims, the containerds, and the control plane.
@@ -477,13 +484,7 @@ down() {
     for n in $m; do umount "$n" 2>/dev/null || umount -l "$n" 2>/dev/null || true; done
     t=$((t + 1)); [ $t -lt 5 ] || { say "still mounted: $m"; break; }
   done
-  # The pods' cgroups, deepest first.
-  local root
-  for root in $(cgroup_roots); do
-    for n in "$root"/rackbench-node-*; do
-      [ -d "$n" ] && find "$n" -depth -type d -exec rmdir {} + 2>/dev/null || true
-    done
-  done
+  remove_cgroups
   # The kubelet's links to container logs in /var/log/containers.
   if [ -d /var/log/containers ]; then
     for n in /var/log/containers/*; do
@@ -500,6 +501,16 @@ down() {
   say "down: stopped and removed"
 }
 
+# The pods' cgroups (empty once their processes are gone), deepest first.
+remove_cgroups() {
+  local root n
+  for root in $(cgroup_roots); do
+    for n in "$root"/rackbench-node-*; do
+      [ -d "$n" ] && find "$n" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    done
+  done
+}
+
 # What up made outside the state dir, if it is empty now.
 remove_outside() {
   local d
@@ -514,6 +525,9 @@ remove_outside() {
           [ -S "$sock" ] && ! grep -qF " $sock" /proc/net/unix && rm -f "$sock"
         done
         rmdir /run/containerd/s /run/containerd 2>/dev/null || true ;;
+      /var/lib/kubelet)
+        rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+        rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || true ;;
     esac
   done < "$state/made-outside"
 }
