@@ -4,7 +4,7 @@
 CARGO ?= cargo
 BIN := target/release/rackbench
 
-.PHONY: all build test lint unit run bench image clean
+.PHONY: all build test lint unit run bench image image-oci cluster cluster-down test-cluster clean
 
 all: build
 
@@ -65,6 +65,32 @@ bench: build
 IMAGE ?= rackbench:latest
 image:
 	docker build -t $(IMAGE) .
+
+# The same image with no Docker engine and no registry: the release binary
+# and its shared libraries on an empty root, as an OCI archive for
+# `ctr images import` (scripts/oci-image.sh). IMAGE_TAR is where it goes.
+IMAGE_TAR ?= target/rackbench-image.tar
+image-oci: build
+	scripts/oci-image.sh rackbench $(IMAGE_TAR) $(IMAGE)
+
+# A Kubernetes cluster on this machine for `rackbench k8s run` (root; the
+# first run builds Kubernetes from source, about 11 min on 2 cores, then cached):
+# NODES=2 puts the second node in a network namespace. scripts/cluster.sh
+# prints the KUBECONFIG to export; `make cluster-down` removes it all.
+NODES ?= 2
+cluster: build
+	scripts/deps.sh cluster
+	scripts/cluster.sh up --nodes $(NODES)
+
+cluster-down:
+	scripts/cluster.sh down
+
+# tests/cluster.rs on a real two-node cluster (builds Kubernetes first if
+# it is not cached). `make test` runs it only when the binaries are cached.
+test-cluster:
+	scripts/deps.sh build cluster
+	scripts/cluster.sh build
+	RACKBENCH_REQUIRE=kubernetes $(CARGO) test --locked --test cluster -- --nocapture
 
 clean:
 	$(CARGO) clean

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what rackbench needs on a Debian 12 machine, skipping what is
-# already there. Usage: scripts/deps.sh [build|test|bench|run]...
+# already there. Usage: scripts/deps.sh [build|test|bench|run|cluster]...
 # Runs apt-get (as root, or through sudo when it is available).
 set -euo pipefail
 
@@ -77,7 +77,23 @@ for w in "${want[@]}"; do
       # The open-loop peer (bench/openloop.sh), built with go below.
       want_vegeta=1
       ;;
-    *) echo "deps.sh: unknown set '$w' (use build, test, bench or run)" >&2; exit 2 ;;
+    cluster)
+      # scripts/cluster.sh: its own etcd and containerds (the packages'
+      # services are not used), runc, the CNI loopback plugin,
+      # certificates, the second node's network namespace. Go 1.24 or
+      # newer builds Kubernetes (Debian 12's golang-go is too old).
+      need_cmd etcd etcd-server
+      need_cmd curl curl
+      need_cmd containerd containerd
+      need_cmd runc runc
+      [ -x /usr/lib/cni/loopback ] || apt_pkgs+=(containernetworking-plugins)
+      need_cmd openssl openssl
+      need_cmd ip iproute2
+      need_cmd nsenter util-linux
+      need_cmd gcc gcc
+      dpkg -s libc6-dev >/dev/null 2>&1 || apt_pkgs+=(libc6-dev)
+      ;;
+    *) echo "deps.sh: unknown set '$w' (use build, test, bench, run or cluster)" >&2; exit 2 ;;
   esac
 done
 

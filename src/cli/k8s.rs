@@ -61,6 +61,9 @@ pub struct JobOptions {
     /// The Job (pods included) is stopped this long after it is created, whatever it is doing.
     #[arg(long, value_parser = parse::duration, default_value = "1h")]
     deadline: Duration,
+    /// The pods use their node's network (hostNetwork): for a cluster without a pod network, or a server at a node's address.
+    #[arg(long)]
+    host_network: bool,
     /// The load each segment runs: `load URL [flags]` (without --segment, --start-at, --json).
     #[arg(last = true, value_name = "LOAD")]
     load: Vec<String>,
@@ -133,6 +136,7 @@ impl JobOptions {
                 SpreadArg::Required => Spread::Required,
             },
             deadline_secs: self.deadline.as_secs().max(1),
+            host_network: self.host_network,
             load_args: self.load.clone(),
         };
         load.validate().map_err(|e| usage(e.to_string()))?;

@@ -63,6 +63,10 @@ pub struct LoadJob {
     /// The pods are ended this long after they are created, whatever
     /// they are doing (the Job's activeDeadlineSeconds).
     pub deadline_secs: u64,
+    /// The pods use their node's network (`hostNetwork: true`): for a
+    /// cluster without a pod network (no CNI plugin), or a server under
+    /// test reached at a node's own address.
+    pub host_network: bool,
     /// `load URL [flags]`, as given after `--`.
     pub load_args: Vec<String>,
 }
@@ -171,6 +175,7 @@ impl LoadJob {
         PodSpec {
             restart_policy: Some("Never".into()),
             affinity: Some(self.affinity()),
+            host_network: self.host_network.then_some(true),
             containers: vec![Container {
                 name: "load".into(),
                 image: Some(self.image.clone()),
@@ -307,6 +312,7 @@ mod tests {
             memory: "256Mi".into(),
             spread: Spread::Preferred,
             deadline_secs: 3600,
+            host_network: false,
             load_args: args.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -356,6 +362,16 @@ mod tests {
             j.name = name.into();
             assert_eq!(j.validate().is_ok(), ok, "{name}");
         }
+    }
+
+    #[test]
+    fn host_network_only_when_asked() {
+        let mut j = job(&["load", "http://svc/"]);
+        let host = |j: &LoadJob| j.to_job().spec.unwrap().template.spec.unwrap().host_network;
+        assert_eq!(host(&j), None);
+        j.host_network = true;
+        assert_eq!(host(&j), Some(true));
+        assert!(to_yaml(&j.to_job()).contains("hostNetwork: true"));
     }
 
     #[test]
