@@ -134,3 +134,31 @@ fn pool_connections_the_window_never_needed_are_not_starved() {
     assert!((1..=16).contains(&f.connections_answered), "{f:?}");
     assert_eq!(r.errors.total(), 0);
 }
+
+/// A server that closes every connection after its answer, with no length
+/// (the close ends the body, as unicorn answers an app that sets no
+/// Content-Length): each slot reconnects for every request, and its
+/// answers still count for it. Before 2026-11-28 an answer ended by the
+/// close was not counted, so every connection read as starved while
+/// thousands of answers came back.
+#[test]
+fn answers_ended_by_the_servers_close_count_for_their_connection() {
+    const N: usize = 4;
+    let s = server(TestServerConfig {
+        framing: rackbench::testserver::Framing::Close,
+        ..Default::default()
+    });
+    let mut c = config(&s, N);
+    c.keep_histograms = true;
+    let r = run(c);
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert!(
+        r.connections.opened > N as u64,
+        "the server closed each one"
+    );
+    let f = fairness(&r);
+    assert_eq!(f.connections_starved, 0, "{f:?}");
+    assert_eq!(f.connections_answered, N as u64, "{f:?}");
+    let counts = f.answers_per_connection.as_ref().expect("kept");
+    assert_eq!(counts.iter().sum::<u64>(), r.ok_in_window(), "{f:?}");
+}

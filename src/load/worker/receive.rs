@@ -8,11 +8,12 @@
 
 use super::Worker;
 use crate::load::config::LoadConfig;
-use crate::load::conn::{absorb, READ_BUF, READ_BUF_FIRST};
+use crate::load::conn::{absorb, Conn, READ_BUF, READ_BUF_FIRST};
 use crate::load::io::Received;
 use crate::load::recorder::{Failure, Outcome};
 use crate::load::response::{ExpectStatus, Needle, ParseError, Progress, Response};
 use crate::load::sys::{arrival, recv_stamped};
+use crate::load::window::Window;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -172,13 +173,7 @@ impl Worker {
                     // Never before the request left (a clock step could say so).
                     let ended = arrived.max(p.sent.unwrap_or(p.sched));
                     let lat = ended.saturating_duration_since(p.sched).as_secs_f64() * 1e6;
-                    // Who got served (issue 39): one count per slot.
-                    if self.window.counts(ended) {
-                        c.window_answers += 1;
-                        c.window_carried = true;
-                    } else if !c.window_carried {
-                        c.window_carried = self.window.meets(p.sent.unwrap_or(p.sched), ended);
-                    }
+                    count_answer(&self.window, c, p.sent.unwrap_or(p.sched), ended);
                     self.recent_latency_us += (lat - self.recent_latency_us) / 32.0;
                     self.rec.record_response(
                         ended,
@@ -233,6 +228,7 @@ impl Worker {
                         self.inflight -= 1;
                     }
                     let outcome = judge(expect_status, &response);
+                    count_answer(&self.window, c, p.sent.unwrap_or(p.sched), now);
                     self.rec.record_response(
                         now,
                         p.sched,
@@ -298,5 +294,19 @@ fn judge(expect: &ExpectStatus, response: &Response) -> Outcome {
         Outcome::Failed(Failure::Body)
     } else {
         Outcome::Ok
+    }
+}
+
+/// Who got served (issue 39): an answer that ended in the counted window
+/// counts for its connection slot, and one whose exchange overlapped the
+/// window marks the slot as having carried a request in it. Every way a
+/// response completes (its length, or the server closing after it)
+/// counts the same.
+fn count_answer(window: &Window, c: &mut Conn, sent: Instant, ended: Instant) {
+    if window.counts(ended) {
+        c.window_answers += 1;
+        c.window_carried = true;
+    } else if !c.window_carried {
+        c.window_carried = window.meets(sent, ended);
     }
 }
