@@ -374,7 +374,19 @@ pub fn run(req: TuneRequest, sink: Arc<dyn Sink>) -> Result<TuneOutcome> {
         ));
         proposals.push(verify(&req, &base, &out, p, &sink)?);
     }
-    let recommendation = recommend(&req, &base, &out, &proposals, &sink)?;
+    let together = |env: &BTreeMap<String, String>| {
+        let (d, before, after) = ab(&req, &base, &out, "ab-combined", env, &sink)?;
+        Ok(Together {
+            verdict: d.verdict,
+            change_pct: d.change_pct,
+            ci_low_pct: d.ci_low_pct,
+            ci_high_pct: d.ci_high_pct,
+            decided: d.end == "verdict",
+            before,
+            after,
+        })
+    };
+    let recommendation = recommend(&proposals, req.judge.margin_pct, together, &sink)?;
     let nothing = advice.nothing_to_gain.clone().or_else(|| {
         recommendation.env.is_empty().then(|| {
             if proposals.is_empty() {
@@ -455,14 +467,26 @@ fn verify(
     })
 }
 
+/// The A/B of several kept proposals together, as [`recommend`] reads it.
+#[derive(Debug, Clone)]
+struct Together {
+    verdict: Call,
+    change_pct: f64,
+    ci_low_pct: Option<f64>,
+    ci_high_pct: Option<f64>,
+    /// The A/B ended in a verdict (not stopped or failed).
+    decided: bool,
+    before: SideGc,
+    after: SideGc,
+}
+
 /// The kept proposals together: one kept is its own A/B's; several are
-/// A/B'd together and recommended only if that too is better, else the
-/// best single one.
+/// A/B'd together (`together` runs that A/B on their joint environment)
+/// and recommended only if that too is better, else the best single one.
 fn recommend(
-    req: &TuneRequest,
-    base: &(Table, Table),
-    out: &Path,
     proposals: &[ProposalDoc],
+    margin_pct: f64,
+    together: impl FnOnce(&BTreeMap<String, String>) -> Result<Together>,
     sink: &Arc<dyn Sink>,
 ) -> Result<Recommendation> {
     let kept: Vec<&ProposalDoc> = proposals.iter().filter(|p| p.kept).collect();
@@ -498,20 +522,119 @@ fn recommend(
         kept.len(),
         env_words(&env)
     ));
-    let (d, before, after) = ab(req, base, out, "ab-combined", &env, sink)?;
-    let (together, _) = judge(d.verdict, before, after, req.judge.margin_pct);
-    if !together || d.end != "verdict" {
+    let t = together(&env)?;
+    let (better, _) = judge(t.verdict, t.before, t.after, margin_pct);
+    if !better || !t.decided {
         sink.note("tune gc: together they proved no better than the control: the best one alone is recommended");
         return Ok(best.expect("two or more kept"));
     }
     Ok(Recommendation {
         env,
-        verdict: Some(d.verdict),
-        change_pct: Some(d.change_pct),
-        ci_low_pct: d.ci_low_pct,
-        ci_high_pct: d.ci_high_pct,
-        gc_runs_per_1k_before: before.0,
-        gc_runs_per_1k_after: after.0,
+        verdict: Some(t.verdict),
+        change_pct: Some(t.change_pct),
+        ci_low_pct: t.ci_low_pct,
+        ci_high_pct: t.ci_high_pct,
+        gc_runs_per_1k_before: t.before.0,
+        gc_runs_per_1k_after: t.after.0,
         ab: Some("ab-combined/ab.json".into()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::sink::Collect;
+
+    fn proposal(rule: &str, var: &str, change_pct: f64, kept: bool) -> ProposalDoc {
+        ProposalDoc {
+            rule: rule.into(),
+            env: BTreeMap::from([(var.to_string(), "1".to_string())]),
+            evidence: String::new(),
+            rubies: String::new(),
+            verdict: if kept { Call::Faster } else { Call::Undecided },
+            change_pct,
+            ci_low_pct: Some(change_pct - 3.0),
+            ci_high_pct: Some(change_pct + 3.0),
+            gc_runs_per_1k_before: Some(100.0),
+            gc_runs_per_1k_after: Some(40.0),
+            gc_time_share_before: Some(0.2),
+            gc_time_share_after: Some(0.1),
+            kept,
+            why: String::new(),
+            ab: format!("ab-{rule}/ab.json"),
+        }
+    }
+
+    fn together(verdict: Call, decided: bool, gc_after: f64) -> Together {
+        Together {
+            verdict,
+            change_pct: 12.0,
+            ci_low_pct: Some(8.0),
+            ci_high_pct: Some(16.0),
+            decided,
+            before: (Some(100.0), Some(0.2)),
+            after: (Some(gc_after), Some(0.05)),
+        }
+    }
+
+    fn sink() -> Arc<dyn Sink> {
+        Arc::new(Collect::default())
+    }
+
+    #[test]
+    fn one_kept_is_recommended_alone_without_a_combined_ab() {
+        let ps = [
+            proposal("heap", "H", 9.0, true),
+            proposal("malloc", "M", 2.0, false),
+        ];
+        let r = recommend(&ps, 2.0, |_| panic!("no combined A/B for one"), &sink()).unwrap();
+        assert_eq!(r.env, ps[0].env);
+        assert_eq!(r.ab.as_deref(), Some("ab-heap/ab.json"));
+        let none = recommend(&ps[1..], 2.0, |_| panic!("nothing kept"), &sink()).unwrap();
+        assert!(none.env.is_empty() && none.verdict.is_none());
+    }
+
+    #[test]
+    fn several_kept_are_ab_tested_together_and_recommended_only_if_better() {
+        let ps = [
+            proposal("heap", "H", 9.0, true),
+            proposal("malloc", "M", 4.0, true),
+            proposal("growth", "G", 1.0, false),
+        ];
+        let mut asked = None;
+        let r = recommend(
+            &ps,
+            2.0,
+            |env| {
+                asked = Some(env.clone());
+                Ok(together(Call::Faster, true, 30.0))
+            },
+            &sink(),
+        )
+        .unwrap();
+        // Only the kept ones' variables, together.
+        let want: BTreeMap<String, String> = [("H", "1"), ("M", "1")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        assert_eq!(asked.as_ref(), Some(&want));
+        assert_eq!(r.env, want);
+        assert_eq!((r.verdict, r.change_pct), (Some(Call::Faster), Some(12.0)));
+        assert_eq!(r.ab.as_deref(), Some("ab-combined/ab.json"));
+        assert_eq!(
+            (r.gc_runs_per_1k_before, r.gc_runs_per_1k_after),
+            (Some(100.0), Some(30.0))
+        );
+        // Together undecided, stopped, or better but with more GC runs:
+        // the best one alone (heap, +9%).
+        for t in [
+            together(Call::Undecided, true, 30.0),
+            together(Call::Faster, false, 30.0),
+            together(Call::Faster, true, 150.0),
+            together(Call::Slower, true, 30.0),
+        ] {
+            let r = recommend(&ps, 2.0, |_| Ok(t.clone()), &sink()).unwrap();
+            assert_eq!(r.env, ps[0].env, "{t:?}");
+            assert_eq!(r.ab.as_deref(), Some("ab-heap/ab.json"), "{t:?}");
+        }
+    }
 }
