@@ -225,6 +225,98 @@ pub fn profile_level(
     }
 }
 
+/// Where a search's steps run. Made once per command and moved into the
+/// search, so the size of its variants does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Target<'a> {
+    /// A running server's URL.
+    Url(OnUrl<'a>),
+    /// A fresh lab server per step; with `--profile`, the level found is
+    /// run once more, profiled.
+    Lab {
+        spec: TrialSpec,
+        profile: Option<crate::lab::spec::ProfileAsk>,
+    },
+}
+
+/// What `breakpoint` is asked, its flags read.
+pub struct SearchRequest<'a> {
+    pub target: Target<'a>,
+    pub step_load: StepLoad,
+    pub cfg: SearchConfig,
+    /// Seed 000's linear search, in steps of this size (positive).
+    pub linear: Option<f64>,
+    /// No line per step (the JSON document is the output).
+    pub quiet: bool,
+    /// Ctrl-C: the search stops after the step it is in.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// What the search found.
+pub struct Found {
+    /// What it searched ("URL", or "SERVER with APP").
+    pub target: String,
+    pub result: Breakpoint,
+    /// `--profile`'s run at the level found: the profile and the work dir
+    /// its files are in, or why there is none.
+    pub profile: Option<Result<(crate::profile::Profile, String), String>>,
+    pub interrupted: bool,
+}
+
+/// Runs the search: steps on the URL or in the lab, growing then
+/// bisecting (or linear), then `--profile`'s run at the level found.
+/// `--profile`'s refusals (no rbspy, JRuby) come before the first step.
+pub fn search(req: SearchRequest, sink: &Arc<dyn Sink>) -> Result<Found> {
+    let SearchRequest {
+        target,
+        step_load,
+        cfg,
+        linear,
+        quiet,
+        interrupt,
+    } = req;
+    let mut profiled = None;
+    let (target, mut step) = match target {
+        Target::Url(on_url) => {
+            let url = on_url.url.to_string();
+            (url, url_steps(on_url, step_load, &interrupt, quiet, sink)?)
+        }
+        Target::Lab { spec, profile } => {
+            if let Some(ask) = profile {
+                let mut checked = spec.clone();
+                checked.profile = Some(ask.clone());
+                crate::lab::spec::validate(&checked)?;
+                profiled = Some((spec.clone(), ask));
+            }
+            lab_steps(spec, step_load, quiet, sink)
+        }
+    };
+    let stop = || interrupt.load(Ordering::Relaxed);
+    let result = match linear {
+        Some(s) => search::find_linear(&cfg, s, &mut step, stop),
+        None => search::find_breakpoint(&cfg, &mut step, stop),
+    };
+    let interrupted = interrupt.load(Ordering::Relaxed);
+    let profile = match (profiled, result.level) {
+        (Some((spec, ask)), Some(level)) if !interrupted => {
+            if !quiet {
+                sink.note(&format!(
+                    "profiling the break point: {level:.0} again, with rbspy"
+                ));
+            }
+            let dir = spec.dir.display().to_string();
+            Some(profile_level(&spec, &step_load, level, ask).map(|p| (p, dir)))
+        }
+        _ => None,
+    };
+    Ok(Found {
+        target,
+        result,
+        profile,
+        interrupted,
+    })
+}
+
 /// The search's result as text: one line (two when the first failing
 /// level says why).
 pub fn result_text(out: &Output, result: &Breakpoint, interrupted: bool) -> String {

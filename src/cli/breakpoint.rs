@@ -4,17 +4,15 @@
 use super::load_options::LoadOptions;
 use super::server_options::{ProfileFlags, ServerOptions};
 use super::usage;
-use crate::app::breakpoint::{self, OnUrl};
+use crate::app::breakpoint::{self, OnUrl, SearchRequest, Target};
 use crate::app::os::stop_on_signals;
 use crate::app::sink::{Sink, Terminal};
-use crate::lab::spec::ProfileAsk;
-use crate::lab::trial::TrialSpec;
 use crate::profile::Profile;
-use crate::search::{self, Breakpoint, SearchConfig, StepLoad};
+use crate::search::{self, SearchConfig, StepLoad};
 use anyhow::Result;
 use clap::Args;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,6 +92,18 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         args.slo,
         args.probe,
     );
+    if args.profile.profile && args.url.is_some() {
+        return Err(usage(
+            "--profile needs --server: rackbench profiles the server it starts (for a running \
+             server, run rbspy on its pid yourself)"
+                .into(),
+        ));
+    }
+    if args.linear.is_some_and(|s| s <= 0.0) {
+        return Err(usage(
+            "--linear needs a positive step, e.g. --linear 100".into(),
+        ));
+    }
     let interrupt = Arc::new(AtomicBool::new(false));
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
@@ -103,55 +113,38 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
         probe: args.probe,
         rate_connections: None,
     };
-    let sink: Arc<dyn Sink> = Arc::new(Terminal::new());
-    let quiet = args.json;
-    if args.profile.profile && args.url.is_some() {
-        return Err(usage(
-            "--profile needs --server: rackbench profiles the server it starts (for a running \
-             server, run rbspy on its pid yourself)"
-                .into(),
-        ));
-    }
-    let mut profiled = None;
-    let (target, mut step) = match &args.url {
-        Some(url) => {
-            let base = args.load.to_config(url, args.load_threads)?;
-            let on_url = OnUrl {
-                url,
-                base,
-                settle_max: args.settle_max,
-                slo: args.slo,
-            };
-            let steps = breakpoint::url_steps(on_url, step_load, &interrupt, quiet, &sink)?;
-            (url.clone(), steps)
-        }
+    let target = match &args.url {
+        Some(url) => Target::Url(OnUrl {
+            url,
+            base: args.load.to_config(url, args.load_threads)?,
+            settle_max: args.settle_max,
+            slo: args.slo,
+        }),
         None => {
             let spec =
                 args.server
                     .to_spec(&args.load, args.load_threads, Arc::clone(&interrupt))?;
-            profiled = profile_spec(&args.profile, &spec)?;
-            breakpoint::lab_steps(spec, step_load, quiet, &sink)
+            let profile = args.profile.ask(&spec.dir);
+            Target::Lab { spec, profile }
         }
     };
-    let stop = || interrupt.load(Ordering::Relaxed);
-    let result: Breakpoint = match args.linear {
-        Some(s) if s > 0.0 => search::find_linear(&cfg, s, &mut step, stop),
-        Some(_) => {
-            return Err(usage(
-                "--linear needs a positive step, e.g. --linear 100".into(),
-            ))
-        }
-        None => search::find_breakpoint(&cfg, &mut step, stop),
-    };
-    let profile = match (profiled, result.level) {
-        (Some(p), Some(level)) if !interrupt.load(Ordering::Relaxed) => {
-            Some(profile_at(p, level, step_load, quiet, &sink))
-        }
-        _ => None,
-    };
+    let sink: Arc<dyn Sink> = Arc::new(Terminal::new());
+    let found = breakpoint::search(
+        SearchRequest {
+            target,
+            step_load,
+            cfg: cfg.clone(),
+            linear: args.linear,
+            quiet: args.json,
+            interrupt,
+        },
+        &sink,
+    )?;
+    let result = &found.result;
+    let profile = &found.profile;
     let out = breakpoint::Output {
         schema: search::SCHEMA,
-        target,
+        target: found.target.clone(),
         mode: &args.mode,
         connections: if rate_mode { None } else { result.level },
         rate: if rate_mode { result.level } else { None },
@@ -175,47 +168,17 @@ pub fn run(args: BreakpointArgs) -> Result<ExitCode> {
     } else {
         println!(
             "{}",
-            breakpoint::result_text(&out, &result, interrupt.load(Ordering::Relaxed))
+            breakpoint::result_text(&out, result, found.interrupted)
         );
-        if let Some(p) = &profile {
+        if let Some(p) = profile {
             print!("{}", profile_lines(p));
         }
     }
-    Ok(if interrupt.load(Ordering::Relaxed) {
+    Ok(if found.interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// `--profile`: the spec of the profiled run at the break point, its
-/// refusals (no rbspy, JRuby) said now rather than after the search.
-fn profile_spec(flags: &ProfileFlags, spec: &TrialSpec) -> Result<Option<(TrialSpec, ProfileAsk)>> {
-    let Some(ask) = flags.ask(&spec.dir) else {
-        return Ok(None);
-    };
-    let mut checked = spec.clone();
-    checked.profile = Some(ask.clone());
-    crate::lab::spec::validate(&checked)?;
-    Ok(Some((spec.clone(), ask)))
-}
-
-/// The break point's level run again, profiled: the profile and the work
-/// dir its files are in, or why there is none.
-fn profile_at(
-    (spec, ask): (TrialSpec, ProfileAsk),
-    level: f64,
-    step_load: StepLoad,
-    quiet: bool,
-    sink: &Arc<dyn Sink>,
-) -> Result<(Profile, String), String> {
-    if !quiet {
-        sink.note(&format!(
-            "profiling the break point: {level:.0} again, with rbspy"
-        ));
-    }
-    let dir = spec.dir.display().to_string();
-    breakpoint::profile_level(&spec, &step_load, level, ask).map(|p| (p, dir))
 }
 
 /// The profile's lines under the result, or why there is none.
