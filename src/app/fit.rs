@@ -5,7 +5,7 @@
 
 use super::sink::Sink;
 use crate::lab::trial::{run_trial, TrialRecord, TrialSpec};
-use crate::plan::fit::FitSettings;
+use crate::plan::fit::{FitPlan, FitSettings, FitTarget};
 use crate::report::fit::{self as page, FitDocument, FitsDocument};
 use crate::search::fit::{fit_until, Candidate, FitOptions, Outcome, Repeat, Tried};
 use anyhow::{Context, Result};
@@ -180,6 +180,69 @@ fn candidate_line(c: Candidate, o: &Outcome) -> String {
             .as_ref()
             .map_or(String::new(), |w| format!(" (did not start: {w})"))
     )
+}
+
+/// `fit PLAN`'s line: what is fitted, with what, in what; the apps not
+/// fitted and the servers skipped.
+pub fn announce(name: &str, fits: &FitPlan, s: &FitSettings) -> String {
+    let servers: Vec<&str> = fits.targets.iter().map(|t| t.name.as_str()).collect();
+    let mut lines = vec![format!(
+        "plan {name}: fit {} with {}, up to {} workers × {} threads, {} trials each",
+        servers.join(", "),
+        fits.app,
+        s.max_workers,
+        s.max_threads,
+        s.repeats
+    )];
+    if !fits.other_apps.is_empty() {
+        lines.push(format!(
+            "  not fitted: {} (a fit takes the plan's first app; fit another with --app NAME)",
+            fits.other_apps.join(", ")
+        ));
+    }
+    lines.extend(fits.skipped.iter().map(|skip| format!("  skipped: {skip}")));
+    lines.join("\n")
+}
+
+/// `fit PLAN`: each server's search in turn, until Ctrl-C. With `out`,
+/// each server's trials, fit.json and fit.html go under OUT/SERVER/;
+/// without, its trials go to a temporary directory.
+pub fn fit_targets(
+    targets: Vec<FitTarget>,
+    settings: &FitSettings,
+    out: Option<&Path>,
+    quiet: bool,
+    interrupt: &Arc<AtomicBool>,
+    sink: &dyn Sink,
+) -> Result<Vec<FitDocument>> {
+    let mut docs = Vec::new();
+    for mut t in targets {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        let dir = out.map(|o| o.join(crate::plan::slug(&t.name)));
+        t.spec.dir = match &dir {
+            Some(d) => d.join("trials"),
+            None => std::env::temp_dir().join(format!(
+                "rackbench-fit-{}-{}",
+                std::process::id(),
+                crate::plan::slug(&t.name)
+            )),
+        };
+        let doc = fit_one(
+            &t.name,
+            t.spec,
+            settings,
+            (quiet, dir.is_some()),
+            interrupt,
+            sink,
+        );
+        if let Some(d) = &dir {
+            write_server(d, &doc)?;
+        }
+        docs.push(doc);
+    }
+    Ok(docs)
 }
 
 /// DIR/SERVER/fit.json and fit.html.

@@ -11,7 +11,7 @@ use super::usage;
 use crate::app::fit;
 use crate::app::os::stop_on_signals;
 use crate::app::sink::Terminal;
-use crate::plan::fit::{parse_share, FitPlan, FitRig, FitSettings};
+use crate::plan::fit::{parse_share, FitRig, FitSettings};
 use crate::plan::Plan;
 use crate::report::fit::{self as page, FitDocument, FitsDocument};
 use anyhow::Result;
@@ -186,7 +186,7 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
         .fit_plan(&text, &file, &registry, &rig)
         .map_err(|e| usage(e.to_string()))?;
     let settings = args.settings(fits.settings.clone());
-    announce(&plan.name, &fits, &settings);
+    eprintln!("{}", fit::announce(&plan.name, &fits, &settings));
     if args.dry_run {
         for t in &fits.targets {
             println!("{}", t.name);
@@ -198,36 +198,14 @@ fn run_plan(args: &FitArgs, path: &Path) -> Result<ExitCode> {
     }
     stop_on_signals(&interrupt, false);
     crate::load::raise_open_files_limit();
-    let mut docs = Vec::new();
-    for mut t in fits.targets {
-        if interrupt.load(Ordering::Relaxed) {
-            break;
-        }
-        let dir = args
-            .out
-            .as_ref()
-            .map(|o| o.join(crate::plan::slug(&t.name)));
-        t.spec.dir = match &dir {
-            Some(d) => d.join("trials"),
-            None => std::env::temp_dir().join(format!(
-                "rackbench-fit-{}-{}",
-                std::process::id(),
-                crate::plan::slug(&t.name)
-            )),
-        };
-        let doc = fit::fit_one(
-            &t.name,
-            t.spec,
-            &settings,
-            (args.json, dir.is_some()),
-            &interrupt,
-            &Terminal::new(),
-        );
-        if let Some(d) = &dir {
-            fit::write_server(d, &doc)?;
-        }
-        docs.push(doc);
-    }
+    let docs = fit::fit_targets(
+        fits.targets,
+        &settings,
+        args.out.as_deref(),
+        args.json,
+        &interrupt,
+        &Terminal::new(),
+    )?;
     let all = FitsDocument::new(&plan.name, docs);
     write_fits(&all, args)?;
     Ok(if interrupt.load(Ordering::Relaxed) {
@@ -274,29 +252,6 @@ fn rig(args: &FitArgs, interrupt: Arc<AtomicBool>) -> Result<FitRig> {
         server_cpus: args.server.server_cpus.clone().unwrap_or(server),
         load_cpus: args.load.load_cpus.clone().unwrap_or(load),
     })
-}
-
-/// The plan's line on stderr: what is fitted, with what, in what; the
-/// apps not fitted and the servers skipped.
-fn announce(name: &str, fits: &FitPlan, s: &FitSettings) {
-    let servers: Vec<&str> = fits.targets.iter().map(|t| t.name.as_str()).collect();
-    eprintln!(
-        "plan {name}: fit {} with {}, up to {} workers × {} threads, {} trials each",
-        servers.join(", "),
-        fits.app,
-        s.max_workers,
-        s.max_threads,
-        s.repeats
-    );
-    if !fits.other_apps.is_empty() {
-        eprintln!(
-            "  not fitted: {} (a fit takes the plan's first app; fit another with --app NAME)",
-            fits.other_apps.join(", ")
-        );
-    }
-    for skip in &fits.skipped {
-        eprintln!("  skipped: {skip}");
-    }
 }
 
 /// The table (or the fits-v1 document) on stdout; --out's fits.md and
