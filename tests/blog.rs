@@ -676,18 +676,7 @@ fn root_has_activerecord(root: &Path) -> bool {
 /// host has them; one built with them seeds on its own Ruby 3.3.
 #[test]
 fn the_seed_on_a_debian_root_runs_the_roots_ruby_and_a_root_without_rails_names_the_rebuild() {
-    if !can_build_roots() {
-        return;
-    }
-    let add = common::rackbench(&["runtime", "add", "debian-13"]);
-    if !rackbench::require::require(
-        "the debian-13 runtime",
-        add.status.success(),
-        &format!(
-            "`rackbench runtime add debian-13` failed: {}",
-            String::from_utf8_lossy(&add.stderr)
-        ),
-    ) {
+    if !can_build_roots() || !common::have_debian_runtime("debian-13") {
         return;
     }
     let root = rackbench::runtime::runtimes_dir().join("debian-13");
@@ -861,12 +850,7 @@ fn a_debian_13_root_built_with_rails_seeds_on_its_own_ruby_and_activerecord() {
         "{db}"
     );
     assert_eq!(db["rows_seeded"], 6050);
-    let errors: u64 = r["load"]["errors"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let errors: u64 = common::error_count(&r["load"]["errors"]);
     assert_eq!(errors, 0, "{}", r["load"]);
 
     // PostgreSQL runs on the host; the seed inside the root reaches it

@@ -187,12 +187,7 @@ fn sum(families: &Value, family: &str, sample: &str) -> f64 {
 
 /// Requests that ended in a load-v1 document: its OK answers and errors.
 fn ended(doc: &Value) -> f64 {
-    let errors: u64 = doc["errors"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum();
+    let errors: u64 = common::error_count(&doc["errors"]);
     (doc["requests"]["ok"].as_u64().unwrap() + errors) as f64
 }
 
@@ -562,13 +557,7 @@ warmup = "0s"
     let mut total = 0;
     for (_, stored) in plan.docs("trials") {
         let load = &stored["trial"]["load"];
-        let ended = load["requests"]["ok"].as_u64().unwrap()
-            + load["errors"]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|v| v.as_u64().unwrap())
-                .sum::<u64>();
+        let ended = load["requests"]["ok"].as_u64().unwrap() + common::error_count(&load["errors"]);
         total += ended;
         let labels = format!(
             "study=\"live\",trial=\"{}\",server=\"ts\",app=\"hello\",variant=\"ts\",runtime=\"system\",repeat=\"{}\"",

@@ -268,12 +268,7 @@ fn a_mix_goes_through_trial_and_its_record() {
         let (ok, requests) = (e["ok"].as_u64().unwrap(), e["requests"].as_u64().unwrap());
         // A timed run ends with up to one request in flight per connection.
         assert!(ok > 0 && ok <= requests && requests - ok <= 4, "{e}");
-        let errors: u64 = e["errors"]
-            .as_object()
-            .unwrap()
-            .values()
-            .map(|v| v.as_u64().unwrap())
-            .sum();
+        let errors: u64 = common::error_count(&e["errors"]);
         assert_eq!(errors, 0, "{e}");
     }
     // Every slow request took its 10 ms; the quickest home request beat

@@ -928,18 +928,7 @@ fn uwsgi_is_profiled() {
 /// kept; never an empty profile.
 #[test]
 fn a_debian_13_root_is_refused_naming_its_ruby_and_rbspy() {
-    if !have_rbspy() || !common::have("mmdebstrap", "apt-get install mmdebstrap") {
-        return;
-    }
-    let built = common::rackbench(&["runtime", "add", "debian-13"]);
-    if !rackbench::require::require(
-        "the debian-13 runtime",
-        built.status.success(),
-        &format!(
-            "`rackbench runtime add debian-13` failed: {}",
-            String::from_utf8_lossy(&built.stderr)
-        ),
-    ) {
+    if !have_rbspy() || !common::have_debian_runtime("debian-13") {
         return;
     }
     let _serial = one_at_a_time();
@@ -987,19 +976,8 @@ fn a_debian_12_root_with_yjit_and_jemalloc_behind_nginx_in_a_budget_is_profiled(
     if !have_rbspy()
         || !installed("puma")
         || !common::have_nginx()
-        || !common::have("mmdebstrap", "apt-get install mmdebstrap")
+        || !common::have_debian_runtime("debian-12")
     {
-        return;
-    }
-    let built = common::rackbench(&["runtime", "add", "debian-12"]);
-    if !rackbench::require::require(
-        "the debian-12 runtime",
-        built.status.success(),
-        &format!(
-            "`rackbench runtime add debian-12` failed: {}",
-            String::from_utf8_lossy(&built.stderr)
-        ),
-    ) {
         return;
     }
     let _serial = one_at_a_time();

@@ -68,12 +68,7 @@ fn trial(server: &str, extra: &[&str], env: &[(&str, &str)]) -> Value {
 }
 
 fn errors(rec: &Value) -> u64 {
-    rec["load"]["errors"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|v| v.as_u64().unwrap())
-        .sum()
+    common::error_count(&rec["load"]["errors"])
 }
 
 /// mmdebstrap is there and the root of `release` is built (or builds now).

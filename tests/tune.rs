@@ -171,22 +171,9 @@ fn an_allocating_app_gets_proposals_that_cut_its_gc_runs_when_applied_by_hand() 
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// mmdebstrap is there and Debian 13's root is built (or builds now).
-fn have_debian_13() -> bool {
-    if !have("mmdebstrap", "apt-get install mmdebstrap") {
-        return false;
-    }
-    let out = rackbench(&["runtime", "add", "debian-13"]);
-    rackbench::require::require(
-        "the debian-13 runtime",
-        out.status.success(),
-        "`rackbench runtime add debian-13` failed",
-    )
-}
-
 #[test]
 fn on_ruby_3_3_the_heap_is_warmed_up_per_size_pool_and_never_by_the_old_variable() {
-    if !have("unicorn", "apt-get install unicorn") || !have_debian_13() {
+    if !have("unicorn", "apt-get install unicorn") || !common::have_debian_runtime("debian-13") {
         return;
     }
     let doc = tune(

@@ -73,6 +73,35 @@ pub fn have(cmd: &str, how: &str) -> bool {
     rackbench::require::require(cmd, there, how)
 }
 
+/// mmdebstrap is there and Debian `release`'s root is built (or builds
+/// now, `rackbench runtime add`); under RACKBENCH_REQUIRE either missing
+/// fails the test, with what `runtime add` said.
+pub fn have_debian_runtime(release: &str) -> bool {
+    if !have("mmdebstrap", "apt-get install mmdebstrap") {
+        return false;
+    }
+    let built = rackbench(&["runtime", "add", release]);
+    rackbench::require::require(
+        &format!("the {release} runtime"),
+        built.status.success(),
+        &format!(
+            "`rackbench runtime add {release}` failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ),
+    )
+}
+
+/// The errors of a load-v1 `errors` object (or an endpoint's), every
+/// kind added up.
+pub fn error_count(errors: &serde_json::Value) -> u64 {
+    errors
+        .as_object()
+        .expect("an errors object")
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum()
+}
+
 /// nginx is there; under RACKBENCH_REQUIRE a missing one fails the test.
 pub fn have_nginx() -> bool {
     let there = Command::new("nginx").arg("-v").output().is_ok();
