@@ -265,6 +265,12 @@ pub struct FrameChange {
 }
 
 impl FrameChange {
+    /// The frame as the record's `top` names it (`spend_b - /app.ru`):
+    /// collapsed stacks spell it with `_` for spaces (`spend_b_-_/app.ru`).
+    pub fn readable(&self) -> String {
+        self.frame.replace("_-_", " - ")
+    }
+
     /// B − A of its own CPU per request (ms), when both sides know theirs.
     pub fn cpu_change_ms(&self) -> Option<f64> {
         Some(self.cpu_ms_per_request_b? - self.cpu_ms_per_request_a?)

@@ -8,15 +8,9 @@
 
 use super::svg::esc;
 use super::table::{Align, Cell, Column, Kind, Row, Table, Width};
-use crate::profile::flame::{diff_svg, FrameChange};
+use crate::profile::flame::diff_svg;
 use crate::store::profiles::{ProfileDifference, SideStacks};
 use std::fmt::Write;
-
-/// A frame as the collapsed stacks spell it, made readable again
-/// (`spend_b_-_/app.ru` → `spend_b - /app.ru`).
-fn frame(f: &FrameChange) -> String {
-    f.frame.replace("_-_", " - ")
-}
 
 fn signed(v: Option<f64>, decimals: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:+.decimals$}"))
@@ -64,7 +58,7 @@ fn table(d: &ProfileDifference) -> Table {
     let rows = (d.changes.iter())
         .map(|c| {
             Row::new(vec![
-                Cell::text(frame(c)),
+                Cell::text(c.readable()),
                 Cell::num(Some(c.self_share_a)),
                 Cell::num(Some(c.self_share_b)),
                 Cell::text(signed(Some(c.self_change_points), 1)),

@@ -195,7 +195,7 @@ impl ProfileDifference {
             // Named as the record's `top` names frames: `method - path`.
             changes: (self.changes.iter())
                 .map(|c| FrameChange {
-                    frame: c.frame.replace("_-_", " - "),
+                    frame: c.readable(),
                     ..c.clone()
                 })
                 .collect(),
